@@ -1,0 +1,145 @@
+import type { PrismaClient } from "@/generated/prisma/client";
+import type { AuditWriter, IntentEntry, OutcomeEntry, SuppressionEntry } from "@/lib/idempotency/audit-port";
+
+export type AuditMode = "durable" | "async";
+
+export interface AuditWriterOptions {
+  mode?: AuditMode;
+  /** how often queued rows are written */
+  flushIntervalMs?: number;
+  /** a batch this large is written at once */
+  maxBatch?: number;
+  /** told about a batch that could not be written (kept queued and tried again) */
+  onError?: (err: unknown) => void;
+}
+
+/**
+ * Writes the audit log. In `durable` mode (the default) an execution's intent is in the database
+ * before the tool runs; outcomes and suppressions are queued and written in batches off the hot
+ * path. In `async` mode intents are batched too: faster, but a crash can lose an intent, so orphan
+ * detection is weaker there.
+ */
+export class PrismaAuditWriter implements AuditWriter {
+  readonly mode: AuditMode;
+  private intents: IntentEntry[] = [];
+  private outcomes: OutcomeEntry[] = [];
+  private suppressions: SuppressionEntry[] = [];
+  private timer: NodeJS.Timeout | null = null;
+  private flushing: Promise<void> | null = null;
+  private readonly flushIntervalMs: number;
+  private readonly maxBatch: number;
+  private readonly onError: (err: unknown) => void;
+
+  constructor(
+    private readonly prisma: PrismaClient,
+    options: AuditWriterOptions = {},
+  ) {
+    this.mode = options.mode ?? "durable";
+    this.flushIntervalMs = options.flushIntervalMs ?? 50;
+    this.maxBatch = options.maxBatch ?? 500;
+    this.onError = options.onError ?? ((err) => console.error("audit log write failed; will retry", err));
+  }
+
+  async intent(entry: IntentEntry): Promise<void> {
+    if (this.mode === "async") {
+      this.intents.push(entry);
+      this.schedule();
+      return;
+    }
+    await this.prisma.execution.create({ data: intentRow(entry) });
+  }
+
+  outcome(entry: OutcomeEntry): void {
+    this.outcomes.push(entry);
+    this.schedule();
+  }
+
+  suppression(entry: SuppressionEntry): void {
+    this.suppressions.push(entry);
+    this.schedule();
+  }
+
+  get pending(): number {
+    return this.intents.length + this.outcomes.length + this.suppressions.length;
+  }
+
+  /** Writes everything queued so far; concurrent callers share one write. */
+  async flush(): Promise<void> {
+    while (this.pending > 0) {
+      this.flushing ??= this.writeBatch().finally(() => {
+        this.flushing = null;
+      });
+      await this.flushing;
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    await this.flush();
+  }
+
+  private schedule(): void {
+    if (this.pending >= this.maxBatch) {
+      void this.flush().catch(this.onError);
+      return;
+    }
+    if (this.timer) return;
+    this.timer = setTimeout(() => {
+      this.timer = null;
+      this.flush().catch((err) => {
+        this.onError(err);
+        this.schedule();
+      });
+    }, this.flushIntervalMs);
+    this.timer.unref?.();
+  }
+
+  private async writeBatch(): Promise<void> {
+    const intents = this.intents.splice(0, this.maxBatch);
+    const outcomes = this.outcomes.splice(0, this.maxBatch);
+    const suppressions = this.suppressions.splice(0, this.maxBatch);
+    try {
+      // An outcome updates its intent's row: intents go first, in the same transaction.
+      await this.prisma.$transaction([
+        ...(intents.length ? [this.prisma.execution.createMany({ data: intents.map(intentRow), skipDuplicates: true })] : []),
+        ...outcomes.map((o) =>
+          this.prisma.execution.updateMany({
+            where: { id: o.id },
+            data: {
+              outcome: o.outcome,
+              finishedAt: o.finishedAt,
+              durationMs: o.durationMs,
+              resultStatus: o.resultStatus,
+              expiresAt: o.expiresAt,
+              error: o.error,
+            },
+          }),
+        ),
+        ...(suppressions.length ? [this.prisma.suppression.createMany({ data: suppressions, skipDuplicates: true })] : []),
+      ]);
+    } catch (err) {
+      // keep them for the next attempt, in order
+      this.intents.unshift(...intents);
+      this.outcomes.unshift(...outcomes);
+      this.suppressions.unshift(...suppressions);
+      throw err;
+    }
+  }
+}
+
+function intentRow(e: IntentEntry) {
+  return {
+    id: e.id,
+    scope: e.scope,
+    key: e.key,
+    tool: e.tool,
+    fingerprint: e.fingerprint,
+    token: BigInt(e.token),
+    session: e.session,
+    caller: e.caller,
+    fallback: e.fallback,
+    startedAt: e.startedAt,
+    leaseUntil: e.leaseUntil,
+  };
+}

@@ -1,0 +1,78 @@
+import { createHash, randomBytes, randomUUID } from "node:crypto";
+import type { PrismaClient } from "@/generated/prisma/client";
+import { isValidScope } from "@/lib/idempotency/keys";
+
+export interface TokenPrincipal {
+  tokenId: string;
+  scope: string;
+}
+
+const TOKEN_PREFIX = "idg_";
+
+function hashToken(token: string): string {
+  // API tokens carry 256 random bits: a fast hash is the right tool (unlike passwords).
+  return createHash("sha256").update(token).digest("hex");
+}
+
+export class InvalidScopeError extends Error {
+  constructor(scope: string) {
+    super(`scope ${JSON.stringify(scope)} is invalid: use 1–64 letters, digits, '.', '_' or '-', starting with a letter or digit`);
+  }
+}
+
+/** Creates a token for one scope. The token is returned once and only its hash is stored. */
+export async function createApiToken(
+  prisma: PrismaClient,
+  input: { scope: string; label?: string | null },
+): Promise<{ id: string; token: string; scope: string; prefix: string }> {
+  if (!isValidScope(input.scope)) throw new InvalidScopeError(input.scope);
+  const token = TOKEN_PREFIX + randomBytes(32).toString("base64url");
+  const row = await prisma.apiToken.create({
+    data: {
+      id: randomUUID(),
+      scope: input.scope,
+      label: input.label ?? null,
+      prefix: token.slice(0, TOKEN_PREFIX.length + 6),
+      hash: hashToken(token),
+      createdAt: new Date(),
+    },
+  });
+  tokenCache.clear();
+  return { id: row.id, token, scope: row.scope, prefix: row.prefix };
+}
+
+export async function revokeApiToken(prisma: PrismaClient, id: string): Promise<boolean> {
+  const out = await prisma.apiToken.updateMany({ where: { id, revokedAt: null }, data: { revokedAt: new Date() } });
+  tokenCache.clear();
+  return out.count > 0;
+}
+
+export function listApiTokens(prisma: PrismaClient) {
+  return prisma.apiToken.findMany({
+    orderBy: { createdAt: "desc" },
+    select: { id: true, scope: true, label: true, prefix: true, createdAt: true, revokedAt: true, lastUsedAt: true },
+  });
+}
+
+// Looking a token up costs a database round trip on every call; a short cache keeps that off the
+// hot path. A revocation in this process clears it at once; one made by another process (the CLI)
+// takes effect within TOKEN_CACHE_MS.
+export const TOKEN_CACHE_MS = 5_000;
+const tokenCache = new Map<string, { principal: TokenPrincipal | null; untilMs: number }>();
+
+/** The principal for a bearer token, or null for an unknown or revoked one. */
+export async function authenticateToken(prisma: PrismaClient, token: string): Promise<TokenPrincipal | null> {
+  if (!token.startsWith(TOKEN_PREFIX) || token.length > 200) return null;
+  const digest = hashToken(token);
+  const now = Date.now();
+  const cached = tokenCache.get(digest);
+  if (cached && cached.untilMs > now) return cached.principal;
+  const row = await prisma.apiToken.findUnique({ where: { hash: digest }, select: { id: true, scope: true, revokedAt: true } });
+  const principal = row && !row.revokedAt ? { tokenId: row.id, scope: row.scope } : null;
+  if (tokenCache.size > 10_000) tokenCache.clear();
+  tokenCache.set(digest, { principal, untilMs: now + TOKEN_CACHE_MS });
+  if (principal) {
+    void prisma.apiToken.update({ where: { id: principal.tokenId }, data: { lastUsedAt: new Date() } }).catch(() => {});
+  }
+  return principal;
+}

@@ -1,0 +1,57 @@
+import { randomUUID } from "node:crypto";
+import type { PrismaClient } from "@/generated/prisma/client";
+import { hashPassword, MIN_PASSWORD_LENGTH, verifyPassword } from "./passwords";
+import { isRole, type Role } from "./roles";
+
+export interface OperatorIdentity {
+  id: string;
+  email: string;
+  role: Role;
+}
+
+export class OperatorInputError extends Error {}
+
+const EMAIL = /^[^\s@]+@[^\s@]+$/;
+
+export async function createOperator(
+  prisma: PrismaClient,
+  input: { email: string; password: string; role: string },
+): Promise<OperatorIdentity> {
+  const email = input.email.trim().toLowerCase();
+  if (!EMAIL.test(email)) throw new OperatorInputError(`"${input.email}" is not an email address`);
+  if (!isRole(input.role)) throw new OperatorInputError(`role must be viewer or operator, not "${input.role}"`);
+  if (input.password.length < MIN_PASSWORD_LENGTH) {
+    throw new OperatorInputError(`the password must have at least ${MIN_PASSWORD_LENGTH} characters`);
+  }
+  const existing = await prisma.operator.findUnique({ where: { email } });
+  if (existing) throw new OperatorInputError(`an operator with the email ${email} exists already`);
+  const row = await prisma.operator.create({
+    data: { id: randomUUID(), email, passwordHash: await hashPassword(input.password), role: input.role, createdAt: new Date() },
+  });
+  return { id: row.id, email: row.email, role: input.role };
+}
+
+// Verifying against a dummy hash when the email is unknown keeps the answer time the same,
+// so response timing does not tell which emails exist.
+let dummyHash: Promise<string> | null = null;
+
+export async function verifyOperatorCredentials(
+  prisma: PrismaClient,
+  email: string,
+  password: string,
+): Promise<OperatorIdentity | null> {
+  const row = await prisma.operator.findUnique({ where: { email: email.trim().toLowerCase() } });
+  if (!row || row.disabledAt || !isRole(row.role)) {
+    dummyHash ??= hashPassword("not-a-real-password-" + randomUUID());
+    await verifyPassword(await dummyHash, password);
+    return null;
+  }
+  if (!(await verifyPassword(row.passwordHash, password))) return null;
+  return { id: row.id, email: row.email, role: row.role };
+}
+
+export async function findOperator(prisma: PrismaClient, id: string): Promise<OperatorIdentity | null> {
+  const row = await prisma.operator.findUnique({ where: { id } });
+  if (!row || row.disabledAt || !isRole(row.role)) return null;
+  return { id: row.id, email: row.email, role: row.role };
+}

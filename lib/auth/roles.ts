@@ -1,0 +1,18 @@
+export const ROLES = ["viewer", "operator"] as const;
+export type Role = (typeof ROLES)[number];
+
+/** What each role may do; checked on the server for every page, route handler and action. */
+const PERMISSIONS = {
+  viewer: ["read"],
+  operator: ["read", "release", "resolve", "acknowledge", "reconcile", "invoke", "manage_tokens"],
+} as const satisfies Record<Role, readonly string[]>;
+
+export type Permission = (typeof PERMISSIONS)["operator"][number];
+
+export function can(role: Role, permission: Permission): boolean {
+  return (PERMISSIONS[role] as readonly string[]).includes(permission);
+}
+
+export function isRole(value: string): value is Role {
+  return (ROLES as readonly string[]).includes(value);
+}

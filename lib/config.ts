@@ -1,0 +1,50 @@
+import { z } from "zod";
+import type { AuditMode } from "@/lib/audit/audit-writer";
+
+const EnvSchema = z.object({
+  REDIS_URL: z.string().url().optional(),
+  DATABASE_URL: z.string().url().optional(),
+  PORT: z.coerce.number().int().min(1).max(65535).default(3000),
+  IDEMGATE_SECRET: z.string().min(32, "IDEMGATE_SECRET must be at least 32 characters").optional(),
+  IDEMGATE_DATA_DIR: z.string().min(1).default(".data"),
+  IDEMGATE_AUDIT_MODE: z.enum(["durable", "async"]).default("durable"),
+  IDEMGATE_REDIS_PREFIX: z.string().regex(/^[a-zA-Z0-9_.-]+$/).default("idg"),
+  /** how long expired records stay visible before they are purged */
+  IDEMGATE_RETENTION_MS: z.coerce.number().int().positive().default(7 * 24 * 60 * 60 * 1000),
+  /** how often the server runs the reconciler and purges; 0 turns it off */
+  IDEMGATE_RECONCILE_INTERVAL_MS: z.coerce.number().int().min(0).default(60_000),
+});
+
+export interface Config {
+  redisUrl: string | null;
+  databaseUrl: string | null;
+  port: number;
+  secret: string | null;
+  dataDir: string;
+  auditMode: AuditMode;
+  redisPrefix: string;
+  retentionMs: number;
+  reconcileIntervalMs: number;
+}
+
+/** Reads the configuration from the environment; a bad value is a readable error, not a default. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const blank = (v: string | undefined) => (v === undefined || v.trim() === "" ? undefined : v);
+  const parsed = EnvSchema.safeParse(Object.fromEntries(Object.keys(EnvSchema.shape).map((k) => [k, blank(env[k])])));
+  if (!parsed.success) {
+    const lines = parsed.error.issues.map((i) => `  ${i.path.join(".")}: ${i.message}`);
+    throw new Error(`invalid configuration:\n${lines.join("\n")}`);
+  }
+  const e = parsed.data;
+  return {
+    redisUrl: e.REDIS_URL ?? null,
+    databaseUrl: e.DATABASE_URL ?? null,
+    port: e.PORT,
+    secret: e.IDEMGATE_SECRET ?? null,
+    dataDir: e.IDEMGATE_DATA_DIR,
+    auditMode: e.IDEMGATE_AUDIT_MODE,
+    redisPrefix: e.IDEMGATE_REDIS_PREFIX,
+    retentionMs: e.IDEMGATE_RETENTION_MS,
+    reconcileIntervalMs: e.IDEMGATE_RECONCILE_INTERVAL_MS,
+  };
+}

@@ -1,0 +1,113 @@
+import { PrismaPg } from "@prisma/adapter-pg";
+import { PrismaPGlite } from "pglite-prisma-adapter";
+import pg from "pg";
+import { PrismaClient } from "@/generated/prisma/client";
+import { acquireDataDirLock, type DataDirLock } from "./lock";
+import { applyMigrations, type SqlConnection } from "./migrate";
+
+export type DatabaseKind = "postgres" | "pglite";
+
+export interface Database {
+  kind: DatabaseKind;
+  /** where it lives, for status pages: a data directory or a URL without its password */
+  location: string;
+  prisma: PrismaClient;
+  /** one session of the raw driver, for multi-statement SQL and session locks (migrations) */
+  withSession<T>(fn: (conn: SqlConnection) => Promise<T>): Promise<T>;
+  close(): Promise<void>;
+}
+
+export interface DatabaseOptions {
+  /** a PostgreSQL server; without it the embedded database in `dataDir` is used */
+  url?: string;
+  dataDir?: string;
+  /** apply pending migrations on open (default true) */
+  migrate?: boolean;
+  /** pool size for a server (default 10) */
+  poolSize?: number;
+}
+
+export function redactUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password) u.password = "***";
+    return u.toString();
+  } catch {
+    return "(unparseable DATABASE_URL)";
+  }
+}
+
+export async function openDatabase(options: DatabaseOptions): Promise<Database> {
+  const db = options.url ? await openServer(options.url, options.poolSize ?? 10) : await openEmbedded(options.dataDir ?? ".data/pglite");
+  if (options.migrate !== false) {
+    try {
+      await db.withSession((conn) => applyMigrations(conn));
+    } catch (err) {
+      await db.close();
+      throw err;
+    }
+  }
+  return db;
+}
+
+async function openServer(url: string, poolSize: number): Promise<Database> {
+  const pool = new pg.Pool({ connectionString: url, max: poolSize, connectionTimeoutMillis: 5_000 });
+  // An idle client's error (server restart) must not crash the process; the next query reconnects.
+  pool.on("error", () => {});
+  const prisma = new PrismaClient({ adapter: new PrismaPg(pool) });
+  return {
+    kind: "postgres",
+    location: redactUrl(url),
+    prisma,
+    async withSession(fn) {
+      const client = await pool.connect();
+      try {
+        return await fn({
+          async exec(sql) {
+            await client.query(sql);
+          },
+          async query(sql, params) {
+            return (await client.query(sql, params as unknown[])).rows;
+          },
+        });
+      } finally {
+        client.release();
+      }
+    },
+    async close() {
+      await prisma.$disconnect();
+      await pool.end();
+    },
+  };
+}
+
+async function openEmbedded(dataDir: string): Promise<Database> {
+  const lock: DataDirLock = await acquireDataDirLock(dataDir);
+  try {
+    const { PGlite } = await import("@electric-sql/pglite");
+    const pglite = await PGlite.create(dataDir);
+    const raw: SqlConnection = {
+      async exec(sql) {
+        await pglite.exec(sql);
+      },
+      async query(sql, params) {
+        return (await pglite.query(sql, params as unknown[])).rows as never[];
+      },
+    };
+    const prisma = new PrismaClient({ adapter: new PrismaPGlite(pglite) });
+    return {
+      kind: "pglite",
+      location: dataDir,
+      prisma,
+      withSession: (fn) => fn(raw),
+      async close() {
+        await prisma.$disconnect();
+        await pglite.close();
+        await lock.release();
+      },
+    };
+  } catch (err) {
+    await lock.release();
+    throw err;
+  }
+}

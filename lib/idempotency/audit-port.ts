@@ -1,0 +1,54 @@
+/** What the engine writes to the audit log. lib/audit implements it over Prisma. */
+export interface IntentEntry {
+  id: string;
+  scope: string;
+  key: string;
+  tool: string;
+  fingerprint: string;
+  token: number;
+  session: string | null;
+  caller: string | null;
+  fallback: boolean;
+  startedAt: Date;
+  leaseUntil: Date;
+}
+
+export type ExecutionOutcome = "succeeded" | "failed" | "final_error" | "late_completion";
+
+export interface OutcomeEntry {
+  id: string;
+  outcome: ExecutionOutcome;
+  finishedAt: Date;
+  durationMs: number;
+  resultStatus: number | null;
+  /** for a stored result: when its done record is due to leave the key store */
+  expiresAt: Date | null;
+  error: string | null;
+}
+
+export type SuppressionKind = "replay" | "conflict" | "stuck" | "mismatch";
+
+export interface SuppressionEntry {
+  id: string;
+  scope: string;
+  key: string;
+  tool: string;
+  kind: SuppressionKind;
+  fallback: boolean;
+  gapMs: number | null;
+  session: string | null;
+  caller: string | null;
+  originalSession: string | null;
+  originalExecutionId: string | null;
+  at: Date;
+}
+
+export interface AuditWriter {
+  /** durable: in the database when the promise resolves; async: queued */
+  intent(entry: IntentEntry): Promise<void>;
+  /** queued and written in batches off the hot path */
+  outcome(entry: OutcomeEntry): void;
+  suppression(entry: SuppressionEntry): void;
+  /** writes everything queued */
+  flush(): Promise<void>;
+}

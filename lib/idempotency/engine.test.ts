@@ -1,0 +1,291 @@
+import { randomUUID } from "node:crypto";
+import { PrismaPg } from "@prisma/adapter-pg";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { PrismaClient } from "@/generated/prisma/client";
+import { PrismaAuditWriter } from "@/lib/audit/audit-writer";
+import { createRedisKeyStore } from "@/lib/store/redis/redis-key-store";
+import { openTestStore, STORE_KINDS, type StoreUnderTest } from "@/test/support/stores";
+import { Engine } from "./engine";
+import {
+  CallAbandonedError,
+  ConflictError,
+  InvalidKeyError,
+  InvalidStateError,
+  MismatchError,
+  MissingKeyError,
+  StuckKeyError,
+  ToolFailedError,
+  UnavailableError,
+} from "./errors";
+import { AbandonCall, FinalToolError, type RunTool, type ToolPolicy } from "./tool";
+
+const charge: ToolPolicy = {
+  name: "payments.charge",
+  kind: "write",
+  ttlMs: 60_000,
+  leaseMs: 5_000,
+  stuckPolicy: "block",
+  fallbackTtlMs: null,
+};
+const lookup: ToolPolicy = { ...charge, name: "payments.get_balance", kind: "read" };
+
+/** A tool that counts its side effects, so every test can assert how often it really ran. */
+function countingTool(result: (n: number) => unknown = (n) => ({ chargeId: `ch_${n}` })) {
+  const calls: { args: unknown; executionId: string | null }[] = [];
+  const run: RunTool = async (args, ctx) => {
+    calls.push({ args, executionId: ctx.executionId });
+    return { body: result(calls.length) };
+  };
+  return { run, calls };
+}
+
+function deferred<T = void>() {
+  let resolve!: (v: T) => void;
+  const promise = new Promise<T>((r) => (resolve = r));
+  return { promise, resolve };
+}
+
+describe.each(STORE_KINDS)("engine on the %s store", (kind) => {
+  let t: StoreUnderTest;
+  let audit: PrismaAuditWriter;
+  let clock = 1_800_000_000_000;
+  let engine: Engine;
+  const scope = () => `s${randomUUID().slice(0, 8)}`;
+
+  beforeAll(async () => {
+    t = await openTestStore(kind);
+    audit = new PrismaAuditWriter(t.db.prisma, { mode: "durable", flushIntervalMs: 5 });
+    engine = new Engine({ store: t.store, audit, now: () => clock });
+  });
+  afterAll(async () => {
+    await audit?.close();
+    await t?.cleanup();
+  });
+
+  it("runs read tools without a key and without touching the store", async () => {
+    const tool = countingTool(() => ({ balanceCents: 0 }));
+    const s = scope();
+    const out = await engine.invoke(lookup, tool.run, { scope: s, args: { customerId: "c1" } });
+    expect(out).toEqual({ kind: "read", status: 200, body: '{"balanceCents":0}' });
+    expect(tool.calls).toHaveLength(1);
+    expect((await t.store.list({ scope: s, limit: 10, nowMs: clock })).items).toEqual([]);
+  });
+
+  it("runs a first call once and replays the stored body to duplicates, with the gap", async () => {
+    const tool = countingTool();
+    const s = scope();
+    const req = { scope: s, key: "order-1", args: { amountCents: 500, currency: "EUR" }, session: "run-a" };
+    const first = await engine.invoke(charge, tool.run, req);
+    expect(first).toMatchObject({ kind: "executed", status: 200, body: '{"chargeId":"ch_1"}' });
+    clock += 1_500;
+    const second = await engine.invoke(charge, tool.run, { ...req, args: { currency: "EUR", amountCents: 500 } });
+    expect(second).toMatchObject({ kind: "replayed", status: 200, body: '{"chargeId":"ch_1"}', gapMs: 1_500 });
+    expect(tool.calls).toHaveLength(1);
+
+    await audit.flush();
+    const execs = await t.db.prisma.execution.findMany({ where: { scope: s } });
+    expect(execs).toHaveLength(1);
+    expect(execs[0]).toMatchObject({ outcome: "succeeded", resultStatus: 200, session: "run-a" });
+    const sup = await t.db.prisma.suppression.findMany({ where: { scope: s } });
+    expect(sup).toHaveLength(1);
+    expect(sup[0]).toMatchObject({ kind: "replay", gapMs: 1_500, originalSession: "run-a", originalExecutionId: execs[0].id });
+  });
+
+  it("writes the intent before the tool runs", async () => {
+    const s = scope();
+    let intentSeen: unknown = "not checked";
+    await engine.invoke(charge, async (_args, ctx) => {
+      intentSeen = await t.db.prisma.execution.findUnique({ where: { id: ctx.executionId! } });
+      return { body: { ok: true } };
+    }, { scope: s, key: "k", args: {} });
+    expect(intentSeen).toMatchObject({ scope: s, key: "k", tool: "payments.charge", outcome: null });
+  });
+
+  it("answers 409-conflict while the first call runs, then replays", async () => {
+    const s = scope();
+    const gate = deferred();
+    const started = deferred();
+    let runs = 0;
+    const slow: RunTool = async () => {
+      runs++;
+      started.resolve();
+      await gate.promise;
+      return { body: { done: true } };
+    };
+    const first = engine.invoke(charge, slow, { scope: s, key: "k", args: { a: 1 } });
+    await started.promise;
+    const err = await engine.invoke(charge, slow, { scope: s, key: "k", args: { a: 1 } }).catch((e) => e);
+    expect(err).toBeInstanceOf(ConflictError);
+    expect((err as ConflictError).retryAfterMs).toBeGreaterThan(0);
+    gate.resolve();
+    await first;
+    expect((await engine.invoke(charge, slow, { scope: s, key: "k", args: { a: 1 } })).kind).toBe("replayed");
+    expect(runs).toBe(1);
+  });
+
+  it("reports a stuck key after the lease, and lets a takeover tool run again", async () => {
+    const s = scope();
+    const crash: RunTool = async () => {
+      throw new AbandonCall();
+    };
+    await expect(engine.invoke(charge, crash, { scope: s, key: "k", args: {} })).rejects.toBeInstanceOf(CallAbandonedError);
+    const tool = countingTool();
+    await expect(engine.invoke(charge, tool.run, { scope: s, key: "k", args: {} })).rejects.toBeInstanceOf(ConflictError);
+    clock += charge.leaseMs + 1;
+    await expect(engine.invoke(charge, tool.run, { scope: s, key: "k", args: {} })).rejects.toBeInstanceOf(StuckKeyError);
+    expect(tool.calls).toHaveLength(0);
+    const takeover = { ...charge, stuckPolicy: "takeover" as const };
+    expect((await engine.invoke(takeover, tool.run, { scope: s, key: "k", args: {} })).kind).toBe("executed");
+    expect(tool.calls).toHaveLength(1);
+  });
+
+  it("refuses a key reused with other arguments", async () => {
+    const s = scope();
+    const tool = countingTool();
+    await engine.invoke(charge, tool.run, { scope: s, key: "k", args: { amountCents: 1 } });
+    await expect(engine.invoke(charge, tool.run, { scope: s, key: "k", args: { amountCents: 2 } })).rejects.toBeInstanceOf(MismatchError);
+    expect(tool.calls).toHaveLength(1);
+  });
+
+  it("runs an expired key as new", async () => {
+    const s = scope();
+    const tool = countingTool();
+    await engine.invoke(charge, tool.run, { scope: s, key: "k", args: {} });
+    clock += charge.ttlMs;
+    expect((await engine.invoke(charge, tool.run, { scope: s, key: "k", args: {} })).kind).toBe("executed");
+    expect(tool.calls).toHaveLength(2);
+  });
+
+  it("refuses keyless writes unless the tool opted into fallback dedupe", async () => {
+    const s = scope();
+    const tool = countingTool();
+    await expect(engine.invoke(charge, tool.run, { scope: s, args: {} })).rejects.toBeInstanceOf(MissingKeyError);
+    await expect(engine.invoke(charge, tool.run, { scope: s, key: "bad\u00e9", args: {} })).rejects.toBeInstanceOf(InvalidKeyError);
+    expect(tool.calls).toHaveLength(0);
+
+    const fallback = { ...charge, name: "tickets.create", fallbackTtlMs: 60_000 };
+    const a = await engine.invoke(fallback, tool.run, { scope: s, args: { title: "x" } });
+    const b = await engine.invoke(fallback, tool.run, { scope: s, args: { title: "x" } });
+    expect(a).toMatchObject({ kind: "executed", fallback: true });
+    expect(b).toMatchObject({ kind: "replayed", fallback: true });
+    expect(a.kind === "executed" && a.key).toMatch(/^fallback:[0-9a-f]{64}$/);
+    clock += 60_000;
+    expect((await engine.invoke(fallback, tool.run, { scope: s, args: { title: "x" } })).kind).toBe("executed");
+    expect(tool.calls).toHaveLength(2);
+    await audit.flush();
+    expect(await t.db.prisma.suppression.count({ where: { scope: s, fallback: true } })).toBe(1);
+  });
+
+  it("stores a final error and replays it; a tool error releases the key", async () => {
+    const s = scope();
+    let runs = 0;
+    const declines: RunTool = async () => {
+      runs++;
+      throw new FinalToolError(402, { type: "card_declined" });
+    };
+    const a = await engine.invoke(charge, declines, { scope: s, key: "d", args: {} });
+    const b = await engine.invoke(charge, declines, { scope: s, key: "d", args: {} });
+    expect(a).toMatchObject({ kind: "executed", status: 402, body: '{"type":"card_declined"}' });
+    expect(b).toMatchObject({ kind: "replayed", status: 402, body: '{"type":"card_declined"}' });
+    expect(runs).toBe(1);
+
+    let attempts = 0;
+    const flaky: RunTool = async () => {
+      attempts++;
+      if (attempts === 1) throw new Error("upstream reset");
+      return { body: { ok: attempts } };
+    };
+    await expect(engine.invoke(charge, flaky, { scope: s, key: "f", args: {} })).rejects.toBeInstanceOf(ToolFailedError);
+    expect(await t.store.get(s, "f")).toBeNull();
+    expect(await engine.invoke(charge, flaky, { scope: s, key: "f", args: {} })).toMatchObject({ kind: "executed", body: '{"ok":2}' });
+    await audit.flush();
+    const outcomes = (await t.db.prisma.execution.findMany({ where: { scope: s }, orderBy: { startedAt: "asc" } })).map((e) => e.outcome);
+    expect(outcomes.sort()).toEqual(["failed", "final_error", "succeeded"]);
+  });
+
+  it("refuses and records a completion whose fencing token went stale", async () => {
+    const s = scope();
+    const gate = deferred();
+    const started = deferred();
+    const held = engine.invoke(charge, async () => {
+      started.resolve();
+      await gate.promise;
+      return { body: { who: "first" } };
+    }, { scope: s, key: "k", args: {} });
+    await started.promise;
+    await engine.release({ scope: s, key: "k", actor: "ops@example.com", reason: "holder presumed dead" });
+    const second = await engine.invoke(charge, async () => ({ body: { who: "second" } }), { scope: s, key: "k", args: {} });
+    expect(second.kind).toBe("executed");
+    gate.resolve();
+    expect(await held).toMatchObject({ kind: "executed", lateCompletion: true });
+    const record = await t.store.get(s, "k");
+    expect(record?.result?.body).toBe('{"who":"second"}');
+    await audit.flush();
+    const late = await t.db.prisma.execution.findMany({ where: { scope: s, outcome: "late_completion" } });
+    expect(late).toHaveLength(1);
+  });
+
+  it("lets an operator release or resolve only inflight or stuck keys", async () => {
+    const s = scope();
+    await engine.invoke(charge, countingTool().run, { scope: s, key: "done", args: {} });
+    await expect(engine.release({ scope: s, key: "done", actor: "a", reason: "r" })).rejects.toBeInstanceOf(InvalidStateError);
+    await expect(engine.release({ scope: s, key: "nope", actor: "a", reason: "r" })).rejects.toBeInstanceOf(InvalidStateError);
+    await engine.invoke(charge, async () => { throw new AbandonCall(); }, { scope: s, key: "stuck", args: {} }).catch(() => {});
+    clock += charge.leaseMs + 1;
+    const resolved = await engine.resolve({ scope: s, key: "stuck", actor: "a", reason: "charge seen in the PSP", result: { chargeId: "ch_manual" }, ttlMs: 60_000 });
+    expect(resolved.after?.status).toBe("done");
+    const replay = await engine.invoke(charge, countingTool().run, { scope: s, key: "stuck", args: {} });
+    expect(replay).toMatchObject({ kind: "replayed", body: '{"chargeId":"ch_manual"}' });
+  });
+
+  it("runs the side effect once among 200 concurrent calls with one key, 200 times with 200 keys", async () => {
+    const s = scope();
+    const tool = countingTool();
+    const outs = await Promise.allSettled(
+      Array.from({ length: 200 }, () => engine.invoke(charge, tool.run, { scope: s, key: "same", args: { n: 1 } })),
+    );
+    expect(tool.calls).toHaveLength(1);
+    const kinds = outs.map((o) => (o.status === "fulfilled" ? o.value.kind : (o.reason as Error).constructor.name));
+    expect(kinds.filter((k) => k === "executed")).toHaveLength(1);
+    expect(kinds.every((k) => ["executed", "replayed", "ConflictError"].includes(k))).toBe(true);
+
+    const many = countingTool();
+    await Promise.all(Array.from({ length: 200 }, (_, i) => engine.invoke(charge, many.run, { scope: s, key: `k${i}`, args: { n: i } })));
+    expect(many.calls).toHaveLength(200);
+  });
+});
+
+describe("engine fails closed", () => {
+  let t: StoreUnderTest;
+  beforeAll(async () => {
+    t = await openTestStore("pglite");
+  });
+  afterAll(async () => {
+    await t?.cleanup();
+  });
+
+  it("runs nothing when the key store cannot be reached", async () => {
+    const dead = createRedisKeyStore("redis://127.0.0.1:1", { prefix: "idgtest-dead", connectTimeoutMs: 300, maxRetriesPerRequest: 0 });
+    const audit = new PrismaAuditWriter(t.db.prisma);
+    const engine = new Engine({ store: dead, audit });
+    const tool = countingTool();
+    const err = await engine.invoke(charge, tool.run, { scope: "s", key: "k", args: {} }).catch((e) => e);
+    expect(err).toBeInstanceOf(UnavailableError);
+    expect((err as UnavailableError).component).toBe("key_store");
+    expect(tool.calls).toHaveLength(0);
+    await dead.close();
+  });
+
+  it("runs nothing and gives the key back when the intent cannot be written", async () => {
+    // a PostgreSQL client pointed at a port where nothing listens: every write fails
+    const unreachable = new PrismaClient({ adapter: new PrismaPg({ connectionString: "postgresql://postgres@127.0.0.1:1/none", connectionTimeoutMillis: 300 }) });
+    const engine = new Engine({ store: t.store, audit: new PrismaAuditWriter(unreachable) });
+    const tool = countingTool();
+    const err = await engine.invoke(charge, tool.run, { scope: "s", key: "k", args: {} }).catch((e) => e);
+    expect(err).toBeInstanceOf(UnavailableError);
+    expect((err as UnavailableError).component).toBe("audit_log");
+    expect(tool.calls).toHaveLength(0);
+    expect(await t.store.get("s", "k")).toBeNull();
+    await unreachable.$disconnect();
+  });
+});

@@ -1,0 +1,266 @@
+import { randomUUID } from "node:crypto";
+import type { BeginOutcome, KeyStore } from "@/lib/store/key-store";
+import type { AuditWriter, SuppressionKind } from "./audit-port";
+import {
+  CallAbandonedError,
+  ConflictError,
+  IdemgateError,
+  InvalidStateError,
+  MismatchError,
+  MissingKeyError,
+  StuckKeyError,
+  ToolFailedError,
+  UnavailableError,
+} from "./errors";
+import { fingerprint as fingerprintOf } from "./fingerprint";
+import { fallbackKey, validateKey } from "./keys";
+import type { KeyRecord, StoredResult } from "./record";
+import { AbandonCall, FinalToolError, type RunTool, type ToolPolicy, type ToolResult } from "./tool";
+
+export interface InvokeRequest {
+  scope: string;
+  /** the caller's Idempotency-Key; null or undefined when none was sent */
+  key?: string | null;
+  args: unknown;
+  session?: string | null;
+  /** who called (an API token's id), for the audit log */
+  caller?: string | null;
+}
+
+export type InvokeResult =
+  | { kind: "executed"; status: number; body: string; key: string; executionId: string; fallback: boolean; lateCompletion: boolean }
+  | { kind: "replayed"; status: number; body: string; key: string; record: KeyRecord; gapMs: number; fallback: boolean }
+  | { kind: "read"; status: number; body: string };
+
+export interface EngineOptions {
+  store: KeyStore;
+  audit: AuditWriter;
+  now?: () => number;
+  /** observes each finished call (metrics); must not throw */
+  onCall?: (event: CallEvent) => void;
+}
+
+export interface CallEvent {
+  tool: string;
+  result: "executed" | "replayed" | "read" | SuppressionKind | "missing_key" | "unavailable" | "tool_failed" | "abandoned" | "final_error";
+  storeMs: number;
+  auditMs: number;
+}
+
+/** An operator's decision about an inflight or stuck key. */
+export interface OperatorDecision {
+  scope: string;
+  key: string;
+  actor: string;
+  reason: string;
+}
+
+function serialize(body: unknown): string {
+  return JSON.stringify(body ?? null);
+}
+
+/**
+ * Runs tool calls exactly once per (scope, key): reserve, record the intent, run, complete, record
+ * the outcome — in that order, failing closed when the key store or the audit log cannot be written.
+ */
+export class Engine {
+  readonly store: KeyStore;
+  readonly audit: AuditWriter;
+  private readonly now: () => number;
+  private readonly onCall: (event: CallEvent) => void;
+
+  constructor(options: EngineOptions) {
+    this.store = options.store;
+    this.audit = options.audit;
+    this.now = options.now ?? Date.now;
+    this.onCall = options.onCall ?? (() => {});
+  }
+
+  async invoke(tool: ToolPolicy, run: RunTool, request: InvokeRequest): Promise<InvokeResult> {
+    if (tool.kind === "read") {
+      const result = await run(request.args, { scope: request.scope, key: null, session: request.session ?? null, executionId: null });
+      this.onCall({ tool: tool.name, result: "read", storeMs: 0, auditMs: 0 });
+      return { kind: "read", status: result.status ?? 200, body: serialize(result.body) };
+    }
+
+    const fp = fingerprintOf(tool.name, request.args);
+    let key: string;
+    let fallback = false;
+    let ttlMs = tool.ttlMs;
+    if (request.key === null || request.key === undefined) {
+      if (tool.fallbackTtlMs === null) {
+        this.onCall({ tool: tool.name, result: "missing_key", storeMs: 0, auditMs: 0 });
+        throw new MissingKeyError(tool.name);
+      }
+      key = fallbackKey(fp);
+      fallback = true;
+      ttlMs = tool.fallbackTtlMs;
+    } else {
+      key = validateKey(request.key);
+    }
+
+    const session = request.session ?? null;
+    const caller = request.caller ?? null;
+    const executionId = randomUUID();
+    const arrivedMs = this.now();
+    let storeMs = 0;
+    let auditMs = 0;
+
+    let begun: BeginOutcome;
+    const t0 = performance.now();
+    try {
+      begun = await this.store.begin({
+        scope: request.scope,
+        key,
+        tool: tool.name,
+        fingerprint: fp,
+        leaseMs: tool.leaseMs,
+        nowMs: arrivedMs,
+        fallback,
+        session,
+        executionId,
+        takeoverStuck: tool.stuckPolicy === "takeover",
+      });
+    } catch (err) {
+      this.onCall({ tool: tool.name, result: "unavailable", storeMs: performance.now() - t0, auditMs });
+      throw new UnavailableError("key_store", err);
+    }
+    storeMs += performance.now() - t0;
+
+    if (begun.kind !== "reserved") {
+      const record = begun.record;
+      const gapMs = Math.max(0, arrivedMs - record.createdAtMs);
+      this.audit.suppression({
+        id: randomUUID(),
+        scope: request.scope,
+        key,
+        tool: tool.name,
+        kind: begun.kind,
+        fallback,
+        gapMs,
+        session,
+        caller,
+        originalSession: record.session,
+        originalExecutionId: record.executionId,
+        at: new Date(arrivedMs),
+      });
+      this.onCall({ tool: tool.name, result: begun.kind, storeMs, auditMs });
+      switch (begun.kind) {
+        case "replay": {
+          const result = record.result;
+          if (!result) throw new Error(`done record without a result: ${request.scope}/${key}`);
+          return { kind: "replayed", status: result.status, body: result.body, key, record, gapMs, fallback };
+        }
+        case "conflict":
+          throw new ConflictError(record, Math.max(1_000, (record.leaseUntilMs ?? arrivedMs) - arrivedMs));
+        case "stuck":
+          throw new StuckKeyError(record);
+        case "mismatch":
+          throw new MismatchError(record);
+      }
+    }
+
+    const token = begun.token;
+    const t1 = performance.now();
+    try {
+      await this.audit.intent({
+        id: executionId,
+        scope: request.scope,
+        key,
+        tool: tool.name,
+        fingerprint: fp,
+        token,
+        session,
+        caller,
+        fallback,
+        startedAt: new Date(arrivedMs),
+        leaseUntil: new Date(arrivedMs + tool.leaseMs),
+      });
+    } catch (err) {
+      // No intent, no side effect: give the key back so a retry can run once the log is back.
+      await this.store.abandon(request.scope, key, token).catch(() => {});
+      this.onCall({ tool: tool.name, result: "unavailable", storeMs, auditMs: performance.now() - t1 });
+      throw new UnavailableError("audit_log", err);
+    }
+    auditMs += performance.now() - t1;
+
+    const started = performance.now();
+    let stored: StoredResult;
+    try {
+      const result: ToolResult = await run(request.args, { scope: request.scope, key, session, executionId });
+      stored = { status: result.status ?? 200, body: serialize(result.body), final: false };
+    } catch (err) {
+      if (err instanceof FinalToolError) {
+        stored = { status: err.status, body: serialize(err.body), final: true };
+      } else if (err instanceof AbandonCall) {
+        this.onCall({ tool: tool.name, result: "abandoned", storeMs, auditMs });
+        throw new CallAbandonedError();
+      } else {
+        await this.store.abandon(request.scope, key, token).catch(() => {});
+        this.audit.outcome({
+          id: executionId,
+          outcome: "failed",
+          finishedAt: new Date(this.now()),
+          durationMs: Math.round(performance.now() - started),
+          resultStatus: null,
+          expiresAt: null,
+          error: err instanceof Error ? err.message : String(err),
+        });
+        this.onCall({ tool: tool.name, result: "tool_failed", storeMs, auditMs });
+        if (err instanceof IdemgateError) throw err;
+        throw new ToolFailedError(err instanceof Error ? err.message : String(err));
+      }
+    }
+    const durationMs = Math.round(performance.now() - started);
+
+    const completedMs = this.now();
+    const t2 = performance.now();
+    let late = false;
+    let completionError: string | null = null;
+    try {
+      const done = await this.store.complete(request.scope, key, token, stored, ttlMs, completedMs);
+      late = !done.ok;
+    } catch (err) {
+      // The side effect happened; its record could not be stored. The caller still gets the result;
+      // the reconciler sees a succeeded execution without a done record (lost completion).
+      completionError = `completion not stored: ${err instanceof Error ? err.message : String(err)}`;
+    }
+    storeMs += performance.now() - t2;
+
+    this.audit.outcome({
+      id: executionId,
+      outcome: late ? "late_completion" : stored.final ? "final_error" : "succeeded",
+      finishedAt: new Date(completedMs),
+      durationMs,
+      resultStatus: stored.status,
+      expiresAt: late ? null : new Date(completedMs + ttlMs),
+      error: late ? "completion refused: the reservation was released or taken over while the tool ran" : completionError,
+    });
+    this.onCall({ tool: tool.name, result: stored.final ? "final_error" : "executed", storeMs, auditMs });
+    return { kind: "executed", status: stored.status, body: stored.body, key, executionId, fallback, lateCompletion: late };
+  }
+
+  /** The operator believes the side effect did not happen: the next call with the key runs it. */
+  async release(decision: OperatorDecision): Promise<{ before: KeyRecord }> {
+    const out = await this.store.release(decision.scope, decision.key);
+    if (!out.ok) throw refusal("release", out.reason, out.current);
+    return { before: out.before };
+  }
+
+  /** The operator confirmed the side effect happened: the key is done with the result they supply. */
+  async resolve(decision: OperatorDecision & { result: unknown; status?: number; ttlMs: number }): Promise<{ before: KeyRecord; after: KeyRecord | null }> {
+    const stored: StoredResult = { status: decision.status ?? 200, body: serialize(decision.result), final: false };
+    const out = await this.store.resolve(decision.scope, decision.key, stored, decision.ttlMs, this.now());
+    if (!out.ok) throw refusal("resolve", out.reason, out.current);
+    return { before: out.before, after: out.after };
+  }
+}
+
+function refusal(action: string, reason: "absent" | "not_inflight", current: KeyRecord | null): InvalidStateError {
+  return new InvalidStateError(
+    reason === "absent"
+      ? `there is no record under this key to ${action}`
+      : `only inflight or stuck keys can be ${action}d; this key is ${current?.status ?? "absent"}`,
+    current,
+  );
+}

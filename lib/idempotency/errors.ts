@@ -1,0 +1,127 @@
+import type { KeyRecord } from "./record";
+
+/**
+ * Every way a call can end without a fresh or replayed result. Each carries a stable `code`; the
+ * gateway maps codes to HTTP statuses and problem types in one place (lib/http/problem.ts).
+ */
+export abstract class IdemgateError extends Error {
+  abstract readonly code: string;
+}
+
+export class MissingKeyError extends IdemgateError {
+  readonly code = "missing_key";
+  constructor(readonly tool: string) {
+    super(`${tool} changes something and needs an Idempotency-Key header naming this action`);
+  }
+}
+
+export class InvalidKeyError extends IdemgateError {
+  readonly code = "invalid_key";
+  constructor(reason: string) {
+    super(`Idempotency-Key is invalid: ${reason}`);
+  }
+}
+
+export class UnknownToolError extends IdemgateError {
+  readonly code = "unknown_tool";
+  constructor(readonly tool: string) {
+    super(`no tool named ${JSON.stringify(tool)}`);
+  }
+}
+
+export class InvalidArgumentsError extends IdemgateError {
+  readonly code = "invalid_arguments";
+  constructor(
+    message: string,
+    readonly issues: { path: string; message: string }[] = [],
+  ) {
+    super(message);
+  }
+}
+
+/** A suppression the caller must wait out or act on; carries the record that caused it. */
+export abstract class SuppressionError extends IdemgateError {
+  constructor(
+    message: string,
+    readonly record: KeyRecord,
+  ) {
+    super(message);
+  }
+}
+
+export class ConflictError extends SuppressionError {
+  readonly code = "conflict";
+  constructor(record: KeyRecord, readonly retryAfterMs: number) {
+    super(`a call with this key is still running; retry after it finishes`, record);
+  }
+}
+
+export class StuckKeyError extends SuppressionError {
+  readonly code = "stuck";
+  constructor(record: KeyRecord) {
+    super(
+      `the call holding this key passed its lease without finishing; the side effect may or may not have happened. ` +
+        `An operator must release the key (it did not happen) or resolve it (it did)`,
+      record,
+    );
+  }
+}
+
+export class MismatchError extends SuppressionError {
+  readonly code = "mismatch";
+  constructor(record: KeyRecord) {
+    super(`this key was first used with other arguments (or another tool); use a new key for a new action`, record);
+  }
+}
+
+/** The key store or the audit log could not be written: nothing ran. */
+export class UnavailableError extends IdemgateError {
+  readonly code = "unavailable";
+  constructor(
+    readonly component: "key_store" | "audit_log",
+    cause: unknown,
+  ) {
+    super(`${component === "key_store" ? "the key store" : "the audit log"} is unavailable; nothing was run`, { cause });
+  }
+}
+
+/** The tool failed before finishing its side effect; the key was released so a retry may run. */
+export class ToolFailedError extends IdemgateError {
+  readonly code = "tool_failed";
+  constructor(
+    message: string,
+    readonly upstreamStatus?: number,
+  ) {
+    super(message);
+  }
+}
+
+export class ToolTimeoutError extends IdemgateError {
+  readonly code = "tool_timeout";
+  constructor(readonly timeoutMs: number) {
+    super(`the tool did not answer within ${timeoutMs} ms; the key was released`);
+  }
+}
+
+/** The handler abandoned the call as a crashed process would: the key stays inflight. */
+export class CallAbandonedError extends IdemgateError {
+  readonly code = "abandoned";
+  constructor() {
+    super("the call was abandoned after its side effect; the key stays reserved until an operator decides");
+  }
+}
+
+/** An operator action asked of a key in a state that does not allow it. */
+export class InvalidStateError extends IdemgateError {
+  readonly code = "invalid_state";
+  constructor(
+    message: string,
+    readonly current: KeyRecord | null,
+  ) {
+    super(message);
+  }
+}
+
+export class NotFoundError extends IdemgateError {
+  readonly code = "not_found";
+}

@@ -1,0 +1,73 @@
+import path from "node:path";
+import { PrismaAuditWriter } from "@/lib/audit/audit-writer";
+import { loadConfig, type Config } from "@/lib/config";
+import { openDatabase, type Database } from "@/lib/db/database";
+import { Engine, type CallEvent } from "@/lib/idempotency/engine";
+import type { KeyStore } from "@/lib/store/key-store";
+import { createRedisKeyStore } from "@/lib/store/redis/redis-key-store";
+import { SqlKeyStore } from "@/lib/store/sql/sql-key-store";
+import { getRegistry } from "@/lib/tools";
+import type { ToolRegistry } from "@/lib/tools/registry";
+
+/** Everything a server process (or a CLI command) needs, opened once. */
+export interface Runtime {
+  config: Config;
+  db: Database;
+  store: KeyStore;
+  audit: PrismaAuditWriter;
+  engine: Engine;
+  registry: ToolRegistry;
+  close(): Promise<void>;
+}
+
+export interface OpenRuntimeOptions {
+  config?: Config;
+  onCall?: (event: CallEvent) => void;
+}
+
+export async function openRuntime(options: OpenRuntimeOptions = {}): Promise<Runtime> {
+  const config = options.config ?? loadConfig();
+  const db = await openDatabase({
+    url: config.databaseUrl ?? undefined,
+    dataDir: path.join(config.dataDir, "pglite"),
+  });
+  let store: KeyStore;
+  try {
+    store = config.redisUrl ? createRedisKeyStore(config.redisUrl, { prefix: config.redisPrefix }) : new SqlKeyStore(db);
+  } catch (err) {
+    await db.close();
+    throw err;
+  }
+  const audit = new PrismaAuditWriter(db.prisma, { mode: config.auditMode });
+  const engine = new Engine({ store, audit, onCall: options.onCall });
+  return {
+    config,
+    db,
+    store,
+    audit,
+    engine,
+    registry: getRegistry(),
+    async close() {
+      await audit.close().catch(() => {});
+      await store.close().catch(() => {});
+      await db.close();
+    },
+  };
+}
+
+const holder = globalThis as unknown as { __idemgateRuntime?: Promise<Runtime> };
+
+/**
+ * The server's runtime, opened on first use and cached on globalThis so hot reloads in development
+ * do not open the embedded database twice. Never opened while `next build` collects pages.
+ */
+export function getRuntime(): Promise<Runtime> {
+  if (process.env.NEXT_PHASE === "phase-production-build") {
+    throw new Error("the runtime was asked for during `next build`; mark the page dynamic");
+  }
+  holder.__idemgateRuntime ??= openRuntime().catch((err) => {
+    holder.__idemgateRuntime = undefined;
+    throw err;
+  });
+  return holder.__idemgateRuntime;
+}

@@ -1,0 +1,32 @@
+import { randomBytes } from "node:crypto";
+import { mkdir, writeFile } from "node:fs/promises";
+import path from "node:path";
+import { createApiToken } from "@/lib/auth/api-tokens";
+import { createOperator } from "@/lib/auth/operators";
+import type { Runtime } from "@/lib/runtime";
+
+export const DEMO_OPERATOR_EMAIL = "admin@idemgate.local";
+export const DEMO_SCOPE = "demo";
+
+/**
+ * On a first start (no operator yet): an operator account and an API token for the demo scope.
+ * The secrets are printed once and written to <dataDir>/credentials.txt, readable by the owner only.
+ */
+export async function seedIfEmpty(runtime: Runtime): Promise<{ created: boolean; credentials?: string }> {
+  const { prisma } = runtime.db;
+  if ((await prisma.operator.count()) > 0) return { created: false };
+  const password = randomBytes(12).toString("base64url");
+  await createOperator(prisma, { email: DEMO_OPERATOR_EMAIL, password, role: "operator" });
+  const token = await createApiToken(prisma, { scope: DEMO_SCOPE, label: "demo token (created on first start)" });
+  const credentials = [
+    "Idemgate first start: keep these, they are shown once.",
+    `  console:   http://localhost:${runtime.config.port}`,
+    `  operator:  ${DEMO_OPERATOR_EMAIL}`,
+    `  password:  ${password}`,
+    `  API token: ${token.token}   (scope "${DEMO_SCOPE}")`,
+    "",
+  ].join("\n");
+  await mkdir(runtime.config.dataDir, { recursive: true });
+  await writeFile(path.join(runtime.config.dataDir, "credentials.txt"), credentials, { mode: 0o600 });
+  return { created: true, credentials };
+}

@@ -1,0 +1,77 @@
+import type { KeyRecord, KeyState, StoredResult } from "@/lib/idempotency/record";
+
+export interface BeginInput {
+  scope: string;
+  key: string;
+  tool: string;
+  fingerprint: string;
+  leaseMs: number;
+  nowMs: number;
+  fallback: boolean;
+  session: string | null;
+  executionId: string;
+  /** a stuck reservation is taken over with a new token instead of being reported */
+  takeoverStuck: boolean;
+}
+
+/**
+ * The one atomic step before a side effect. Exactly one of any set of racing callers with the same
+ * (scope, key) gets `reserved`; the others get the answer matching the record they found.
+ * `mismatch` wins over the state: a key reused with other arguments is an error whatever its state.
+ */
+export type BeginOutcome =
+  | { kind: "reserved"; token: number; record: KeyRecord; takenOver: KeyRecord | null }
+  | { kind: "replay"; record: KeyRecord }
+  | { kind: "conflict"; record: KeyRecord }
+  | { kind: "stuck"; record: KeyRecord }
+  | { kind: "mismatch"; record: KeyRecord };
+
+export type CompleteOutcome =
+  | { ok: true; record: KeyRecord }
+  /** the reservation is gone or belongs to another token: the caller is a stale holder */
+  | { ok: false; reason: "stale_token" | "absent"; current: KeyRecord | null };
+
+/** An operator's release or resolve: only inflight (including stuck) records change. */
+export type OperatorOutcome =
+  | { ok: true; before: KeyRecord; after: KeyRecord | null }
+  | { ok: false; reason: "absent" | "not_inflight"; current: KeyRecord | null };
+
+export interface ListQuery {
+  state?: KeyState;
+  tool?: string;
+  scope?: string;
+  /** key prefix, matched case-sensitively */
+  prefix?: string;
+  limit: number;
+  /** opaque, from a previous page's nextCursor */
+  cursor?: string | null;
+  nowMs: number;
+}
+
+export interface ListPage {
+  /** newest first; `result` is always null here */
+  items: KeyRecord[];
+  nextCursor: string | null;
+}
+
+export type StateCounts = Record<KeyState, number>;
+
+export interface KeyStore {
+  readonly kind: "redis" | "postgres" | "pglite";
+  begin(input: BeginInput): Promise<BeginOutcome>;
+  /** stores the result; refused unless the record is inflight under `token` */
+  complete(scope: string, key: string, token: number, result: StoredResult, ttlMs: number, nowMs: number): Promise<CompleteOutcome>;
+  /** the holder gives its reservation back (tool error); refused for another token */
+  abandon(scope: string, key: string, token: number): Promise<boolean>;
+  /** operator: delete an inflight or stuck reservation */
+  release(scope: string, key: string): Promise<OperatorOutcome>;
+  /** operator: mark an inflight or stuck reservation done with the given result */
+  resolve(scope: string, key: string, result: StoredResult, ttlMs: number, nowMs: number): Promise<OperatorOutcome>;
+  get(scope: string, key: string): Promise<KeyRecord | null>;
+  list(query: ListQuery): Promise<ListPage>;
+  counts(nowMs: number, filter?: { tool?: string; scope?: string }): Promise<StateCounts>;
+  /** deletes records expired before `olderThanMs`; returns how many */
+  purge(olderThanMs: number, batch?: number): Promise<number>;
+  ping(): Promise<void>;
+  close(): Promise<void>;
+}

@@ -1,0 +1,54 @@
+import { randomUUID } from "node:crypto";
+import { mkdtemp, rm } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import pg from "pg";
+import { openDatabase, type Database } from "@/lib/db/database";
+
+export const POSTGRES_ADMIN_URL = process.env.TEST_POSTGRES_URL ?? "postgresql://postgres@127.0.0.1:5432/postgres";
+export const REDIS_TEST_URL = process.env.TEST_REDIS_URL ?? "redis://127.0.0.1:6379";
+
+function urlFor(database: string): string {
+  const u = new URL(POSTGRES_ADMIN_URL);
+  u.pathname = "/" + database;
+  return u.toString();
+}
+
+async function admin<T>(fn: (client: pg.Client) => Promise<T>): Promise<T> {
+  const client = new pg.Client({ connectionString: POSTGRES_ADMIN_URL, connectionTimeoutMillis: 5_000 });
+  await client.connect();
+  try {
+    return await fn(client);
+  } finally {
+    await client.end();
+  }
+}
+
+/** A fresh PostgreSQL database of the test's own on the local server, migrated; dropped by `drop`. */
+export async function createTestPostgres(label: string): Promise<{ db: Database; url: string; drop: () => Promise<void> }> {
+  const name = `idemgate_test_${label}_${randomUUID().slice(0, 8)}`.replace(/[^a-z0-9_]/g, "_");
+  await admin((c) => c.query(`CREATE DATABASE "${name}"`));
+  const url = urlFor(name);
+  const db = await openDatabase({ url });
+  return {
+    db,
+    url,
+    async drop() {
+      await db.close();
+      await admin((c) => c.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`));
+    },
+  };
+}
+
+/** A fresh embedded database in a temporary directory, removed by `drop`. */
+export async function createTestPglite(): Promise<{ db: Database; drop: () => Promise<void> }> {
+  const dir = await mkdtemp(path.join(os.tmpdir(), "idemgate-pglite-"));
+  const db = await openDatabase({ dataDir: path.join(dir, "pglite") });
+  return {
+    db,
+    async drop() {
+      await db.close();
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
