@@ -1,0 +1,116 @@
+import type { StoredStatus } from "@/lib/idempotency/record";
+
+/**
+ * The one place Redis key names are built. The Lua include `scripts/includes/keys.lua` mirrors
+ * the index layout below (scripts derive a record's index keys from its fields, which the caller
+ * cannot know before the script reads the record); change both together.
+ *
+ * Every key starts with its bucket's hash tag `{<prefix>:<bucket>}` so that a record and all its
+ * index entries live in one cluster slot and each script call stays on one node.
+ */
+export const BUCKET_COUNT = 16;
+
+export const DEFAULT_PREFIX = "idg";
+
+/** Separates scope and key in index members; scopes and keys never contain it. */
+export const MEMBER_SEPARATOR = "\n";
+
+export class KeySpace {
+  constructor(readonly prefix: string = DEFAULT_PREFIX) {
+    if (prefix.length === 0 || /[{}]/.test(prefix)) {
+      throw new Error(`invalid Redis key prefix ${JSON.stringify(prefix)}: must be non-empty without braces`);
+    }
+  }
+
+  /** The bucket's hash tag and separator; scripts derive the bucket's index keys from it. */
+  base(bucket: number): string {
+    return `{${this.prefix}:${bucket}}:`;
+  }
+
+  record(scope: string, key: string): string {
+    return `${this.base(bucketOf(scope, key))}r:${scope}:${key}`;
+  }
+
+  token(bucket: number): string {
+    return `${this.base(bucket)}token`;
+  }
+
+  /** stored status, scored by deadline (inflight: leaseUntilMs, done: expiresAtMs) */
+  byStatus(bucket: number, status: StoredStatus): string {
+    return `${this.base(bucket)}st:${status}`;
+  }
+
+  /** stored status and tool, scored by deadline */
+  byStatusTool(bucket: number, status: StoredStatus, tool: string): string {
+    return `${this.base(bucket)}stt:${status}:${tool}`;
+  }
+
+  /** stored status and scope, scored by deadline */
+  byStatusScope(bucket: number, status: StoredStatus, scope: string): string {
+    return `${this.base(bucket)}sts:${status}:${scope}`;
+  }
+
+  /** all records, scored by createdAtMs */
+  byCreated(bucket: number): string {
+    return `${this.base(bucket)}created`;
+  }
+
+  /** scored by createdAtMs */
+  byTool(bucket: number, tool: string): string {
+    return `${this.base(bucket)}tool:${tool}`;
+  }
+
+  /** scored by createdAtMs */
+  byScope(bucket: number, scope: string): string {
+    return `${this.base(bucket)}scope:${scope}`;
+  }
+
+  /** score 0, members `key \n scope \n createdAtMs`, for key-prefix search with ZRANGEBYLEX */
+  byKeyLex(bucket: number): string {
+    return `${this.base(bucket)}lex`;
+  }
+
+  /** Every index key a record with these fields is listed under (for tests and tooling). */
+  indexesOf(scope: string, key: string, tool: string, status: StoredStatus): string[] {
+    const b = bucketOf(scope, key);
+    return [
+      this.byStatus(b, status),
+      this.byStatusTool(b, status, tool),
+      this.byStatusScope(b, status, scope),
+      this.byCreated(b),
+      this.byTool(b, tool),
+      this.byScope(b, scope),
+      this.byKeyLex(b),
+    ];
+  }
+}
+
+export function memberOf(scope: string, key: string): string {
+  return `${scope}${MEMBER_SEPARATOR}${key}`;
+}
+
+export function lexMemberOf(scope: string, key: string, createdAtMs: number): string {
+  return `${key}${MEMBER_SEPARATOR}${scope}${MEMBER_SEPARATOR}${createdAtMs}`;
+}
+
+/** FNV-1a (32 bit) of the UTF-8 bytes of `scope \n key`, mod BUCKET_COUNT: stable across processes. */
+export function bucketOf(scope: string, key: string): number {
+  const bytes = Buffer.from(memberOf(scope, key), "utf8");
+  let h = 0x811c9dc5;
+  for (const byte of bytes) {
+    h ^= byte;
+    h = Math.imul(h, 0x01000193) >>> 0;
+  }
+  return h % BUCKET_COUNT;
+}
+
+export const BUCKETS: readonly number[] = Array.from({ length: BUCKET_COUNT }, (_, i) => i);
+
+/** The hash tag Redis Cluster hashes for a key: the text between the first `{` and the next `}`. */
+export function hashTagOf(redisKey: string): string {
+  const open = redisKey.indexOf("{");
+  if (open === -1) return redisKey;
+  const close = redisKey.indexOf("}", open + 1);
+  if (close === -1 || close === open + 1) return redisKey;
+  return redisKey.slice(open + 1, close);
+}

@@ -1,0 +1,335 @@
+import { randomUUID } from "node:crypto";
+import { Redis } from "ioredis";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { stateOf, type StoredResult } from "@/lib/idempotency/record";
+import { describeKeyStoreContract } from "../contract";
+import type { BeginInput, KeyStore } from "../key-store";
+import { InvalidCursorError, UnsupportedFilterError } from "./errors";
+import { BUCKET_COUNT, KeySpace, bucketOf, hashTagOf, memberOf } from "./keys";
+import { RedisKeyStore } from "./redis-key-store";
+
+const REDIS_URL = process.env.REDIS_TEST_URL ?? "redis://127.0.0.1:6379";
+/** a database of its own for the one test that flushes it */
+const FLUSH_DB = 15;
+
+const T0 = 1_800_000_000_000;
+const ok: StoredResult = { status: 200, body: '{"ok":true}', final: false };
+
+function client(db = 0): Redis {
+  // fail, never skip, when Redis is not there
+  const redis = new Redis(`${REDIS_URL}/${db}`, { enableAutoPipelining: true, maxRetriesPerRequest: 1 });
+  redis.on("error", () => {}); // commands reject with the error; no unhandled-event noise
+  return redis;
+}
+
+// A missing Redis makes this suite fail (not skip): this test fails on its own, the others in
+// their beforeAll.
+it("reaches Redis at REDIS_TEST_URL (default 127.0.0.1:6379)", async () => {
+  const redis = client();
+  try {
+    await expect(redis.ping()).resolves.toBe("PONG");
+  } finally {
+    redis.disconnect();
+  }
+});
+
+async function keysWithPrefix(redis: Redis, prefix: string): Promise<string[]> {
+  const found: string[] = [];
+  let cursor = "0";
+  do {
+    const [next, batch] = await redis.scan(cursor, "MATCH", `{${prefix}:*`, "COUNT", 1000);
+    found.push(...batch);
+    cursor = next;
+  } while (cursor !== "0");
+  return found;
+}
+
+async function deletePrefix(redis: Redis, prefix: string): Promise<void> {
+  const keys = await keysWithPrefix(redis, prefix);
+  for (let i = 0; i < keys.length; i += 500) await redis.del(...keys.slice(i, i + 500));
+}
+
+async function openStore(prefix: string, db = 0): Promise<{ store: RedisKeyStore; redis: Redis }> {
+  const redis = client(db);
+  await redis.ping();
+  return { store: new RedisKeyStore(redis, { prefix }), redis };
+}
+
+describeKeyStoreContract("redis", async () => {
+  const prefix = `idgtest:${randomUUID().slice(0, 8)}`;
+  const { store, redis } = await openStore(prefix);
+  return {
+    store: store as KeyStore,
+    cleanup: async () => {
+      await deletePrefix(redis, prefix);
+      await store.close();
+    },
+  };
+});
+
+describe("RedisKeyStore", () => {
+  const prefix = `idgtest:${randomUUID().slice(0, 8)}`;
+  let store: RedisKeyStore;
+  let redis: Redis;
+  let scope: string;
+  const newScope = () => (scope = `r${randomUUID().slice(0, 8)}`);
+  const input = (over: Partial<BeginInput> = {}): BeginInput => ({
+    scope,
+    key: "k1",
+    tool: "payments.charge",
+    fingerprint: "fp-a",
+    leaseMs: 60_000,
+    nowMs: T0,
+    fallback: false,
+    session: null,
+    executionId: randomUUID(),
+    takeoverStuck: false,
+    ...over,
+  });
+  const reserve = async (over: Partial<BeginInput> = {}) => {
+    const out = await store.begin(input(over));
+    if (out.kind !== "reserved") throw new Error(`expected reserved, got ${out.kind}`);
+    return out;
+  };
+  const listAll = async (query: Omit<Parameters<KeyStore["list"]>[0], "cursor">) => {
+    const seen: string[] = [];
+    let cursor: string | null = null;
+    let pages = 0;
+    do {
+      const page = await store.list({ ...query, cursor });
+      expect(page.items.length).toBeLessThanOrEqual(query.limit);
+      seen.push(...page.items.map((r) => memberOf(r.scope, r.key)));
+      cursor = page.nextCursor;
+      if (++pages > 5_000) throw new Error("pagination does not end");
+    } while (cursor);
+    return seen;
+  };
+  /** expected list order: score descending, then member descending (byte order) */
+  const ordered = (entries: { member: string; score: number }[]) =>
+    [...entries].sort((a, b) => b.score - a.score || (a.member < b.member ? 1 : a.member > b.member ? -1 : 0)).map((e) => e.member);
+
+  beforeAll(async () => {
+    ({ store, redis } = await openStore(prefix));
+  });
+  afterAll(async () => {
+    await deletePrefix(redis, prefix);
+    await store.close();
+  });
+
+  it("pages exactly through hundreds of records created in one millisecond, across all buckets", async () => {
+    newScope();
+    const other = `${scope}x`;
+    const keys = Array.from({ length: 400 }, (_, i) => `tie-${i}`);
+    await Promise.all(keys.map((key) => store.begin(input({ key }))));
+    await Promise.all(keys.slice(0, 100).map((key) => store.begin(input({ key, scope: other }))));
+    expect(new Set(keys.map((k) => bucketOf(scope, k))).size).toBe(BUCKET_COUNT);
+
+    const expected = ordered(keys.map((key) => ({ member: memberOf(scope, key), score: T0 })));
+    for (const limit of [1, 7, 50, 1_000]) {
+      expect(await listAll({ scope, limit, nowMs: T0 })).toEqual(expected);
+    }
+    // the state index is scored by deadline: all leases tie too
+    expect(await listAll({ scope, state: "inflight", limit: 13, nowMs: T0 })).toEqual(expected);
+    // the tool index with a scope filter read within a budget: short pages, still exact
+    expect(await listAll({ scope, tool: "payments.charge", limit: 3, nowMs: T0 })).toEqual(expected);
+    // prefix search: lex index, and the fallback when a bucket has more matches than the budget
+    const prefixed = expected.filter((m) => m.startsWith(`${scope}\ntie-1`));
+    expect(await listAll({ scope, prefix: "tie-1", limit: 50, nowMs: T0 })).toEqual(prefixed);
+    expect(await listAll({ scope, prefix: "tie-1", limit: 1, nowMs: T0 })).toEqual(prefixed);
+    expect(await listAll({ scope, prefix: "tie-", limit: 1, nowMs: T0 })).toEqual(expected);
+  });
+
+  it("orders newest first with a cursor that survives the deletion of its record", async () => {
+    newScope();
+    const entries = await Promise.all(
+      Array.from({ length: 120 }, async (_, i) => {
+        const key = `del-${i}`;
+        const nowMs = T0 + (i % 5); // five groups of ties
+        await store.begin(input({ key, nowMs }));
+        return { member: memberOf(scope, key), score: nowMs };
+      }),
+    );
+    const expected = ordered(entries);
+    const first = await store.list({ scope, limit: 10, nowMs: T0 });
+    expect(first.items.map((r) => memberOf(r.scope, r.key))).toEqual(expected.slice(0, 10));
+    // remove the record the cursor points at, and one right after it
+    const last = first.items[9];
+    await store.release(scope, last.key);
+    await store.release(scope, expected[10].split("\n")[1]);
+    const second = await store.list({ scope, limit: 10, cursor: first.nextCursor, nowMs: T0 });
+    expect(second.items.map((r) => memberOf(r.scope, r.key))).toEqual(expected.slice(11, 21));
+  });
+
+  it("rejects a cursor it did not produce", async () => {
+    await expect(store.list({ limit: 5, cursor: "not-a-cursor", nowMs: T0 })).rejects.toBeInstanceOf(InvalidCursorError);
+  });
+
+  it("lists and counts each state by deadline, per scope", async () => {
+    newScope();
+    await reserve({ key: "i", leaseMs: 60_000 });
+    await reserve({ key: "s", leaseMs: 10 });
+    const d = await reserve({ key: "d" });
+    await store.complete(scope, "d", d.token, ok, 60_000, T0);
+    const e = await reserve({ key: "e" });
+    await store.complete(scope, "e", e.token, ok, 5, T0);
+    const now = T0 + 100;
+    expect(await store.counts(now, { scope })).toEqual({ inflight: 1, stuck: 1, done: 1, expired: 1 });
+    for (const [state, key] of [["inflight", "i"], ["stuck", "s"], ["done", "d"], ["expired", "e"]] as const) {
+      const page = await store.list({ scope, state, limit: 10, nowMs: now });
+      expect(page.items.map((r) => r.key)).toEqual([key]);
+      expect(stateOf(page.items[0], now)).toBe(state);
+    }
+    await expect(store.counts(now, { scope, tool: "x" })).rejects.toBeInstanceOf(UnsupportedFilterError);
+  });
+
+  it("keeps every key of a record and its indexes under the record's bucket tag, named alike in Lua and TypeScript", async () => {
+    newScope();
+    const pairs = Array.from({ length: 64 }, (_, i) => ({ key: `tag-${i}`, tool: i % 2 ? "email.send" : "tickets.create" }));
+    for (const { key, tool } of pairs) {
+      const r = await reserve({ key, tool });
+      if (Number(key.slice(4)) % 3 === 0) await store.complete(scope, key, r.token, ok, 60_000, T0);
+    }
+    const ks = new KeySpace(prefix);
+    for (const { key, tool } of pairs) {
+      const bucket = bucketOf(scope, key);
+      const tag = `${prefix}:${bucket}`;
+      const record = await store.get(scope, key);
+      expect(record).not.toBeNull();
+      const status = record!.status;
+      const all = [ks.record(scope, key), ks.token(bucket), ...ks.indexesOf(scope, key, tool, status)];
+      expect(all.map(hashTagOf)).toEqual(all.map(() => tag));
+      // the scripts wrote to exactly the index names keys.ts builds
+      for (const index of ks.indexesOf(scope, key, tool, status)) {
+        if (index === ks.byKeyLex(bucket)) {
+          const lex = await redis.zrangebylex(index, `[${key}\n${scope}\n`, `(${key}\n${scope}\n\x7f`);
+          expect(lex).toHaveLength(1);
+        } else {
+          expect(await redis.zscore(index, memberOf(scope, key))).not.toBeNull();
+        }
+      }
+    }
+    // and nothing the store wrote lies outside the 16 bucket tags
+    const tags = new Set((await keysWithPrefix(redis, prefix)).map(hashTagOf));
+    for (const tag of tags) expect(tag).toMatch(new RegExp(`^${prefix}:(\\d|1[0-5])$`));
+  });
+
+  it("purges expired records with all their index entries, and leaves live ones", async () => {
+    newScope();
+    for (let i = 0; i < 30; i++) {
+      const r = await reserve({ key: `p-${i}`, tool: "email.send" });
+      await store.complete(scope, `p-${i}`, r.token, ok, i < 20 ? 1_000 : 1_000_000, T0);
+    }
+    await reserve({ key: "p-inflight", leaseMs: 1 }); // stuck, never purged
+    // expired records stay visible until purged
+    expect((await store.list({ scope, state: "expired", limit: 100, nowMs: T0 + 10_000 })).items).toHaveLength(20);
+    const purged = await store.purge(T0 + 5_000, 3);
+    expect(purged).toBeGreaterThanOrEqual(20);
+    const keys = await keysWithPrefix(redis, prefix);
+    for (const k of keys) {
+      const type = await redis.type(k);
+      if (type !== "zset") continue;
+      const members = await redis.zrange(k, "0", "-1");
+      for (let i = 0; i < 20; i++) {
+        expect(members).not.toContain(memberOf(scope, `p-${i}`));
+        expect(members.some((m) => m.startsWith(`p-${i}\n${scope}\n`))).toBe(false);
+      }
+    }
+    expect(await store.get(scope, "p-3")).toBeNull();
+    expect(await store.get(scope, "p-25")).not.toBeNull();
+    expect(await store.get(scope, "p-inflight")).not.toBeNull();
+    expect(await store.counts(T0 + 10_000, { scope })).toEqual({ inflight: 0, stuck: 1, done: 10, expired: 0 });
+    expect(await listAll({ scope, prefix: "p-", limit: 100, nowMs: T0 })).toHaveLength(11);
+  });
+
+  it("replaces an expired record and drops its stale index entries", async () => {
+    newScope();
+    const first = await reserve({ key: "x", tool: "email.send" });
+    await store.complete(scope, "x", first.token, ok, 10, T0);
+    const again = await reserve({ key: "x", tool: "tickets.create", fingerprint: "fp-new", nowMs: T0 + 50 });
+    expect(again.record.tool).toBe("tickets.create");
+    expect((await store.list({ scope, tool: "email.send", limit: 10, nowMs: T0 + 60 })).items).toEqual([]);
+    expect((await store.list({ scope, prefix: "x", limit: 10, nowMs: T0 + 60 })).items.map((r) => r.createdAtMs)).toEqual([T0 + 50]);
+    expect(await store.counts(T0 + 60, { scope })).toEqual({ inflight: 1, stuck: 0, done: 0, expired: 0 });
+  });
+
+  it("stores result bodies byte for byte", async () => {
+    newScope();
+    const body = '{"s":"\\u0000 \u00e9\u4e2d\ud83d\ude00 \\"q\\" \\n","n":1e400,"x":"  \t"}';
+    const r = await reserve();
+    const done = await store.complete(scope, "k1", r.token, { status: 201, body, final: false }, 60_000, T0);
+    expect(done.ok && done.record.result?.body).toBe(body);
+    expect((await store.get(scope, "k1"))?.result).toEqual({ status: 201, body, final: false });
+  });
+
+  it("hands out increasing, distinct tokens, also after the database is flushed", async () => {
+    const flushPrefix = `idgtest:${randomUUID().slice(0, 8)}`;
+    const { store: flushStore, redis: flushRedis } = await openStore(flushPrefix, FLUSH_DB);
+    try {
+      scope = "flush";
+      const before = await Promise.all(Array.from({ length: 64 }, (_, i) => flushStore.begin(input({ key: `f-${i}` }))));
+      const beforeTokens = before.map((o) => (o.kind === "reserved" ? o.token : NaN));
+      expect(new Set(beforeTokens).size).toBe(64);
+      expect(beforeTokens.every((t) => Number.isSafeInteger(t) && t > 0)).toBe(true);
+      // tokens encode their bucket, so buckets never collide
+      before.forEach((o, i) => expect(beforeTokens[i] % 16).toBe(bucketOf("flush", `f-${i}`)));
+
+      // per bucket, strictly increasing: reserve and give back one key over and over
+      const seq: number[] = [];
+      for (let i = 0; i < 20; i++) {
+        const out = await flushStore.begin(input({ key: "same-bucket", nowMs: T0 + i }));
+        if (out.kind !== "reserved") throw new Error(`expected reserved, got ${out.kind}`);
+        seq.push(out.token);
+        expect(await flushStore.abandon("flush", "same-bucket", out.token)).toBe(true);
+      }
+      expect(new Set(seq).size).toBe(20);
+      expect(seq).toEqual([...seq].sort((a, b) => a - b));
+
+      if ((await flushRedis.dbsize()) === (await keysWithPrefix(flushRedis, flushPrefix)).length) {
+        await flushRedis.flushdb();
+      } else {
+        await deletePrefix(flushRedis, flushPrefix); // somebody else uses this database: drop only ours
+      }
+      const after = await Promise.all(Array.from({ length: 64 }, (_, i) => flushStore.begin(input({ key: `f-${i}` }))));
+      const maxBefore = Math.max(...beforeTokens);
+      for (const o of after) {
+        expect(o.kind).toBe("reserved");
+        if (o.kind === "reserved") expect(o.token).toBeGreaterThan(maxBefore);
+      }
+    } finally {
+      await deletePrefix(flushRedis, flushPrefix);
+      await flushStore.close();
+    }
+  });
+
+  it("goes out as one EVALSHA per begin and complete, and one HGETALL per get", async () => {
+    newScope();
+    await reserve({ key: "warm" }); // scripts are loaded from here on
+    const sent: string[] = [];
+    const original = redis.sendCommand.bind(redis);
+    redis.sendCommand = ((command: { name: string }, ...rest: unknown[]) => {
+      sent.push(command.name);
+      return (original as (...a: unknown[]) => unknown)(command, ...rest);
+    }) as typeof redis.sendCommand;
+    try {
+      const r = await reserve({ key: "rt" });
+      expect(sent).toEqual(["evalsha"]);
+      await store.complete(scope, "rt", r.token, ok, 60_000, T0);
+      expect(sent).toEqual(["evalsha", "evalsha"]);
+      expect((await store.begin(input({ key: "rt" }))).kind).toBe("replay");
+      expect(sent).toEqual(["evalsha", "evalsha", "evalsha"]);
+      await store.get(scope, "rt");
+      expect(sent.at(-1)).toBe("hgetall");
+      expect(sent).toHaveLength(4);
+    } finally {
+      redis.sendCommand = original;
+    }
+  });
+
+  it("reserves exactly once among 200 concurrent callers, and 200 distinct keys at once", async () => {
+    newScope();
+    const race = await Promise.all(Array.from({ length: 200 }, () => store.begin(input({ key: "race" }))));
+    expect(race.filter((o) => o.kind === "reserved")).toHaveLength(1);
+    const many = await Promise.all(Array.from({ length: 200 }, (_, i) => store.begin(input({ key: `m-${i}` }))));
+    expect(many.filter((o) => o.kind === "reserved")).toHaveLength(200);
+  });
+});

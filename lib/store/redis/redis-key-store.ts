@@ -1,0 +1,304 @@
+import { Redis, type Cluster, type RedisOptions } from "ioredis";
+import { KEY_STATES, stateOf, type KeyRecord, type KeyState, type StoredResult, type StoredStatus } from "@/lib/idempotency/record";
+import type {
+  BeginInput,
+  BeginOutcome,
+  CompleteOutcome,
+  KeyStore,
+  ListPage,
+  ListQuery,
+  OperatorOutcome,
+  StateCounts,
+} from "../key-store";
+import { decodeCursor, encodeCursor, mergeBucketPages, type BucketPage, type Position } from "./cursor";
+import { UnexpectedRedisReplyError, UnsupportedFilterError } from "./errors";
+import { BUCKETS, KeySpace, bucketOf, MEMBER_SEPARATOR } from "./keys";
+import { LIST_FIELDS, listRowToRecord, pairsToRecord, resultArgs } from "./record-codec";
+import { defineScripts, type PageReply } from "./scripts";
+
+export interface RedisKeyStoreOptions {
+  /** key prefix, default "idg"; no braces (it is part of the cluster hash tag) */
+  prefix?: string;
+}
+
+const MAX_LIMIT = 1_000;
+/** entries a list page may examine per bucket, as a multiple of the page size */
+const READ_BUDGET_FACTOR = 20;
+const DEFAULT_PURGE_BATCH = 500;
+
+/** Which stored status and deadline range a derived state is read from. */
+const STATE_RANGES: Record<KeyState, { status: StoredStatus; upper: boolean }> = {
+  inflight: { status: "inflight", upper: true }, // lease in the future
+  stuck: { status: "inflight", upper: false }, // lease passed
+  done: { status: "done", upper: true }, // expiry in the future
+  expired: { status: "done", upper: false }, // expiry passed
+};
+
+/** The part of one list query each bucket runs: an index and a score range, or the lex index. */
+type Plan =
+  | { mode: "score"; index: (bucket: number) => string; max: number; maxInclusive: boolean; min: string; scope: string; prefix: string }
+  | { mode: "lex"; scope: string; prefix: string; fallback: Extract<Plan, { mode: "score" }> };
+
+/**
+ * KeyStore on Redis. Each state change is one Lua script on one bucket (one cluster slot); lists
+ * and counts ask every bucket in parallel (auto-pipelined). The store owns the client: close()
+ * quits it.
+ */
+export class RedisKeyStore implements KeyStore {
+  readonly kind = "redis" as const;
+  readonly keys: KeySpace;
+
+  constructor(
+    private readonly redis: Redis | Cluster,
+    options: RedisKeyStoreOptions = {},
+  ) {
+    this.keys = new KeySpace(options.prefix);
+    defineScripts(redis);
+  }
+
+  async begin(input: BeginInput): Promise<BeginOutcome> {
+    const bucket = bucketOf(input.scope, input.key);
+    const reply = await this.redis.idgBegin(
+      this.keys.record(input.scope, input.key),
+      this.keys.token(bucket),
+      this.keys.base(bucket),
+      input.scope,
+      input.key,
+      input.tool,
+      input.fingerprint,
+      String(input.nowMs),
+      String(input.nowMs + input.leaseMs),
+      input.fallback ? "1" : "0",
+      input.session ?? "",
+      input.session === null ? "0" : "1",
+      input.executionId,
+      input.takeoverStuck ? "1" : "0",
+      String(bucket),
+    );
+    const [outcome, token, recordPairs, takenOverPairs] = reply;
+    const record = pairsToRecord(recordPairs);
+    if (record === null) throw new UnexpectedRedisReplyError("begin", reply);
+    switch (outcome) {
+      case "reserved":
+        return { kind: "reserved", token: Number(token), record, takenOver: pairsToRecord(takenOverPairs) };
+      case "replay":
+      case "conflict":
+      case "stuck":
+      case "mismatch":
+        return { kind: outcome, record };
+      default:
+        throw new UnexpectedRedisReplyError("begin", reply);
+    }
+  }
+
+  async complete(scope: string, key: string, token: number, result: StoredResult, ttlMs: number, nowMs: number): Promise<CompleteOutcome> {
+    const reply = await this.redis.idgComplete(
+      this.keys.record(scope, key),
+      this.keys.base(bucketOf(scope, key)),
+      String(token),
+      String(nowMs),
+      String(nowMs + ttlMs),
+      ...resultArgs(result),
+    );
+    const [outcome, pairs] = reply;
+    const record = pairsToRecord(pairs);
+    if (outcome === "ok" && record !== null) return { ok: true, record };
+    if (outcome === "stale_token" || outcome === "absent") return { ok: false, reason: outcome, current: record };
+    throw new UnexpectedRedisReplyError("complete", reply);
+  }
+
+  async abandon(scope: string, key: string, token: number): Promise<boolean> {
+    const deleted = await this.redis.idgAbandon(this.keys.record(scope, key), this.keys.base(bucketOf(scope, key)), String(token));
+    return Number(deleted) === 1;
+  }
+
+  async release(scope: string, key: string): Promise<OperatorOutcome> {
+    const reply = await this.redis.idgRelease(this.keys.record(scope, key), this.keys.base(bucketOf(scope, key)));
+    const [outcome, beforePairs] = reply;
+    const before = pairsToRecord(beforePairs);
+    if (outcome === "ok" && before !== null) return { ok: true, before, after: null };
+    if (outcome === "absent" || outcome === "not_inflight") return { ok: false, reason: outcome, current: before };
+    throw new UnexpectedRedisReplyError("release", reply);
+  }
+
+  async resolve(scope: string, key: string, result: StoredResult, ttlMs: number, nowMs: number): Promise<OperatorOutcome> {
+    const reply = await this.redis.idgResolve(
+      this.keys.record(scope, key),
+      this.keys.base(bucketOf(scope, key)),
+      String(nowMs),
+      String(nowMs + ttlMs),
+      ...resultArgs(result),
+    );
+    const [outcome, beforePairs, afterPairs] = reply;
+    const before = pairsToRecord(beforePairs);
+    const after = pairsToRecord(afterPairs);
+    if (outcome === "ok" && before !== null && after !== null) return { ok: true, before, after };
+    if (outcome === "absent" || outcome === "not_inflight") return { ok: false, reason: outcome, current: before };
+    throw new UnexpectedRedisReplyError("resolve", reply);
+  }
+
+  async get(scope: string, key: string): Promise<KeyRecord | null> {
+    const hash: unknown = await this.redis.hgetall(this.keys.record(scope, key));
+    // ioredis turns the reply into an object; a RESP2-style flat array is accepted too
+    const pairs = Array.isArray(hash) ? hash : Object.entries((hash ?? {}) as Record<string, string>).flat();
+    return pairsToRecord(pairs);
+  }
+
+  /**
+   * Newest first. With a state filter the order is by that state's deadline, latest first
+   * (inflight and stuck: leaseUntilMs; done and expired: expiresAtMs), because the state indexes
+   * are scored by deadline; otherwise by createdAtMs. Ties are broken by scope and key, descending,
+   * so the cursor is exact. A filter the chosen index does not cover (scope, prefix) is applied
+   * while reading within a budget per bucket, so such a page may be short yet have a nextCursor.
+   */
+  async list(query: ListQuery): Promise<ListPage> {
+    if (!Number.isFinite(query.limit)) throw new RangeError(`list limit must be a number, got ${query.limit}`);
+    const limit = Math.max(1, Math.min(MAX_LIMIT, Math.floor(query.limit)));
+    const cursor = decodeCursor(query.cursor);
+    const plan = this.planList(query);
+    const budget = limit * READ_BUDGET_FACTOR;
+    const pages = await Promise.all(BUCKETS.map((bucket) => this.readBucket(plan, bucket, cursor, limit + 1, budget)));
+    const { entries, next } = mergeBucketPages(pages, limit);
+
+    const rows = await Promise.all(entries.map((entry) => this.readListRow(entry.member)));
+    const items = rows.filter((row): row is KeyRecord =>
+      // a record may change between the index read and the row read: drop what no longer matches
+      row !== null && (query.state === undefined || stateOf(row, query.nowMs) === query.state),
+    );
+    return { items, nextCursor: next === null ? null : encodeCursor(next) };
+  }
+
+  private planList(query: ListQuery): Plan {
+    const { state, tool, scope } = query;
+    const prefix = query.prefix ?? "";
+    if (state !== undefined) {
+      const { status, upper } = STATE_RANGES[state];
+      const now = query.nowMs;
+      const index = tool !== undefined
+        ? (b: number) => this.keys.byStatusTool(b, status, tool)
+        : scope !== undefined
+          ? (b: number) => this.keys.byStatusScope(b, status, scope)
+          : (b: number) => this.keys.byStatus(b, status);
+      return {
+        mode: "score",
+        index,
+        max: upper ? Infinity : now,
+        maxInclusive: true,
+        min: upper ? `(${now}` : "-inf",
+        scope: tool !== undefined ? (scope ?? "") : "",
+        prefix,
+      };
+    }
+    const byTime = (index: (b: number) => string, scopeFilter: string): Extract<Plan, { mode: "score" }> => ({
+      mode: "score", index, max: Infinity, maxInclusive: true, min: "-inf", scope: scopeFilter, prefix,
+    });
+    if (tool !== undefined) return byTime((b) => this.keys.byTool(b, tool), scope ?? "");
+    const timePlan = scope !== undefined ? byTime((b) => this.keys.byScope(b, scope), "") : byTime((b) => this.keys.byCreated(b), "");
+    // a prefix is usually selective: the lex index answers it unless a bucket has too many matches
+    return prefix !== "" ? { mode: "lex", scope: scope ?? "", prefix, fallback: timePlan } : timePlan;
+  }
+
+  private async readBucket(plan: Plan, bucket: number, cursor: Position | null, want: number, budget: number): Promise<BucketPage> {
+    if (plan.mode === "lex") {
+      const reply = await this.redis.idgPage(
+        this.keys.byKeyLex(bucket),
+        "lex", "", "",
+        cursor === null ? "" : String(cursor.score),
+        cursor?.member ?? "",
+        String(want),
+        String(budget),
+        plan.scope,
+        plan.prefix,
+      );
+      if (Number(reply[0]) === -1) return this.readBucket(plan.fallback, bucket, cursor, want, budget);
+      return parsePage(reply);
+    }
+    let max = plan.max === Infinity ? "+inf" : String(plan.max);
+    let skipScore = "";
+    let skipMember = "";
+    if (cursor !== null && (cursor.score < plan.max || (cursor.score === plan.max && plan.maxInclusive))) {
+      max = String(cursor.score);
+      skipScore = max;
+      skipMember = cursor.member;
+    }
+    const reply = await this.redis.idgPage(
+      plan.index(bucket),
+      "score", max, plan.min, skipScore, skipMember,
+      String(want), String(budget), plan.scope, plan.prefix,
+    );
+    return parsePage(reply);
+  }
+
+  private async readListRow(member: string): Promise<KeyRecord | null> {
+    const at = member.indexOf(MEMBER_SEPARATOR);
+    const scope = member.slice(0, at);
+    const key = member.slice(at + 1);
+    const values = await this.redis.hmget(this.keys.record(scope, key), ...LIST_FIELDS);
+    return listRowToRecord(values);
+  }
+
+  /** ZCOUNT per bucket and stored status, all in flight at once; scope and tool together are not indexed. */
+  async counts(nowMs: number, filter: { tool?: string; scope?: string } = {}): Promise<StateCounts> {
+    const { tool, scope } = filter;
+    if (tool !== undefined && scope !== undefined) {
+      throw new UnsupportedFilterError("counts by tool and scope together");
+    }
+    const indexOf = (bucket: number, status: StoredStatus) =>
+      tool !== undefined ? this.keys.byStatusTool(bucket, status, tool)
+        : scope !== undefined ? this.keys.byStatusScope(bucket, status, scope)
+          : this.keys.byStatus(bucket, status);
+    const counts = Object.fromEntries(KEY_STATES.map((state) => [state, 0])) as StateCounts;
+    await Promise.all(
+      BUCKETS.flatMap((bucket) =>
+        KEY_STATES.map(async (state) => {
+          const { status, upper } = STATE_RANGES[state];
+          const index = indexOf(bucket, status);
+          const n = upper ? await this.redis.zcount(index, `(${nowMs}`, "+inf") : await this.redis.zcount(index, "-inf", nowMs);
+          counts[state] += n;
+        }),
+      ),
+    );
+    return counts;
+  }
+
+  async purge(olderThanMs: number, batch: number = DEFAULT_PURGE_BATCH): Promise<number> {
+    const size = Math.max(1, Math.floor(batch));
+    const perBucket = await Promise.all(
+      BUCKETS.map(async (bucket) => {
+        let total = 0;
+        for (;;) {
+          const removed = Number(
+            await this.redis.idgPurge(this.keys.byStatus(bucket, "done"), this.keys.base(bucket), String(olderThanMs), String(size)),
+          );
+          total += removed;
+          if (removed < size) return total;
+        }
+      }),
+    );
+    return perBucket.reduce((a, b) => a + b, 0);
+  }
+
+  async ping(): Promise<void> {
+    await this.redis.ping();
+  }
+
+  async close(): Promise<void> {
+    await this.redis.quit();
+  }
+}
+
+function parsePage(reply: PageReply): BucketPage {
+  const done = Number(reply[0]) === 1;
+  const entries: Position[] = [];
+  for (let i = 3; i + 1 < reply.length; i += 2) {
+    entries.push({ member: String(reply[i]), score: Number(reply[i + 1]) });
+  }
+  const stop = done ? null : { score: Number(reply[1]), member: String(reply[2]) };
+  return { entries, done, stop };
+}
+
+/** Opens a Redis connection for the store; commands fail fast instead of queueing while Redis is down. */
+export function createRedisKeyStore(url: string, options: RedisKeyStoreOptions & { redis?: RedisOptions } = {}): RedisKeyStore {
+  const redis = new Redis(url, { enableAutoPipelining: true, maxRetriesPerRequest: 1, ...options.redis });
+  return new RedisKeyStore(redis, { prefix: options.prefix });
+}

@@ -1,0 +1,19 @@
+--[[
+  The holder gives its reservation back (the tool failed before any side effect).
+  Input:
+    KEYS[1] record hash
+    ARGV[1] bucket base "{<prefix>:<bucket>}:"
+    ARGV[2] token
+  Output:
+    1 when deleted, 0 when the record is absent, done, or held under another token
+]]
+--- @include "keys"
+--- @include "record"
+
+local current = redis.call("HGETALL", KEYS[1])
+if #current == 0 then return 0 end
+local rec = hashToTable(current)
+if rec.status ~= "inflight" or rec.token ~= ARGV[2] then return 0 end
+removeFromIndexes(ARGV[1], rec)
+redis.call("DEL", KEYS[1])
+return 1

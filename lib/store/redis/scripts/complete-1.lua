@@ -1,0 +1,34 @@
+--[[
+  Stores the result of the reservation held under a token.
+  Input:
+    KEYS[1] record hash
+    ARGV[1] bucket base "{<prefix>:<bucket>}:"
+    ARGV[2] token
+    ARGV[3] completedAtMs
+    ARGV[4] expiresAtMs
+    ARGV[5] result status
+    ARGV[6] result body
+    ARGV[7] result final "1" | "0"
+  Output:
+    { "ok" | "stale_token" | "absent", record (HGETALL pairs, empty when absent) }
+    A stuck reservation may still be completed by its holder: nobody else holds the token.
+]]
+--- @include "keys"
+--- @include "record"
+
+local base = ARGV[1]
+local current = redis.call("HGETALL", KEYS[1])
+if #current == 0 then return { "absent", {} } end
+local rec = hashToTable(current)
+if rec.status ~= "inflight" or rec.token ~= ARGV[2] then return { "stale_token", current } end
+
+removeFromIndexes(base, rec)
+rec.status = "done"
+rec.completedAtMs = ARGV[3]
+rec.expiresAtMs = ARGV[4]
+rec.leaseUntilMs = nil
+redis.call("HDEL", KEYS[1], "leaseUntilMs")
+redis.call("HSET", KEYS[1], "status", "done", "completedAtMs", ARGV[3], "expiresAtMs", ARGV[4],
+  "resultStatus", ARGV[5], "resultBody", ARGV[6], "resultFinal", ARGV[7])
+addToIndexes(base, rec)
+return { "ok", redis.call("HGETALL", KEYS[1]) }

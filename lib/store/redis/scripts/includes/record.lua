@@ -1,0 +1,37 @@
+--[[
+  Record hashes and their index entries. A record's fields are strings; a null field is absent.
+  Index members are "scope \n key"; lex members are "key \n scope \n createdAtMs".
+]]
+local function hashToTable(flat)
+  local t = {}
+  for i = 1, #flat, 2 do t[flat[i]] = flat[i + 1] end
+  return t
+end
+
+local function deadlineOf(rec)
+  if rec.status == "inflight" then return rec.leaseUntilMs end
+  return rec.expiresAtMs
+end
+
+local function removeFromIndexes(base, rec)
+  local member = rec.scope .. "\n" .. rec.key
+  redis.call("ZREM", statusIndexKey(base, rec.status), member)
+  redis.call("ZREM", statusToolIndexKey(base, rec.status, rec.tool), member)
+  redis.call("ZREM", statusScopeIndexKey(base, rec.status, rec.scope), member)
+  redis.call("ZREM", createdIndexKey(base), member)
+  redis.call("ZREM", toolIndexKey(base, rec.tool), member)
+  redis.call("ZREM", scopeIndexKey(base, rec.scope), member)
+  redis.call("ZREM", lexIndexKey(base), rec.key .. "\n" .. rec.scope .. "\n" .. rec.createdAtMs)
+end
+
+local function addToIndexes(base, rec)
+  local member = rec.scope .. "\n" .. rec.key
+  local deadline = deadlineOf(rec)
+  redis.call("ZADD", statusIndexKey(base, rec.status), deadline, member)
+  redis.call("ZADD", statusToolIndexKey(base, rec.status, rec.tool), deadline, member)
+  redis.call("ZADD", statusScopeIndexKey(base, rec.status, rec.scope), deadline, member)
+  redis.call("ZADD", createdIndexKey(base), rec.createdAtMs, member)
+  redis.call("ZADD", toolIndexKey(base, rec.tool), rec.createdAtMs, member)
+  redis.call("ZADD", scopeIndexKey(base, rec.scope), rec.createdAtMs, member)
+  redis.call("ZADD", lexIndexKey(base), 0, rec.key .. "\n" .. rec.scope .. "\n" .. rec.createdAtMs)
+end

@@ -1,0 +1,119 @@
+--[[
+  Reads one bucket's part of a list page, newest (highest score) first, ties by member descending,
+  filtering by scope and key prefix while reading, within a budget of examined entries.
+  Input:
+    KEYS[1] index: a scored index (mode "score") or the bucket's lex index (mode "lex")
+    ARGV[1] mode "score" | "lex"
+    ARGV[2] score mode: max score ("+inf", "n" or "(n")
+    ARGV[3] score mode: min score ("-inf", "n" or "(n")
+    ARGV[4] cursor score, "" for the first page. Score mode: ARGV[2] is then this score and the
+            entries with this score and a member >= ARGV[5] are skipped. Lex mode: only entries
+            strictly after (score, member) are returned.
+    ARGV[5] cursor member
+    ARGV[6] how many matches to return at most
+    ARGV[7] budget: how many entries to examine at most
+    ARGV[8] scope filter, "" for none
+    ARGV[9] key prefix filter, "" for none (lex mode: required)
+  Output:
+    { done, stopScore, stopMember, member1, score1, member2, score2, ... }
+    done = 1 when the index has nothing more in range; otherwise every entry down to
+    (stopScore, stopMember) has been examined. Lex mode answers { -1 } when more than the
+    budget of keys match the prefix, so the caller reads another index instead.
+]]
+local limit = tonumber(ARGV[6])
+local budget = tonumber(ARGV[7])
+local scope = ARGV[8]
+local prefix = ARGV[9]
+
+-- byte order, as sorted sets compare members (Lua's < follows the server's collation locale)
+local function bytesLess(a, b)
+  local n = math.min(#a, #b)
+  for i = 1, n do
+    local x, y = string.byte(a, i), string.byte(b, i)
+    if x ~= y then return x < y end
+  end
+  return #a < #b
+end
+
+local function matches(member)
+  if scope == "" and prefix == "" then return true end
+  local nl = string.find(member, "\n", 1, true)
+  if scope ~= "" and string.sub(member, 1, nl - 1) ~= scope then return false end
+  if prefix ~= "" and string.sub(member, nl + 1, nl + #prefix) ~= prefix then return false end
+  return true
+end
+
+if ARGV[1] == "lex" then
+  local upper = "(" .. prefix .. "\127"
+  local raw = redis.call("ZRANGEBYLEX", KEYS[1], "[" .. prefix, upper, "LIMIT", 0, budget + 1)
+  if #raw > budget then return { -1 } end
+  local hasCursor = ARGV[4] ~= ""
+  local cursorScore = tonumber(ARGV[4])
+  local found = {}
+  for _, lexMember in ipairs(raw) do
+    local nl1 = string.find(lexMember, "\n", 1, true)
+    local nl2 = string.find(lexMember, "\n", nl1 + 1, true)
+    local key = string.sub(lexMember, 1, nl1 - 1)
+    local entryScope = string.sub(lexMember, nl1 + 1, nl2 - 1)
+    local createdAt = string.sub(lexMember, nl2 + 1)
+    if scope == "" or entryScope == scope then
+      local member = entryScope .. "\n" .. key
+      local s = tonumber(createdAt)
+      if not hasCursor or s < cursorScore or (s == cursorScore and bytesLess(member, ARGV[5])) then
+        found[#found + 1] = { s, member, createdAt }
+      end
+    end
+  end
+  table.sort(found, function(a, b)
+    if a[1] ~= b[1] then return a[1] > b[1] end
+    return bytesLess(b[2], a[2])
+  end)
+  local out = { 1, "", "" }
+  for i = 1, math.min(limit, #found) do
+    out[#out + 1] = found[i][2]
+    out[#out + 1] = found[i][3]
+  end
+  if #found > limit then out[1], out[2], out[3] = 0, found[limit][3], found[limit][2] end
+  return out
+end
+
+local key = KEYS[1]
+local offset = 0
+if ARGV[4] ~= "" then
+  -- Skip the entries tied on the cursor score whose member is >= the cursor member. Ties sit at
+  -- consecutive ranks, members descending, so a binary search over those ranks finds the first
+  -- one after the cursor, whether or not the cursor's own member is (still) in this index.
+  local skipScore, skipMember = ARGV[4], ARGV[5]
+  local above = redis.call("ZCOUNT", key, "(" .. skipScore, "+inf")
+  local lo, hi = 0, redis.call("ZCOUNT", key, skipScore, skipScore)
+  while lo < hi do
+    local mid = math.floor((lo + hi) / 2)
+    local m = redis.call("ZREVRANGE", key, above + mid, above + mid)[1]
+    if bytesLess(m, skipMember) then hi = mid else lo = mid + 1 end
+  end
+  offset = lo
+end
+
+local out = { 0, "", "" }
+local found, examined = 0, 0
+while true do
+  local want = math.min(256, budget - examined)
+  local batch = redis.call("ZREVRANGEBYSCORE", key, ARGV[2], ARGV[3], "WITHSCORES", "LIMIT", offset, want)
+  local n = #batch / 2
+  for i = 1, #batch, 2 do
+    examined = examined + 1
+    out[2], out[3] = batch[i + 1], batch[i]
+    if matches(batch[i]) then
+      out[#out + 1] = batch[i]
+      out[#out + 1] = batch[i + 1]
+      found = found + 1
+      if found >= limit then return out end
+    end
+  end
+  if n < want then
+    out[1] = 1
+    return out
+  end
+  if examined >= budget then return out end
+  offset = offset + n
+end

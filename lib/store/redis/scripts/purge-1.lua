@@ -1,0 +1,29 @@
+--[[
+  Deletes up to a batch of done records of one bucket that expired before a cutoff, with all
+  their index entries.
+  Input:
+    KEYS[1] the bucket's done-status index (scored by expiresAtMs)
+    ARGV[1] bucket base "{<prefix>:<bucket>}:"
+    ARGV[2] cutoff: records with expiresAtMs < cutoff go
+    ARGV[3] batch size
+  Output:
+    number of index members removed (a batch-sized answer means: call again)
+]]
+--- @include "keys"
+--- @include "record"
+
+local base = ARGV[1]
+local members = redis.call("ZRANGEBYSCORE", KEYS[1], "-inf", "(" .. ARGV[2], "LIMIT", 0, tonumber(ARGV[3]))
+for _, member in ipairs(members) do
+  local nl = string.find(member, "\n", 1, true)
+  local recordKey = recordKeyOf(base, string.sub(member, 1, nl - 1), string.sub(member, nl + 1))
+  local current = redis.call("HGETALL", recordKey)
+  local rec = hashToTable(current)
+  if #current > 0 and rec.status == "done" then
+    removeFromIndexes(base, rec)
+    redis.call("DEL", recordKey)
+  end
+  -- a member without its done record is a leftover: drop it so purge cannot loop on it
+  redis.call("ZREM", KEYS[1], member)
+end
+return #members

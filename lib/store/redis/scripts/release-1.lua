@@ -1,0 +1,18 @@
+--[[
+  Operator: deletes an inflight or stuck reservation.
+  Input:
+    KEYS[1] record hash
+    ARGV[1] bucket base "{<prefix>:<bucket>}:"
+  Output:
+    { "ok" | "absent" | "not_inflight", record before (HGETALL pairs, empty when absent) }
+]]
+--- @include "keys"
+--- @include "record"
+
+local current = redis.call("HGETALL", KEYS[1])
+if #current == 0 then return { "absent", {} } end
+local rec = hashToTable(current)
+if rec.status ~= "inflight" then return { "not_inflight", current } end
+removeFromIndexes(ARGV[1], rec)
+redis.call("DEL", KEYS[1])
+return { "ok", current }
