@@ -1,0 +1,404 @@
+import { Prisma } from "@/generated/prisma/client";
+import type { Database } from "@/lib/db/database";
+import { stateOf, type KeyRecord, type KeyState, type StoredResult } from "@/lib/idempotency/record";
+import type {
+  BeginInput,
+  BeginOutcome,
+  CompleteOutcome,
+  KeyStore,
+  ListPage,
+  ListQuery,
+  OperatorOutcome,
+  StateCounts,
+} from "@/lib/store/key-store";
+
+/**
+ * The key store on PostgreSQL (a server, or PGlite embedded): one row per (scope, key) in
+ * `idempotency_keys`. Every state change is one statement, so it needs no transaction and behaves
+ * the same through a pool (server) or one shared connection (PGlite).
+ *
+ * `deadline_ms` is `lease_until_ms` while inflight and `expires_at_ms` once done, so the four
+ * derived states are four ranges of the (status, deadline_ms) index.
+ */
+
+export class InvalidCursorError extends Error {
+  constructor() {
+    super("invalid list cursor");
+    this.name = "InvalidCursorError";
+  }
+}
+
+export interface SqlKeyStoreOptions {
+  /** close the database with the store; off by default because the audit log shares it */
+  closeDatabase?: boolean;
+}
+
+/** A row as PostgreSQL returns it; int8 columns may arrive as bigint, number or string by adapter. */
+interface Row {
+  scope: string;
+  key: string;
+  tool: string;
+  fingerprint: string;
+  status: string;
+  token: bigint | number | string;
+  created_at_ms: bigint | number | string;
+  lease_until_ms: bigint | number | string | null;
+  completed_at_ms: bigint | number | string | null;
+  expires_at_ms: bigint | number | string | null;
+  result_status?: number | null;
+  result_body?: string | null;
+  final: boolean;
+  fallback: boolean;
+  session: string | null;
+  execution_id: string | null;
+}
+
+const RECORD_COLUMNS = [
+  "scope",
+  "key",
+  "tool",
+  "fingerprint",
+  "status",
+  "token",
+  "created_at_ms",
+  "lease_until_ms",
+  "completed_at_ms",
+  "expires_at_ms",
+  "result_status",
+  "result_body",
+  "final",
+  "fallback",
+  "session",
+  "execution_id",
+] as const;
+
+const ALL = Prisma.raw(RECORD_COLUMNS.join(", "));
+/** list rows leave the payload out */
+const LIST = Prisma.raw(RECORD_COLUMNS.filter((c) => c !== "result_body" && c !== "result_status").join(", "));
+const columnsOf = (alias: string, prefix = "") =>
+  Prisma.raw(RECORD_COLUMNS.map((c) => `${alias}.${c}${prefix ? ` AS ${prefix}${c}` : ""}`).join(", "));
+
+/** A begin that keeps losing races is a bug, not load: give up loudly instead of spinning. */
+const MAX_BEGIN_ATTEMPTS = 50;
+const DEFAULT_PURGE_BATCH = 1000;
+
+function num(v: bigint | number | string): number {
+  return typeof v === "number" ? v : Number(v);
+}
+
+function numOrNull(v: bigint | number | string | null | undefined): number | null {
+  return v === null || v === undefined ? null : num(v);
+}
+
+function toRecord(row: Row, withResult: boolean): KeyRecord {
+  const status = row.status === "done" ? "done" : "inflight";
+  const result: StoredResult | null =
+    withResult && status === "done" && row.result_status !== null && row.result_status !== undefined
+      ? { status: Number(row.result_status), body: row.result_body ?? "", final: row.final }
+      : null;
+  return {
+    scope: row.scope,
+    key: row.key,
+    tool: row.tool,
+    fingerprint: row.fingerprint,
+    status,
+    token: num(row.token),
+    createdAtMs: num(row.created_at_ms),
+    leaseUntilMs: numOrNull(row.lease_until_ms),
+    completedAtMs: numOrNull(row.completed_at_ms),
+    expiresAtMs: numOrNull(row.expires_at_ms),
+    result,
+    fallback: row.fallback,
+    session: row.session,
+    executionId: row.execution_id,
+  };
+}
+
+/** Picks the `p_`-prefixed columns of a joined row back out as a record row. */
+function prefixed(row: Record<string, unknown>, prefix: string): Row | null {
+  if (row[`${prefix}scope`] === null || row[`${prefix}scope`] === undefined) return null;
+  const out: Record<string, unknown> = {};
+  for (const c of RECORD_COLUMNS) out[c] = row[`${prefix}${c}`];
+  return out as unknown as Row;
+}
+
+const ms = (v: number) => BigInt(Math.trunc(v));
+
+function likePrefix(prefix: string): string {
+  // LIKE's default escape character is the backslash
+  return prefix.replace(/[\\%_]/g, "\\$&") + "%";
+}
+
+interface Cursor {
+  sort: number;
+  scope: string;
+  key: string;
+}
+
+export function encodeCursor(c: Cursor): string {
+  return Buffer.from(JSON.stringify([c.sort, c.scope, c.key]), "utf8").toString("base64url");
+}
+
+export function decodeCursor(cursor: string): Cursor {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(Buffer.from(cursor, "base64url").toString("utf8"));
+  } catch {
+    throw new InvalidCursorError();
+  }
+  if (
+    !Array.isArray(parsed) ||
+    parsed.length !== 3 ||
+    !Number.isSafeInteger(parsed[0]) ||
+    typeof parsed[1] !== "string" ||
+    typeof parsed[2] !== "string"
+  ) {
+    throw new InvalidCursorError();
+  }
+  return { sort: parsed[0], scope: parsed[1], key: parsed[2] };
+}
+
+/** Which rows each derived state is: a range of deadline_ms within one status. */
+function stateCondition(state: KeyState, now: bigint): Prisma.Sql {
+  switch (state) {
+    case "inflight":
+      return Prisma.sql`status = 'inflight' AND deadline_ms > ${now}::bigint`;
+    case "stuck":
+      return Prisma.sql`status = 'inflight' AND deadline_ms <= ${now}::bigint`;
+    case "done":
+      return Prisma.sql`status = 'done' AND deadline_ms > ${now}::bigint`;
+    case "expired":
+      return Prisma.sql`status = 'done' AND deadline_ms <= ${now}::bigint`;
+  }
+}
+
+export class SqlKeyStore implements KeyStore {
+  readonly kind: "postgres" | "pglite";
+  private readonly prisma: Database["prisma"];
+
+  constructor(
+    private readonly db: Database,
+    private readonly options: SqlKeyStoreOptions = {},
+  ) {
+    this.kind = db.kind;
+    this.prisma = db.prisma;
+  }
+
+  /**
+   * One statement per attempt: a snapshot read of the existing row (`prev`) and an insert that,
+   * on conflict, replaces the row only if it is expired, or stuck and taken over with the same
+   * fingerprint. The replacement is also conditioned on the row still being the version `prev`
+   * saw (token and status identify a version: tokens are never reused), so `takenOver` is exactly
+   * the record that was replaced. When nothing was written, `prev` is the answer (it was the
+   * state at the statement's start); when `prev` is empty or no longer current, the next attempt
+   * sees the newer row.
+   */
+  async begin(input: BeginInput): Promise<BeginOutcome> {
+    const now = ms(input.nowMs);
+    const leaseUntil = ms(input.nowMs + input.leaseMs);
+    for (let attempt = 0; attempt < MAX_BEGIN_ATTEMPTS; attempt++) {
+      const rows = await this.prisma.$queryRaw<Record<string, unknown>[]>`
+        WITH prev AS (
+          SELECT ${ALL} FROM idempotency_keys WHERE scope = ${input.scope}::text AND key = ${input.key}::text
+        ), ins AS (
+          INSERT INTO idempotency_keys AS k (scope, key, tool, fingerprint, status, token, created_at_ms,
+            lease_until_ms, completed_at_ms, expires_at_ms, deadline_ms, result_status, result_body, final,
+            fallback, session, execution_id)
+          VALUES (${input.scope}::text, ${input.key}::text, ${input.tool}::text, ${input.fingerprint}::text,
+            'inflight', nextval('idempotency_token_seq'), ${now}::bigint, ${leaseUntil}::bigint, NULL, NULL,
+            ${leaseUntil}::bigint, NULL, NULL, false, ${input.fallback}::boolean, ${input.session}::text,
+            ${input.executionId}::text)
+          ON CONFLICT (scope, key) DO UPDATE SET
+            tool = EXCLUDED.tool, fingerprint = EXCLUDED.fingerprint, status = 'inflight', token = EXCLUDED.token,
+            created_at_ms = EXCLUDED.created_at_ms, lease_until_ms = EXCLUDED.lease_until_ms,
+            completed_at_ms = NULL, expires_at_ms = NULL, deadline_ms = EXCLUDED.deadline_ms,
+            result_status = NULL, result_body = NULL, final = false, fallback = EXCLUDED.fallback,
+            session = EXCLUDED.session, execution_id = EXCLUDED.execution_id
+          WHERE k.token = (SELECT token FROM prev) AND k.status = (SELECT status FROM prev)
+            AND EXCLUDED.token > k.token
+            AND ((k.status = 'done' AND k.expires_at_ms <= ${now}::bigint)
+              OR (${input.takeoverStuck}::boolean AND k.status = 'inflight' AND k.lease_until_ms <= ${now}::bigint
+                  AND k.fingerprint = EXCLUDED.fingerprint))
+          RETURNING ${ALL}
+        )
+        SELECT ${columnsOf("ins")}, ${columnsOf("prev", "p_")}
+        FROM (SELECT 1) AS one LEFT JOIN ins ON true LEFT JOIN prev ON true`;
+      const row = rows[0];
+      const prevRow = prefixed(row, "p_");
+      const prev = prevRow ? toRecord(prevRow, true) : null;
+      if (row.scope !== null && row.scope !== undefined) {
+        const record = toRecord(row as unknown as Row, true);
+        const takenOver = prev && prev.status === "inflight" ? prev : null;
+        return { kind: "reserved", token: record.token, record, takenOver };
+      }
+      // a row inserted after our snapshot: the next attempt sees it
+      if (!prev) continue;
+      const state = stateOf(prev, input.nowMs);
+      // an expired record is replaced whatever its fingerprint; it changed under us, so look again
+      if (state === "expired") continue;
+      if (prev.fingerprint !== input.fingerprint) return { kind: "mismatch", record: prev };
+      if (state === "done") return { kind: "replay", record: prev };
+      if (state === "inflight") return { kind: "conflict", record: prev };
+      if (!input.takeoverStuck) return { kind: "stuck", record: prev };
+      // stuck and to be taken over, but someone else changed it first: look again
+    }
+    throw new Error(`begin on ${input.scope}/${input.key} did not settle after ${MAX_BEGIN_ATTEMPTS} attempts`);
+  }
+
+  async complete(
+    scope: string,
+    key: string,
+    token: number,
+    result: StoredResult,
+    ttlMs: number,
+    nowMs: number,
+  ): Promise<CompleteOutcome> {
+    const rows = await this.prisma.$queryRaw<Row[]>`
+      UPDATE idempotency_keys SET ${this.doneAssignments(result, ttlMs, nowMs)}
+      WHERE scope = ${scope}::text AND key = ${key}::text AND status = 'inflight' AND token = ${BigInt(token)}::bigint
+      RETURNING ${ALL}`;
+    if (rows.length > 0) return { ok: true, record: toRecord(rows[0], true) };
+    const current = await this.get(scope, key);
+    return { ok: false, reason: current ? "stale_token" : "absent", current };
+  }
+
+  async abandon(scope: string, key: string, token: number): Promise<boolean> {
+    const deleted = await this.prisma.$executeRaw`
+      DELETE FROM idempotency_keys
+      WHERE scope = ${scope}::text AND key = ${key}::text AND status = 'inflight' AND token = ${BigInt(token)}::bigint`;
+    return deleted > 0;
+  }
+
+  async release(scope: string, key: string): Promise<OperatorOutcome> {
+    const rows = await this.prisma.$queryRaw<Row[]>`
+      DELETE FROM idempotency_keys WHERE scope = ${scope}::text AND key = ${key}::text AND status = 'inflight'
+      RETURNING ${ALL}`;
+    if (rows.length > 0) return { ok: true, before: toRecord(rows[0], true), after: null };
+    return this.refused(scope, key);
+  }
+
+  async resolve(scope: string, key: string, result: StoredResult, ttlMs: number, nowMs: number): Promise<OperatorOutcome> {
+    // the locked sub-select hands back the row as it was, which RETURNING alone cannot
+    const rows = await this.prisma.$queryRaw<Record<string, unknown>[]>`
+      UPDATE idempotency_keys AS k SET ${this.doneAssignments(result, ttlMs, nowMs)}
+      FROM (
+        SELECT ${ALL} FROM idempotency_keys
+        WHERE scope = ${scope}::text AND key = ${key}::text AND status = 'inflight'
+        FOR UPDATE
+      ) AS b
+      WHERE k.scope = b.scope AND k.key = b.key AND k.status = 'inflight'
+      RETURNING ${columnsOf("k")}, ${columnsOf("b", "b_")}`;
+    if (rows.length > 0) {
+      const before = toRecord(prefixed(rows[0], "b_")!, true);
+      return { ok: true, before, after: toRecord(rows[0] as unknown as Row, true) };
+    }
+    return this.refused(scope, key);
+  }
+
+  async get(scope: string, key: string): Promise<KeyRecord | null> {
+    const rows = await this.prisma.$queryRaw<Row[]>`
+      SELECT ${ALL} FROM idempotency_keys WHERE scope = ${scope}::text AND key = ${key}::text`;
+    return rows.length > 0 ? toRecord(rows[0], true) : null;
+  }
+
+  async list(query: ListQuery): Promise<ListPage> {
+    const sql = this.listSql(query);
+    const limit = SqlKeyStore.pageSize(query.limit);
+    const rows = await this.prisma.$queryRaw<(Row & { sort_value: bigint | number | string })[]>(sql);
+    const page = rows.slice(0, limit);
+    const last = page[page.length - 1];
+    const nextCursor =
+      rows.length > limit && last ? encodeCursor({ sort: num(last.sort_value), scope: last.scope, key: last.key }) : null;
+    return { items: page.map((r) => toRecord(r, false)), nextCursor };
+  }
+
+  /**
+   * The list query, exposed so tests can EXPLAIN exactly what runs. Newest first: by deadline
+   * within a state (the state's index), by creation time otherwise; ties by (scope, key) in byte
+   * order. Keyset pagination: rows strictly after the cursor, limit + 1 to see a next page.
+   */
+  listSql(query: ListQuery): Prisma.Sql {
+    const now = ms(query.nowMs);
+    const sortColumn = Prisma.raw(query.state ? "deadline_ms" : "created_at_ms");
+    const conditions: Prisma.Sql[] = [];
+    if (query.state) conditions.push(stateCondition(query.state, now));
+    if (query.tool !== undefined) conditions.push(Prisma.sql`tool = ${query.tool}::text`);
+    if (query.scope !== undefined) conditions.push(Prisma.sql`scope = ${query.scope}::text`);
+    if (query.prefix) conditions.push(Prisma.sql`key LIKE ${likePrefix(query.prefix)}::text`);
+    if (query.cursor) {
+      const c = decodeCursor(query.cursor);
+      const sort = ms(c.sort);
+      // the first comparison alone is an index bound; the second breaks ties
+      conditions.push(Prisma.sql`${sortColumn} <= ${sort}::bigint AND (${sortColumn} < ${sort}::bigint
+        OR (scope COLLATE "C", key COLLATE "C") < (${c.scope}::text COLLATE "C", ${c.key}::text COLLATE "C"))`);
+    }
+    const where = conditions.length > 0 ? Prisma.sql`WHERE ${Prisma.join(conditions, " AND ")}` : Prisma.empty;
+    return Prisma.sql`
+      SELECT ${LIST}, ${sortColumn} AS sort_value FROM idempotency_keys ${where}
+      ORDER BY ${sortColumn} DESC, scope COLLATE "C" DESC, key COLLATE "C" DESC
+      LIMIT ${SqlKeyStore.pageSize(query.limit) + 1}`;
+  }
+
+  async counts(nowMs: number, filter: { tool?: string; scope?: string } = {}): Promise<StateCounts> {
+    const rows = await this.prisma.$queryRaw<Record<KeyState, bigint | number | string>[]>(this.countsSql(nowMs, filter));
+    const row = rows[0];
+    return { inflight: num(row.inflight), stuck: num(row.stuck), done: num(row.done), expired: num(row.expired) };
+  }
+
+  /** exposed for EXPLAIN in tests */
+  countsSql(nowMs: number, filter: { tool?: string; scope?: string } = {}): Prisma.Sql {
+    const now = ms(nowMs);
+    const conditions: Prisma.Sql[] = [];
+    if (filter.tool !== undefined) conditions.push(Prisma.sql`tool = ${filter.tool}::text`);
+    if (filter.scope !== undefined) conditions.push(Prisma.sql`scope = ${filter.scope}::text`);
+    const where = conditions.length > 0 ? Prisma.sql`WHERE ${Prisma.join(conditions, " AND ")}` : Prisma.empty;
+    return Prisma.sql`
+      SELECT
+        count(*) FILTER (WHERE ${stateCondition("inflight", now)}) AS inflight,
+        count(*) FILTER (WHERE ${stateCondition("stuck", now)}) AS stuck,
+        count(*) FILTER (WHERE ${stateCondition("done", now)}) AS done,
+        count(*) FILTER (WHERE ${stateCondition("expired", now)}) AS expired
+      FROM idempotency_keys ${where}`;
+  }
+
+  async purge(olderThanMs: number, batch = DEFAULT_PURGE_BATCH): Promise<number> {
+    const size = Math.max(1, Math.trunc(batch));
+    const before = ms(olderThanMs);
+    let total = 0;
+    for (;;) {
+      // the outer conditions are re-checked on a row replaced (by a new begin) since the sub-select
+      const deleted = await this.prisma.$executeRaw`
+        DELETE FROM idempotency_keys
+        WHERE ctid IN (
+          SELECT ctid FROM idempotency_keys WHERE status = 'done' AND deadline_ms < ${before}::bigint LIMIT ${size}
+        ) AND status = 'done' AND deadline_ms < ${before}::bigint`;
+      total += deleted;
+      if (deleted < size) return total;
+    }
+  }
+
+  async ping(): Promise<void> {
+    await this.prisma.$queryRaw`SELECT 1`;
+  }
+
+  async close(): Promise<void> {
+    if (this.options.closeDatabase) await this.db.close();
+  }
+
+  private doneAssignments(result: StoredResult, ttlMs: number, nowMs: number): Prisma.Sql {
+    const expires = ms(nowMs + ttlMs);
+    return Prisma.sql`status = 'done', lease_until_ms = NULL, completed_at_ms = ${ms(nowMs)}::bigint,
+      expires_at_ms = ${expires}::bigint, deadline_ms = ${expires}::bigint,
+      result_status = ${Math.trunc(result.status)}::integer, result_body = ${result.body}::text,
+      final = ${result.final}::boolean`;
+  }
+
+  private async refused(scope: string, key: string): Promise<OperatorOutcome> {
+    const current = await this.get(scope, key);
+    return { ok: false, reason: current ? "not_inflight" : "absent", current };
+  }
+
+  private static pageSize(limit: number): number {
+    return Number.isFinite(limit) ? Math.max(1, Math.trunc(limit)) : 1;
+  }
+}
