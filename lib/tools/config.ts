@@ -1,0 +1,33 @@
+// The tools Idemgate serves. This is the one file to edit to add your own.
+//
+// A tool forwarded to your service (Idemgate passes the Idempotency-Key on, so the service can
+// deduplicate too; 2xx/4xx answers are stored and replayed, 5xx and timeouts release the key):
+//
+//   import { z } from "zod";
+//   import { defineTool } from "./define-tool";
+//
+//   const createInvoice = defineTool({
+//     name: "billing.create_invoice",
+//     kind: "write",
+//     description: "Create an invoice in the billing service",
+//     schema: z.strictObject({ customerId: z.string(), amountCents: z.number().int().positive() }),
+//     upstream: {
+//       url: "https://billing.internal/invoices",
+//       timeoutMs: 10_000,
+//       headers: { authorization: `Bearer ${process.env.BILLING_TOKEN}` },
+//     },
+//     ttlMs: 24 * 60 * 60 * 1000, // how long a result is replayed (default 24 h)
+//     leaseMs: 30_000, // how long a running call is trusted before it counts as stuck (default 60 s)
+//     stuckPolicy: "block", // an operator decides about stuck calls; "takeover" runs them again
+//     // fallbackDedupe: true, // accept keyless calls, deduplicated by their arguments for 60 s
+//   });
+//
+// An in-process tool gives `run(args, ctx)` instead of `upstream`; ctx has scope, key, session
+// and the Prisma client as `db`.
+import { defineTools } from "./define-tool";
+import { demoTools } from "./demo";
+
+export default defineTools([
+  ...demoTools,
+  // createInvoice,
+]);

@@ -1,0 +1,115 @@
+import type { z } from "zod";
+import type { PrismaClient } from "@/generated/prisma/client";
+import { DEFAULT_POLICY, type ToolContext, type ToolPolicy, type ToolResult } from "@/lib/idempotency/tool";
+
+/** Dotted lower-case segments: `payments.charge`, `crm.contacts.upsert`. They appear in URLs unescaped. */
+export const TOOL_NAME_PATTERN = /^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)*$/;
+
+// Any zod object, whatever its shape or unknown-key mode.
+export type ArgsSchema = z.ZodObject<any, any>;
+
+/** What an in-process tool gets besides its arguments: the call's context and the database. */
+export interface InProcessContext extends ToolContext {
+  db: PrismaClient;
+}
+
+/** A service Idemgate forwards calls to (lib/tools/upstream.ts), passing the idempotency key on. */
+export interface UpstreamConfig {
+  url: string;
+  timeoutMs: number;
+  /** sent with every call, e.g. the upstream's own credentials */
+  headers?: Record<string, string>;
+}
+
+interface ToolSpec<S extends ArgsSchema> {
+  description: string;
+  /** validates the arguments before the key is reserved; exported as JSON Schema and OpenAPI */
+  schema: S;
+  /** documents the result (JSON Schema, OpenAPI); results are not validated against it */
+  resultSchema?: z.ZodType;
+}
+
+// `run` is declared as a method so definitions with specific argument types fit in one list.
+interface InProcessSource<S extends ArgsSchema> {
+  run(args: z.output<S>, ctx: InProcessContext): Promise<ToolResult>;
+  upstream?: undefined;
+}
+
+interface UpstreamSource {
+  upstream: UpstreamConfig;
+  run?: undefined;
+}
+
+export type ToolDefinition<S extends ArgsSchema = ArgsSchema> = ToolPolicy & ToolSpec<S> & (InProcessSource<S> | UpstreamSource);
+
+/** What `defineTool` takes: the policy fields are optional and default to DEFAULT_POLICY. */
+export type ToolInput<S extends ArgsSchema> = ToolSpec<S> &
+  (InProcessSource<S> | UpstreamSource) & {
+    name: string;
+    kind: "read" | "write";
+    ttlMs?: number;
+    leaseMs?: number;
+    stuckPolicy?: "block" | "takeover";
+    /**
+     * Keyless calls are deduplicated by their arguments (`fallback:` + fingerprint) for a short
+     * window instead of being refused. Every suppression through it is a stale-suppression
+     * candidate, so it is opt-in. `true` means the default window (60 s).
+     */
+    fallbackDedupe?: boolean | { ttlMs: number };
+  };
+
+export class ToolDefinitionError extends Error {
+  constructor(tool: string, problem: string) {
+    super(`tool ${JSON.stringify(tool)}: ${problem}`);
+    this.name = "ToolDefinitionError";
+  }
+}
+
+function positiveMs(tool: string, field: string, value: number): number {
+  if (!Number.isInteger(value) || value <= 0) throw new ToolDefinitionError(tool, `${field} must be a positive whole number of milliseconds`);
+  return value;
+}
+
+export function defineTool<S extends ArgsSchema>(input: ToolInput<S>): ToolDefinition<S> {
+  const { name, fallbackDedupe, ...rest } = input;
+  if (!TOOL_NAME_PATTERN.test(name)) {
+    throw new ToolDefinitionError(name, "names are lower-case dotted segments of letters, digits and _ (e.g. payments.charge)");
+  }
+  const hasRun = typeof input.run === "function";
+  const hasUpstream = input.upstream !== undefined;
+  if (hasRun === hasUpstream) throw new ToolDefinitionError(name, "give either run or upstream, not both or neither");
+  if (input.upstream) {
+    try {
+      new URL(input.upstream.url);
+    } catch {
+      throw new ToolDefinitionError(name, `upstream.url is not a URL: ${input.upstream.url}`);
+    }
+    positiveMs(name, "upstream.timeoutMs", input.upstream.timeoutMs);
+  }
+
+  let fallbackTtlMs: number | null = DEFAULT_POLICY.fallbackTtlMs;
+  if (fallbackDedupe) {
+    // Reads are never gated, so there is nothing to deduplicate.
+    if (input.kind === "read") throw new ToolDefinitionError(name, "fallbackDedupe is for write tools");
+    fallbackTtlMs = fallbackDedupe === true ? DEFAULT_POLICY.fallbackDefaultTtlMs : positiveMs(name, "fallbackDedupe.ttlMs", fallbackDedupe.ttlMs);
+  }
+
+  return {
+    ...rest,
+    name,
+    ttlMs: positiveMs(name, "ttlMs", input.ttlMs ?? DEFAULT_POLICY.ttlMs),
+    leaseMs: positiveMs(name, "leaseMs", input.leaseMs ?? DEFAULT_POLICY.leaseMs),
+    stuckPolicy: input.stuckPolicy ?? DEFAULT_POLICY.stuckPolicy,
+    fallbackTtlMs,
+  } as ToolDefinition<S>;
+}
+
+/** The tool list of lib/tools/config.ts; names must be unique. */
+export function defineTools(tools: readonly ToolDefinition[]): readonly ToolDefinition[] {
+  const seen = new Set<string>();
+  for (const tool of tools) {
+    if (seen.has(tool.name)) throw new ToolDefinitionError(tool.name, "defined twice");
+    seen.add(tool.name);
+  }
+  return Object.freeze([...tools]);
+}

@@ -1,0 +1,94 @@
+import type { PrismaClient } from "@/generated/prisma/client";
+import { InvalidArgumentsError, UnknownToolError } from "@/lib/idempotency/errors";
+import type { RunTool } from "@/lib/idempotency/tool";
+import { toJsonSchema, type JsonSchema, type ToolDescription } from "./api-schemas";
+import { defineTools, type ToolDefinition } from "./define-tool";
+import { buildOpenApiDocument, type OpenApiDocument } from "./openapi";
+import { upstreamRunner } from "./upstream";
+
+export type { JsonSchema, ToolDescription };
+
+export interface RegistryOptions {
+  /** the upstream runners' fetch (tests, proxies) */
+  fetch?: typeof fetch;
+}
+
+function issuePath(path: readonly PropertyKey[]): string {
+  return path.length === 0 ? "(arguments)" : path.map((p) => (typeof p === "number" ? `[${p}]` : String(p))).join(".").replaceAll(".[", "[");
+}
+
+/** The configured tools: lookup, argument validation, runners and their documentation. */
+export class ToolRegistry {
+  private readonly tools: ReadonlyMap<string, ToolDefinition>;
+  private readonly fetchImpl: typeof fetch | undefined;
+
+  constructor(tools: readonly ToolDefinition[], options: RegistryOptions = {}) {
+    this.tools = new Map(defineTools(tools).map((t) => [t.name, t]));
+    this.fetchImpl = options.fetch;
+  }
+
+  /** @throws UnknownToolError (404) */
+  get(name: string): ToolDefinition {
+    const tool = this.tools.get(name);
+    if (!tool) throw new UnknownToolError(name);
+    return tool;
+  }
+
+  has(name: string): boolean {
+    return this.tools.has(name);
+  }
+
+  /** In configuration order. */
+  list(): ToolDefinition[] {
+    return [...this.tools.values()];
+  }
+
+  /**
+   * The arguments as the tool will see them; run this before the engine, so invalid arguments are
+   * a 400 that reserves no key. A missing body counts as `{}`.
+   * @throws InvalidArgumentsError listing each problem with its path
+   */
+  parseArgs(tool: ToolDefinition, raw: unknown): Record<string, unknown> {
+    const parsed = tool.schema.safeParse(raw === undefined || raw === null ? {} : raw);
+    if (parsed.success) return parsed.data as Record<string, unknown>;
+    const issues = parsed.error.issues.flatMap((issue) =>
+      // One issue per unknown argument, named by its own path, reads better than zod's list on the parent.
+      issue.code === "unrecognized_keys"
+        ? issue.keys.map((key) => ({ path: issuePath([...issue.path, key]), message: `is not an argument of ${tool.name}` }))
+        : [{ path: issuePath(issue.path), message: issue.message }],
+    );
+    const summary = issues.map((i) => `${i.path}: ${i.message}`).join("; ");
+    throw new InvalidArgumentsError(`invalid arguments for ${tool.name}: ${summary}`, issues);
+  }
+
+  /** What the engine runs for this tool: the in-process function bound to `db`, or the forwarder. */
+  runnerFor(tool: ToolDefinition, db: PrismaClient): RunTool {
+    if (tool.upstream) return upstreamRunner(tool.upstream, this.fetchImpl);
+    const run = tool.run.bind(tool);
+    return (args, ctx) => run(args as Record<string, unknown>, { ...ctx, db });
+  }
+
+  describe(tool: ToolDefinition): ToolDescription {
+    return {
+      name: tool.name,
+      kind: tool.kind,
+      description: tool.description,
+      ttlMs: tool.ttlMs,
+      leaseMs: tool.leaseMs,
+      stuckPolicy: tool.stuckPolicy,
+      fallbackTtlMs: tool.fallbackTtlMs,
+      idempotencyKey: tool.kind === "read" ? "unused" : tool.fallbackTtlMs === null ? "required" : "optional",
+      source: tool.upstream ? "upstream" : "in_process",
+      argumentsSchema: toJsonSchema(tool.schema),
+      resultSchema: tool.resultSchema ? toJsonSchema(tool.resultSchema, "output") : null,
+    };
+  }
+
+  /** OpenAPI 3.1 for the gateway, generated from the tools' zod schemas. */
+  openApiDocument(baseUrl?: string): OpenApiDocument {
+    return buildOpenApiDocument(
+      this.list().map((t) => this.describe(t)),
+      baseUrl,
+    );
+  }
+}
