@@ -4,6 +4,7 @@ import { loadConfig, type Config } from "@/lib/config";
 import { openDatabase, type Database } from "@/lib/db/database";
 import { Engine, type CallEvent } from "@/lib/idempotency/engine";
 import type { KeyStore } from "@/lib/store/key-store";
+import { recordCall } from "@/lib/metrics";
 import { createRedisKeyStore } from "@/lib/store/redis/redis-key-store";
 import { SqlKeyStore } from "@/lib/store/sql/sql-key-store";
 import { getRegistry } from "@/lib/tools";
@@ -65,7 +66,7 @@ export function getRuntime(): Promise<Runtime> {
   if (process.env.NEXT_PHASE === "phase-production-build") {
     throw new Error("the runtime was asked for during `next build`; mark the page dynamic");
   }
-  holder.__idemgateRuntime ??= openRuntime().catch((err) => {
+  holder.__idemgateRuntime ??= openRuntime({ onCall: recordCall }).catch((err) => {
     holder.__idemgateRuntime = undefined;
     throw err;
   });

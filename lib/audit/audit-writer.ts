@@ -26,6 +26,7 @@ export class PrismaAuditWriter implements AuditWriter {
   private suppressions: SuppressionEntry[] = [];
   private timer: NodeJS.Timeout | null = null;
   private flushing: Promise<void> | null = null;
+  private closed = false;
   private readonly flushIntervalMs: number;
   private readonly maxBatch: number;
   private readonly onError: (err: unknown) => void;
@@ -63,10 +64,16 @@ export class PrismaAuditWriter implements AuditWriter {
     return this.intents.length + this.outcomes.length + this.suppressions.length;
   }
 
-  /** Writes everything queued so far; concurrent callers share one write. */
+  /** Writes everything queued so far, waiting for a write already under way; callers share one write. */
   async flush(): Promise<void> {
-    while (this.pending > 0) {
-      this.flushing ??= this.writeBatch().finally(() => {
+    for (;;) {
+      if (this.flushing) {
+        // someone else's batch: if it fails its rows are queued again and written below
+        await this.flushing.catch(() => {});
+        continue;
+      }
+      if (this.pending === 0) return;
+      this.flushing = this.writeBatch().finally(() => {
         this.flushing = null;
       });
       await this.flushing;
@@ -74,12 +81,14 @@ export class PrismaAuditWriter implements AuditWriter {
   }
 
   async close(): Promise<void> {
+    this.closed = true;
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
     await this.flush();
   }
 
   private schedule(): void {
+    if (this.closed) return;
     if (this.pending >= this.maxBatch) {
       void this.flush().catch(this.onError);
       return;

@@ -265,7 +265,7 @@ describe("engine fails closed", () => {
   });
 
   it("runs nothing when the key store cannot be reached", async () => {
-    const dead = createRedisKeyStore("redis://127.0.0.1:1", { prefix: "idgtest-dead", connectTimeoutMs: 300, maxRetriesPerRequest: 0 });
+    const dead = createRedisKeyStore("redis://127.0.0.1:1", { prefix: "idgtest-dead", redis: { connectTimeout: 300, maxRetriesPerRequest: 0, retryStrategy: () => null } });
     const audit = new PrismaAuditWriter(t.db.prisma);
     const engine = new Engine({ store: dead, audit });
     const tool = countingTool();

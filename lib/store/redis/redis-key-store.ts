@@ -283,7 +283,8 @@ export class RedisKeyStore implements KeyStore {
   }
 
   async close(): Promise<void> {
-    await this.redis.quit();
+    // quit waits for replies under way; a connection that is already down just disconnects
+    await this.redis.quit().catch(() => this.redis.disconnect());
   }
 }
 

@@ -1,0 +1,22 @@
+import { withPrincipal } from "@/lib/http/guard";
+import { z } from "zod";
+import { parseBody } from "@/lib/http/parse-body";
+import { actorOf } from "@/lib/http/actor";
+import { presentKey } from "@/lib/keys/present-key";
+import { resolveKey } from "@/lib/keys/resolve-key";
+
+export const dynamic = "force-dynamic";
+
+// POST /api/v1/keys/{scope}/{key}/resolve – { reason, result, status? }: the side effect happened; duplicates get this result
+export const POST = withPrincipal<{ scope: string; key: string }>("resolve", async (request, { params, principal, runtime }) => {
+  const body = await parseBody(request, z.object({ reason: z.string(), result: z.unknown(), status: z.number().int().optional() }));
+  const after = await resolveKey(runtime, {
+    scope: decodeURIComponent(params.scope),
+    key: decodeURIComponent(params.key),
+    actor: actorOf(principal),
+    reason: body.reason,
+    result: body.result,
+    status: body.status,
+  });
+  return Response.json({ resolved: true, record: after ? presentKey(after, Date.now(), true) : null });
+});

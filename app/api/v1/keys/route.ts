@@ -1,0 +1,11 @@
+import { visibleScope, withPrincipal } from "@/lib/http/guard";
+import { parseQuery } from "@/lib/http/parse-body";
+import { KeyListQuery, listKeys } from "@/lib/keys/list-keys";
+
+export const dynamic = "force-dynamic";
+
+// GET /api/v1/keys – keys newest first, filtered by state, tool, scope and key prefix, with a cursor
+export const GET = withPrincipal("read", async (request, { principal, runtime }) => {
+  const query = parseQuery(request, KeyListQuery);
+  return Response.json(await listKeys(runtime, { ...query, scope: visibleScope(principal, query.scope) }));
+});

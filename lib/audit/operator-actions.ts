@@ -1,0 +1,74 @@
+import { randomUUID } from "node:crypto";
+import type { Prisma, PrismaClient } from "@/generated/prisma/client";
+import type { KeyRecord } from "@/lib/idempotency/record";
+import { stateOf } from "@/lib/idempotency/record";
+
+export interface OperatorActionInput {
+  actor: string;
+  action: string;
+  reason: string;
+  scope?: string | null;
+  key?: string | null;
+  anomalyId?: string | null;
+  before?: unknown;
+  after?: unknown;
+}
+
+/** A record as the trail keeps it: its state at that moment, payloads left out. */
+export function recordSnapshot(record: KeyRecord | null, nowMs = Date.now()): Prisma.InputJsonValue | null {
+  if (!record) return null;
+  return {
+    state: stateOf(record, nowMs),
+    tool: record.tool,
+    token: record.token,
+    fingerprint: record.fingerprint,
+    leaseUntilMs: record.leaseUntilMs,
+    expiresAtMs: record.expiresAtMs,
+    resultStatus: record.result?.status ?? null,
+  };
+}
+
+export async function recordOperatorAction(prisma: PrismaClient, input: OperatorActionInput): Promise<string> {
+  const id = randomUUID();
+  await prisma.operatorAction.create({
+    data: {
+      id,
+      actor: input.actor,
+      action: input.action,
+      reason: input.reason,
+      scope: input.scope ?? null,
+      key: input.key ?? null,
+      anomalyId: input.anomalyId ?? null,
+      stateBefore: (input.before ?? undefined) as Prisma.InputJsonValue | undefined,
+      stateAfter: (input.after ?? undefined) as Prisma.InputJsonValue | undefined,
+      at: new Date(),
+    },
+  });
+  return id;
+}
+
+export interface OperatorActionQuery {
+  limit: number;
+  cursor?: string | null;
+  actor?: string;
+  action?: string;
+  scope?: string;
+  key?: string;
+}
+
+/** Newest first, with a cursor (the last row's id). */
+export async function listOperatorActions(prisma: PrismaClient, q: OperatorActionQuery) {
+  const rows = await prisma.operatorAction.findMany({
+    where: {
+      ...(q.actor ? { actor: q.actor } : {}),
+      ...(q.action ? { action: q.action } : {}),
+      ...(q.scope ? { scope: q.scope } : {}),
+      ...(q.key ? { key: q.key } : {}),
+    },
+    orderBy: [{ at: "desc" }, { id: "desc" }],
+    take: q.limit + 1,
+    ...(q.cursor ? { cursor: { id: q.cursor }, skip: 1 } : {}),
+  });
+  const items = rows.slice(0, q.limit);
+  return { items, nextCursor: rows.length > q.limit ? items[items.length - 1].id : null };
+}

@@ -1,0 +1,51 @@
+import type { TokenPrincipal } from "@/lib/auth/api-tokens";
+import type { InvokeResult } from "@/lib/idempotency/engine";
+import { badRequest } from "@/lib/http/problem";
+import { readJsonBody } from "@/lib/http/read-body";
+import type { Runtime } from "@/lib/runtime";
+
+const SESSION_PATTERN = /^[\x21-\x7e]{1,200}$/;
+
+/**
+ * The Idempotency-Key header. The IETF draft makes it a Structured Field string ("…"); Stripe and
+ * most clients send the bare value. Both are accepted; the quotes are not part of the key.
+ */
+export function idempotencyKeyHeader(headers: Headers): string | null {
+  const raw = headers.get("idempotency-key");
+  if (raw === null) return null;
+  const quoted = /^"((?:[^"\\]|\\[\\"])*)"$/.exec(raw);
+  return quoted ? quoted[1].replace(/\\([\\"])/g, "$1") : raw;
+}
+
+export function sessionHeader(headers: Headers): string | null {
+  const raw = headers.get("idemgate-session");
+  if (raw === null) return null;
+  if (!SESSION_PATTERN.test(raw)) throw badRequest("invalid_header", "Idemgate-Session must be 1–200 visible ASCII characters");
+  return raw;
+}
+
+/** POST /api/v1/tools/{tool}/invoke for an authenticated caller. */
+export async function invokeTool(request: Request, toolName: string, principal: TokenPrincipal, runtime: Runtime): Promise<Response> {
+  const tool = runtime.registry.get(toolName);
+  const key = idempotencyKeyHeader(request.headers);
+  const session = sessionHeader(request.headers);
+  const args = runtime.registry.parseArgs(tool, await readJsonBody(request));
+  const result = await runtime.engine.invoke(tool, runtime.registry.runnerFor(tool, runtime.db.prisma), {
+    scope: principal.scope,
+    key,
+    args,
+    session,
+    caller: principal.tokenId,
+  });
+  return resultResponse(result);
+}
+
+export function resultResponse(result: InvokeResult): Response {
+  const headers: Record<string, string> = { "Content-Type": "application/json", "Cache-Control": "no-store" };
+  if (result.kind === "replayed") headers["Idempotent-Replayed"] = "true";
+  if (result.kind !== "read") {
+    headers["Idempotency-Key"] = result.key;
+    if (result.kind === "executed") headers["Idemgate-Execution-Id"] = result.executionId;
+  }
+  return new Response(result.body, { status: result.status, headers });
+}

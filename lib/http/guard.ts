@@ -1,0 +1,91 @@
+import "server-only";
+import { authenticateToken, type TokenPrincipal } from "@/lib/auth/api-tokens";
+import type { OperatorIdentity } from "@/lib/auth/operators";
+import { can, type Permission } from "@/lib/auth/roles";
+import { currentOperator } from "@/lib/auth/session";
+import { getRuntime, type Runtime } from "@/lib/runtime";
+import { errorResponse, forbidden, unauthorized } from "./problem";
+
+/** Who is asking: a tenant's API token (one scope) or a signed-in operator (every scope). */
+export type Principal = { kind: "token"; token: TokenPrincipal } | { kind: "operator"; operator: OperatorIdentity };
+
+export function bearerToken(request: Request): string | null {
+  const header = request.headers.get("authorization");
+  if (!header) return null;
+  const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
+  return match ? match[1] : null;
+}
+
+export async function tokenPrincipal(request: Request, runtime: Runtime): Promise<TokenPrincipal> {
+  const token = bearerToken(request);
+  if (!token) throw unauthorized();
+  const principal = await authenticateToken(runtime.db.prisma, token);
+  if (!principal) throw unauthorized("the API token is unknown or revoked");
+  return principal;
+}
+
+/**
+ * Cookie-authenticated mutations must come from the console's own pages. Browsers send Origin with
+ * every POST; a cross-site form or fetch carries the session cookie but not a matching Origin.
+ */
+export function assertSameOrigin(request: Request): void {
+  const origin = request.headers.get("origin");
+  const host = request.headers.get("x-forwarded-host") ?? request.headers.get("host");
+  let originHost: string | null = null;
+  try {
+    originHost = origin ? new URL(origin).host : null;
+  } catch {
+    originHost = null;
+  }
+  if (!originHost || !host || originHost !== host) throw forbidden("cross-site requests are refused: the Origin must be this console");
+}
+
+type Handler<C> = (request: Request, context: C & { runtime: Runtime }) => Promise<Response>;
+
+/** For the gateway: the caller must present an API token; its scope is the only one it sees. */
+export function withApiToken<P>(handler: Handler<{ params: P; principal: TokenPrincipal }>) {
+  return async (request: Request, ctx: { params: Promise<P> }): Promise<Response> => {
+    try {
+      const runtime = await getRuntime();
+      const principal = await tokenPrincipal(request, runtime);
+      return await handler(request, { params: await ctx.params, principal, runtime });
+    } catch (err) {
+      return errorResponse(err, new URL(request.url).pathname);
+    }
+  };
+}
+
+/**
+ * For admin routes: a signed-in operator with the permission (mutations also same-origin), or,
+ * for reads, an API token limited to its own scope.
+ */
+export function withPrincipal<P>(permission: Permission, handler: Handler<{ params: P; principal: Principal }>) {
+  return async (request: Request, ctx: { params: Promise<P> }): Promise<Response> => {
+    try {
+      const runtime = await getRuntime();
+      let principal: Principal;
+      if (bearerToken(request)) {
+        if (permission !== "read") throw forbidden("API tokens may read their own scope; this needs an operator");
+        principal = { kind: "token", token: await tokenPrincipal(request, runtime) };
+      } else {
+        const operator = await currentOperator();
+        if (!operator) throw unauthorized("sign in to the console, or send an API token");
+        if (!can(operator.role, permission)) throw forbidden(`the ${operator.role} role may not ${permission.replace("_", " ")}`);
+        if (request.method !== "GET" && request.method !== "HEAD") assertSameOrigin(request);
+        principal = { kind: "operator", operator };
+      }
+      return await handler(request, { params: await ctx.params, principal, runtime });
+    } catch (err) {
+      return errorResponse(err, new URL(request.url).pathname);
+    }
+  };
+}
+
+/** The scope a principal may see: a token's own, or whatever an operator asked for. */
+export function visibleScope(principal: Principal, requested: string | null | undefined): string | undefined {
+  if (principal.kind === "token") {
+    if (requested && requested !== principal.token.scope) throw forbidden("this API token may only see its own scope");
+    return principal.token.scope;
+  }
+  return requested ?? undefined;
+}

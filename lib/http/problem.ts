@@ -1,0 +1,90 @@
+import { IdemgateError, ConflictError, InvalidArgumentsError, SuppressionError } from "@/lib/idempotency/errors";
+import { stateOf } from "@/lib/idempotency/record";
+
+/** Errors of the HTTP layer itself, before the engine is asked. */
+export class HttpError extends IdemgateError {
+  constructor(
+    readonly code: string,
+    readonly status: number,
+    message: string,
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(message);
+  }
+}
+
+export const unauthorized = (detail = "send an API token as `Authorization: Bearer <token>`") =>
+  new HttpError("unauthorized", 401, detail, { "WWW-Authenticate": 'Bearer realm="idemgate"' });
+export const forbidden = (detail: string) => new HttpError("forbidden", 403, detail);
+export const notFound = (detail: string) => new HttpError("not_found", 404, detail);
+export const badRequest = (code: string, detail: string) => new HttpError(code, 400, detail);
+
+/** One place maps every error code to its status and title; the `type` is `/problems/<code>`. */
+const PROBLEMS: Record<string, { status: number; title: string }> = {
+  missing_key: { status: 400, title: "Idempotency-Key required" },
+  invalid_key: { status: 400, title: "Invalid Idempotency-Key" },
+  invalid_arguments: { status: 400, title: "Invalid arguments" },
+  invalid_json: { status: 400, title: "Malformed JSON body" },
+  invalid_header: { status: 400, title: "Invalid header" },
+  invalid_request: { status: 400, title: "Invalid request" },
+  unauthorized: { status: 401, title: "Authentication required" },
+  forbidden: { status: 403, title: "Not allowed" },
+  unknown_tool: { status: 404, title: "Unknown tool" },
+  not_found: { status: 404, title: "Not found" },
+  conflict: { status: 409, title: "Request in progress" },
+  stuck: { status: 409, title: "Key stuck: an operator must decide" },
+  invalid_state: { status: 409, title: "Not allowed in this state" },
+  payload_too_large: { status: 413, title: "Request body too large" },
+  unsupported_media_type: { status: 415, title: "Unsupported media type" },
+  mismatch: { status: 422, title: "Idempotency-Key reused with other arguments" },
+  abandoned: { status: 500, title: "Call abandoned" },
+  internal: { status: 500, title: "Internal error" },
+  tool_failed: { status: 502, title: "Tool failed" },
+  unavailable: { status: 503, title: "Service unavailable" },
+  tool_timeout: { status: 504, title: "Tool timed out" },
+};
+
+export const PROBLEM_CODES = Object.keys(PROBLEMS);
+
+export function problemInfo(code: string): { status: number; title: string } | undefined {
+  return PROBLEMS[code];
+}
+
+export interface ProblemBody {
+  type: string;
+  title: string;
+  status: number;
+  detail: string;
+  [extension: string]: unknown;
+}
+
+export function problemResponse(status: number, body: ProblemBody, headers: Record<string, string> = {}): Response {
+  return new Response(JSON.stringify(body), {
+    status,
+    headers: { "Content-Type": "application/problem+json", "Cache-Control": "no-store", ...headers },
+  });
+}
+
+/** Turns any thrown value into an RFC 9457 response; unknown errors become a 500 without details. */
+export function errorResponse(err: unknown, instance?: string): Response {
+  if (!(err instanceof IdemgateError)) {
+    console.error("unexpected error", err);
+    return problemResponse(500, { type: "/problems/internal", title: PROBLEMS.internal.title, status: 500, detail: "an unexpected error occurred; it has been logged", instance });
+  }
+  const info = PROBLEMS[err.code] ?? PROBLEMS.internal;
+  const status = err instanceof HttpError ? err.status : info.status;
+  const headers: Record<string, string> = err instanceof HttpError ? { ...err.headers } : {};
+  const body: ProblemBody = { type: `/problems/${err.code}`, title: info.title, status, detail: err.message };
+  if (instance) body.instance = instance;
+  if (err instanceof InvalidArgumentsError && err.issues.length) body.errors = err.issues;
+  if (err instanceof SuppressionError) {
+    const r = err.record;
+    body.key = r.key;
+    body.tool = r.tool;
+    body.state = stateOf(r, Date.now());
+    body.startedAt = new Date(r.createdAtMs).toISOString();
+    if (r.leaseUntilMs !== null) body.leaseUntil = new Date(r.leaseUntilMs).toISOString();
+  }
+  if (err instanceof ConflictError) headers["Retry-After"] = String(Math.max(1, Math.ceil(err.retryAfterMs / 1000)));
+  return problemResponse(status, body, headers);
+}

@@ -1,0 +1,59 @@
+import { recordOperatorAction } from "@/lib/audit/operator-actions";
+import { IdemgateError, InvalidArgumentsError } from "@/lib/idempotency/errors";
+import type { Runtime } from "@/lib/runtime";
+import { releaseKey, requireReason } from "./release-key";
+
+/** One request releases at most this many keys; the answer says whether more remain. */
+export const BULK_RELEASE_LIMIT = 5_000;
+
+export type BulkTarget =
+  | { keys: { scope: string; key: string }[] }
+  /** every key stuck now that matches the filter */
+  | { filter: { tool?: string; scope?: string; prefix?: string } };
+
+export interface BulkReleaseResult {
+  released: number;
+  refused: { scope: string; key: string; reason: string }[];
+  /** more keys matched than one request releases */
+  more: boolean;
+}
+
+export async function bulkReleaseKeys(runtime: Runtime, input: BulkTarget & { actor: string; reason: string }): Promise<BulkReleaseResult> {
+  const reason = requireReason(input.reason);
+  let targets: { scope: string; key: string }[];
+  let more = false;
+  if ("keys" in input) {
+    if (input.keys.length === 0) throw new InvalidArgumentsError("select at least one key");
+    if (input.keys.length > BULK_RELEASE_LIMIT) throw new InvalidArgumentsError(`select at most ${BULK_RELEASE_LIMIT} keys at once`);
+    targets = input.keys;
+  } else {
+    targets = [];
+    let cursor: string | null = null;
+    do {
+      const page = await runtime.store.list({ ...input.filter, state: "stuck", limit: 500, cursor, nowMs: Date.now() });
+      targets.push(...page.items.map((r) => ({ scope: r.scope, key: r.key })));
+      cursor = page.nextCursor;
+    } while (cursor && targets.length < BULK_RELEASE_LIMIT);
+    more = cursor !== null || targets.length > BULK_RELEASE_LIMIT;
+    targets = targets.slice(0, BULK_RELEASE_LIMIT);
+  }
+  const refused: BulkReleaseResult["refused"] = [];
+  let released = 0;
+  for (const target of targets) {
+    try {
+      await releaseKey(runtime, { ...target, actor: input.actor, reason });
+      released++;
+    } catch (err) {
+      if (!(err instanceof IdemgateError)) throw err;
+      refused.push({ ...target, reason: err.message });
+    }
+  }
+  await recordOperatorAction(runtime.db.prisma, {
+    actor: input.actor,
+    action: "bulk_release",
+    reason,
+    before: "keys" in input ? { selected: input.keys.length } : { filter: input.filter },
+    after: { released, refused: refused.length, more },
+  });
+  return { released, refused, more };
+}

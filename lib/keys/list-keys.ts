@@ -1,0 +1,20 @@
+import { z } from "zod";
+import type { Runtime } from "@/lib/runtime";
+import { presentKey, type KeyView } from "./present-key";
+
+export const KeyListQuery = z.object({
+  state: z.enum(["inflight", "stuck", "done", "expired"]).optional(),
+  tool: z.string().min(1).max(200).optional(),
+  scope: z.string().min(1).max(64).optional(),
+  prefix: z.string().min(1).max(255).optional(),
+  cursor: z.string().min(1).max(2_000).optional(),
+  limit: z.coerce.number().int().min(1).max(500).default(50),
+});
+export type KeyListQuery = z.output<typeof KeyListQuery>;
+
+/** A page of keys, newest first, straight from the store's indexes. */
+export async function listKeys(runtime: Runtime, query: KeyListQuery): Promise<{ items: KeyView[]; nextCursor: string | null }> {
+  const nowMs = Date.now();
+  const page = await runtime.store.list({ ...query, nowMs });
+  return { items: page.items.map((r) => presentKey(r, nowMs)), nextCursor: page.nextCursor };
+}

@@ -1,0 +1,52 @@
+import { stateOf, type KeyRecord, type KeyState } from "@/lib/idempotency/record";
+
+/** A key record as the API and the console show it: with its derived state, times as ISO strings. */
+export interface KeyView {
+  scope: string;
+  key: string;
+  tool: string;
+  state: KeyState;
+  fingerprint: string;
+  token: number;
+  fallback: boolean;
+  session: string | null;
+  executionId: string | null;
+  createdAt: string;
+  leaseUntil: string | null;
+  completedAt: string | null;
+  expiresAt: string | null;
+  /** only in single-key views; lists leave payloads out */
+  result?: { status: number; final: boolean; body: unknown } | null;
+}
+
+const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
+
+export function presentKey(record: KeyRecord, nowMs: number, withResult = false): KeyView {
+  const view: KeyView = {
+    scope: record.scope,
+    key: record.key,
+    tool: record.tool,
+    state: stateOf(record, nowMs),
+    fingerprint: record.fingerprint,
+    token: record.token,
+    fallback: record.fallback,
+    session: record.session,
+    executionId: record.executionId,
+    createdAt: new Date(record.createdAtMs).toISOString(),
+    leaseUntil: iso(record.leaseUntilMs),
+    completedAt: iso(record.completedAtMs),
+    expiresAt: iso(record.expiresAtMs),
+  };
+  if (withResult) {
+    view.result = record.result ? { status: record.result.status, final: record.result.final, body: parseBody(record.result.body) } : null;
+  }
+  return view;
+}
+
+function parseBody(body: string): unknown {
+  try {
+    return JSON.parse(body);
+  } catch {
+    return body;
+  }
+}
