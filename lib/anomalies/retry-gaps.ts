@@ -1,0 +1,139 @@
+/**
+ * Retry gaps: the time from an original execution's start to a duplicate's arrival.
+ *
+ * Real retries come from callers' timeouts and backoff, so their gaps cluster within seconds. A
+ * genuinely new action that collides with an old key (a key reused per conversation, an identical
+ * keyless call through fallback dedupe) arrives much later: a second cluster, often orders of
+ * magnitude away. On a log scale the two are separated by the widest empty stretch between
+ * consecutive gaps, which is where the split goes — when that stretch is wide enough to be a real
+ * separation (a factor of SPLIT_RATIO) rather than noise in one cluster.
+ *
+ * From the split:
+ * - the stale-suppression threshold: a replay whose gap exceeds it is flagged;
+ * - the suggested fallback-dedupe TTL: above the retry cluster's p99.9 with a margin, and below the
+ *   first gap that looks like a genuine repeat.
+ */
+
+/** Two clusters must be at least this factor apart to count as two. */
+export const SPLIT_RATIO = 8;
+/** With no second cluster in sight, a replay later than this many times the cluster's p99 is flagged. */
+export const OUTLIER_FACTOR = 10;
+/** Below this no replay is flagged, whatever the distribution: a minute is always a plausible retry. */
+export const MIN_STALE_THRESHOLD_MS = 60_000;
+/** Until a tool has this many replays, its own distribution says too little; the floor applies. */
+export const MIN_SAMPLES = 20;
+export const TTL_MARGIN = 2;
+
+export interface GapAnalysis {
+  samples: number;
+  p50Ms: number | null;
+  p99Ms: number | null;
+  p999Ms: number | null;
+  /** the largest gap of the retry cluster */
+  retryClusterMaxMs: number | null;
+  /** the first gap beyond the split, if there is a second cluster */
+  firstRepeatGapMs: number | null;
+  /** how many gaps lie beyond the split */
+  repeats: number;
+  staleThresholdMs: number;
+  /** null when there is too little data to suggest anything */
+  suggestedTtlMs: number | null;
+  /** one sentence an operator can check against the histogram */
+  reasoning: string;
+}
+
+function quantile(sorted: number[], q: number): number {
+  if (sorted.length === 0) return NaN;
+  const i = Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1));
+  return sorted[i];
+}
+
+export function analyzeGaps(gapsMs: readonly number[]): GapAnalysis {
+  const sorted = gapsMs.filter((g) => Number.isFinite(g) && g >= 0).sort((a, b) => a - b);
+  const n = sorted.length;
+  if (n === 0) {
+    return {
+      samples: 0,
+      p50Ms: null,
+      p99Ms: null,
+      p999Ms: null,
+      retryClusterMaxMs: null,
+      firstRepeatGapMs: null,
+      repeats: 0,
+      staleThresholdMs: MIN_STALE_THRESHOLD_MS,
+      suggestedTtlMs: null,
+      reasoning: "no duplicates recorded yet",
+    };
+  }
+
+  // Widest stretch on a log scale between consecutive gaps (1 ms floor so zero gaps compare).
+  let splitAt = -1;
+  let widest = 1;
+  for (let i = 0; i + 1 < n; i++) {
+    const ratio = Math.max(1, sorted[i + 1]) / Math.max(1, sorted[i]);
+    if (ratio > widest) {
+      widest = ratio;
+      splitAt = i;
+    }
+  }
+  const twoClusters = widest >= SPLIT_RATIO && splitAt >= 0;
+  const retry = twoClusters ? sorted.slice(0, splitAt + 1) : sorted;
+  const retryMax = retry[retry.length - 1];
+  const p99 = quantile(retry, 0.99);
+  const p999 = quantile(retry, 0.999);
+  const firstRepeat = twoClusters ? sorted[splitAt + 1] : null;
+
+  let threshold: number;
+  let reasoning: string;
+  if (twoClusters && firstRepeat !== null) {
+    // geometric midpoint of the empty stretch
+    threshold = Math.max(MIN_STALE_THRESHOLD_MS, Math.round(Math.sqrt(Math.max(1, retryMax) * firstRepeat)));
+    reasoning =
+      `${retry.length} duplicates arrived within ${fmt(retryMax)} (retries); ${n - retry.length} arrived after ${fmt(firstRepeat)} or later, ` +
+      `a ${Math.round(widest)}× jump: those look like new actions`;
+  } else {
+    threshold = Math.max(MIN_STALE_THRESHOLD_MS, Math.round(p99 * OUTLIER_FACTOR));
+    reasoning = `all ${n} duplicates form one cluster up to ${fmt(retryMax)}; a replay later than ${OUTLIER_FACTOR}× its p99 would be flagged`;
+  }
+
+  let suggested: number | null = null;
+  if (n >= MIN_SAMPLES) {
+    suggested = Math.max(1_000, Math.round(p999 * TTL_MARGIN));
+    // never as long as the first genuine repeat: that is the action the TTL must not swallow
+    if (firstRepeat !== null && suggested >= firstRepeat) suggested = Math.floor(Math.sqrt(Math.max(1, retryMax) * firstRepeat));
+  } else {
+    reasoning += `; fewer than ${MIN_SAMPLES} duplicates, so no TTL is suggested yet`;
+  }
+
+  return {
+    samples: n,
+    p50Ms: quantile(sorted, 0.5),
+    p99Ms: p99,
+    p999Ms: p999,
+    retryClusterMaxMs: retryMax,
+    firstRepeatGapMs: firstRepeat,
+    repeats: twoClusters ? n - retry.length : 0,
+    staleThresholdMs: threshold,
+    suggestedTtlMs: suggested,
+    reasoning,
+  };
+}
+
+/** Log-scale histogram buckets for the console: upper bounds in ms. */
+export const GAP_BUCKETS_MS = [100, 250, 500, 1_000, 2_500, 5_000, 10_000, 30_000, 60_000, 300_000, 900_000, 3_600_000, 21_600_000, 86_400_000, Infinity];
+
+export function gapHistogram(gapsMs: readonly number[]): { upToMs: number; count: number }[] {
+  const counts = GAP_BUCKETS_MS.map((upToMs) => ({ upToMs, count: 0 }));
+  for (const g of gapsMs) {
+    const i = GAP_BUCKETS_MS.findIndex((b) => g <= b);
+    counts[i].count++;
+  }
+  return counts;
+}
+
+export function fmt(ms: number): string {
+  if (ms < 1_000) return `${Math.round(ms)} ms`;
+  if (ms < 60_000) return `${(ms / 1_000).toFixed(ms < 10_000 ? 1 : 0)} s`;
+  if (ms < 3_600_000) return `${(ms / 60_000).toFixed(ms < 600_000 ? 1 : 0)} min`;
+  return `${(ms / 3_600_000).toFixed(1)} h`;
+}
