@@ -120,6 +120,8 @@ export class PrismaAuditWriter implements AuditWriter {
               finishedAt: o.finishedAt,
               durationMs: o.durationMs,
               resultStatus: o.resultStatus,
+              resultBody: o.resultBody,
+              resultFinal: o.resultFinal,
               expiresAt: o.expiresAt,
               error: o.error,
             },

@@ -21,6 +21,9 @@ export interface OutcomeEntry {
   finishedAt: Date;
   durationMs: number;
   resultStatus: number | null;
+  /** the stored result's body and finality, kept so duplicates can be answered after a key-store loss */
+  resultBody: string | null;
+  resultFinal: boolean | null;
   /** for a stored result: when its done record is due to leave the key store */
   expiresAt: Date | null;
   error: string | null;

@@ -203,6 +203,8 @@ export class Engine {
           finishedAt: new Date(this.now()),
           durationMs: Math.round(performance.now() - started),
           resultStatus: null,
+          resultBody: null,
+          resultFinal: null,
           expiresAt: null,
           error: err instanceof Error ? err.message : String(err),
         });
@@ -233,6 +235,8 @@ export class Engine {
       finishedAt: new Date(completedMs),
       durationMs,
       resultStatus: stored.status,
+      resultBody: stored.body,
+      resultFinal: stored.final,
       expiresAt: late ? null : new Date(completedMs + ttlMs),
       error: late ? "completion refused: the reservation was released or taken over while the tool ran" : completionError,
     });

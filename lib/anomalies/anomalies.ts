@@ -1,0 +1,71 @@
+import type { PrismaClient } from "@/generated/prisma/client";
+import { recordOperatorAction } from "@/lib/audit/operator-actions";
+import { InvalidStateError, NotFoundError } from "@/lib/idempotency/errors";
+import { requireReason } from "@/lib/keys/release-key";
+
+export const ANOMALY_STATUSES = ["open", "acknowledged", "resolved"] as const;
+export type AnomalyStatus = (typeof ANOMALY_STATUSES)[number];
+
+export interface AnomalyQuery {
+  status?: AnomalyStatus;
+  type?: string;
+  tool?: string;
+  limit: number;
+  cursor?: string | null;
+}
+
+/** Newest first, cursor = the last row's id. */
+export async function listAnomalies(prisma: PrismaClient, q: AnomalyQuery) {
+  const rows = await prisma.anomaly.findMany({
+    where: { ...(q.status ? { status: q.status } : {}), ...(q.type ? { type: q.type } : {}), ...(q.tool ? { tool: q.tool } : {}) },
+    orderBy: [{ detectedAt: "desc" }, { id: "desc" }],
+    take: q.limit + 1,
+    ...(q.cursor ? { cursor: { id: q.cursor }, skip: 1 } : {}),
+  });
+  const items = rows.slice(0, q.limit);
+  return { items, nextCursor: rows.length > q.limit ? items[items.length - 1].id : null };
+}
+
+export async function countOpenAnomalies(prisma: PrismaClient): Promise<Record<string, number>> {
+  const groups = await prisma.anomaly.groupBy({ by: ["type"], where: { status: "open" }, _count: { _all: true } });
+  return Object.fromEntries(groups.map((g) => [g.type, g._count._all]));
+}
+
+export async function getAnomaly(prisma: PrismaClient, id: string) {
+  const row = await prisma.anomaly.findUnique({ where: { id } });
+  if (!row) throw new NotFoundError(`no anomaly ${id}`);
+  return row;
+}
+
+const ALLOWED: Record<AnomalyStatus, AnomalyStatus[]> = {
+  open: ["acknowledged", "resolved"],
+  acknowledged: ["resolved", "open"],
+  resolved: ["open"],
+};
+
+/** Acknowledge (seen, being handled), resolve (cause fixed) or reopen; recorded in the operator trail. */
+export async function setAnomalyStatus(
+  prisma: PrismaClient,
+  input: { id: string; status: AnomalyStatus; actor: string; reason: string },
+) {
+  const reason = requireReason(input.reason);
+  const before = await getAnomaly(prisma, input.id);
+  const from = before.status as AnomalyStatus;
+  if (!ALLOWED[from]?.includes(input.status)) {
+    throw new InvalidStateError(`an anomaly that is ${from} cannot become ${input.status}`, null);
+  }
+  // conditional on the status read, so two operators acting at once cannot both win
+  const out = await prisma.anomaly.updateMany({ where: { id: input.id, status: from }, data: { status: input.status, updatedAt: new Date() } });
+  if (out.count === 0) throw new InvalidStateError("the anomaly changed meanwhile; reload and try again", null);
+  await recordOperatorAction(prisma, {
+    actor: input.actor,
+    action: input.status === "open" ? "reopen_anomaly" : input.status === "acknowledged" ? "acknowledge_anomaly" : "resolve_anomaly",
+    reason,
+    scope: before.scope,
+    key: before.key,
+    anomalyId: before.id,
+    before: { status: from, type: before.type },
+    after: { status: input.status, type: before.type },
+  });
+  return getAnomaly(prisma, input.id);
+}

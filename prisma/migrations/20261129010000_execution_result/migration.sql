@@ -1,0 +1,4 @@
+-- AlterTable
+ALTER TABLE "executions" ADD COLUMN     "result_body" TEXT,
+ADD COLUMN     "result_final" BOOLEAN;
+
