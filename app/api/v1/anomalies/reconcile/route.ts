@@ -1,0 +1,11 @@
+import { reconcileOnDemand } from "@/lib/anomalies/background";
+import { actorOf } from "@/lib/http/actor";
+import { withPrincipal } from "@/lib/http/guard";
+
+export const dynamic = "force-dynamic";
+
+// POST /api/v1/anomalies/reconcile – run one reconciler pass now
+export const POST = withPrincipal("reconcile", async (_request, { principal, runtime }) => {
+  const report = await reconcileOnDemand(runtime, actorOf(principal));
+  return Response.json({ examined: report.examined, backfilled: report.backfilled, flagged: report.flagged.length, created: report.created });
+});
