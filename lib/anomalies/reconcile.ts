@@ -88,7 +88,7 @@ export async function reconcile(deps: ReconcileDeps, options: ReconcileOptions =
 
   // Unknown outcomes and late completions.
   const open = await prisma.execution.findMany({
-    where: { startedAt: { gte: since }, OR: [{ outcome: null, leaseUntil: { lt: new Date(now) } }, { outcome: "late_completion" }] },
+    where: { startedAt: { gte: since }, OR: [{ outcome: null, leaseUntil: { lt: new Date(now) } }, { outcome: "released" }, { outcome: "late_completion" }] },
     orderBy: { startedAt: "asc" },
     take: batch,
   });
@@ -130,7 +130,10 @@ export async function reconcile(deps: ReconcileDeps, options: ReconcileOptions =
       tool: e.tool,
       scope: e.scope,
       key: e.key,
-      summary: `${e.tool} started at ${e.startedAt.toISOString()} and never reported an outcome; its lease passed, so the side effect may or may not have happened`,
+      summary:
+        e.outcome === "released"
+          ? `${e.tool} started at ${e.startedAt.toISOString()} and never reported an outcome; an operator released its key, so a retry may have run the side effect a second time`
+          : `${e.tool} started at ${e.startedAt.toISOString()} and never reported an outcome; its lease passed, so the side effect may or may not have happened`,
       evidence: {
         executionId: e.id,
         token: Number(e.token),
@@ -139,6 +142,7 @@ export async function reconcile(deps: ReconcileDeps, options: ReconcileOptions =
         leaseUntil: iso(e.leaseUntil),
         keyState: record ? stateOf(record, now) : "absent",
         keyHeldBy: record?.executionId ?? null,
+        releasedByOperator: e.outcome === "released" ? e.error : null,
       },
     });
   }

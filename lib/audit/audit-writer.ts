@@ -1,5 +1,5 @@
 import type { PrismaClient } from "@/generated/prisma/client";
-import type { AuditWriter, IntentEntry, OutcomeEntry, SuppressionEntry } from "@/lib/idempotency/audit-port";
+import type { AuditWriter, ExecutionOutcome, IntentEntry, OutcomeEntry, PriorExecution, SuppressionEntry } from "@/lib/idempotency/audit-port";
 
 export type AuditMode = "durable" | "async";
 
@@ -58,6 +58,37 @@ export class PrismaAuditWriter implements AuditWriter {
   suppression(entry: SuppressionEntry): void {
     this.suppressions.push(entry);
     this.schedule();
+  }
+
+  async priorExecution(scope: string, key: string, since: Date): Promise<PriorExecution | null> {
+    // rows still queued are the newest: the database does not have them yet
+    await this.flush();
+    const row = await this.prisma.execution.findFirst({
+      where: { scope, key, startedAt: { gte: since } },
+      orderBy: { startedAt: "desc" },
+    });
+    if (!row) return null;
+    return {
+      id: row.id,
+      fingerprint: row.fingerprint,
+      tool: row.tool,
+      session: row.session,
+      startedAt: row.startedAt,
+      leaseUntil: row.leaseUntil,
+      outcome: row.outcome as ExecutionOutcome | "released" | null,
+      resultStatus: row.resultStatus,
+      resultBody: row.resultBody,
+      resultFinal: row.resultFinal,
+      expiresAt: row.expiresAt,
+    };
+  }
+
+  async markReleased(executionId: string, reason: string): Promise<boolean> {
+    const out = await this.prisma.execution.updateMany({
+      where: { id: executionId, outcome: null },
+      data: { outcome: "released", finishedAt: new Date(), error: `released by an operator: ${reason}` },
+    });
+    return out.count > 0;
   }
 
   get pending(): number {

@@ -46,6 +46,21 @@ export interface SuppressionEntry {
   at: Date;
 }
 
+/** What the audit log knows of a key's latest execution, for answering after a key-store loss. */
+export interface PriorExecution {
+  id: string;
+  fingerprint: string;
+  tool: string;
+  session: string | null;
+  startedAt: Date;
+  leaseUntil: Date;
+  outcome: ExecutionOutcome | "released" | null;
+  resultStatus: number | null;
+  resultBody: string | null;
+  resultFinal: boolean | null;
+  expiresAt: Date | null;
+}
+
 export interface AuditWriter {
   /** durable: in the database when the promise resolves; async: queued */
   intent(entry: IntentEntry): Promise<void>;
@@ -54,4 +69,8 @@ export interface AuditWriter {
   suppression(entry: SuppressionEntry): void;
   /** writes everything queued */
   flush(): Promise<void>;
+  /** the latest execution of (scope, key) that started at or after `since`, queued rows included */
+  priorExecution(scope: string, key: string, since: Date): Promise<PriorExecution | null>;
+  /** marks an execution whose key is gone from the store as released by an operator */
+  markReleased(executionId: string, reason: string): Promise<boolean>;
 }

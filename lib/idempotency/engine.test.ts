@@ -289,3 +289,91 @@ describe("engine fails closed", () => {
     await unreachable.$disconnect();
   });
 });
+
+describe("engine after the key store lost its data", () => {
+  let t: StoreUnderTest;
+  let audit: PrismaAuditWriter;
+  let engine: Engine;
+  let clock = Date.now();
+  const scope = () => `loss${randomUUID().slice(0, 8)}`;
+
+  beforeAll(async () => {
+    t = await openTestStore("redis");
+    audit = new PrismaAuditWriter(t.db.prisma, { flushIntervalMs: 5 });
+    engine = new Engine({ store: t.store, audit, now: () => clock });
+  });
+  afterAll(async () => {
+    await audit?.close();
+    await t?.cleanup();
+  });
+
+  it("answers a duplicate from the audit log instead of running the side effect again", async () => {
+    const s = scope();
+    const tool = countingTool();
+    const first = await engine.invoke(charge, tool.run, { scope: s, key: "k", args: { a: 1 }, session: "x" });
+    await t.loseData!();
+    clock += 2_000;
+    const again = await engine.invoke(charge, tool.run, { scope: s, key: "k", args: { a: 1 }, session: "x" });
+    expect(again).toMatchObject({ kind: "replayed", body: first.body, status: 200 });
+    expect(tool.calls).toHaveLength(1);
+    // the result is back in the store, under the original execution
+    const record = await t.store.get(s, "k");
+    expect(record).toMatchObject({ status: "done", executionId: first.kind === "executed" ? first.executionId : "?" });
+    expect(await engine.invoke(charge, tool.run, { scope: s, key: "k", args: { a: 1 } })).toMatchObject({ kind: "replayed" });
+    await expect(engine.invoke(charge, tool.run, { scope: s, key: "k", args: { a: 2 } })).rejects.toBeInstanceOf(MismatchError);
+    expect(tool.calls).toHaveLength(1);
+  });
+
+  it("keeps a key whose call was running when the data was lost blocked, until an operator releases it", async () => {
+    const s = scope();
+    await engine.invoke(charge, async () => { throw new AbandonCall(); }, { scope: s, key: "k", args: {} }).catch(() => {});
+    await t.loseData!();
+    const tool = countingTool();
+    await expect(engine.invoke(charge, tool.run, { scope: s, key: "k", args: {} })).rejects.toBeInstanceOf(ConflictError);
+    clock += charge.leaseMs + 1;
+    await expect(engine.invoke(charge, tool.run, { scope: s, key: "k", args: {} })).rejects.toBeInstanceOf(StuckKeyError);
+    expect(tool.calls).toHaveLength(0);
+    await engine.release({ scope: s, key: "k", actor: "ops", reason: "checked the PSP: nothing charged" });
+    expect(await engine.invoke(charge, tool.run, { scope: s, key: "k", args: {} })).toMatchObject({ kind: "executed" });
+    expect(tool.calls).toHaveLength(1);
+  });
+
+  it("runs again when the recorded attempt failed or its result expired", async () => {
+    const s = scope();
+    let n = 0;
+    const failsOnce: RunTool = async () => {
+      n++;
+      if (n === 1) throw new Error("boom");
+      return { body: { n } };
+    };
+    await engine.invoke(charge, failsOnce, { scope: s, key: "f", args: {} }).catch(() => {});
+    await t.loseData!();
+    expect(await engine.invoke(charge, failsOnce, { scope: s, key: "f", args: {} })).toMatchObject({ kind: "executed" });
+
+    const tool = countingTool();
+    await engine.invoke(charge, tool.run, { scope: s, key: "e", args: {} });
+    clock += charge.ttlMs + 1;
+    await t.loseData!();
+    expect(await engine.invoke(charge, tool.run, { scope: s, key: "e", args: {} })).toMatchObject({ kind: "executed" });
+    expect(tool.calls).toHaveLength(2);
+  });
+
+  it("costs no audit lookup once the store's epoch is older than the TTL", async () => {
+    const s = scope();
+    const tool = countingTool();
+    // touch every bucket once, so each has an epoch; then let the TTL pass
+    await Promise.all(Array.from({ length: 200 }, (_, i) => engine.invoke(charge, tool.run, { scope: s, key: `warm${i}`, args: {} })));
+    clock += charge.ttlMs + 1;
+    let lookups = 0;
+    const counting = new Proxy(audit, {
+      get(target, prop, receiver) {
+        if (prop === "priorExecution") return (...args: Parameters<PrismaAuditWriter["priorExecution"]>) => (lookups++, target.priorExecution(...args));
+        return Reflect.get(target, prop, receiver);
+      },
+    });
+    const warm = new Engine({ store: t.store, audit: counting, now: () => clock });
+    // every bucket the next keys land in has an epoch older than the TTL by now
+    for (let i = 0; i < 40; i++) await warm.invoke(charge, tool.run, { scope: s, key: `k${i}`, args: {} });
+    expect(lookups).toBe(0);
+  });
+});

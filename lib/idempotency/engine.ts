@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type { BeginOutcome, KeyStore } from "@/lib/store/key-store";
-import type { AuditWriter, SuppressionKind } from "./audit-port";
+import type { AuditWriter, PriorExecution, SuppressionKind } from "./audit-port";
 import {
   CallAbandonedError,
   ConflictError,
@@ -127,39 +127,15 @@ export class Engine {
     }
     storeMs += performance.now() - t0;
 
-    if (begun.kind !== "reserved") {
-      const record = begun.record;
-      const gapMs = Math.max(0, arrivedMs - record.createdAtMs);
-      this.audit.suppression({
-        id: randomUUID(),
-        scope: request.scope,
-        key,
-        tool: tool.name,
-        kind: begun.kind,
-        fallback,
-        gapMs,
-        session,
-        caller,
-        originalSession: record.session,
-        originalExecutionId: record.executionId,
-        at: new Date(arrivedMs),
-      });
-      this.onCall({ tool: tool.name, result: begun.kind, storeMs, auditMs });
-      switch (begun.kind) {
-        case "replay": {
-          const result = record.result;
-          if (!result) throw new Error(`done record without a result: ${request.scope}/${key}`);
-          return { kind: "replayed", status: result.status, body: result.body, key, record, gapMs, fallback };
-        }
-        case "conflict":
-          throw new ConflictError(record, Math.max(1_000, (record.leaseUntilMs ?? arrivedMs) - arrivedMs));
-        case "stuck":
-          throw new StuckKeyError(record);
-        case "mismatch":
-          throw new MismatchError(record);
-      }
-    }
+    const call: CallContext = { tool, scope: request.scope, key, fallback, session, caller, arrivedMs, storeMs, auditMs };
+    if (begun.kind !== "reserved") return this.suppressed(begun.kind, begun.record, call);
 
+    if (begun.takenOver === null && begun.storeEpochMs !== null && arrivedMs - begun.storeEpochMs < ttlMs) {
+      // This part of the key store holds data only since its epoch: a result recorded before may
+      // have been lost with it. The audit log still knows; answer from it rather than run again.
+      const recovered = await this.recoverFromAudit(call, begun.token, fp, ttlMs);
+      if (recovered) return recovered;
+    }
     const token = begun.token;
     const t1 = performance.now();
     try {
@@ -244,11 +220,86 @@ export class Engine {
     return { kind: "executed", status: stored.status, body: stored.body, key, executionId, fallback, lateCompletion: late };
   }
 
+  /** Records a suppression and answers it: the stored result, or the matching error. */
+  private suppressed(kind: SuppressionKind, record: KeyRecord, call: CallContext): InvokeResult {
+    const gapMs = Math.max(0, call.arrivedMs - record.createdAtMs);
+    this.audit.suppression({
+      id: randomUUID(),
+      scope: call.scope,
+      key: call.key,
+      tool: call.tool.name,
+      kind,
+      fallback: call.fallback,
+      gapMs,
+      session: call.session,
+      caller: call.caller,
+      originalSession: record.session,
+      originalExecutionId: record.executionId,
+      at: new Date(call.arrivedMs),
+    });
+    this.onCall({ tool: call.tool.name, result: kind, storeMs: call.storeMs, auditMs: call.auditMs });
+    switch (kind) {
+      case "replay": {
+        const result = record.result;
+        if (!result) throw new Error(`done record without a result: ${call.scope}/${call.key}`);
+        return { kind: "replayed", status: result.status, body: result.body, key: call.key, record, gapMs, fallback: call.fallback };
+      }
+      case "conflict":
+        throw new ConflictError(record, Math.max(1_000, (record.leaseUntilMs ?? call.arrivedMs) - call.arrivedMs));
+      case "stuck":
+        throw new StuckKeyError(record);
+      case "mismatch":
+        throw new MismatchError(record);
+    }
+  }
+
+  /**
+   * After a key-store loss: the latest execution the audit log has for the key decides. A stored
+   * result is written back under the reservation and replayed; an execution without an outcome
+   * keeps the key blocked (inflight, then stuck) as its lost record would have; other arguments are
+   * a mismatch. Returns null when nothing recorded stands in the way.
+   */
+  private async recoverFromAudit(call: CallContext, token: number, fp: string, ttlMs: number): Promise<InvokeResult | null> {
+    let prior: PriorExecution | null;
+    try {
+      prior = await this.audit.priorExecution(call.scope, call.key, new Date(call.arrivedMs - ttlMs));
+    } catch (err) {
+      await this.store.abandon(call.scope, call.key, token).catch(() => {});
+      throw new UnavailableError("audit_log", err);
+    }
+    if (!prior || prior.outcome === "failed" || prior.outcome === "released" || prior.outcome === "late_completion") return null;
+    const record = recordFromPrior(call.scope, call.key, prior, call.fallback);
+    const keepsResult = prior.outcome !== null && prior.resultBody !== null && prior.expiresAt !== null && prior.expiresAt.getTime() > call.arrivedMs;
+    if (prior.fingerprint === fp && keepsResult) {
+      const result = { status: prior.resultStatus ?? 200, body: prior.resultBody!, final: prior.resultFinal ?? false };
+      const restored = await this.store
+        .complete(call.scope, call.key, token, result, prior.expiresAt!.getTime() - call.arrivedMs, call.arrivedMs, { executionId: prior.id })
+        .catch(() => null);
+      return this.suppressed("replay", restored?.ok ? restored.record : { ...record, result }, call);
+    }
+    if (prior.outcome !== null && !keepsResult) return null;
+    await this.store.abandon(call.scope, call.key, token).catch(() => {});
+    if (prior.fingerprint !== fp) return this.suppressed("mismatch", record, call);
+    return this.suppressed(prior.leaseUntil.getTime() > call.arrivedMs ? "conflict" : "stuck", record, call);
+  }
+
   /** The operator believes the side effect did not happen: the next call with the key runs it. */
   async release(decision: OperatorDecision): Promise<{ before: KeyRecord }> {
     const out = await this.store.release(decision.scope, decision.key);
-    if (!out.ok) throw refusal("release", out.reason, out.current);
-    return { before: out.before };
+    if (out.ok) {
+      // the execution ends here as far as the log is concerned; if the store later loses data, the
+      // released execution no longer blocks the key
+      if (out.before.executionId) await this.audit.markReleased(out.before.executionId, decision.reason);
+      return { before: out.before };
+    }
+    if (out.reason === "absent") {
+      // The key store lost the record, but the audit log still blocks the key (see recoverFromAudit).
+      const prior = await this.audit.priorExecution(decision.scope, decision.key, new Date(this.now() - RELEASE_LOOKBACK_MS));
+      if (prior && prior.outcome === null && (await this.audit.markReleased(prior.id, decision.reason))) {
+        return { before: recordFromPrior(decision.scope, decision.key, prior, false) };
+      }
+    }
+    throw refusal("release", out.reason, out.current);
   }
 
   /** The operator confirmed the side effect happened: the key is done with the result they supply. */
@@ -258,6 +309,42 @@ export class Engine {
     if (!out.ok) throw refusal("resolve", out.reason, out.current);
     return { before: out.before, after: out.after };
   }
+}
+
+/** How far back an operator's release looks for an execution blocking a key the store lost. */
+const RELEASE_LOOKBACK_MS = 7 * 24 * 60 * 60 * 1000;
+
+interface CallContext {
+  tool: ToolPolicy;
+  scope: string;
+  key: string;
+  fallback: boolean;
+  session: string | null;
+  caller: string | null;
+  arrivedMs: number;
+  storeMs: number;
+  auditMs: number;
+}
+
+/** The record a lost key would have, rebuilt from its execution in the audit log. */
+function recordFromPrior(scope: string, key: string, prior: PriorExecution, fallback: boolean): KeyRecord {
+  const open = prior.outcome === null;
+  return {
+    scope,
+    key,
+    tool: prior.tool,
+    fingerprint: prior.fingerprint,
+    status: open ? "inflight" : "done",
+    token: 0,
+    createdAtMs: prior.startedAt.getTime(),
+    leaseUntilMs: open ? prior.leaseUntil.getTime() : null,
+    completedAtMs: null,
+    expiresAtMs: prior.expiresAt?.getTime() ?? null,
+    result: null,
+    fallback,
+    session: prior.session,
+    executionId: prior.id,
+  };
 }
 
 function refusal(action: string, reason: "absent" | "not_inflight", current: KeyRecord | null): InvalidStateError {

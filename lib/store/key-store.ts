@@ -20,11 +20,27 @@ export interface BeginInput {
  * `mismatch` wins over the state: a key reused with other arguments is an error whatever its state.
  */
 export type BeginOutcome =
-  | { kind: "reserved"; token: number; record: KeyRecord; takenOver: KeyRecord | null }
+  | {
+      kind: "reserved";
+      token: number;
+      record: KeyRecord;
+      takenOver: KeyRecord | null;
+      /**
+       * Since when this part of the store has held data, for stores that can lose it (Redis without
+       * persistence, a flush, a failover): a record older than that may be missing, so the engine
+       * consults the audit log for this key. null for durable stores.
+       */
+      storeEpochMs: number | null;
+    }
   | { kind: "replay"; record: KeyRecord }
   | { kind: "conflict"; record: KeyRecord }
   | { kind: "stuck"; record: KeyRecord }
   | { kind: "mismatch"; record: KeyRecord };
+
+export interface CompleteOptions {
+  /** record this execution as the one that produced the result (restoring a result from the audit log) */
+  executionId?: string;
+}
 
 export type CompleteOutcome =
   | { ok: true; record: KeyRecord }
@@ -60,7 +76,15 @@ export interface KeyStore {
   readonly kind: "redis" | "postgres" | "pglite";
   begin(input: BeginInput): Promise<BeginOutcome>;
   /** stores the result; refused unless the record is inflight under `token` */
-  complete(scope: string, key: string, token: number, result: StoredResult, ttlMs: number, nowMs: number): Promise<CompleteOutcome>;
+  complete(
+    scope: string,
+    key: string,
+    token: number,
+    result: StoredResult,
+    ttlMs: number,
+    nowMs: number,
+    options?: CompleteOptions,
+  ): Promise<CompleteOutcome>;
   /** the holder gives its reservation back (tool error); refused for another token */
   abandon(scope: string, key: string, token: number): Promise<boolean>;
   /** operator: delete an inflight or stuck reservation */

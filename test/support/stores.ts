@@ -11,6 +11,8 @@ export interface StoreUnderTest {
   /** the database of the audit log for the same test (PostgreSQL or PGlite) */
   db: Database;
   cleanup: () => Promise<void>;
+  /** Redis only: what a flush or a restart without persistence does — every key of this store gone */
+  loseData?: () => Promise<void>;
 }
 
 /** Deletes every Redis key under a test prefix (SCAN is fine in tests, never in the product). */
@@ -48,6 +50,7 @@ export async function openTestStore(kind: StoreKind): Promise<StoreUnderTest> {
   return {
     store,
     db: pg.db,
+    loseData: () => deleteRedisPrefix(prefix),
     async cleanup() {
       await store.close();
       await deleteRedisPrefix(prefix);

@@ -35,6 +35,11 @@ export class KeySpace {
     return `${this.base(bucket)}token`;
   }
 
+  /** since when (epoch ms) the bucket holds data; missing after a flush or a restart without persistence */
+  epoch(bucket: number): string {
+    return `${this.base(bucket)}epoch`;
+  }
+
   /** stored status, scored by deadline (inflight: leaseUntilMs, done: expiresAtMs) */
   byStatus(bucket: number, status: StoredStatus): string {
     return `${this.base(bucket)}st:${status}`;

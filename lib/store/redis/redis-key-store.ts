@@ -3,6 +3,7 @@ import { KEY_STATES, stateOf, type KeyRecord, type KeyState, type StoredResult, 
 import type {
   BeginInput,
   BeginOutcome,
+  CompleteOptions,
   CompleteOutcome,
   KeyStore,
   ListPage,
@@ -61,6 +62,7 @@ export class RedisKeyStore implements KeyStore {
     const reply = await this.redis.idgBegin(
       this.keys.record(input.scope, input.key),
       this.keys.token(bucket),
+      this.keys.epoch(bucket),
       this.keys.base(bucket),
       input.scope,
       input.key,
@@ -75,12 +77,12 @@ export class RedisKeyStore implements KeyStore {
       input.takeoverStuck ? "1" : "0",
       String(bucket),
     );
-    const [outcome, token, recordPairs, takenOverPairs] = reply;
+    const [outcome, token, recordPairs, takenOverPairs, epochMs] = reply;
     const record = pairsToRecord(recordPairs);
     if (record === null) throw new UnexpectedRedisReplyError("begin", reply);
     switch (outcome) {
       case "reserved":
-        return { kind: "reserved", token: Number(token), record, takenOver: pairsToRecord(takenOverPairs) };
+        return { kind: "reserved", token: Number(token), record, takenOver: pairsToRecord(takenOverPairs), storeEpochMs: Number(epochMs) };
       case "replay":
       case "conflict":
       case "stuck":
@@ -91,7 +93,15 @@ export class RedisKeyStore implements KeyStore {
     }
   }
 
-  async complete(scope: string, key: string, token: number, result: StoredResult, ttlMs: number, nowMs: number): Promise<CompleteOutcome> {
+  async complete(
+    scope: string,
+    key: string,
+    token: number,
+    result: StoredResult,
+    ttlMs: number,
+    nowMs: number,
+    options: CompleteOptions = {},
+  ): Promise<CompleteOutcome> {
     const reply = await this.redis.idgComplete(
       this.keys.record(scope, key),
       this.keys.base(bucketOf(scope, key)),
@@ -99,6 +109,7 @@ export class RedisKeyStore implements KeyStore {
       String(nowMs),
       String(nowMs + ttlMs),
       ...resultArgs(result),
+      options.executionId ?? "",
     );
     const [outcome, pairs] = reply;
     const record = pairsToRecord(pairs);

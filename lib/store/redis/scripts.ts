@@ -4,7 +4,7 @@ import type { Cluster, Redis, Result } from "ioredis";
 
 /** Raw replies of the Lua scripts in ./scripts; see each file's header. */
 export type HashPairs = string[];
-export type BeginReply = [outcome: string, token: number, record: HashPairs, takenOver: HashPairs];
+export type BeginReply = [outcome: string, token: number, record: HashPairs, takenOver: HashPairs, epochMs: string];
 export type CompleteReply = [outcome: string, record: HashPairs];
 export type ReleaseReply = [outcome: string, before: HashPairs];
 export type ResolveReply = [outcome: string, before: HashPairs, after: HashPairs];
@@ -13,7 +13,7 @@ export type PageReply = (string | number)[];
 
 declare module "ioredis" {
   interface RedisCommander<Context> {
-    idgBegin(...args: [recordKey: string, tokenKey: string, ...argv: string[]]): Result<BeginReply, Context>;
+    idgBegin(...args: [recordKey: string, tokenKey: string, epochKey: string, ...argv: string[]]): Result<BeginReply, Context>;
     idgComplete(...args: [recordKey: string, ...argv: string[]]): Result<CompleteReply, Context>;
     idgAbandon(...args: [recordKey: string, ...argv: string[]]): Result<number, Context>;
     idgRelease(...args: [recordKey: string, ...argv: string[]]): Result<ReleaseReply, Context>;

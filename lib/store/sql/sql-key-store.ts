@@ -4,6 +4,7 @@ import { stateOf, type KeyRecord, type KeyState, type StoredResult } from "@/lib
 import type {
   BeginInput,
   BeginOutcome,
+  CompleteOptions,
   CompleteOutcome,
   KeyStore,
   ListPage,
@@ -229,7 +230,8 @@ export class SqlKeyStore implements KeyStore {
       if (row.scope !== null && row.scope !== undefined) {
         const record = toRecord(row as unknown as Row, true);
         const takenOver = prev && prev.status === "inflight" ? prev : null;
-        return { kind: "reserved", token: record.token, record, takenOver };
+        // PostgreSQL keeps what it committed: nothing to recover from the audit log
+        return { kind: "reserved", token: record.token, record, takenOver, storeEpochMs: null };
       }
       // a row inserted after our snapshot: the next attempt sees it
       if (!prev) continue;
@@ -252,9 +254,11 @@ export class SqlKeyStore implements KeyStore {
     result: StoredResult,
     ttlMs: number,
     nowMs: number,
+    options: CompleteOptions = {},
   ): Promise<CompleteOutcome> {
     const rows = await this.prisma.$queryRaw<Row[]>`
-      UPDATE idempotency_keys SET ${this.doneAssignments(result, ttlMs, nowMs)}
+      UPDATE idempotency_keys SET ${this.doneAssignments(result, ttlMs, nowMs)},
+        execution_id = COALESCE(${options.executionId ?? null}::text, execution_id)
       WHERE scope = ${scope}::text AND key = ${key}::text AND status = 'inflight' AND token = ${BigInt(token)}::bigint
       RETURNING ${ALL}`;
     if (rows.length > 0) return { ok: true, record: toRecord(rows[0], true) };

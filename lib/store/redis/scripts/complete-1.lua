@@ -9,6 +9,7 @@
     ARGV[5] result status
     ARGV[6] result body
     ARGV[7] result final "1" | "0"
+    ARGV[8] execution id to record instead of the reserving one ("" keeps it): restoring a result
   Output:
     { "ok" | "stale_token" | "absent", record (HGETALL pairs, empty when absent) }
     A stuck reservation may still be completed by its holder: nobody else holds the token.
@@ -30,5 +31,6 @@ rec.leaseUntilMs = nil
 redis.call("HDEL", KEYS[1], "leaseUntilMs")
 redis.call("HSET", KEYS[1], "status", "done", "completedAtMs", ARGV[3], "expiresAtMs", ARGV[4],
   "resultStatus", ARGV[5], "resultBody", ARGV[6], "resultFinal", ARGV[7])
+if ARGV[8] and ARGV[8] ~= "" then redis.call("HSET", KEYS[1], "executionId", ARGV[8]) end
 addToIndexes(base, rec)
 return { "ok", redis.call("HGETALL", KEYS[1]) }

@@ -3,6 +3,7 @@
   Input:
     KEYS[1] record hash
     KEYS[2] the bucket's last fencing token
+    KEYS[3] the bucket's epoch: since when (ms) it holds data; set when absent (new or lost data)
     ARGV[1] bucket base "{<prefix>:<bucket>}:"
     ARGV[2] scope
     ARGV[3] key
@@ -17,7 +18,7 @@
     ARGV[12] take over a stuck reservation "1" | "0"
     ARGV[13] bucket number
   Output:
-    { outcome, token, record (HGETALL pairs), takenOver (HGETALL pairs or empty) }
+    { outcome, token, record (HGETALL pairs), takenOver (HGETALL pairs or empty), epochMs }
     outcome: "reserved" | "replay" | "conflict" | "stuck" | "mismatch"; token 0 unless reserved.
     An expired done record is replaced whatever its fingerprint; otherwise mismatch wins over state.
 ]]
@@ -38,6 +39,13 @@ end
 
 local base = ARGV[1]
 local nowMs = tonumber(ARGV[6])
+-- A bucket without an epoch is new, or lost its data (flush, restart without persistence): from
+-- now on it only knows records written since, and the caller consults the audit log for older ones.
+local epoch = redis.call("GET", KEYS[3])
+if not epoch then
+  epoch = ARGV[6]
+  redis.call("SET", KEYS[3], epoch)
+end
 local current = redis.call("HGETALL", KEYS[1])
 local takenOver = {}
 
@@ -45,10 +53,10 @@ if #current > 0 then
   local rec = hashToTable(current)
   local expired = rec.status == "done" and tonumber(rec.expiresAtMs) <= nowMs
   if not expired then
-    if rec.fingerprint ~= ARGV[5] then return { "mismatch", 0, current, {} } end
-    if rec.status == "done" then return { "replay", 0, current, {} } end
-    if tonumber(rec.leaseUntilMs) > nowMs then return { "conflict", 0, current, {} } end
-    if ARGV[12] ~= "1" then return { "stuck", 0, current, {} } end
+    if rec.fingerprint ~= ARGV[5] then return { "mismatch", 0, current, {}, epoch } end
+    if rec.status == "done" then return { "replay", 0, current, {}, epoch } end
+    if tonumber(rec.leaseUntilMs) > nowMs then return { "conflict", 0, current, {}, epoch } end
+    if ARGV[12] ~= "1" then return { "stuck", 0, current, {}, epoch } end
     takenOver = current
   end
   removeFromIndexes(base, rec)
@@ -69,4 +77,4 @@ for name, value in pairs(fresh) do
 end
 redis.call("HSET", KEYS[1], unpack(fields))
 addToIndexes(base, fresh)
-return { "reserved", token, fields, takenOver }
+return { "reserved", token, fields, takenOver, epoch }
