@@ -3,6 +3,9 @@ import type { AuditWriter, ExecutionOutcome, IntentEntry, OutcomeEntry, PriorExe
 
 export type AuditMode = "durable" | "async";
 
+/** After a key-store loss, an unfinished call keeps its key blocked (through the log) this long. */
+const OPEN_CALL_RECOVERY_MS = 7 * 24 * 60 * 60 * 1000;
+
 export interface AuditWriterOptions {
   mode?: AuditMode;
   /** how often queued rows are written */
@@ -81,6 +84,20 @@ export class PrismaAuditWriter implements AuditWriter {
       resultFinal: row.resultFinal,
       expiresAt: row.expiresAt,
     };
+  }
+
+  async recoveryWindowEnd(epochMs: number): Promise<number | null> {
+    await this.flush();
+    const epoch = new Date(epochMs);
+    const [results, open] = await Promise.all([
+      this.prisma.execution.aggregate({ _max: { expiresAt: true }, where: { startedAt: { lt: epoch }, expiresAt: { gt: epoch } } }),
+      // an unfinished call blocks its key until an operator decides: as long as its record would have
+      this.prisma.execution.aggregate({ _max: { startedAt: true }, where: { startedAt: { lt: epoch }, outcome: null } }),
+    ]);
+    const ends = [results._max.expiresAt?.getTime(), open._max.startedAt ? epochMs + OPEN_CALL_RECOVERY_MS : undefined].filter(
+      (v): v is number => v !== undefined,
+    );
+    return ends.length ? Math.max(...ends) : null;
   }
 
   async markReleased(executionId: string, reason: string): Promise<boolean> {

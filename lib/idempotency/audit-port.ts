@@ -71,6 +71,11 @@ export interface AuditWriter {
   flush(): Promise<void>;
   /** the latest execution of (scope, key) that started at or after `since`, queued rows included */
   priorExecution(scope: string, key: string, since: Date): Promise<PriorExecution | null>;
+  /**
+   * Until when results recorded before `epochMs` may still be asked for: the latest expiry of a
+   * result, or lease of an unfinished call, among executions that started before it. null: none.
+   */
+  recoveryWindowEnd(epochMs: number): Promise<number | null>;
   /** marks an execution whose key is gone from the store as released by an operator */
   markReleased(executionId: string, reason: string): Promise<boolean>;
 }

@@ -377,3 +377,31 @@ describe("engine after the key store lost its data", () => {
     expect(lookups).toBe(0);
   });
 });
+
+describe("engine on a fresh key store", () => {
+  it("asks the audit log once per store epoch, and not per call, when there is nothing to recover", async () => {
+    const t = await openTestStore("redis");
+    const audit = new PrismaAuditWriter(t.db.prisma, { flushIntervalMs: 5 });
+    let windowQueries = 0;
+    let lookups = 0;
+    const counting = new Proxy(audit, {
+      get(target, prop, receiver) {
+        if (prop === "recoveryWindowEnd") return (ms: number) => (windowQueries++, target.recoveryWindowEnd(ms));
+        if (prop === "priorExecution") return (...a: Parameters<PrismaAuditWriter["priorExecution"]>) => (lookups++, target.priorExecution(...a));
+        return Reflect.get(target, prop, receiver);
+      },
+    });
+    try {
+      const engine = new Engine({ store: t.store, audit: counting });
+      const tool = countingTool();
+      for (let i = 0; i < 50; i++) await engine.invoke(charge, tool.run, { scope: "fresh", key: `k${i}`, args: {} });
+      expect(tool.calls).toHaveLength(50);
+      expect(lookups).toBe(0);
+      expect(windowQueries).toBeGreaterThan(0);
+      expect(windowQueries).toBeLessThanOrEqual(16);
+    } finally {
+      await audit.close();
+      await t.cleanup();
+    }
+  });
+});

@@ -68,6 +68,8 @@ export class Engine {
   readonly audit: AuditWriter;
   private readonly now: () => number;
   private readonly onCall: (event: CallEvent) => void;
+  /** per store epoch: until when results from before it may be asked for */
+  private readonly recoveryEnds = new Map<number, Promise<number | null>>();
 
   constructor(options: EngineOptions) {
     this.store = options.store;
@@ -130,7 +132,7 @@ export class Engine {
     const call: CallContext = { tool, scope: request.scope, key, fallback, session, caller, arrivedMs, storeMs, auditMs };
     if (begun.kind !== "reserved") return this.suppressed(begun.kind, begun.record, call);
 
-    if (begun.takenOver === null && begun.storeEpochMs !== null && arrivedMs - begun.storeEpochMs < ttlMs) {
+    if (begun.takenOver === null && begun.storeEpochMs !== null && arrivedMs - begun.storeEpochMs < ttlMs && (await this.mayRecover(begun.storeEpochMs, arrivedMs, begun.token, call))) {
       // This part of the key store holds data only since its epoch: a result recorded before may
       // have been lost with it. The audit log still knows; answer from it rather than run again.
       const recovered = await this.recoverFromAudit(call, begun.token, fp, ttlMs);
@@ -218,6 +220,27 @@ export class Engine {
     });
     this.onCall({ tool: tool.name, result: stored.final ? "final_error" : "executed", storeMs, auditMs });
     return { kind: "executed", status: stored.status, body: stored.body, key, executionId, fallback, lateCompletion: late };
+  }
+
+  /**
+   * Whether the audit log may know of results recorded before this store epoch that are still
+   * wanted. Asked once per epoch: on a fresh store it answers no, and no call pays a lookup.
+   */
+  private async mayRecover(epochMs: number, arrivedMs: number, token: number, call: CallContext): Promise<boolean> {
+    let end = this.recoveryEnds.get(epochMs);
+    if (!end) {
+      if (this.recoveryEnds.size > 1_000) this.recoveryEnds.clear();
+      end = this.audit.recoveryWindowEnd(epochMs);
+      this.recoveryEnds.set(epochMs, end);
+      end.catch(() => this.recoveryEnds.delete(epochMs));
+    }
+    try {
+      const until = await end;
+      return until !== null && arrivedMs < until;
+    } catch (err) {
+      await this.store.abandon(call.scope, call.key, token).catch(() => {});
+      throw new UnavailableError("audit_log", err);
+    }
   }
 
   /** Records a suppression and answers it: the stored result, or the matching error. */

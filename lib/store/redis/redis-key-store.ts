@@ -57,7 +57,23 @@ export class RedisKeyStore implements KeyStore {
     defineScripts(redis);
   }
 
+  private epochsMarked: Promise<unknown> | null = null;
+
+  /**
+   * Every bucket gets its epoch when the store is first used, not when the bucket is first
+   * written: a fresh store then has one epoch before any record, and nothing to recover. A bucket
+   * that loses its data later gets a new epoch from the begin script.
+   */
+  private markEpochs(nowMs: number): Promise<unknown> {
+    this.epochsMarked ??= Promise.all(BUCKETS.map((b) => this.redis.set(this.keys.epoch(b), String(nowMs), "NX"))).catch((err) => {
+      this.epochsMarked = null;
+      throw err;
+    });
+    return this.epochsMarked;
+  }
+
   async begin(input: BeginInput): Promise<BeginOutcome> {
+    await this.markEpochs(input.nowMs);
     const bucket = bucketOf(input.scope, input.key);
     const reply = await this.redis.idgBegin(
       this.keys.record(input.scope, input.key),

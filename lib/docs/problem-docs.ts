@@ -1,0 +1,138 @@
+import { PROBLEM_CODES, problemInfo } from "@/lib/http/problem";
+
+/**
+ * What each problem type (`/problems/<code>`) means for a caller: what happened, and what to do.
+ * Status and title come from lib/http/problem.ts, the one place that maps codes to statuses.
+ */
+export interface ProblemDoc {
+  code: string;
+  status: number;
+  title: string;
+  happened: string;
+  todo: string;
+  /** whether the same request may simply be sent again */
+  retry: "yes" | "after Retry-After" | "no" | "with changes";
+}
+
+const TEXT: Record<string, Omit<ProblemDoc, "code" | "status" | "title">> = {
+  missing_key: {
+    happened: "A write tool was called without an Idempotency-Key header, and the tool did not opt into fallback dedupe. Nothing ran.",
+    todo: "Mint one key per logical action (a UUID is fine), send it as Idempotency-Key, and send the same key on every retry of that action.",
+    retry: "with changes",
+  },
+  invalid_key: {
+    happened: "The Idempotency-Key is empty, longer than 255 characters, holds characters other than printable ASCII, or starts with the reserved prefix \"fallback:\". Nothing ran.",
+    todo: "Send 1–255 printable ASCII characters. Keys are compared byte for byte and never normalized.",
+    retry: "with changes",
+  },
+  invalid_arguments: {
+    happened: "The JSON body does not match the tool's argument schema. The `errors` member lists each problem with its path. No key was reserved.",
+    todo: "Fix the arguments (see the API reference for the schema) and send the call again; the same key may be used, since nothing was reserved.",
+    retry: "with changes",
+  },
+  invalid_json: {
+    happened: "The body is not valid UTF-8 JSON. Nothing ran.",
+    todo: "Send the arguments as a JSON object with Content-Type: application/json.",
+    retry: "with changes",
+  },
+  invalid_header: {
+    happened: "A header Idemgate reads (such as Idemgate-Session) has an invalid value. Nothing ran.",
+    todo: "Idemgate-Session takes 1–200 visible ASCII characters. Correct the header and send again.",
+    retry: "with changes",
+  },
+  invalid_request: {
+    happened: "The request is malformed in a way the other types do not cover, e.g. an invalid query parameter or scope.",
+    todo: "Read `detail` and `errors`, correct the request and send it again.",
+    retry: "with changes",
+  },
+  unauthorized: {
+    happened: "No API token was sent, or the token is unknown or revoked (for console routes: no signed-in session).",
+    todo: "Send `Authorization: Bearer <token>`. Create a token with `npx idemgate token create --scope NAME`.",
+    retry: "with changes",
+  },
+  forbidden: {
+    happened: "The caller is known but may not do this: an API token asked for another scope or an operator-only action, a viewer tried to change something, or a console request came from another origin.",
+    todo: "Use a token or an operator account with the needed permission. Retrying unchanged will not help.",
+    retry: "no",
+  },
+  unknown_tool: {
+    happened: "No tool by this name is configured.",
+    todo: "Check the name against GET /api/v1/tools or the API reference; tool names are case-sensitive.",
+    retry: "no",
+  },
+  not_found: {
+    happened: "The resource (for example a key under /api/v1/keys/{scope}/{key}) does not exist, or is not visible to this caller.",
+    todo: "Check the path; remember that each path segment must be URL-encoded.",
+    retry: "no",
+  },
+  conflict: {
+    happened: "Another call with the same key is running right now (the key is inflight and its lease is valid). This call was suppressed so the side effect cannot run twice.",
+    todo: "Wait the Retry-After seconds and send the same request with the same key: you get the first call's result once it finishes. Do not mint a new key, that would run the action again.",
+    retry: "after Retry-After",
+  },
+  stuck: {
+    happened: "A call with this key started but never finished within its lease: the process holding it probably crashed. The side effect may or may not have happened, so Idemgate will not guess.",
+    todo: "An operator decides in the console: release the key (the side effect did not happen; the next retry runs it) or resolve it with the result (it did happen). Retrying before that gets this answer again.",
+    retry: "no",
+  },
+  invalid_state: {
+    happened: "An operator action (release, resolve) was refused because the key is not in a state that allows it, e.g. releasing a key that is already done.",
+    todo: "Reload the key to see its current state; another operator or the original call may have finished it.",
+    retry: "no",
+  },
+  payload_too_large: {
+    happened: "The request body is larger than the gateway accepts (1 MiB). Nothing was read or run.",
+    todo: "Send smaller arguments; large payloads belong in storage with a reference in the arguments.",
+    retry: "with changes",
+  },
+  unsupported_media_type: {
+    happened: "The body was sent with a Content-Type other than JSON.",
+    todo: "Send `Content-Type: application/json` (or any `+json` type).",
+    retry: "with changes",
+  },
+  mismatch: {
+    happened: "This Idempotency-Key was first used with other arguments (or another tool). A key names one action; reusing it for a different one is an error, not a replay.",
+    todo: "Use a new key for a new action. If this is a retry, send exactly the arguments of the first call.",
+    retry: "with changes",
+  },
+  abandoned: {
+    happened: "The tool's side effect ran, then the call was abandoned before its result could be stored (the handler crashed). The key stays reserved; after its lease it is stuck.",
+    todo: "Do not assume the action failed. Retrying with the same key gets a conflict, then stuck, until an operator releases or resolves the key.",
+    retry: "no",
+  },
+  internal: {
+    happened: "An unexpected error in Idemgate itself. It has been logged with the request's path.",
+    todo: "Retry with the same key: the key protects against a double side effect. If it persists, an operator should check the server log.",
+    retry: "yes",
+  },
+  tool_failed: {
+    happened: "The tool failed before finishing (an exception, or an upstream 5xx). The key was released, so the failure is not stored.",
+    todo: "Retry with the same key: the call runs again as new.",
+    retry: "yes",
+  },
+  unavailable: {
+    happened: "The key store or the audit log could not be reached. Idemgate fails closed: nothing ran, so no side effect can happen without its record.",
+    todo: "Retry later with the same key, with backoff. Operators: see the Status page.",
+    retry: "yes",
+  },
+  tool_timeout: {
+    happened: "The tool (an HTTP upstream) did not answer in time. The key was released.",
+    todo: "Retry with the same key. An upstream that also honours the forwarded Idempotency-Key deduplicates a call that did complete late.",
+    retry: "yes",
+  },
+};
+
+export function problemDoc(code: string): ProblemDoc | null {
+  const info = problemInfo(code);
+  if (!info) return null;
+  const text = TEXT[code] ?? {
+    happened: `The gateway answered ${info.status}: ${info.title.toLowerCase()}.`,
+    todo: "Read the `detail` member of the response.",
+    retry: info.status >= 500 ? ("yes" as const) : ("no" as const),
+  };
+  return { code, ...info, ...text };
+}
+
+export function allProblemDocs(): ProblemDoc[] {
+  return PROBLEM_CODES.map((code) => problemDoc(code)!).sort((a, b) => a.status - b.status || a.code.localeCompare(b.code));
+}
