@@ -50,7 +50,11 @@ export class PrismaAuditWriter implements AuditWriter {
       this.schedule();
       return;
     }
-    await this.prisma.execution.create({ data: intentRow(entry) });
+    // one statement, one round trip: no implicit transaction around it
+    await this.prisma.$executeRaw`
+      INSERT INTO executions (id, scope, key, tool, fingerprint, token, session, caller, fallback, started_at, lease_until)
+      VALUES (${entry.id}, ${entry.scope}, ${entry.key}, ${entry.tool}, ${entry.fingerprint}, ${BigInt(entry.token)}::bigint,
+              ${entry.session}, ${entry.caller}, ${entry.fallback}, ${entry.startedAt}::timestamptz, ${entry.leaseUntil}::timestamptz)`;
   }
 
   outcome(entry: OutcomeEntry): void {
@@ -157,24 +161,26 @@ export class PrismaAuditWriter implements AuditWriter {
     const outcomes = this.outcomes.splice(0, this.maxBatch);
     const suppressions = this.suppressions.splice(0, this.maxBatch);
     try {
-      // An outcome updates its intent's row: intents go first, in the same transaction.
+      // An outcome whose intent is in the same batch (async mode) is written with it as one row;
+      // the others update rows already written, all in one statement.
+      const rows = new Map(intents.map((i) => [i.id, { ...intentRow(i) } as ExecutionRow]));
+      const updates: OutcomeEntry[] = [];
+      for (const o of outcomes) {
+        const row = rows.get(o.id);
+        if (row) Object.assign(row, outcomeColumns(o));
+        else updates.push(o);
+      }
       await this.prisma.$transaction([
-        ...(intents.length ? [this.prisma.execution.createMany({ data: intents.map(intentRow), skipDuplicates: true })] : []),
-        ...outcomes.map((o) =>
-          this.prisma.execution.updateMany({
-            where: { id: o.id },
-            data: {
-              outcome: o.outcome,
-              finishedAt: o.finishedAt,
-              durationMs: o.durationMs,
-              resultStatus: o.resultStatus,
-              resultBody: o.resultBody,
-              resultFinal: o.resultFinal,
-              expiresAt: o.expiresAt,
-              error: o.error,
-            },
-          }),
-        ),
+        ...(rows.size ? [this.prisma.execution.createMany({ data: [...rows.values()], skipDuplicates: true })] : []),
+        ...(updates.length ? [this.prisma.$executeRaw`
+          UPDATE executions AS e SET
+            outcome = v.outcome, finished_at = v.finished_at, duration_ms = v.duration_ms,
+            result_status = v.result_status, result_body = v.result_body, result_final = v.result_final,
+            expires_at = v.expires_at, error = v.error
+          FROM jsonb_to_recordset(${JSON.stringify(updates.map(outcomeJson))}::jsonb) AS v(
+            id text, outcome text, finished_at timestamptz, duration_ms int, result_status int,
+            result_body text, result_final boolean, expires_at timestamptz, error text)
+          WHERE e.id = v.id`] : []),
         ...(suppressions.length ? [this.prisma.suppression.createMany({ data: suppressions, skipDuplicates: true })] : []),
       ]);
     } catch (err) {
@@ -185,6 +191,35 @@ export class PrismaAuditWriter implements AuditWriter {
       throw err;
     }
   }
+}
+
+type ExecutionRow = ReturnType<typeof intentRow> & Partial<ReturnType<typeof outcomeColumns>>;
+
+function outcomeColumns(o: OutcomeEntry) {
+  return {
+    outcome: o.outcome,
+    finishedAt: o.finishedAt,
+    durationMs: o.durationMs,
+    resultStatus: o.resultStatus,
+    resultBody: o.resultBody,
+    resultFinal: o.resultFinal,
+    expiresAt: o.expiresAt,
+    error: o.error,
+  };
+}
+
+function outcomeJson(o: OutcomeEntry) {
+  return {
+    id: o.id,
+    outcome: o.outcome,
+    finished_at: o.finishedAt.toISOString(),
+    duration_ms: o.durationMs,
+    result_status: o.resultStatus,
+    result_body: o.resultBody,
+    result_final: o.resultFinal,
+    expires_at: o.expiresAt?.toISOString() ?? null,
+    error: o.error,
+  };
 }
 
 function intentRow(e: IntentEntry) {

@@ -1,0 +1,28 @@
+import { Command, Option } from "commander";
+import { createOperator } from "@/lib/auth/operators";
+import { MIN_PASSWORD_LENGTH } from "@/lib/auth/passwords";
+import { ROLES } from "@/lib/auth/roles";
+import { CliError } from "../errors";
+import { readPassword } from "../read-password";
+import { withRuntime } from "../with-runtime";
+
+export function operatorCommand(): Command {
+  const operator = new Command("operator").description("manage console operators");
+
+  operator
+    .command("create")
+    .description("create a console operator; the password is read from stdin (first line of a pipe, or typed without echo)")
+    .requiredOption("--email <email>", "their sign-in email")
+    .addOption(new Option("--role <role>", "viewer (read-only) or operator (may release and resolve keys)").choices(ROLES).makeOptionMandatory())
+    .action(async (opts: { email: string; role: string }) => {
+      const password = await readPassword();
+      // Checked before the database is opened, so a short password costs no migration run.
+      if (password.length < MIN_PASSWORD_LENGTH) {
+        throw new CliError(`the password must have at least ${MIN_PASSWORD_LENGTH} characters (it has ${password.length}); nothing was created`);
+      }
+      const created = await withRuntime((rt) => createOperator(rt.db.prisma, { email: opts.email, password, role: opts.role }));
+      console.log(`Created ${created.role} ${created.email} (id ${created.id}).`);
+    });
+
+  return operator;
+}

@@ -1,0 +1,63 @@
+import { Command } from "commander";
+import { createApiToken, listApiTokens, revokeApiToken } from "@/lib/auth/api-tokens";
+import { CliError } from "../errors";
+import { formatTable } from "../format-table";
+import { withRuntime } from "../with-runtime";
+
+export function tokenCommand(): Command {
+  const token = new Command("token").description("create, list and revoke API tokens");
+
+  token
+    .command("create")
+    .description("create an API token for one scope; the token is printed once")
+    .requiredOption("--scope <name>", "the namespace its keys live in (a tenant)")
+    .option("--label <text>", "what the token is for")
+    .option("--json", "print { id, token, scope, prefix } as JSON")
+    .action(async (opts: { scope: string; label?: string; json?: boolean }) => {
+      const created = await withRuntime((rt) => createApiToken(rt.db.prisma, { scope: opts.scope, label: opts.label ?? null }));
+      if (opts.json) {
+        console.log(JSON.stringify(created));
+        return;
+      }
+      console.log(`Created an API token for scope "${created.scope}" (id ${created.id}).`);
+      console.log("It is shown once; store it now:");
+      console.log("");
+      console.log(`  ${created.token}`);
+      console.log("");
+    });
+
+  token
+    .command("list")
+    .description("list API tokens (never the tokens themselves)")
+    .option("--json", "print JSON")
+    .action(async (opts: { json?: boolean }) => {
+      const rows = await withRuntime((rt) => listApiTokens(rt.db.prisma));
+      if (opts.json) {
+        console.log(JSON.stringify(rows));
+        return;
+      }
+      if (rows.length === 0) {
+        console.log("No API tokens. Create one with: idemgate token create --scope NAME");
+        return;
+      }
+      const date = (d: Date | null) => (d ? d.toISOString().slice(0, 19).replace("T", " ") : "-");
+      console.log(
+        formatTable(
+          ["ID", "SCOPE", "PREFIX", "LABEL", "CREATED", "LAST USED", "STATUS"],
+          rows.map((r) => [r.id, r.scope, `${r.prefix}…`, r.label ?? "", date(r.createdAt), date(r.lastUsedAt), r.revokedAt ? `revoked ${date(r.revokedAt)}` : "active"]),
+        ),
+      );
+    });
+
+  token
+    .command("revoke")
+    .description("revoke an API token by its id (the server notices within seconds)")
+    .argument("<id>", "the token's id, as `token list` shows it")
+    .action(async (id: string) => {
+      const revoked = await withRuntime((rt) => revokeApiToken(rt.db.prisma, id));
+      if (!revoked) throw new CliError(`no active API token with id ${id} (see: idemgate token list)`);
+      console.log(`Revoked API token ${id}.`);
+    });
+
+  return token;
+}

@@ -1,0 +1,218 @@
+import { spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import pg from "pg";
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
+const BIN = path.join(ROOT, "bin", "idemgate.mjs");
+const SERVER = process.env.TEST_POSTGRES_URL ?? "postgresql://postgres@127.0.0.1:5432";
+
+function urlFor(database: string): string {
+  const url = new URL(SERVER);
+  url.pathname = `/${database}`;
+  return url.toString();
+}
+
+async function admin<T>(fn: (client: pg.Client) => Promise<T>, database = "postgres"): Promise<T> {
+  const client = new pg.Client({ connectionString: urlFor(database), connectionTimeoutMillis: 5_000 });
+  await client.connect();
+  try {
+    return await fn(client);
+  } finally {
+    await client.end();
+  }
+}
+
+interface Run {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs the real CLI as a user would: `node bin/idemgate.mjs …`, from another directory. */
+function idemgate(args: string[], options: { env?: Record<string, string>; stdin?: string } = {}): Promise<Run> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [BIN, ...args], {
+      cwd: tmpdir(),
+      env: { ...process.env, DATABASE_URL: "", REDIS_URL: "", IDEMGATE_DATA_DIR: dataDir, ...options.env },
+      stdio: ["pipe", "pipe", "pipe"],
+    });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (c) => (stdout += c));
+    child.stderr.on("data", (c) => (stderr += c));
+    child.on("error", reject);
+    child.on("close", (code) => resolve({ code, stdout, stderr }));
+    child.stdin.end(options.stdin ?? "");
+  });
+}
+
+let database = "";
+let databaseUrl = "";
+let dataDir = "";
+let ready: Promise<void>;
+
+beforeAll(async () => {
+  dataDir = await mkdtemp(path.join(tmpdir(), "idemgate-cli-"));
+  database = `idemgate_test_cli_${randomBytes(6).toString("hex")}`;
+  databaseUrl = urlFor(database);
+  ready = admin((c) => c.query(`CREATE DATABASE "${database}"`)).then(() => {});
+  ready.catch(() => {});
+});
+
+// Awaited per test: with PostgreSQL down every test fails, none is skipped.
+beforeEach(() => ready);
+
+afterAll(async () => {
+  await admin((c) => c.query(`DROP DATABASE IF EXISTS "${database}" WITH (FORCE)`)).catch(() => {});
+  await rm(dataDir, { recursive: true, force: true });
+});
+
+const db = () => ({ env: { DATABASE_URL: databaseUrl } });
+
+/** An expected error is one readable line, no stack trace. */
+function expectReadableError(run: Run, pattern: RegExp) {
+  expect(run.code).not.toBe(0);
+  expect(run.stderr).toMatch(pattern);
+  expect(run.stderr).not.toMatch(/\n\s+at /);
+}
+
+describe("migrate and seed", () => {
+  it("migrate applies the migrations once, then says the database is up to date", async () => {
+    const first = await idemgate(["migrate"], db());
+    expect(first.stderr).toBe("");
+    expect(first.code).toBe(0);
+    expect(first.stdout).toMatch(/^Applied \d+ migrations? to postgresql:/);
+    expect(first.stdout).toMatch(/_init/);
+    const second = await idemgate(["migrate"], db());
+    expect(second.code).toBe(0);
+    expect(second.stdout).toMatch(/is up to date \(\d+ migrations, latest /);
+  });
+
+  it("seed prints the demo credentials once, then says it is already seeded", async () => {
+    const first = await idemgate(["seed"], db());
+    expect(first.code).toBe(0);
+    expect(first.stdout).toMatch(/operator: +admin@idemgate\.local/);
+    expect(first.stdout).toMatch(/API token: idg_/);
+    expect(await readFile(path.join(dataDir, "credentials.txt"), "utf8")).toBe(first.stdout);
+    const second = await idemgate(["seed"], db());
+    expect(second.code).toBe(0);
+    expect(second.stdout).toMatch(/^Already seeded/);
+  });
+});
+
+describe("token", () => {
+  it("create prints the token once with its id; list shows it without the secret; revoke revokes it", async () => {
+    const created = await idemgate(["token", "create", "--scope", "acme", "--label", "ci runner"], db());
+    expect(created.code).toBe(0);
+    const token = /\b(idg_[A-Za-z0-9_-]{20,})\b/.exec(created.stdout)?.[1];
+    const id = /\(id ([0-9a-f-]{36})\)/.exec(created.stdout)?.[1];
+    expect(token).toBeDefined();
+    expect(id).toBeDefined();
+    expect(created.stdout).toMatch(/scope "acme"/);
+
+    const listed = await idemgate(["token", "list"], db());
+    expect(listed.code).toBe(0);
+    const row = listed.stdout.split("\n").find((line) => line.startsWith(id!));
+    expect(row).toMatch(/acme .* ci runner .* active$/);
+    expect(listed.stdout).not.toContain(token!);
+
+    const revoked = await idemgate(["token", "revoke", id!], db());
+    expect(revoked.code).toBe(0);
+    expect(revoked.stdout).toContain(`Revoked API token ${id}`);
+
+    const json = await idemgate(["token", "list", "--json"], db());
+    const rows = JSON.parse(json.stdout) as { id: string; revokedAt: string | null }[];
+    expect(rows.find((r) => r.id === id)?.revokedAt).toEqual(expect.any(String));
+
+    expectReadableError(await idemgate(["token", "revoke", id!], db()), /^idemgate: no active API token with id /);
+  });
+
+  it("create --json prints machine-readable output", async () => {
+    const created = await idemgate(["token", "create", "--scope", "json-scope", "--json"], db());
+    expect(created.code).toBe(0);
+    expect(JSON.parse(created.stdout)).toMatchObject({ id: expect.any(String), token: expect.stringMatching(/^idg_/), scope: "json-scope" });
+  });
+
+  it("refuses a missing or invalid scope with a readable message", async () => {
+    expectReadableError(await idemgate(["token", "create"], db()), /required option '--scope <name>' not specified/);
+    expectReadableError(await idemgate(["token", "create", "--scope", "bad scope!"], db()), /^idemgate: scope "bad scope!" is invalid/);
+  });
+});
+
+describe("operator create", () => {
+  it("reads the password from a pipe (first line) and creates the operator", async () => {
+    const run = await idemgate(["operator", "create", "--email", "Ops@Example.com", "--role", "viewer"], { ...db(), stdin: "a-long-enough-password\nignored\n" });
+    expect(run.stderr).toBe("");
+    expect(run.code).toBe(0);
+    expect(run.stdout).toMatch(/^Created viewer ops@example\.com \(id [0-9a-f-]{36}\)/);
+    const rows = await admin((c) => c.query(`SELECT email, role, password_hash FROM operators WHERE email = 'ops@example.com'`), database);
+    expect(rows.rows).toHaveLength(1);
+    expect(rows.rows[0].role).toBe("viewer");
+    expect(rows.rows[0].password_hash).toMatch(/^\$argon2id\$/);
+    expect(rows.rows[0].password_hash).not.toContain("a-long-enough-password");
+
+    expectReadableError(
+      await idemgate(["operator", "create", "--email", "ops@example.com", "--role", "operator"], { ...db(), stdin: "a-long-enough-password\n" }),
+      /^idemgate: an operator with the email ops@example\.com exists already/,
+    );
+  });
+
+  it("refuses a bad role before asking for anything", async () => {
+    const run = await idemgate(["operator", "create", "--email", "x@example.com", "--role", "admin"], { ...db(), stdin: "a-long-enough-password\n" });
+    expectReadableError(run, /argument 'admin' is invalid\. Allowed choices are viewer, operator/);
+  });
+
+  it("refuses a short password, an empty stdin and a bad email readably", async () => {
+    expectReadableError(
+      await idemgate(["operator", "create", "--email", "y@example.com", "--role", "operator"], { ...db(), stdin: "short\n" }),
+      /^idemgate: the password must have at least 12 characters \(it has 5\); nothing was created/,
+    );
+    expectReadableError(await idemgate(["operator", "create", "--email", "y@example.com", "--role", "operator"], db()), /^idemgate: no password on stdin/);
+    expectReadableError(
+      await idemgate(["operator", "create", "--email", "not-an-email", "--role", "operator"], { ...db(), stdin: "a-long-enough-password\n" }),
+      /^idemgate: "not-an-email" is not an email address/,
+    );
+    const count = await admin((c) => c.query(`SELECT count(*)::int AS n FROM operators WHERE email = 'y@example.com'`), database);
+    expect(count.rows[0].n).toBe(0);
+  });
+});
+
+describe("the embedded database held by a running server", () => {
+  it("refuses with the lock's message and exit code 1, and leaves the lock alone", async () => {
+    const held = await mkdtemp(path.join(tmpdir(), "idemgate-held-"));
+    try {
+      // the lock file is `<dataDir>.lock`, with <dataDir> = <IDEMGATE_DATA_DIR>/pglite; this test's own pid is alive
+      const lockFile = path.join(held, "pglite.lock");
+      await writeFile(lockFile, String(process.pid));
+      for (const args of [["token", "list"], ["migrate"], ["token", "create", "--scope", "demo"]]) {
+        const run = await idemgate(args, { env: { IDEMGATE_DATA_DIR: held } });
+        expect(run.code).toBe(1);
+        expect(run.stderr.trim()).toBe(
+          `idemgate: the embedded database in ${path.join(held, "pglite")} is open in another process (pid ${process.pid}). ` +
+            `Stop that process, or run this command through the running server, or set DATABASE_URL to use a PostgreSQL server.`,
+        );
+        expect(run.stdout).toBe("");
+      }
+      expect(await readFile(lockFile, "utf8")).toBe(String(process.pid));
+    } finally {
+      await rm(held, { recursive: true, force: true });
+    }
+  });
+});
+
+describe("usage errors", () => {
+  it("an unknown command, or simulate without a token or at a remote host, is one readable line", async () => {
+    expectReadableError(await idemgate(["frobnicate"]), /unknown command 'frobnicate'/);
+    expectReadableError(await idemgate(["simulate"], { env: { IDEMGATE_TOKEN: "" } }), /^idemgate: simulate needs an API token/);
+    expectReadableError(
+      await idemgate(["simulate", "--url", "https://example.com", "--token", "idg_x", "--duration", "1s"]),
+      /^idemgate: simulate only talks to a loopback address or the configured server/,
+    );
+    expectReadableError(await idemgate(["simulate", "--token", "idg_x", "--duration", "soon"]), /"soon" is not a duration/);
+  });
+});
