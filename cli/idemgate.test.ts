@@ -103,6 +103,15 @@ describe("migrate and seed", () => {
     expect(second.code).toBe(0);
     expect(second.stdout).toMatch(/^Already seeded/);
   });
+
+  it("reconcile runs one pass and says what it flagged", async () => {
+    const run = await idemgate(["reconcile"], db());
+    expect(run.code).toBe(0);
+    expect(run.stdout).toMatch(/^Examined 0 executions/);
+    expect(run.stdout).toMatch(/Nothing flagged\./);
+    const json = await idemgate(["reconcile", "--json"], db());
+    expect(JSON.parse(json.stdout)).toMatchObject({ flagged: [], created: 0 });
+  });
 });
 
 describe("token", () => {

@@ -2,6 +2,7 @@ import { pathToFileURL } from "node:url";
 import { Command, CommanderError } from "commander";
 import { migrateCommand } from "./commands/migrate";
 import { operatorCommand } from "./commands/operator";
+import { reconcileCommand } from "./commands/reconcile";
 import { seedCommand } from "./commands/seed";
 import { simulateCommand } from "./commands/simulate";
 import { tokenCommand } from "./commands/token";
@@ -13,7 +14,7 @@ const COMMANDS: (() => Command)[] = [
   operatorCommand,
   migrateCommand,
   seedCommand,
-  // reconcile: one reconciler pass, printing what it flagged — to be added here (lib/anomalies).
+  reconcileCommand,
   simulateCommand,
 ];
 
