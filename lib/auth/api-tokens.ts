@@ -1,5 +1,6 @@
 import { createHash, randomBytes, randomUUID } from "node:crypto";
 import type { PrismaClient } from "@/generated/prisma/client";
+import { InvalidArgumentsError } from "@/lib/idempotency/errors";
 import { isValidScope } from "@/lib/idempotency/keys";
 
 export interface TokenPrincipal {
@@ -14,9 +15,10 @@ function hashToken(token: string): string {
   return createHash("sha256").update(token).digest("hex");
 }
 
-export class InvalidScopeError extends Error {
+export class InvalidScopeError extends InvalidArgumentsError {
   constructor(scope: string) {
-    super(`scope ${JSON.stringify(scope)} is invalid: use 1–64 letters, digits, '.', '_' or '-', starting with a letter or digit`);
+    const message = `scope ${JSON.stringify(scope)} is invalid: use 1–64 letters, digits, '.', '_' or '-', starting with a letter or digit`;
+    super(message, [{ path: "scope", message }]);
   }
 }
 

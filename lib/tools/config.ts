@@ -26,8 +26,11 @@
 // and the Prisma client as `db`.
 import { defineTools } from "./define-tool";
 import { demoTools } from "./demo";
+import { upstreamToolsFromEnv } from "./upstream-from-env";
 
 export default defineTools([
   ...demoTools,
+  // upstream tools declared in IDEMGATE_UPSTREAM_TOOLS (JSON), see upstream-from-env.ts
+  ...upstreamToolsFromEnv(),
   // createInvoice,
 ]);

@@ -318,3 +318,20 @@ describe("runnerFor", () => {
     expect(hits).toEqual([{ key: "hook-1", body: JSON.stringify({ event: "paid" }) }]);
   });
 });
+
+describe("upstream tools from IDEMGATE_UPSTREAM_TOOLS", () => {
+  it("declares forwarded tools from JSON, with defaults", async () => {
+    const { upstreamToolsFromEnv } = await import("./upstream-from-env");
+    const [tool] = upstreamToolsFromEnv(JSON.stringify([{ name: "billing.create_invoice", url: "http://127.0.0.1:4010/invoices" }]));
+    expect(tool).toMatchObject({ name: "billing.create_invoice", kind: "write", upstream: { url: "http://127.0.0.1:4010/invoices", timeoutMs: 10_000 } });
+    expect(tool.schema.safeParse({ anything: [1, 2] }).success).toBe(true);
+    expect(upstreamToolsFromEnv("")).toEqual([]);
+  });
+
+  it("refuses bad JSON and bad declarations readably", async () => {
+    const { upstreamToolsFromEnv } = await import("./upstream-from-env");
+    expect(() => upstreamToolsFromEnv("[{")).toThrow(/not valid JSON/);
+    expect(() => upstreamToolsFromEnv('[{"name":"x.y"}]')).toThrow(/url/);
+    expect(() => upstreamToolsFromEnv('[{"name":"Bad Name","url":"http://a"}]')).toThrow(/lower-case dotted/);
+  });
+});

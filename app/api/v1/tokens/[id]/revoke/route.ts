@@ -1,0 +1,19 @@
+import { z } from "zod";
+import { recordOperatorAction } from "@/lib/audit/operator-actions";
+import { revokeApiToken } from "@/lib/auth/api-tokens";
+import { actorOf } from "@/lib/http/actor";
+import { withPrincipal } from "@/lib/http/guard";
+import { parseBody } from "@/lib/http/parse-body";
+import { notFound } from "@/lib/http/problem";
+import { requireReason } from "@/lib/keys/release-key";
+
+export const dynamic = "force-dynamic";
+
+// POST /api/v1/tokens/{id}/revoke – { reason }: the token gets 401 from now on
+export const POST = withPrincipal<{ id: string }>("manage_tokens", async (request, { params, principal, runtime }) => {
+  const { reason } = await parseBody(request, z.object({ reason: z.string() }));
+  const text = requireReason(reason);
+  if (!(await revokeApiToken(runtime.db.prisma, params.id))) throw notFound("no active token with this id");
+  await recordOperatorAction(runtime.db.prisma, { actor: actorOf(principal), action: "token_revoke", reason: text, after: { tokenId: params.id } });
+  return Response.json({ revoked: true });
+});
