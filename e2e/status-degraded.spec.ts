@@ -1,0 +1,30 @@
+import { expect, test } from "@playwright/test";
+import { signIn } from "./sign-in";
+
+// Runs against the server whose REDIS_URL points at a closed port (project "redis-down").
+
+test("the status page says the key store is unreachable, and why", async ({ page }, testInfo) => {
+  await signIn(page, testInfo);
+  await page.goto("/status");
+
+  await expect(page.getByTestId("overall-status")).toHaveAttribute("data-status", "degraded");
+  await expect(page.getByTestId("overall-status")).toHaveText("Degraded: key store unreachable");
+  await expect(page.getByTestId("keystore-kind")).toHaveAttribute("data-kind", "redis");
+  await expect(page.getByTestId("keystore-status")).toHaveText("Unreachable");
+  // refused at once, or still retrying when the 2 s probe gives up: either way a readable reason
+  await expect(page.getByTestId("keystore-error")).toContainText(/no connection|no answer within 2000 ms/);
+  await expect(page.getByTestId("keystore-error")).toContainText("REDIS_URL");
+  await expect(page.getByTestId("database-status")).toHaveText("Reachable");
+
+  await page.screenshot({ path: `e2e/screenshots/status-${testInfo.project.name}.png`, fullPage: true, animations: "disabled" });
+});
+
+test("GET /api/health answers 503 with the key store's error", async ({ request }) => {
+  const res = await request.get("/api/health");
+  expect(res.status()).toBe(503);
+  expect(await res.json()).toMatchObject({
+    status: "degraded",
+    keyStore: { kind: "redis", ok: false, location: "redis://127.0.0.1:1" },
+    database: { kind: "pglite", ok: true },
+  });
+});

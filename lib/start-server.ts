@@ -1,0 +1,58 @@
+import os from "node:os";
+
+/** a hung store must not keep a stopping server alive */
+const CLOSE_TIMEOUT_MS = 5_000;
+
+/**
+ * Server start-up, called from instrumentation.ts: opens the database (applying migrations) and the
+ * key store, and seeds an empty database. On failure the process exits with a readable message:
+ * Next would otherwise keep running and answer every request with 500.
+ */
+export async function startServer(): Promise<void> {
+  const startedMs = Date.now();
+  try {
+    const { getRuntime } = await import("@/lib/runtime");
+    const { seedIfEmpty } = await import("@/lib/seed");
+    const runtime = await getRuntime();
+    const seeded = await seedIfEmpty(runtime);
+
+    closeOnShutdown(() => runtime.close());
+    console.log(
+      `idemgate: key store ${runtime.store.kind}, audit database ${runtime.db.kind} (${runtime.db.location}), ` +
+        `audit mode ${runtime.config.auditMode}; ready in ${Date.now() - startedMs} ms`,
+    );
+    if (seeded.created && seeded.credentials) {
+      console.log(`\n${seeded.credentials.trimEnd()}\n(also written to ${runtime.config.dataDir}/credentials.txt)\n`);
+    }
+  } catch (err) {
+    const message = err instanceof Error ? err.message : String(err);
+    console.error(`\nidemgate: could not start: ${message}\n`);
+    if (process.env.IDEMGATE_DEBUG && err instanceof Error) console.error(err.stack);
+    process.exit(1);
+  }
+}
+
+/**
+ * Closing the runtime on shutdown flushes queued audit rows and releases the embedded database's lock
+ * instead of leaving both to crash recovery. The order matters: in-flight tool calls must finish
+ * first. Next handles SIGINT/SIGTERM by draining its HTTP server and then calling process.exit, with
+ * no hook in between; so after a signal, process.exit is wrapped to close the runtime before exiting.
+ * With NEXT_MANUAL_SIG_HANDLE set, Next leaves the signals to us: close and exit directly.
+ */
+function closeOnShutdown(close: () => Promise<void>): void {
+  const exit = process.exit.bind(process);
+  let closing: Promise<void> | null = null;
+  const closeThenExit = (code?: number | string | null) => {
+    if (closing) return;
+    setTimeout(() => exit(code), CLOSE_TIMEOUT_MS).unref();
+    closing = close()
+      .catch((err) => console.error("idemgate: error while closing:", err))
+      .finally(() => exit(code));
+  };
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (process.env.NEXT_MANUAL_SIG_HANDLE) closeThenExit(128 + (os.constants.signals[signal] ?? 0));
+    else process.exit = closeThenExit as typeof process.exit;
+  };
+  process.once("SIGINT", onSignal);
+  process.once("SIGTERM", onSignal);
+}

@@ -1,0 +1,97 @@
+import { defineConfig, devices } from "@playwright/test";
+import { VIEWER } from "./e2e/accounts";
+import environments from "./e2e/environments.json" with { type: "json" };
+
+// Two server configurations, each its own `next start` with its own data:
+// - embedded: nothing configured, PGlite under .data/ for both the key store and the audit log;
+// - servers: Redis key store and PostgreSQL audit database (scripts/e2e.mjs recreates both);
+// - redisDown: REDIS_URL points at a closed port, for the status page's error state only.
+// Run through `npm run test:e2e`, which wipes the data and builds first.
+const { embedded, servers, redisDown } = environments;
+
+const chromium = {
+  ...devices["Desktop Chrome"],
+  launchOptions: {
+    executablePath: process.env.CHROMIUM_PATH ?? "/usr/bin/chromium",
+    args: [
+      "--no-sandbox",
+      "--disable-gpu",
+      "--disable-dev-shm-usage",
+      "--disable-quic",
+      "--no-first-run",
+      "--disable-background-networking",
+      "--disable-component-update",
+      "--disable-sync",
+    ],
+  },
+};
+
+// A short demo lease makes a simulated crash a stuck key within seconds.
+// Every server also seeds a read-only account for the console tests (lib/seed.ts).
+const common = { NEXT_TELEMETRY_DISABLED: "1", IDEMGATE_DEMO_LEASE_MS: "3000", IDEMGATE_SEED_VIEWER_PASSWORD: VIEWER.password };
+
+export default defineConfig({
+  testDir: "e2e",
+  outputDir: "test-results",
+  fullyParallel: false,
+  forbidOnly: !!process.env.CI,
+  retries: 0,
+  workers: 1,
+  reporter: process.env.CI ? [["list"]] : [["list"], ["html", { open: "never" }]],
+  timeout: 30_000,
+  expect: { timeout: 10_000 },
+  projects: [
+    {
+      name: "embedded",
+      testIgnore: /degraded/,
+      use: { ...chromium, baseURL: `http://127.0.0.1:${embedded.port}` },
+      metadata: { ...embedded.expect, dataDir: embedded.dataDir },
+    },
+    {
+      name: "servers",
+      testIgnore: /degraded/,
+      use: { ...chromium, baseURL: `http://127.0.0.1:${servers.port}` },
+      metadata: { ...servers.expect, dataDir: servers.dataDir },
+    },
+    {
+      name: "redis-down",
+      testMatch: /degraded\.spec\.ts/,
+      use: { ...chromium, baseURL: `http://127.0.0.1:${redisDown.port}` },
+      metadata: { ...redisDown.expect, dataDir: redisDown.dataDir },
+    },
+  ],
+  webServer: [
+    {
+      command: `npx next start -p ${embedded.port} -H 127.0.0.1`,
+      url: `http://127.0.0.1:${embedded.port}/api/health`,
+      reuseExistingServer: !process.env.CI,
+      timeout: 120_000,
+      stdout: "pipe",
+      // blank values override anything the developer's shell exports
+      env: { ...common, IDEMGATE_DATA_DIR: embedded.dataDir, REDIS_URL: "", DATABASE_URL: "" },
+    },
+    {
+      command: `npx next start -p ${servers.port} -H 127.0.0.1`,
+      url: `http://127.0.0.1:${servers.port}/api/health`,
+      reuseExistingServer: !process.env.CI,
+      timeout: 120_000,
+      stdout: "pipe",
+      env: {
+        ...common,
+        IDEMGATE_DATA_DIR: servers.dataDir,
+        REDIS_URL: servers.redisUrl,
+        IDEMGATE_REDIS_PREFIX: servers.redisPrefix,
+        DATABASE_URL: servers.databaseUrl,
+      },
+    },
+    {
+      command: `npx next start -p ${redisDown.port} -H 127.0.0.1`,
+      // /api/health answers 503 here by design; the status page answers 200 once the server is up
+      url: `http://127.0.0.1:${redisDown.port}/status`,
+      reuseExistingServer: !process.env.CI,
+      timeout: 120_000,
+      stdout: "pipe",
+      env: { ...common, IDEMGATE_DATA_DIR: redisDown.dataDir, REDIS_URL: redisDown.redisUrl, DATABASE_URL: "" },
+    },
+  ],
+});

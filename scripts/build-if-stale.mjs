@@ -1,0 +1,83 @@
+// Shared by scripts/start.mjs and scripts/e2e.mjs: build the app only when the sources changed.
+import { spawn } from "node:child_process";
+import { existsSync, readdirSync, statSync } from "node:fs";
+import { constants } from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+
+export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
+export const NEXT_BIN = path.join(ROOT, "node_modules", "next", "dist", "bin", "next");
+
+const SOURCE_DIRS = ["app", "components", "lib", "prisma"];
+const SOURCE_FILES = [
+  "instrumentation.ts",
+  "next.config.ts",
+  "postcss.config.mjs",
+  "tsconfig.json",
+  "package.json",
+  "package-lock.json",
+];
+const SKIP = new Set(["node_modules", ".next", ".data", ".git"]);
+
+/** The newest modification time (ms) of any file under `dir`; a cheap walk, no hashing. */
+function newestMtimeMs(dir) {
+  let newest = 0;
+  let entries;
+  try {
+    entries = readdirSync(dir, { withFileTypes: true });
+  } catch {
+    return 0;
+  }
+  for (const entry of entries) {
+    if (SKIP.has(entry.name)) continue;
+    const full = path.join(dir, entry.name);
+    if (entry.isDirectory()) newest = Math.max(newest, newestMtimeMs(full));
+    else if (entry.isFile()) newest = Math.max(newest, statSync(full).mtimeMs);
+  }
+  return newest;
+}
+
+/** Why a build is needed, or null when `.next/BUILD_ID` is newer than every source file. */
+export function staleReason(root = ROOT) {
+  const buildId = path.join(root, ".next", "BUILD_ID");
+  if (!existsSync(buildId)) return "no build yet";
+  const builtMs = statSync(buildId).mtimeMs;
+  let newest = 0;
+  for (const dir of SOURCE_DIRS) newest = Math.max(newest, newestMtimeMs(path.join(root, dir)));
+  for (const file of SOURCE_FILES) {
+    const full = path.join(root, file);
+    if (existsSync(full)) newest = Math.max(newest, statSync(full).mtimeMs);
+  }
+  return newest > builtMs ? "sources changed since the last build" : null;
+}
+
+/**
+ * Runs a command with inherited stdio, forwarding SIGINT/SIGTERM to it, and resolves with the exit
+ * code (128 + signal number when it was killed by a signal, as a shell reports it).
+ */
+export function run(command, args, options = {}) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, args, { cwd: ROOT, stdio: "inherit", ...options });
+    const forward = (signal) => child.kill(signal);
+    process.on("SIGINT", forward);
+    process.on("SIGTERM", forward);
+    child.on("error", reject);
+    child.on("exit", (code, signal) => {
+      process.off("SIGINT", forward);
+      process.off("SIGTERM", forward);
+      resolve(code ?? 128 + (constants.signals[signal] ?? 0));
+    });
+  });
+}
+
+/** Runs `next build` when needed; exits the process with the build's code if it fails. */
+export async function buildIfStale(env = process.env) {
+  const reason = staleReason();
+  if (!reason) return;
+  console.log(`idemgate: building (${reason}) …`);
+  const code = await run(process.execPath, [NEXT_BIN, "build"], { env });
+  if (code !== 0) {
+    console.error(`idemgate: next build failed (exit ${code})`);
+    process.exit(code);
+  }
+}
