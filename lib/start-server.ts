@@ -14,9 +14,14 @@ export async function startServer(): Promise<void> {
     const { getRuntime } = await import("@/lib/runtime");
     const { seedIfEmpty } = await import("@/lib/seed");
     const runtime = await getRuntime();
+    const { startBackgroundJobs } = await import("@/lib/anomalies/background");
     const seeded = await seedIfEmpty(runtime);
 
-    closeOnShutdown(() => runtime.close());
+    const stopJobs = startBackgroundJobs(runtime);
+    closeOnShutdown(async () => {
+      stopJobs();
+      await runtime.close();
+    });
     console.log(
       `idemgate: key store ${runtime.store.kind}, audit database ${runtime.db.kind} (${runtime.db.location}), ` +
         `audit mode ${runtime.config.auditMode}; ready in ${Date.now() - startedMs} ms`,

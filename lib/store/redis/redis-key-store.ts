@@ -328,5 +328,16 @@ function parsePage(reply: PageReply): BucketPage {
 /** Opens a Redis connection for the store; commands fail fast instead of queueing while Redis is down. */
 export function createRedisKeyStore(url: string, options: RedisKeyStoreOptions & { redis?: RedisOptions } = {}): RedisKeyStore {
   const redis = new Redis(url, { enableAutoPipelining: true, maxRetriesPerRequest: 1, ...options.redis });
+  // Without a listener ioredis reports every failed reconnect as an unhandled error. Calls fail
+  // with their own error (503 at the gateway); the log says once that the connection is down.
+  let down = false;
+  redis.on("error", (err: Error) => {
+    if (!down) console.error(`idemgate: Redis connection error (${err.message}); retrying in the background`);
+    down = true;
+  });
+  redis.on("ready", () => {
+    if (down) console.error("idemgate: Redis connection is back");
+    down = false;
+  });
   return new RedisKeyStore(redis, { prefix: options.prefix });
 }
