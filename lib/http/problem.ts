@@ -1,4 +1,4 @@
-import { IdemgateError, ConflictError, InvalidArgumentsError, SuppressionError } from "@/lib/idempotency/errors";
+import { IdemgateError, isIdemgateError, type SuppressionError } from "@/lib/idempotency/errors";
 import { stateOf } from "@/lib/idempotency/record";
 
 /** Errors of the HTTP layer itself, before the engine is asked. */
@@ -65,26 +65,54 @@ export function problemResponse(status: number, body: ProblemBody, headers: Reco
   });
 }
 
+/**
+ * The fields errorResponse reads. The runtime is opened from instrumentation.ts, which Next bundles
+ * apart from the route handlers, so an error thrown by the engine or the registry is an instance of
+ * *another copy* of the error classes and `instanceof` fails across that boundary. Errors are
+ * therefore recognized by their code (one of PROBLEMS) and the fields their classes carry.
+ */
+interface KnownError extends Error {
+  code: string;
+  status?: unknown;
+  headers?: unknown;
+  issues?: unknown;
+  record?: unknown;
+  retryAfterMs?: unknown;
+}
+
+function knownError(err: unknown): KnownError | null {
+  if (isIdemgateError(err)) return err;
+  if (!(err instanceof Error)) return null;
+  const code = (err as { code?: unknown }).code;
+  return typeof code === "string" && Object.hasOwn(PROBLEMS, code) ? (err as KnownError) : null;
+}
+
+const SUPPRESSION_CODES = new Set(["conflict", "stuck", "mismatch"]);
+
 /** Turns any thrown value into an RFC 9457 response; unknown errors become a 500 without details. */
 export function errorResponse(err: unknown, instance?: string): Response {
-  if (!(err instanceof IdemgateError)) {
+  const known = knownError(err);
+  if (!known) {
     console.error("unexpected error", err);
     return problemResponse(500, { type: "/problems/internal", title: PROBLEMS.internal.title, status: 500, detail: "an unexpected error occurred; it has been logged", instance });
   }
-  const info = PROBLEMS[err.code] ?? PROBLEMS.internal;
-  const status = err instanceof HttpError ? err.status : info.status;
-  const headers: Record<string, string> = err instanceof HttpError ? { ...err.headers } : {};
-  const body: ProblemBody = { type: `/problems/${err.code}`, title: info.title, status, detail: err.message };
+  const info = PROBLEMS[known.code] ?? PROBLEMS.internal;
+  const http = known instanceof HttpError || (typeof known.status === "number" && typeof known.headers === "object" && known.headers !== null);
+  const status = http ? (known.status as number) : info.status;
+  const headers: Record<string, string> = http ? { ...(known.headers as Record<string, string>) } : {};
+  const body: ProblemBody = { type: `/problems/${known.code}`, title: info.title, status, detail: known.message };
   if (instance) body.instance = instance;
-  if (err instanceof InvalidArgumentsError && err.issues.length) body.errors = err.issues;
-  if (err instanceof SuppressionError) {
-    const r = err.record;
+  if (known.code === "invalid_arguments" && Array.isArray(known.issues) && known.issues.length) body.errors = known.issues;
+  if (SUPPRESSION_CODES.has(known.code) && known.record && typeof known.record === "object") {
+    const r = known.record as SuppressionError["record"];
     body.key = r.key;
     body.tool = r.tool;
     body.state = stateOf(r, Date.now());
     body.startedAt = new Date(r.createdAtMs).toISOString();
     if (r.leaseUntilMs !== null) body.leaseUntil = new Date(r.leaseUntilMs).toISOString();
   }
-  if (err instanceof ConflictError) headers["Retry-After"] = String(Math.max(1, Math.ceil(err.retryAfterMs / 1000)));
+  if (known.code === "conflict" && typeof known.retryAfterMs === "number") {
+    headers["Retry-After"] = String(Math.max(1, Math.ceil(known.retryAfterMs / 1000)));
+  }
   return problemResponse(status, body, headers);
 }

@@ -4,8 +4,8 @@ import type { AuditWriter, PriorExecution, SuppressionKind } from "./audit-port"
 import {
   CallAbandonedError,
   ConflictError,
-  IdemgateError,
   InvalidStateError,
+  isIdemgateError,
   MismatchError,
   MissingKeyError,
   StuckKeyError,
@@ -15,7 +15,7 @@ import {
 import { fingerprint as fingerprintOf } from "./fingerprint";
 import { fallbackKey, validateKey } from "./keys";
 import type { KeyRecord, StoredResult } from "./record";
-import { AbandonCall, FinalToolError, type RunTool, type ToolPolicy, type ToolResult } from "./tool";
+import { AbandonCall, isFinalToolError, type RunTool, type ToolPolicy, type ToolResult } from "./tool";
 
 export interface InvokeRequest {
   scope: string;
@@ -168,9 +168,9 @@ export class Engine {
       const result: ToolResult = await run(request.args, { scope: request.scope, key, session, executionId });
       stored = { status: result.status ?? 200, body: serialize(result.body), final: false };
     } catch (err) {
-      if (err instanceof FinalToolError) {
+      if (isFinalToolError(err)) {
         stored = { status: err.status, body: serialize(err.body), final: true };
-      } else if (err instanceof AbandonCall) {
+      } else if (err instanceof AbandonCall || (err as Error)?.name === "AbandonCall") {
         this.onCall({ tool: tool.name, result: "abandoned", storeMs, auditMs });
         throw new CallAbandonedError();
       } else {
@@ -187,7 +187,7 @@ export class Engine {
           error: err instanceof Error ? err.message : String(err),
         });
         this.onCall({ tool: tool.name, result: "tool_failed", storeMs, auditMs });
-        if (err instanceof IdemgateError) throw err;
+        if (isIdemgateError(err)) throw err;
         throw new ToolFailedError(err instanceof Error ? err.message : String(err));
       }
     }

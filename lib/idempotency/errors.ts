@@ -4,8 +4,17 @@ import type { KeyRecord } from "./record";
  * Every way a call can end without a fresh or replayed result. Each carries a stable `code`; the
  * gateway maps codes to HTTP statuses and problem types in one place (lib/http/problem.ts).
  */
+const BRAND = Symbol.for("idemgate.error");
+
 export abstract class IdemgateError extends Error {
   abstract readonly code: string;
+  /** recognizes the error across copies of this module (Next bundles instrumentation and routes apart) */
+  readonly [BRAND] = true;
+}
+
+/** `instanceof IdemgateError` that also holds for errors thrown by another bundle's copy of the class. */
+export function isIdemgateError(err: unknown): err is IdemgateError {
+  return typeof err === "object" && err !== null && (err as { [BRAND]?: unknown })[BRAND] === true;
 }
 
 export class MissingKeyError extends IdemgateError {

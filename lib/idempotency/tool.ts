@@ -42,6 +42,11 @@ export class FinalToolError extends Error {
   }
 }
 
+/** Also recognizes a FinalToolError thrown by another bundle's copy of this module. */
+export function isFinalToolError(err: unknown): err is FinalToolError {
+  return err instanceof FinalToolError || (err instanceof Error && err.name === "FinalToolError" && "status" in err && "body" in err);
+}
+
 /** Thrown by a tool to abandon the call exactly as a crashed process would (simulation). */
 export class AbandonCall extends Error {
   constructor() {

@@ -1,5 +1,5 @@
 import { recordOperatorAction } from "@/lib/audit/operator-actions";
-import { IdemgateError, InvalidArgumentsError } from "@/lib/idempotency/errors";
+import { InvalidArgumentsError, isIdemgateError } from "@/lib/idempotency/errors";
 import type { Runtime } from "@/lib/runtime";
 import { releaseKey, requireReason } from "./release-key";
 
@@ -44,7 +44,7 @@ export async function bulkReleaseKeys(runtime: Runtime, input: BulkTarget & { ac
       await releaseKey(runtime, { ...target, actor: input.actor, reason });
       released++;
     } catch (err) {
-      if (!(err instanceof IdemgateError)) throw err;
+      if (!isIdemgateError(err)) throw err;
       refused.push({ ...target, reason: err.message });
     }
   }
