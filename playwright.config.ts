@@ -1,5 +1,6 @@
 import { defineConfig, devices } from "@playwright/test";
 import { VIEWER } from "./e2e/accounts";
+import { UPSTREAM_TOOLS } from "./e2e/upstream";
 import environments from "./e2e/environments.json" with { type: "json" };
 
 // Two server configurations, each its own `next start` with its own data:
@@ -28,7 +29,12 @@ const chromium = {
 
 // A short demo lease makes a simulated crash a stuck key within seconds.
 // Every server also seeds a read-only account for the console tests (lib/seed.ts).
-const common = { NEXT_TELEMETRY_DISABLED: "1", IDEMGATE_DEMO_LEASE_MS: "3000", IDEMGATE_SEED_VIEWER_PASSWORD: VIEWER.password };
+const common = {
+  NEXT_TELEMETRY_DISABLED: "1",
+  IDEMGATE_DEMO_LEASE_MS: "3000",
+  IDEMGATE_SEED_VIEWER_PASSWORD: VIEWER.password,
+  IDEMGATE_UPSTREAM_TOOLS: UPSTREAM_TOOLS,
+};
 
 export default defineConfig({
   testDir: "e2e",
