@@ -29,7 +29,7 @@ export const send = defineTool({
     const row = await ctx.db.demoEmail.create({
       data: { id: newId("msg"), scope: ctx.scope, to: args.to, subject: args.subject, body: args.body, idempotencyKey: ctx.key, createdAt: new Date() },
     });
-    afterEffect(args.simulate);
+    await afterEffect(args.simulate, ctx);
     return { body: { messageId: row.id, createdAt: row.createdAt.toISOString() } };
   },
 });

@@ -41,7 +41,7 @@ export const charge = defineTool({
         createdAt: new Date(),
       },
     });
-    afterEffect(args.simulate);
+    await afterEffect(args.simulate, ctx);
     return {
       body: { chargeId: row.id, customerId: row.customerId, amountCents: row.amountCents, currency: row.currency, createdAt: row.createdAt.toISOString() },
     };
@@ -87,7 +87,7 @@ export const refund = defineTool({
         data: { id: newId("re"), scope: ctx.scope, chargeId: args.chargeId, amountCents: amount, idempotencyKey: ctx.key, createdAt: new Date() },
       });
     });
-    afterEffect(args.simulate);
+    await afterEffect(args.simulate, ctx);
     return { body: { refundId: row.id, chargeId: row.chargeId, amountCents: row.amountCents, createdAt: row.createdAt.toISOString() } };
   },
 });

@@ -7,6 +7,13 @@ import { AbandonCall, FinalToolError, type ToolContext } from "@/lib/idempotency
 export const simulateSchema = z
   .strictObject({
     latencyMs: z.number().int().min(0).max(60_000).optional().describe("wait this long before the side effect"),
+    afterEffectMs: z
+      .number()
+      .int()
+      .min(0)
+      .max(60_000)
+      .optional()
+      .describe("wait this long after the side effect is committed, before answering: a process killed meanwhile leaves it without a done record"),
     outcome: z
       .enum(["ok", "decline", "error", "crash_after_effect"])
       .optional()
@@ -42,8 +49,9 @@ export async function beforeEffect(simulate: Simulate, ctx: ToolContext, decline
   }
 }
 
-/** Runs once the side effect is committed: a simulated crash abandons the call. */
-export function afterEffect(simulate: Simulate): void {
+/** Runs once the side effect is committed: the pause after it, then a simulated crash abandons the call. */
+export async function afterEffect(simulate: Simulate, ctx: ToolContext): Promise<void> {
+  if (simulate?.afterEffectMs) await sleep(simulate.afterEffectMs, undefined, { signal: ctx.signal });
   if (simulate?.outcome === "crash_after_effect") throw new AbandonCall();
 }
 

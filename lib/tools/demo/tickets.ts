@@ -27,7 +27,7 @@ export const create = defineTool({
     const row = await ctx.db.demoTicket.create({
       data: { id: newId("tkt"), scope: ctx.scope, title: args.title, body: args.body ?? null, idempotencyKey: ctx.key, createdAt: new Date() },
     });
-    afterEffect(args.simulate);
+    await afterEffect(args.simulate, ctx);
     return { body: { ticketId: row.id, createdAt: row.createdAt.toISOString() } };
   },
 });
