@@ -1,0 +1,44 @@
+import type { Metadata } from "next";
+import Link from "next/link";
+import { KeyDetailView } from "@/components/keys/key-detail-view";
+import { requireOperator } from "@/lib/auth/require-operator";
+import { can } from "@/lib/auth/roles";
+import { getKeyDetail } from "@/lib/keys/get-key-detail";
+import { presentKeyDetail } from "@/lib/keys/present-key-detail";
+import { getRuntime } from "@/lib/runtime";
+
+export const dynamic = "force-dynamic";
+
+type Params = { scope: string; key: string };
+
+// segments arrive percent-encoded, as in the API's /api/v1/keys/{scope}/{key}
+const decode = (s: string) => {
+  try {
+    return decodeURIComponent(s);
+  } catch {
+    return s;
+  }
+};
+
+export async function generateMetadata({ params }: { params: Promise<Params> }): Promise<Metadata> {
+  const { key } = await params;
+  return { title: `Key ${decode(key)}` };
+}
+
+export default async function KeyPage({ params }: { params: Promise<Params> }) {
+  const operator = await requireOperator();
+  const p = await params;
+  const scope = decode(p.scope);
+  const key = decode(p.key);
+  const detail = presentKeyDetail(await getKeyDetail(await getRuntime(), scope, key));
+  return (
+    <div className="space-y-4">
+      <nav aria-label="Breadcrumb" className="text-[13px] text-muted">
+        <Link href="/keys" className="hover:text-fg hover:underline">Keys</Link>
+        <span aria-hidden="true" className="px-1.5">/</span>
+        <Link href={`/keys?scope=${encodeURIComponent(scope)}`} className="font-mono text-[12.5px] hover:text-fg hover:underline">{scope}</Link>
+      </nav>
+      <KeyDetailView initial={detail} canRelease={can(operator.role, "release")} canResolve={can(operator.role, "resolve")} />
+    </div>
+  );
+}

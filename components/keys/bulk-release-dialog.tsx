@@ -1,0 +1,95 @@
+"use client";
+
+import { useMutation, useQuery } from "@tanstack/react-query";
+import { useState } from "react";
+import { Dialog } from "@/components/ui/dialog";
+import { ProblemAlert } from "@/components/ui/problem-alert";
+import { ReasonField, reasonOk } from "@/components/ui/reason-field";
+import { buttonClass } from "@/components/ui/styles";
+import { apiFetch } from "@/lib/client/api";
+import type { BulkReleaseResult } from "@/lib/keys/bulk-release-keys";
+import type { KeyPage } from "./keys-view";
+
+export type BulkTarget =
+  | { mode: "selected"; keys: { scope: string; key: string }[] }
+  | { mode: "filter"; filter: { tool: string | null; scope: string | null; prefix: string | null } };
+
+const COUNT_LIMIT = 500;
+
+function describeFilter(f: { tool: string | null; scope: string | null; prefix: string | null }): string {
+  const parts = [f.tool && `tool ${f.tool}`, f.scope && `scope ${f.scope}`, f.prefix && `keys starting with "${f.prefix}"`].filter(Boolean);
+  return parts.length ? parts.join(", ") : "any tool, any scope";
+}
+
+/** Confirms a bulk release: says how many keys, requires a reason, shows the API's answer or problem. */
+export function BulkReleaseDialog({ target, onClose, onDone }: { target: BulkTarget; onClose: () => void; onDone: (r: BulkReleaseResult) => void }) {
+  const [reason, setReason] = useState("");
+  const filter = target.mode === "filter" ? target.filter : null;
+
+  // "all matching" is re-counted when the dialog opens, so the number shown is the number released
+  const count = useQuery({
+    queryKey: ["stuck-count", filter],
+    enabled: filter !== null,
+    queryFn: ({ signal }) => {
+      const params = new URLSearchParams({ state: "stuck", limit: String(COUNT_LIMIT) });
+      for (const [k, v] of Object.entries(filter ?? {})) if (v) params.set(k, v);
+      return apiFetch<KeyPage>(`/api/v1/keys?${params}`, { signal });
+    },
+    staleTime: 0,
+  });
+
+  const mutation = useMutation({
+    mutationFn: () =>
+      apiFetch<BulkReleaseResult>("/api/v1/keys/bulk-release", {
+        method: "POST",
+        json:
+          target.mode === "selected"
+            ? { reason, keys: target.keys }
+            : { reason, filter: Object.fromEntries(Object.entries(target.filter).filter(([, v]) => v)) },
+      }),
+    onSuccess: onDone,
+  });
+
+  let howMany: string | null;
+  if (target.mode === "selected") howMany = `${target.keys.length} selected key${target.keys.length === 1 ? "" : "s"}`;
+  else if (count.data) {
+    const n = count.data.items.length;
+    howMany = count.data.nextCursor ? `more than ${n} stuck keys` : `${n} stuck key${n === 1 ? "" : "s"}`;
+  } else howMany = null;
+  const nothing = target.mode === "filter" && count.data?.items.length === 0;
+
+  return (
+    <Dialog open onClose={onClose} title="Release keys" testId="bulk-release-dialog">
+      <form
+        className="space-y-4"
+        onSubmit={(e) => {
+          e.preventDefault();
+          if (reasonOk(reason) && !mutation.isPending) mutation.mutate();
+        }}
+      >
+        <div className="text-[13px]" data-testid="bulk-release-summary">
+          {howMany === null ? (
+            count.error ? <ProblemAlert error={count.error} /> : <p className="text-muted">Counting stuck keys…</p>
+          ) : (
+            <p>
+              This releases <strong data-testid="bulk-release-count">{howMany}</strong>
+              {filter && <> matching {describeFilter(filter)}</>}. Each key&apos;s next retry will run the tool again: release only when you
+              believe the side effect did not happen.
+            </p>
+          )}
+          {target.mode === "filter" && <p className="mt-1 text-muted">Keys that are no longer stuck when the release runs are refused and listed.</p>}
+        </div>
+        <ReasonField value={reason} onChange={setReason} />
+        {mutation.error && <ProblemAlert error={mutation.error} />}
+        <div className="flex justify-end gap-2">
+          <button type="button" className={buttonClass("secondary")} onClick={onClose}>
+            Cancel
+          </button>
+          <button type="submit" className={buttonClass("danger")} disabled={!reasonOk(reason) || mutation.isPending || howMany === null || nothing} data-testid="confirm-release">
+            {mutation.isPending ? "Releasing…" : nothing ? "Nothing to release" : "Release"}
+          </button>
+        </div>
+      </form>
+    </Dialog>
+  );
+}

@@ -1,0 +1,138 @@
+"use client";
+
+import { useMutation } from "@tanstack/react-query";
+import { useState } from "react";
+import { Dialog } from "@/components/ui/dialog";
+import { ProblemAlert } from "@/components/ui/problem-alert";
+import { ReasonField, reasonOk } from "@/components/ui/reason-field";
+import { buttonClass, inputClass } from "@/components/ui/styles";
+import { apiFetch, keyPath } from "@/lib/client/api";
+
+function parseResult(text: string): { ok: true; value: unknown } | { ok: false; error: string } {
+  if (!text.trim()) return { ok: false, error: "Enter the result duplicates should get, as JSON." };
+  try {
+    return { ok: true, value: JSON.parse(text) };
+  } catch (err) {
+    return { ok: false, error: `Not valid JSON: ${err instanceof Error ? err.message : String(err)}` };
+  }
+}
+
+function parseStatus(text: string): { ok: true; value: number | undefined } | { ok: false; error: string } {
+  if (!text.trim()) return { ok: true, value: undefined };
+  const n = Number(text);
+  return Number.isInteger(n) && n >= 200 && n <= 499 ? { ok: true, value: n } : { ok: false, error: "A whole number from 200 to 499." };
+}
+
+/** Release or resolve one key, after the operator states why (and, to resolve, what the result was). */
+export function KeyActionDialog({
+  action,
+  scope,
+  keyName,
+  onClose,
+  onDone,
+}: {
+  action: "release" | "resolve";
+  scope: string;
+  keyName: string;
+  onClose: () => void;
+  onDone: (message: string) => void;
+}) {
+  const [reason, setReason] = useState("");
+  const [resultText, setResultText] = useState("");
+  const [statusText, setStatusText] = useState("");
+  const [touched, setTouched] = useState(false);
+  const result = parseResult(resultText);
+  const status = parseStatus(statusText);
+  const valid = reasonOk(reason) && (action === "release" || (result.ok && status.ok));
+
+  const mutation = useMutation({
+    mutationFn: () =>
+      action === "release"
+        ? apiFetch(`${keyPath(scope, keyName)}/release`, { method: "POST", json: { reason } })
+        : apiFetch(`${keyPath(scope, keyName)}/resolve`, {
+            method: "POST",
+            json: { reason, result: result.ok ? result.value : undefined, ...(status.ok && status.value !== undefined ? { status: status.value } : {}) },
+          }),
+    onSuccess: () => onDone(action === "release" ? "Released: the next call with this key runs the tool." : "Resolved: duplicates now get the result you entered."),
+  });
+
+  return (
+    <Dialog open onClose={onClose} title={action === "release" ? "Release this key" : "Resolve this key"} testId={`${action}-dialog`} wide={action === "resolve"}>
+      <form
+        className="space-y-4"
+        onSubmit={(e) => {
+          e.preventDefault();
+          setTouched(true);
+          if (valid && !mutation.isPending) mutation.mutate();
+        }}
+      >
+        <p className="text-[13px]">
+          {action === "release" ? (
+            <>
+              Deletes the reservation of <span className="font-mono text-[12px] break-all">{keyName}</span>; the next retry runs the tool again. Release only if
+              you believe the side effect did <strong>not</strong> happen.
+            </>
+          ) : (
+            <>
+              Marks <span className="font-mono text-[12px] break-all">{keyName}</span> done with the result you enter; duplicates get it and the tool does not run
+              again. Resolve only if you confirmed the side effect <strong>did</strong> happen.
+            </>
+          )}
+        </p>
+        <ReasonField value={reason} onChange={setReason} />
+        {action === "resolve" && (
+          <>
+            <div className="space-y-1.5">
+              <label htmlFor="resolve-result" className="block text-[13px] font-medium">
+                Result <span className="font-normal text-muted">(JSON body duplicates will get)</span>
+              </label>
+              <textarea
+                id="resolve-result"
+                data-testid="result-input"
+                rows={6}
+                value={resultText}
+                onChange={(e) => setResultText(e.target.value)}
+                onBlur={() => setTouched(true)}
+                placeholder={'{ "chargeId": "ch_…", "amountCents": 1999 }'}
+                spellCheck={false}
+                aria-invalid={touched && !result.ok}
+                aria-describedby="resolve-result-error"
+                className={`${inputClass} w-full resize-y font-mono text-[12px]`}
+              />
+              {touched && !result.ok && (
+                <p id="resolve-result-error" className="text-xs text-bad" data-testid="result-error">
+                  {result.error}
+                </p>
+              )}
+            </div>
+            <div className="space-y-1.5">
+              <label htmlFor="resolve-status" className="block text-[13px] font-medium">
+                HTTP status <span className="font-normal text-muted">(optional, default 200)</span>
+              </label>
+              <input
+                id="resolve-status"
+                data-testid="status-input"
+                inputMode="numeric"
+                value={statusText}
+                onChange={(e) => setStatusText(e.target.value)}
+                placeholder="200"
+                aria-invalid={!status.ok}
+                className={`${inputClass} w-24 font-mono`}
+              />
+              {!status.ok && <p className="text-xs text-bad">{status.error}</p>}
+            </div>
+          </>
+        )}
+        {mutation.error && <ProblemAlert error={mutation.error} testId="action-error" />}
+        <div className="flex justify-end gap-2">
+          <button type="button" className={buttonClass("secondary")} onClick={onClose}>
+            Cancel
+          </button>
+          <button type="submit" className={buttonClass(action === "release" ? "danger" : "primary")} disabled={!reasonOk(reason) || mutation.isPending} data-testid={`confirm-${action}`}>
+            {mutation.isPending ? (action === "release" ? "Releasing…" : "Resolving…") : action === "release" ? "Release" : "Resolve"}
+          </button>
+        </div>
+      </form>
+    </Dialog>
+  );
+}

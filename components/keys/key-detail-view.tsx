@@ -1,0 +1,150 @@
+"use client";
+
+import { useQuery, useQueryClient } from "@tanstack/react-query";
+import { useState } from "react";
+import { ProblemAlert } from "@/components/ui/problem-alert";
+import { buttonClass } from "@/components/ui/styles";
+import { apiFetch, keyPath } from "@/lib/client/api";
+import { formatRelative, formatTimestamp } from "@/lib/format";
+import type { KeyDetailView as Detail } from "@/lib/keys/present-key-detail";
+import { JsonView } from "./json-view";
+import { KeyActionDialog } from "./key-action-dialog";
+import { StateBadge } from "./state-badge";
+import { Timeline } from "./timeline";
+
+/** One key: its record, stored result and timeline; release/resolve for operators while it is inflight or stuck. */
+export function KeyDetailView({ initial, canRelease, canResolve }: { initial: Detail; canRelease: boolean; canResolve: boolean }) {
+  const queryKey = ["key", initial.scope, initial.key];
+  const queryClient = useQueryClient();
+  const query = useQuery({
+    queryKey,
+    queryFn: ({ signal }) => apiFetch<Detail>(keyPath(initial.scope, initial.key), { signal }),
+    initialData: initial,
+    initialDataUpdatedAt: Date.now(),
+    // a running call finishes or becomes stuck on its own: keep watching it
+    refetchInterval: (q) => (q.state.data?.state === "inflight" || q.state.data?.state === "stuck" ? 5_000 : false),
+  });
+  const [action, setAction] = useState<"release" | "resolve" | null>(null);
+  const [notice, setNotice] = useState<string | null>(null);
+  const detail = query.data;
+  const r = detail.record;
+  const nowMs = query.dataUpdatedAt || Date.now();
+  const actionable = detail.state === "inflight" || detail.state === "stuck";
+
+  return (
+    <div className="space-y-6">
+      <div className="flex flex-wrap items-start justify-between gap-4">
+        <div className="min-w-0">
+          <h1 className="text-xl font-semibold tracking-tight">
+            <span className="sr-only">Key </span>
+            <span className="font-mono text-lg break-all" data-testid="key-name">{detail.key}</span>
+          </h1>
+          <div className="mt-2 flex flex-wrap items-center gap-3 text-[13px] text-muted">
+            <StateBadge state={detail.state} testId="key-state" />
+            {r && <span className="font-mono text-[12.5px]">{r.tool}</span>}
+            {r && <span>created {formatRelative(r.createdAt, nowMs)}</span>}
+          </div>
+        </div>
+        {actionable && (canRelease || canResolve) && (
+          <div className="flex gap-2">
+            {canRelease && (
+              <button type="button" className={buttonClass("secondary")} onClick={() => setAction("release")} data-testid="release-button">
+                Release
+              </button>
+            )}
+            {canResolve && (
+              <button type="button" className={buttonClass("primary")} onClick={() => setAction("resolve")} data-testid="resolve-button">
+                Resolve
+              </button>
+            )}
+          </div>
+        )}
+      </div>
+
+      {detail.state === "stuck" && (
+        <p className="rounded-lg border border-warn/40 bg-warn-soft px-4 py-3 text-[13px]">
+          The lease passed without a result: the caller probably crashed, and the side effect may or may not have happened. Retries get 409 until an operator
+          decides. <strong>Release</strong> if it did not happen (the next retry runs it); <strong>Resolve</strong> with the result if it did.
+        </p>
+      )}
+      {notice && (
+        <p role="status" data-testid="action-notice" className="rounded-lg border border-ok/40 bg-ok-soft px-4 py-3 text-[13px]">
+          {notice}
+        </p>
+      )}
+      {query.error && <ProblemAlert error={query.error} />}
+
+      <div className="grid gap-6 lg:grid-cols-[minmax(0,1fr)_minmax(0,1fr)]">
+        <section aria-labelledby="record-heading" className="min-w-0 rounded-xl border border-line bg-surface shadow-xs">
+          <h2 id="record-heading" className="px-5 pt-4 text-xs font-medium tracking-wide text-muted uppercase">Record</h2>
+          {r ? (
+            <dl className="mt-3 divide-y divide-line border-t border-line" data-testid="key-record">
+              <Row label="State"><StateBadge state={r.state} /></Row>
+              <Row label="Tool" mono>{r.tool}</Row>
+              <Row label="Scope" mono>{r.scope}</Row>
+              <Row label="Fingerprint" mono><span className="break-all">{r.fingerprint}</span></Row>
+              <Row label="Fencing token" mono>{r.token}</Row>
+              <Row label="Created">{formatTimestamp(r.createdAt)}</Row>
+              {r.leaseUntil && <Row label="Lease until">{formatTimestamp(r.leaseUntil)} <span className="text-muted">({formatRelative(r.leaseUntil, nowMs)})</span></Row>}
+              {r.completedAt && <Row label="Completed">{formatTimestamp(r.completedAt)}</Row>}
+              {r.expiresAt && <Row label="Expires">{formatTimestamp(r.expiresAt)} <span className="text-muted">({formatRelative(r.expiresAt, nowMs)})</span></Row>}
+              <Row label="Session" mono>{r.session ?? <span className="font-sans text-faint">none</span>}</Row>
+              <Row label="Execution" mono>{r.executionId ?? <span className="font-sans text-faint">none</span>}</Row>
+              {r.fallback && <Row label="Key source"><span className="text-warn">fallback (derived from the arguments)</span></Row>}
+            </dl>
+          ) : (
+            <p className="px-5 py-4 text-[13px] text-muted" data-testid="key-absent">
+              Not in the key store: released, purged after expiry, or never seen. A new call with this key runs the tool. The timeline keeps its history.
+            </p>
+          )}
+        </section>
+
+        <section aria-labelledby="result-heading" className="min-w-0 rounded-xl border border-line bg-surface shadow-xs">
+          <h2 id="result-heading" className="px-5 pt-4 text-xs font-medium tracking-wide text-muted uppercase">Stored result</h2>
+          <div className="px-5 pt-3 pb-5">
+            {r?.result ? (
+              <details open className="group" data-testid="key-result">
+                <summary className="cursor-pointer text-[13px] text-muted select-none hover:text-fg">
+                  HTTP <span className="font-mono">{r.result.status}</span>
+                  {r.result.final && " · final error (replayed like a result)"} · body
+                </summary>
+                <JsonView value={r.result.body} />
+              </details>
+            ) : (
+              <p className="text-[13px] text-muted">{r ? "No result yet: the call has not completed." : "—"}</p>
+            )}
+          </div>
+        </section>
+      </div>
+
+      <section aria-labelledby="timeline-heading" className="rounded-xl border border-line bg-surface shadow-xs">
+        <h2 id="timeline-heading" className="px-5 pt-4 text-xs font-medium tracking-wide text-muted uppercase">Timeline</h2>
+        <Timeline events={detail.timeline} />
+      </section>
+
+      {action && (
+        <KeyActionDialog
+          action={action}
+          scope={detail.scope}
+          keyName={detail.key}
+          onClose={() => setAction(null)}
+          onDone={(message) => {
+            setAction(null);
+            setNotice(message);
+            void queryClient.invalidateQueries({ queryKey });
+            void queryClient.invalidateQueries({ queryKey: ["keys"] });
+          }}
+        />
+      )}
+    </div>
+  );
+}
+
+function Row({ label, mono, children }: { label: string; mono?: boolean; children: React.ReactNode }) {
+  return (
+    <div className="grid grid-cols-[8.5rem_minmax(0,1fr)] gap-4 px-5 py-2">
+      <dt className="text-muted">{label}</dt>
+      <dd className={mono ? "min-w-0 font-mono text-[12.5px]" : "min-w-0"}>{children}</dd>
+    </div>
+  );
+}

@@ -1,0 +1,121 @@
+"use client";
+
+import clsx from "clsx";
+import Link from "next/link";
+import { keyHref } from "@/lib/client/api";
+import { formatRelative, formatTimestamp } from "@/lib/format";
+import type { KeyView } from "@/lib/keys/present-key";
+import { StateBadge } from "./state-badge";
+
+export const rowId = (k: { scope: string; key: string }) => `${k.scope}\u0000${k.key}`;
+
+function LeaseCell({ k, nowMs }: { k: KeyView; nowMs: number }) {
+  if (k.state === "inflight" || k.state === "stuck") {
+    const passed = k.leaseUntil !== null && new Date(k.leaseUntil).getTime() <= nowMs;
+    return (
+      <span title={formatTimestamp(k.leaseUntil)} className={clsx(passed && "text-warn")}>
+        lease {passed ? "ended" : "ends"} {formatRelative(k.leaseUntil, nowMs)}
+      </span>
+    );
+  }
+  return (
+    <span title={formatTimestamp(k.expiresAt)} className="text-muted">
+      {k.state === "expired" ? "expired" : "expires"} {formatRelative(k.expiresAt, nowMs)}
+    </span>
+  );
+}
+
+export function KeysTable(props: {
+  items: KeyView[];
+  nowMs: number;
+  selectable: boolean;
+  selected: Map<string, unknown>;
+  releasable: Set<string>;
+  onToggle: (k: KeyView) => void;
+  onToggleAll: (on: boolean) => void;
+  stale: boolean;
+}) {
+  const { items, nowMs, selectable, selected, releasable } = props;
+  const selectableCount = items.filter((k) => releasable.has(rowId(k))).length;
+  const allSelected = selectableCount > 0 && items.every((k) => !releasable.has(rowId(k)) || selected.has(rowId(k)));
+  return (
+    <div className={clsx("overflow-x-auto rounded-xl border border-line bg-surface shadow-xs transition-opacity", props.stale && "opacity-60")}>
+      <table className="w-full min-w-[820px] text-[13px]" data-testid="keys-table" aria-busy={props.stale}>
+        <thead>
+          <tr className="border-b border-line text-left text-xs text-muted">
+            {selectable && (
+              <th scope="col" className="w-10 py-2 pl-4">
+                <input
+                  type="checkbox"
+                  aria-label="Select every stuck or inflight key on this page"
+                  checked={allSelected}
+                  disabled={selectableCount === 0}
+                  onChange={(e) => props.onToggleAll(e.target.checked)}
+                  className="size-4 accent-(--accent)"
+                />
+              </th>
+            )}
+            <th scope="col" className="px-4 py-2 font-medium">State</th>
+            <th scope="col" className="px-4 py-2 font-medium">Key</th>
+            <th scope="col" className="px-4 py-2 font-medium">Tool</th>
+            <th scope="col" className="px-4 py-2 font-medium">Scope</th>
+            <th scope="col" className="px-4 py-2 font-medium">Created</th>
+            <th scope="col" className="px-4 py-2 font-medium">Lease / expiry</th>
+          </tr>
+        </thead>
+        <tbody className="divide-y divide-line">
+          {items.map((k) => {
+            const id = rowId(k);
+            const canSelect = releasable.has(id);
+            return (
+              <tr key={id} data-testid="key-row" data-key={k.key} data-state={k.state} className="hover:bg-surface-2/60">
+                {selectable && (
+                  <td className="py-2 pl-4">
+                    {canSelect && (
+                      <input
+                        type="checkbox"
+                        aria-label={`Select ${k.key}`}
+                        checked={selected.has(id)}
+                        onChange={() => props.onToggle(k)}
+                        className="size-4 accent-(--accent)"
+                        data-testid="row-select"
+                      />
+                    )}
+                  </td>
+                )}
+                <td className="px-4 py-2"><StateBadge state={k.state} /></td>
+                <td className="max-w-[22rem] px-4 py-2">
+                  <Link href={keyHref(k.scope, k.key)} className="block truncate font-mono text-[12.5px] text-accent hover:underline" title={k.key}>
+                    {k.key}
+                  </Link>
+                  {k.fallback && <span className="text-[11px] text-warn">fallback key</span>}
+                </td>
+                <td className="px-4 py-2 font-mono text-[12.5px] whitespace-nowrap">{k.tool}</td>
+                <td className="px-4 py-2 font-mono text-[12.5px] whitespace-nowrap">{k.scope}</td>
+                <td className="px-4 py-2 whitespace-nowrap text-muted" title={formatTimestamp(k.createdAt)}>{formatRelative(k.createdAt, nowMs)}</td>
+                <td className="px-4 py-2 whitespace-nowrap"><LeaseCell k={k} nowMs={nowMs} /></td>
+              </tr>
+            );
+          })}
+        </tbody>
+      </table>
+    </div>
+  );
+}
+
+KeysTable.Skeleton = function KeysTableSkeleton() {
+  return (
+    <div data-testid="keys-loading" aria-busy="true" aria-label="Loading keys" className="overflow-hidden rounded-xl border border-line bg-surface shadow-xs">
+      <div className="h-9 border-b border-line bg-surface-2/50" />
+      {Array.from({ length: 8 }, (_, i) => (
+        <div key={i} className="flex items-center gap-6 border-b border-line px-4 py-3 last:border-0">
+          <div className="h-4 w-16 animate-pulse rounded-full bg-surface-2" />
+          <div className="h-4 w-64 animate-pulse rounded bg-surface-2" />
+          <div className="h-4 w-28 animate-pulse rounded bg-surface-2" />
+          <div className="h-4 w-16 animate-pulse rounded bg-surface-2" />
+          <div className="h-4 w-20 animate-pulse rounded bg-surface-2" />
+        </div>
+      ))}
+    </div>
+  );
+};

@@ -1,0 +1,202 @@
+"use client";
+
+import { keepPreviousData, useQuery, useQueryClient } from "@tanstack/react-query";
+import { parseAsArrayOf, parseAsString, parseAsStringLiteral, useQueryStates } from "nuqs";
+import { useEffect, useMemo, useState } from "react";
+import { ProblemAlert } from "@/components/ui/problem-alert";
+import { buttonClass } from "@/components/ui/styles";
+import { apiFetch } from "@/lib/client/api";
+import type { BulkReleaseResult } from "@/lib/keys/bulk-release-keys";
+import type { KeyView } from "@/lib/keys/present-key";
+import { BulkReleaseDialog, type BulkTarget } from "./bulk-release-dialog";
+import { KeysFilters, KEY_STATES } from "./keys-filters";
+import { KeysEmpty } from "./keys-empty";
+import { KeysTable, rowId } from "./keys-table";
+import { PollControl } from "./poll-control";
+import { usePollInterval } from "./use-poll-interval";
+
+export interface KeyPage {
+  items: KeyView[];
+  nextCursor: string | null;
+}
+
+export const PAGE_SIZE = 50;
+
+const filterParsers = {
+  state: parseAsStringLiteral(KEY_STATES),
+  tool: parseAsString,
+  scope: parseAsString,
+  prefix: parseAsString,
+  /** the cursors of the pages before this one: Previous pops, Next pushes */
+  after: parseAsArrayOf(parseAsString).withDefault([]),
+};
+
+export function keysSearch(f: { state?: string | null; tool?: string | null; scope?: string | null; prefix?: string | null }, extra: Record<string, string> = {}) {
+  const params = new URLSearchParams();
+  for (const [k, v] of Object.entries({ state: f.state, tool: f.tool, scope: f.scope, prefix: f.prefix, ...extra })) {
+    if (v) params.set(k, v);
+  }
+  return params.toString();
+}
+
+/** The keys list: filters in the URL, polling the operator chose, cursor pages, bulk release. */
+export function KeysView({ tools, canRelease, gatewayExample }: { tools: string[]; canRelease: boolean; gatewayExample: string }) {
+  const [filters, setFilters] = useQueryStates(filterParsers);
+  const { state, tool, scope, prefix, after } = filters;
+  const cursor = after.length > 0 ? after[after.length - 1] : null;
+  const [pollMs, setPollMs] = usePollInterval();
+  const queryClient = useQueryClient();
+
+  const search = keysSearch(filters, { limit: String(PAGE_SIZE), ...(cursor ? { cursor } : {}) });
+  const query = useQuery({
+    queryKey: ["keys", search],
+    queryFn: ({ signal }) => apiFetch<KeyPage>(`/api/v1/keys?${search}`, { signal }),
+    // the last page stays on screen while the next one loads
+    placeholderData: keepPreviousData,
+    // React Query never starts an interval refetch while one is still in flight
+    refetchInterval: pollMs > 0 ? pollMs : false,
+    refetchIntervalInBackground: false,
+  });
+
+  const [selected, setSelected] = useState<Map<string, { scope: string; key: string }>>(new Map());
+  const [bulk, setBulk] = useState<BulkTarget | null>(null);
+  const [result, setResult] = useState<BulkReleaseResult | null>(null);
+  const filterKey = keysSearch(filters);
+  useEffect(() => setSelected(new Map()), [filterKey, cursor]);
+
+  const items = useMemo(() => query.data?.items ?? [], [query.data]);
+  // selection only holds rows still releasable on this page
+  const releasable = useMemo(() => new Set(items.filter((k) => k.state === "stuck" || k.state === "inflight").map(rowId)), [items]);
+  const selectedNow = [...selected.entries()].filter(([id]) => releasable.has(id)).map(([, v]) => v);
+  const hasFilters = Boolean(state || tool || scope || prefix);
+
+  const toggle = (k: KeyView) =>
+    setSelected((prev) => {
+      const next = new Map(prev);
+      if (next.has(rowId(k))) next.delete(rowId(k));
+      else next.set(rowId(k), { scope: k.scope, key: k.key });
+      return next;
+    });
+  const toggleAll = (on: boolean) =>
+    setSelected(on ? new Map(items.filter((k) => releasable.has(rowId(k))).map((k) => [rowId(k), { scope: k.scope, key: k.key }])) : new Map());
+
+  return (
+    <div className="space-y-4">
+      <div className="flex flex-wrap items-end justify-between gap-4">
+        <div>
+          <h1 className="text-xl font-semibold tracking-tight">Keys</h1>
+          <p className="mt-1 text-muted">Every idempotency key the gateway holds, newest first. Payloads are only shown on a key&apos;s own page.</p>
+        </div>
+        <PollControl value={pollMs} onChange={setPollMs} fetching={query.isFetching} />
+      </div>
+
+      <KeysFilters
+        tools={tools}
+        state={state}
+        tool={tool}
+        scope={scope}
+        prefix={prefix}
+        onChange={(patch) => void setFilters({ ...patch, after: null })}
+        onClear={() => void setFilters({ state: null, tool: null, scope: null, prefix: null, after: null })}
+      />
+
+      {canRelease && (
+        <div className="flex flex-wrap items-center gap-2" data-testid="bulk-actions">
+          <button type="button" className={buttonClass("secondary")} disabled={selectedNow.length === 0} onClick={() => setBulk({ mode: "selected", keys: selectedNow })} data-testid="release-selected">
+            Release selected{selectedNow.length > 0 ? ` (${selectedNow.length})` : ""}
+          </button>
+          {(state === null || state === "stuck") && (
+            <button type="button" className={buttonClass("secondary")} onClick={() => setBulk({ mode: "filter", filter: { tool, scope, prefix } })} data-testid="release-all-stuck">
+              Release all stuck matching this filter
+            </button>
+          )}
+          <span className="text-xs text-muted">Release deletes the reservation so the next retry runs the tool again.</span>
+        </div>
+      )}
+
+      {result && (
+        <div role="status" data-testid="bulk-result" className="flex items-start justify-between gap-4 rounded-lg border border-line bg-surface px-4 py-3 text-[13px]">
+          <div>
+            <p>
+              <strong data-testid="bulk-released">{result.released}</strong> released,{" "}
+              <strong data-testid="bulk-refused">{result.refused.length}</strong> refused
+              {result.more && " — more keys matched than one request releases; run it again"}.
+            </p>
+            {result.refused.length > 0 && (
+              <ul className="mt-1 list-disc pl-5 text-muted">
+                {result.refused.slice(0, 10).map((r) => (
+                  <li key={`${r.scope}/${r.key}`}>
+                    <span className="font-mono text-[12px]">{r.key}</span> ({r.scope}): {r.reason}
+                  </li>
+                ))}
+                {result.refused.length > 10 && <li>and {result.refused.length - 10} more</li>}
+              </ul>
+            )}
+          </div>
+          <button type="button" className={buttonClass("ghost", "sm")} onClick={() => setResult(null)} aria-label="Dismiss">
+            Dismiss
+          </button>
+        </div>
+      )}
+
+      {query.error && <ProblemAlert error={query.error} testId="keys-error" />}
+
+      {query.isPending ? (
+        <KeysTable.Skeleton />
+      ) : items.length === 0 && !cursor ? (
+        <KeysEmpty filtered={hasFilters} gatewayExample={gatewayExample} onClear={() => void setFilters({ state: null, tool: null, scope: null, prefix: null, after: null })} />
+      ) : (
+        <KeysTable
+          items={items}
+          nowMs={query.dataUpdatedAt || Date.now()}
+          selectable={canRelease}
+          selected={selected}
+          releasable={releasable}
+          onToggle={toggle}
+          onToggleAll={toggleAll}
+          stale={query.isPlaceholderData}
+        />
+      )}
+
+      <nav aria-label="Pages" className="flex items-center justify-between gap-3">
+        <span className="text-xs text-muted" data-testid="page-number">
+          Page {after.length + 1}
+          {items.length > 0 && ` · ${items.length} key${items.length === 1 ? "" : "s"}`}
+        </span>
+        <div className="flex gap-2">
+          <button
+            type="button"
+            className={buttonClass("secondary", "sm")}
+            disabled={after.length === 0}
+            onClick={() => void setFilters({ after: after.length > 1 ? after.slice(0, -1) : null }, { history: "push" })}
+            data-testid="page-previous"
+          >
+            ← Previous
+          </button>
+          <button
+            type="button"
+            className={buttonClass("secondary", "sm")}
+            disabled={!query.data?.nextCursor || query.isPlaceholderData}
+            onClick={() => query.data?.nextCursor && void setFilters({ after: [...after, query.data.nextCursor] }, { history: "push" })}
+            data-testid="page-next"
+          >
+            Next →
+          </button>
+        </div>
+      </nav>
+
+      {bulk && (
+        <BulkReleaseDialog
+          target={bulk}
+          onClose={() => setBulk(null)}
+          onDone={(r) => {
+            setBulk(null);
+            setResult(r);
+            setSelected(new Map());
+            void queryClient.invalidateQueries({ queryKey: ["keys"] });
+          }}
+        />
+      )}
+    </div>
+  );
+}

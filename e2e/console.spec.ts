@@ -1,0 +1,414 @@
+import { expect, test, type APIRequestContext, type Page, type TestInfo } from "@playwright/test";
+import { seededCredentials, signIn, signInAsOperator, VIEWER } from "./auth";
+
+// The operator console against each server (projects "embedded" and "servers"). The e2e servers run
+// the demo tools with a 3 s lease (IDEMGATE_DEMO_LEASE_MS), so a simulated crash is stuck within seconds.
+
+const RUN = Date.now().toString(36);
+let seq = 0;
+const newKey = (label: string) => `e2e-${RUN}-${label}-${++seq}`;
+
+function shot(page: Page, testInfo: TestInfo, name: string) {
+  return page.screenshot({ path: `e2e/screenshots/console-${name}-${testInfo.project.name}.png`, fullPage: true, animations: "disabled" });
+}
+
+async function invoke(request: APIRequestContext, token: string, tool: string, key: string | null, args: unknown, session?: string) {
+  return request.post(`/api/v1/tools/${tool}/invoke`, {
+    headers: {
+      Authorization: `Bearer ${token}`,
+      ...(key ? { "Idempotency-Key": key } : {}),
+      ...(session ? { "Idemgate-Session": session } : {}),
+    },
+    data: args,
+  });
+}
+
+const charge = (customerId: string, extra: Record<string, unknown> = {}) => ({ customerId, amountCents: 1999, currency: "EUR", ...extra });
+const crash = { simulate: { outcome: "crash_after_effect" } };
+
+async function chargesOf(request: APIRequestContext, token: string, customerId: string): Promise<number> {
+  const res = await invoke(request, token, "payments.list_charges", null, { customerId });
+  expect(res.status()).toBe(200);
+  return ((await res.json()) as { charges: unknown[] }).charges.length;
+}
+
+/** Keys in one state, counted through the admin API with the page's session (all pages). */
+async function apiCount(page: Page, state: string): Promise<number> {
+  let n = 0;
+  let cursor: string | null = null;
+  do {
+    const res = await page.request.get(`/api/v1/keys?state=${state}&limit=500${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`);
+    expect(res.status()).toBe(200);
+    const body = (await res.json()) as { items: unknown[]; nextCursor: string | null };
+    n += body.items.length;
+    cursor = body.nextCursor;
+  } while (cursor);
+  return n;
+}
+
+async function keyState(page: Page, key: string): Promise<string> {
+  const res = await page.request.get(`/api/v1/keys/demo/${encodeURIComponent(key)}`);
+  return ((await res.json()) as { state: string }).state;
+}
+
+/** A crashed call: the side effect happened, the key stays inflight until its lease passes. */
+async function crashedKey(request: APIRequestContext, token: string, key: string, customerId: string) {
+  const res = await invoke(request, token, "payments.charge", key, charge(customerId, crash));
+  expect(res.status()).toBe(500);
+}
+
+const keyUrl = (key: string) => `/keys/demo/${encodeURIComponent(key)}`;
+
+test.describe.configure({ mode: "serial" });
+
+test("sign-in refuses wrong credentials readably, then returns to the page asked for", async ({ page }, testInfo) => {
+  const creds = seededCredentials(testInfo);
+
+  await page.goto("/keys?state=done");
+  await expect(page).toHaveURL(/\/login\?next=%2Fkeys%3Fstate%3Ddone$/);
+  await page.getByLabel("Email").fill(creds.email);
+  await page.getByLabel("Password").fill("not-the-password");
+  await page.getByRole("button", { name: "Sign in" }).click();
+  await expect(page.getByTestId("login-error")).toHaveText("That email and password do not match an active account.");
+  await shot(page, testInfo, "login-error");
+
+  // an off-site ?next= is ignored
+  await page.goto("/login?next=https%3A%2F%2Fevil.example%2F");
+  await page.getByLabel("Email").fill(creds.email);
+  await page.getByLabel("Password").fill(creds.password);
+  await page.getByRole("button", { name: "Sign in" }).click();
+  await expect(page).toHaveURL(/127\.0\.0\.1:\d+\/$/);
+  await expect(page.getByTestId("signed-in-as")).toContainText(creds.email);
+  await expect(page.getByTestId("operator-role")).toHaveText("operator");
+
+  // a signed-in operator asked to sign in goes where they wanted to be
+  await page.goto("/login?next=%2Fkeys%3Fstate%3Ddone");
+  await expect(page).toHaveURL(/\/keys\?state=done$/);
+});
+
+test("repeated failed sign-ins for one email are slowed down with a readable message", async ({ page }, testInfo) => {
+  const email = `nobody-${RUN}-${testInfo.project.name}@example.com`;
+  await page.goto("/login");
+  for (let i = 0; i < 10; i++) {
+    await page.getByLabel("Email").fill(email);
+    await page.getByLabel("Password").fill(`wrong-${i}`);
+    await page.getByRole("button", { name: "Sign in" }).click();
+    // the form is reset once the server has answered
+    await expect(page.getByLabel("Password")).toHaveValue("");
+    await expect(page.getByTestId("login-error")).toHaveText(/do not match/);
+  }
+  await page.getByLabel("Password").fill("wrong-again");
+  await page.getByRole("button", { name: "Sign in" }).click();
+  await expect(page.getByTestId("login-error")).toHaveText(/Too many failed sign-ins for this email\. Try again in \d+ minutes?\./);
+});
+
+test("the overview's counts match the key store", async ({ page, request }, testInfo) => {
+  const { apiToken } = await signInAsOperator(page, testInfo);
+  const customer = `cus-overview-${RUN}`;
+  for (let i = 0; i < 3; i++) expect((await invoke(request, apiToken, "payments.charge", newKey("overview"), charge(customer))).status()).toBe(200);
+  await crashedKey(request, apiToken, newKey("overview-crash"), customer);
+
+  // keys change state on their own (leases pass), so compare one consistent reading, retrying if one moved
+  await expect(async () => {
+    await page.goto("/");
+    const shown: Record<string, number> = {};
+    for (const state of ["inflight", "stuck", "done", "expired"]) {
+      shown[state] = Number(await page.getByTestId(`count-${state}`).getAttribute("data-count"));
+    }
+    const actual: Record<string, number> = {};
+    for (const state of ["inflight", "stuck", "done", "expired"]) actual[state] = await apiCount(page, state);
+    expect(shown).toEqual(actual);
+    expect(shown.done).toBeGreaterThanOrEqual(3);
+  }).toPass({ timeout: 20_000 });
+
+  const row = page.getByTestId("activity-payments.charge");
+  await expect(row).toBeVisible();
+  expect(Number(await row.getByTestId("executions").textContent())).toBeGreaterThanOrEqual(4);
+  await expect(page.getByTestId("open-anomalies")).toBeVisible();
+  await expect(page.getByTestId("overview-keystore-status")).toHaveText("Reachable");
+
+  await page.getByTestId("count-done").click();
+  await expect(page).toHaveURL(/\/keys\?state=done$/);
+  await expect(page.getByTestId("filter-state")).toHaveValue("done");
+  await page.goto("/");
+  await shot(page, testInfo, "overview");
+});
+
+test("keys can be filtered by state, tool and key prefix, all in the URL", async ({ page, request }, testInfo) => {
+  const { apiToken } = await signInAsOperator(page, testInfo);
+  const prefix = `e2e-${RUN}-filter-`;
+  for (let i = 0; i < 2; i++) expect((await invoke(request, apiToken, "payments.charge", `${prefix}charge-${i}`, charge(`cus-filter-${RUN}`))).status()).toBe(200);
+  expect((await invoke(request, apiToken, "tickets.create", `${prefix}ticket`, { title: "printer on fire" })).status()).toBe(200);
+
+  await page.goto("/keys");
+  await expect(page.getByTestId("key-row").first()).toBeVisible();
+
+  await page.getByTestId("filter-state").selectOption("done");
+  await expect(page).toHaveURL(/state=done/);
+  // the previous rows stay (dimmed) until the filtered page arrives
+  await expect(page.getByTestId("keys-table")).not.toHaveAttribute("aria-busy", "true");
+  await expect(page.locator('[data-testid="key-row"][data-state="done"]').first()).toBeVisible();
+  await expect(page.locator('[data-testid="key-row"]:not([data-state="done"])')).toHaveCount(0);
+
+  await page.getByTestId("filter-prefix").fill(prefix);
+  await expect(page).toHaveURL(new RegExp(`prefix=${prefix}`));
+  await expect(page.getByTestId("key-row")).toHaveCount(3);
+
+  await page.getByTestId("filter-tool").selectOption("payments.charge");
+  await expect(page).toHaveURL(/tool=payments\.charge/);
+  await expect(page.getByTestId("key-row")).toHaveCount(2);
+  await expect(page.getByTestId("keys-table")).not.toContainText("tickets.create");
+
+  // the URL alone reproduces the view
+  await page.reload();
+  await expect(page.getByTestId("filter-tool")).toHaveValue("payments.charge");
+  await expect(page.getByTestId("filter-prefix")).toHaveValue(prefix);
+  await expect(page.getByTestId("key-row")).toHaveCount(2);
+  await shot(page, testInfo, "keys-filtered");
+
+  await page.getByTestId("filter-prefix").fill(`${prefix}nothing-like-this`);
+  await expect(page.getByTestId("keys-empty")).toContainText("No keys match these filters.");
+});
+
+test("a key's page shows its record, stored result and one timeline", async ({ page, request }, testInfo) => {
+  const { apiToken } = await signInAsOperator(page, testInfo);
+  const key = newKey("timeline");
+  const args = charge(`cus-timeline-${RUN}`);
+  expect((await invoke(request, apiToken, "payments.charge", key, args, "run-a")).status()).toBe(200);
+  const replay = await invoke(request, apiToken, "payments.charge", key, args, "run-b");
+  expect(replay.headers()["idempotent-replayed"]).toBe("true");
+
+  await page.goto(`/keys?prefix=${encodeURIComponent(key)}`);
+  await page.getByRole("link", { name: key }).click();
+  await expect(page).toHaveURL(new RegExp(`/keys/demo/${key}$`));
+  await expect(page.getByTestId("key-state")).toHaveText("done");
+  await expect(page.getByTestId("key-record")).toContainText("payments.charge");
+  await expect(page.getByTestId("key-result")).toContainText('"amountCents": 1999');
+
+  const timeline = page.getByTestId("timeline");
+  await expect(timeline.locator('[data-type="intent"]')).toHaveCount(1);
+  await expect(timeline.locator('[data-type="outcome"]')).toContainText("succeeded");
+  const suppression = timeline.locator('[data-type="suppression"]');
+  await expect(suppression).toHaveCount(1);
+  await expect(suppression).toContainText(/Duplicate suppressed \(replay\) [\d.]+ (ms|s) after the original/);
+  await expect(suppression).toContainText("session run-b");
+  await expect(suppression).toContainText("another session than the original");
+  // done keys have nothing to release
+  await expect(page.getByTestId("release-button")).toHaveCount(0);
+  await shot(page, testInfo, "key-detail");
+});
+
+test("a crashed call shows up stuck; releasing it lets the retry run exactly once", async ({ page, request }, testInfo) => {
+  const { apiToken } = await signInAsOperator(page, testInfo);
+  const key = newKey("stuck");
+  const customer = `cus-stuck-${RUN}`;
+  const args = charge(customer);
+  await crashedKey(request, apiToken, key, customer);
+  expect(await chargesOf(request, apiToken, customer)).toBe(1);
+  // while the lease runs the retry is told to wait, then an operator must decide
+  expect((await invoke(request, apiToken, "payments.charge", key, { ...args, ...crash })).status()).toBe(409);
+
+  await page.goto(`/keys?state=stuck&prefix=${encodeURIComponent(key)}`);
+  await expect(page.locator(`[data-testid="key-row"][data-key="${key}"]`)).toHaveAttribute("data-state", "stuck", { timeout: 15_000 });
+  await page.getByRole("link", { name: key }).click();
+  await expect(page.getByTestId("key-state")).toHaveText("stuck");
+
+  await page.getByTestId("release-button").click();
+  const dialog = page.getByTestId("release-dialog");
+  await expect(dialog).toBeVisible();
+  await expect(dialog.getByTestId("confirm-release")).toBeDisabled();
+  await dialog.getByTestId("reason-input").fill("PSP shows no charge for this order (e2e)");
+  await dialog.getByTestId("confirm-release").click();
+  await expect(dialog).toBeHidden();
+  await expect(page.getByTestId("key-state")).toHaveText("absent");
+  await expect(page.getByTestId("timeline").locator('[data-type="operator"]')).toContainText("PSP shows no charge for this order (e2e)");
+  await expect(page.getByTestId("timeline").locator('[data-type="operator"]')).toContainText("stuck → absent");
+
+  // the retry runs the tool once more, and only once
+  const retry = await invoke(request, apiToken, "payments.charge", key, { ...args, ...crash, simulate: { outcome: "ok" } });
+  expect(retry.status()).toBe(200);
+  expect(await chargesOf(request, apiToken, customer)).toBe(2);
+  const again = await invoke(request, apiToken, "payments.charge", key, { ...args, ...crash, simulate: { outcome: "ok" } });
+  expect(again.headers()["idempotent-replayed"]).toBe("true");
+  expect(await chargesOf(request, apiToken, customer)).toBe(2);
+
+  await page.reload();
+  await expect(page.getByTestId("key-state")).toHaveText("done");
+  await expect(page.getByTestId("timeline").locator('[data-type="intent"]')).toHaveCount(2);
+  await shot(page, testInfo, "key-released");
+});
+
+test("resolving a stuck key stores the operator's result, validated first", async ({ page, request }, testInfo) => {
+  const { apiToken } = await signInAsOperator(page, testInfo);
+  const key = newKey("resolve");
+  const customer = `cus-resolve-${RUN}`;
+  await crashedKey(request, apiToken, key, customer);
+  await expect.poll(() => keyState(page, key), { timeout: 15_000 }).toBe("stuck");
+
+  await page.goto(keyUrl(key));
+  await expect(page.getByTestId("key-state")).toHaveText("stuck");
+  await page.getByTestId("resolve-button").click();
+  const dialog = page.getByTestId("resolve-dialog");
+  await dialog.getByTestId("reason-input").fill("charge ch_manual found in the PSP dashboard");
+  await dialog.getByTestId("result-input").fill("{ chargeId: oops");
+  await dialog.getByTestId("confirm-resolve").click();
+  await expect(dialog.getByTestId("result-error")).toContainText("Not valid JSON");
+  await expect(dialog).toBeVisible();
+
+  await dialog.getByTestId("result-input").fill('{ "chargeId": "ch_manual", "amountCents": 1999 }');
+  await dialog.getByTestId("status-input").fill("201");
+  await shot(page, testInfo, "resolve-dialog");
+  await dialog.getByTestId("confirm-resolve").click();
+  await expect(dialog).toBeHidden();
+  await expect(page.getByTestId("key-state")).toHaveText("done");
+  await expect(page.getByTestId("key-result")).toContainText("ch_manual");
+  await expect(page.getByTestId("key-result")).toContainText("HTTP 201");
+
+  const replay = await invoke(request, apiToken, "payments.charge", key, charge(customer, crash));
+  expect(replay.status()).toBe(201);
+  expect(replay.headers()["idempotent-replayed"]).toBe("true");
+  expect(await replay.json()).toEqual({ chargeId: "ch_manual", amountCents: 1999 });
+});
+
+test("bulk release: the selected keys, then every stuck key matching the filter", async ({ page, request }, testInfo) => {
+  const { apiToken } = await signInAsOperator(page, testInfo);
+  const prefix = `e2e-${RUN}-bulk-`;
+  const keys = [`${prefix}a`, `${prefix}b`, `${prefix}c`];
+  for (const key of keys) await crashedKey(request, apiToken, key, `cus-bulk-${RUN}`);
+  for (const key of keys) await expect.poll(() => keyState(page, key), { timeout: 15_000 }).toBe("stuck");
+
+  await page.goto(`/keys?state=stuck&prefix=${encodeURIComponent(prefix)}`);
+  await expect(page.getByTestId("key-row")).toHaveCount(3);
+  await page.locator(`[data-testid="key-row"][data-key="${keys[0]}"]`).getByTestId("row-select").check();
+  await page.getByTestId("release-selected").click();
+  let dialog = page.getByTestId("bulk-release-dialog");
+  await expect(dialog.getByTestId("bulk-release-count")).toHaveText("1 selected key");
+  await dialog.getByTestId("reason-input").fill("bulk e2e: selected");
+  await dialog.getByTestId("confirm-release").click();
+  await expect(page.getByTestId("bulk-released")).toHaveText("1");
+  await expect(page.getByTestId("bulk-refused")).toHaveText("0");
+  await expect(page.getByTestId("key-row")).toHaveCount(2);
+
+  await page.getByTestId("release-all-stuck").click();
+  dialog = page.getByTestId("bulk-release-dialog");
+  await expect(dialog.getByTestId("bulk-release-count")).toHaveText("2 stuck keys");
+  await expect(dialog).toContainText(`keys starting with "${prefix}"`);
+  await dialog.getByTestId("reason-input").fill("bulk e2e: all matching");
+  await shot(page, testInfo, "bulk-release-dialog");
+  await dialog.getByTestId("confirm-release").click();
+  await expect(page.getByTestId("bulk-released")).toHaveText("2");
+  await expect(page.getByTestId("keys-empty")).toBeVisible();
+  for (const key of keys) expect(await keyState(page, key)).toBe("absent");
+});
+
+test("a viewer sees no release or resolve controls, and a forged release is refused with 403", async ({ page, request }, testInfo) => {
+  const { apiToken } = seededCredentials(testInfo);
+  const key = newKey("viewer");
+  await crashedKey(request, apiToken, key, `cus-viewer-${RUN}`);
+
+  await signIn(page, VIEWER);
+  await expect(page.getByTestId("operator-role")).toHaveText("viewer");
+  await expect.poll(() => keyState(page, key), { timeout: 15_000 }).toBe("stuck");
+
+  await page.goto(`/keys?prefix=${encodeURIComponent(key)}`);
+  await expect(page.getByTestId("key-row")).toHaveCount(1);
+  await expect(page.getByTestId("bulk-actions")).toHaveCount(0);
+  await expect(page.getByTestId("row-select")).toHaveCount(0);
+
+  await page.goto(keyUrl(key));
+  await expect(page.getByTestId("key-state")).toHaveText("stuck");
+  await expect(page.getByTestId("release-button")).toHaveCount(0);
+  await expect(page.getByTestId("resolve-button")).toHaveCount(0);
+  await shot(page, testInfo, "viewer-key");
+
+  const origin = new URL(page.url()).origin;
+  const forged = await page.request.post(`/api/v1/keys/demo/${encodeURIComponent(key)}/release`, { headers: { Origin: origin }, data: { reason: "forged by a viewer" } });
+  expect(forged.status()).toBe(403);
+  expect((await forged.json()).detail).toMatch(/viewer role may not release/);
+  const forgedBulk = await page.request.post("/api/v1/keys/bulk-release", { headers: { Origin: origin }, data: { reason: "forged", filter: {} } });
+  expect(forgedBulk.status()).toBe(403);
+  expect(await keyState(page, key)).toBe("stuck");
+});
+
+test("the audit trail shows who did what, why, before and after, filtered by action", async ({ page, request }, testInfo) => {
+  const { apiToken, email } = await signInAsOperator(page, testInfo);
+  const key = newKey("audit");
+  await crashedKey(request, apiToken, key, `cus-audit-${RUN}`);
+  const reason = `audit e2e ${RUN}: no charge at the PSP`;
+  const origin = new URL(page.url()).origin;
+  const res = await page.request.post(`/api/v1/keys/demo/${encodeURIComponent(key)}/release`, { headers: { Origin: origin }, data: { reason } });
+  expect(res.status()).toBe(200);
+
+  await page.goto("/audit");
+  const row = page.getByTestId("audit-row").filter({ hasText: reason });
+  await expect(row).toHaveCount(1);
+  await expect(row).toHaveAttribute("data-actor", email);
+  await expect(row).toContainText("inflight → absent");
+  await expect(row.getByRole("link", { name: key })).toHaveAttribute("href", keyUrl(key));
+
+  await page.getByTestId("audit-filter-action").selectOption("release");
+  await page.getByTestId("audit-apply").click();
+  await expect(page).toHaveURL(/action=release/);
+  for (const action of await page.getByTestId("audit-row").evaluateAll((rows) => rows.map((r) => r.getAttribute("data-action")))) expect(action).toBe("release");
+  await expect(page.getByTestId("audit-row").filter({ hasText: reason })).toHaveCount(1);
+  await shot(page, testInfo, "audit");
+});
+
+test("polling never overlaps requests and keeps the rows on screen while the next answer loads", async ({ page }, testInfo) => {
+  await signInAsOperator(page, testInfo);
+  await page.goto("/keys");
+  await expect(page.getByTestId("key-row").first()).toBeVisible();
+
+  let inFlight = 0;
+  let maxInFlight = 0;
+  let requests = 0;
+  await page.route(/\/api\/v1\/keys\?/, async (route) => {
+    requests++;
+    inFlight++;
+    maxInFlight = Math.max(maxInFlight, inFlight);
+    await new Promise((r) => setTimeout(r, 3_000)); // slower than the 2 s interval
+    try {
+      await route.continue();
+    } finally {
+      inFlight--;
+    }
+  });
+  await page.getByTestId("poll-interval").getByText("2s").click();
+  await page.waitForTimeout(7_500);
+  expect(requests).toBeGreaterThanOrEqual(2);
+  expect(maxInFlight).toBe(1);
+  await expect(page.getByTestId("key-row").first()).toBeVisible();
+  // the choice survives a reload (localStorage)
+  await page.unroute(/\/api\/v1\/keys\?/);
+  await page.reload();
+  await expect(page.getByTestId("poll-interval").getByRole("radio", { name: "2s" })).toBeChecked();
+  await page.getByTestId("poll-interval").getByText("Off").click();
+});
+
+test("on a narrow window in dark mode the nav folds into a menu and the table scrolls", async ({ page }, testInfo) => {
+  await page.setViewportSize({ width: 390, height: 800 });
+  await page.emulateMedia({ colorScheme: "dark" });
+  await signInAsOperator(page, testInfo);
+  await page.goto("/keys");
+  await expect(page.getByTestId("key-row").first()).toBeVisible();
+  await expect(page.getByRole("navigation", { name: "Console", exact: true })).toBeHidden();
+  const scrolls = await page.getByTestId("keys-table").evaluate((t) => t.parentElement!.scrollWidth > t.parentElement!.clientWidth);
+  expect(scrolls).toBe(true);
+  await page.getByText("Menu", { exact: true }).click();
+  await expect(page.getByRole("navigation", { name: "Console (menu)" }).getByRole("link", { name: "Audit trail" })).toBeVisible();
+  await shot(page, testInfo, "narrow-dark");
+  await page.getByRole("navigation", { name: "Console (menu)" }).getByRole("link", { name: "Audit trail" }).click();
+  await expect(page).toHaveURL(/\/audit$/);
+  await expect(page.getByRole("navigation", { name: "Console (menu)" })).toBeHidden();
+});
+
+test("signing out ends the session for pages and the API", async ({ page }, testInfo) => {
+  await signInAsOperator(page, testInfo);
+  await page.goto("/audit");
+  await page.getByTestId("sign-out").click();
+  await expect(page).toHaveURL(/\/login$/);
+  await shot(page, testInfo, "signed-out");
+  await page.goto("/keys");
+  await expect(page).toHaveURL(/\/login\?next=%2Fkeys$/);
+  expect((await page.request.get("/api/v1/keys")).status()).toBe(401);
+});

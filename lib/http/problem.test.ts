@@ -1,0 +1,36 @@
+import { describe, expect, it, vi } from "vitest";
+import { ConflictError, InvalidArgumentsError, UnknownToolError } from "@/lib/idempotency/errors";
+import type { KeyRecord } from "@/lib/idempotency/record";
+import { errorResponse } from "./problem";
+
+/** An error as another bundle's copy of the classes throws it: same fields, different prototype chain. */
+function foreign<T extends Error>(err: T): Error {
+  return Object.assign(new Error(err.message), { ...err });
+}
+
+describe("errorResponse", () => {
+  it("maps an engine error from another module copy by its code (instrumentation opens the runtime)", async () => {
+    const original = new InvalidArgumentsError("invalid arguments for t: a: required", [{ path: "a", message: "required" }]);
+    const res = errorResponse(foreign(original), "/x");
+    expect(res.status).toBe(400);
+    expect(await res.json()).toMatchObject({ type: "/problems/invalid_arguments", status: 400, errors: [{ path: "a" }], instance: "/x" });
+    expect(errorResponse(foreign(new UnknownToolError("nope"))).status).toBe(404);
+  });
+
+  it("keeps the record and Retry-After of a foreign conflict", async () => {
+    const record = { scope: "s", key: "k", tool: "t", createdAtMs: 0, leaseUntilMs: Date.now() + 5_000, status: "inflight" } as unknown as KeyRecord;
+    const res = errorResponse(foreign(new ConflictError(record, 2_500)));
+    expect(res.status).toBe(409);
+    expect(res.headers.get("retry-after")).toBe("3");
+    expect(await res.json()).toMatchObject({ key: "k", tool: "t" });
+  });
+
+  it("answers 500 without details for anything else, including errors with foreign codes", async () => {
+    const logged = vi.spyOn(console, "error").mockImplementation(() => {});
+    const res = errorResponse(Object.assign(new Error("connect ECONNREFUSED"), { code: "ECONNREFUSED" }));
+    expect(logged).toHaveBeenCalledOnce();
+    logged.mockRestore();
+    expect(res.status).toBe(500);
+    expect((await res.json()).detail).not.toContain("ECONNREFUSED");
+  });
+});
