@@ -14,6 +14,13 @@ export interface ProblemDoc {
   retry: "yes" | "after Retry-After" | "no" | "with changes";
 }
 
+export const RETRY_LABELS: Record<ProblemDoc["retry"], string> = {
+  yes: "yes, with the same key",
+  "after Retry-After": "after Retry-After, with the same key",
+  no: "no",
+  "with changes": "only after fixing the request",
+};
+
 const TEXT: Record<string, Omit<ProblemDoc, "code" | "status" | "title">> = {
   missing_key: {
     happened: "A write tool was called without an Idempotency-Key header, and the tool did not opt into fallback dedupe. Nothing ran.",

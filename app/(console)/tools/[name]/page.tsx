@@ -1,0 +1,275 @@
+import { randomUUID } from "node:crypto";
+import type { Metadata } from "next";
+import Link from "next/link";
+import { notFound } from "next/navigation";
+import clsx from "clsx";
+import { ActivityChart } from "@/components/tools/activity-chart";
+import { GapHistogram } from "@/components/tools/gap-histogram";
+import { InvokeForm } from "@/components/tools/invoke-form";
+import { KeyBadge, KindBadge } from "@/components/tools/kind-badge";
+import { SuppressionLog } from "@/components/tools/suppression-log";
+import { WindowPicker } from "@/components/tools/window-picker";
+import { fmt } from "@/lib/anomalies/retry-gaps";
+import { DEFAULT_WINDOW, getToolStats, isStatsWindow, OUTCOMES, STATS_WINDOWS, type ToolStats } from "@/lib/audit/tool-stats";
+import { requireOperator } from "@/lib/auth/require-operator";
+import { can } from "@/lib/auth/roles";
+import { exampleFromSchema } from "@/lib/docs/json-schema";
+import { formatCount, formatDuration } from "@/lib/format";
+import { getRuntime } from "@/lib/runtime";
+import type { ToolDescription } from "@/lib/tools";
+
+export const dynamic = "force-dynamic";
+
+type Props = { params: Promise<{ name: string }>; searchParams: Promise<{ window?: string | string[] }> };
+
+export async function generateMetadata({ params }: Props): Promise<Metadata> {
+  return { title: decodeURIComponent((await params).name) };
+}
+
+export default async function ToolPage({ params, searchParams }: Props) {
+  const operator = await requireOperator();
+  const name = decodeURIComponent((await params).name);
+  const rawWindow = (await searchParams).window;
+  const window = isStatsWindow(rawWindow) ? rawWindow : DEFAULT_WINDOW;
+  const runtime = await getRuntime();
+  if (!runtime.registry.has(name)) notFound();
+  const tool = runtime.registry.describe(runtime.registry.get(name));
+  const write = tool.kind === "write";
+  const stats = write ? await getToolStats(runtime.db.prisma, { tool: name, windowMs: STATS_WINDOWS[window] }) : null;
+  const basePath = `/tools/${encodeURIComponent(name)}`;
+
+  return (
+    <div className="space-y-6">
+      <div>
+        <nav aria-label="Breadcrumb" className="text-xs text-muted">
+          <Link href="/tools" className="hover:text-fg">
+            Tools
+          </Link>
+          <span className="px-1.5 text-faint">/</span>
+        </nav>
+        <div className="mt-1 flex flex-wrap items-end justify-between gap-4">
+          <div className="min-w-0">
+            <div className="flex flex-wrap items-center gap-2">
+              <h1 className="font-mono text-xl font-semibold tracking-tight">{tool.name}</h1>
+              <KindBadge kind={tool.kind} />
+              {write && <KeyBadge mode={tool.idempotencyKey} />}
+            </div>
+            <p className="mt-1 max-w-3xl text-muted">{tool.description}</p>
+          </div>
+          {write && <WindowPicker basePath={basePath} current={window} />}
+        </div>
+      </div>
+
+      {stats ? (
+        <>
+          <Summary stats={stats} window={window} />
+
+          <Card title="Calls over time" aside={`${formatDuration(stats.bucketMs)} buckets · UTC`}>
+            <div className="px-5 pt-3 pb-4">
+              {stats.totals.executions + stats.totals.suppressions === 0 ? (
+                <p className="py-10 text-center text-[13px] text-muted">No calls to {tool.name} in the last {window}.</p>
+              ) : (
+                <ActivityChart buckets={stats.buckets} bucketMs={stats.bucketMs} />
+              )}
+            </div>
+          </Card>
+
+          <div className="grid gap-6 lg:grid-cols-[3fr_2fr] lg:items-start">
+            <RetryGaps stats={stats} tool={tool} window={window} />
+            <Policy tool={tool} />
+          </div>
+        </>
+      ) : (
+        <div className="grid gap-6 lg:grid-cols-[3fr_2fr] lg:items-start">
+          <Card title="Not gated">
+            <p className="px-5 py-4 text-[13px] text-muted">
+              {tool.name} is a read tool: it has no side effect to protect, so calls never take a key, are never deduplicated and leave
+              no executions or suppressions in the audit log. The form below runs it through the gateway like any caller.
+            </p>
+          </Card>
+          <Policy tool={tool} />
+        </div>
+      )}
+
+      <Card title="Invoke through the gateway" aside={`POST /api/v1/tools/${tool.name}/invoke`} testId="invoke-card">
+        <InvokeForm
+          tool={{ name: tool.name, kind: tool.kind, idempotencyKey: tool.idempotencyKey, fallbackTtlMs: tool.fallbackTtlMs }}
+          exampleArguments={JSON.stringify(exampleFromSchema(tool.argumentsSchema), null, 2)}
+          initialKey={randomUUID()}
+          canInvoke={can(operator.role, "invoke")}
+          role={operator.role}
+        />
+      </Card>
+
+      {stats && (
+        <Card
+          title="Suppression log"
+          aside={stats.suppressionLog.length === 0 ? undefined : `latest ${stats.suppressionLog.length} of ${formatCount(stats.totals.suppressions)} in the last ${window}`}
+        >
+          <SuppressionLog entries={stats.suppressionLog} staleThresholdMs={stats.gaps.staleThresholdMs} />
+        </Card>
+      )}
+    </div>
+  );
+}
+
+function Card({ title, aside, children, testId }: { title: string; aside?: string; children: React.ReactNode; testId?: string }) {
+  return (
+    <section data-testid={testId} className="min-w-0 overflow-hidden rounded-xl border border-line bg-surface shadow-xs">
+      <div className="flex flex-wrap items-baseline justify-between gap-2 border-b border-line px-5 py-3">
+        <h2 className="text-xs font-medium tracking-wide text-muted uppercase">{title}</h2>
+        {aside && <span className="font-mono text-[11.5px] text-faint">{aside}</span>}
+      </div>
+      {children}
+    </section>
+  );
+}
+
+function Stat({ label, value, sub, testId }: { label: string; value: React.ReactNode; sub?: React.ReactNode; testId?: string }) {
+  return (
+    <div data-testid={testId} className="rounded-xl border border-line bg-surface px-4 py-3.5 shadow-xs">
+      <p className="text-xs text-muted">{label}</p>
+      <p className="mt-1 text-2xl font-semibold tracking-tight tabular-nums">{value}</p>
+      {sub && <div className="mt-0.5 text-xs text-muted">{sub}</div>}
+    </div>
+  );
+}
+
+const OUTCOME_TONE: Record<string, string> = {
+  succeeded: "text-ok",
+  failed: "text-bad",
+  final_error: "text-warn",
+  late_completion: "text-warn",
+  released: "text-muted",
+  unknown: "text-muted",
+};
+
+function Summary({ stats, window }: { stats: ToolStats; window: string }) {
+  const { totals } = stats;
+  const calls = totals.executions + totals.suppressions;
+  const rate = calls === 0 ? null : totals.suppressions / calls;
+  return (
+    <div className="grid grid-cols-2 gap-3 lg:grid-cols-4">
+      <Stat label={`Executions · ${window}`} value={formatCount(totals.executions)} sub="side effects run" testId="stat-executions" />
+      <Stat
+        label={`Suppressed · ${window}`}
+        value={formatCount(totals.suppressions)}
+        sub={rate === null ? "no calls" : `${(Math.round(rate * 1000) / 10).toString()}% of calls · ${formatCount(totals.replay)} ${totals.replay === 1 ? "replay" : "replays"}`}
+        testId="stat-suppressions"
+      />
+      <div data-testid="stat-outcomes" className="rounded-xl border border-line bg-surface px-4 py-3.5 shadow-xs">
+        <p className="text-xs text-muted">Outcomes</p>
+        <dl className="mt-1.5 grid grid-cols-2 gap-x-3 gap-y-0.5 text-xs">
+          {OUTCOMES.filter((o) => o !== "released" || stats.outcomes.released > 0).map((o) => (
+            <div key={o} className="flex justify-between gap-2">
+              <dt className="truncate text-muted">{o.replace("_", " ")}</dt>
+              <dd className={clsx("tabular-nums", stats.outcomes[o] > 0 ? OUTCOME_TONE[o] : "text-faint")}>{formatCount(stats.outcomes[o])}</dd>
+            </div>
+          ))}
+        </dl>
+      </div>
+      <Stat
+        label="Duration p50 / p95"
+        value={stats.durationMs.p50 === null ? "—" : formatDuration(stats.durationMs.p50)}
+        sub={stats.durationMs.p95 === null ? "no finished executions" : `p95 ${formatDuration(stats.durationMs.p95)}`}
+        testId="stat-duration"
+      />
+    </div>
+  );
+}
+
+function RetryGaps({ stats, tool, window }: { stats: ToolStats; tool: ToolDescription; window: string }) {
+  const g = stats.gaps;
+  const ttl = g.suggestedTtlMs;
+  const rows: [string, string][] = [
+    ["replays", formatCount(g.samples)],
+    ["p50", g.p50Ms === null ? "—" : fmt(g.p50Ms)],
+    ["p99", g.p99Ms === null ? "—" : fmt(g.p99Ms)],
+    ["p99.9", g.p999Ms === null ? "—" : fmt(g.p999Ms)],
+    ["retry cluster up to", g.retryClusterMaxMs === null ? "—" : fmt(g.retryClusterMaxMs)],
+    ["first genuine repeat", g.firstRepeatGapMs === null ? "none seen" : fmt(g.firstRepeatGapMs)],
+    ["stale threshold", fmt(g.staleThresholdMs)],
+  ];
+  return (
+    <Card title="Retry gaps" aside={`replays, last ${window}`} testId="retry-gaps">
+      <div className="space-y-4 px-5 pt-4 pb-5">
+        <div>
+          <p data-testid="suggested-ttl" className="text-[15px] font-semibold tracking-tight">
+            {ttl === null ? "No fallback TTL suggested yet" : `Suggested fallback TTL: ${fmt(ttl)}`}
+            {ttl !== null && tool.fallbackTtlMs !== null && (
+              <span className="ml-2 text-xs font-normal text-muted">configured: {fmt(tool.fallbackTtlMs)}</span>
+            )}
+          </p>
+          <p data-testid="gap-reasoning" className="mt-1 text-[13px] text-muted">
+            {g.reasoning.charAt(0).toUpperCase() + g.reasoning.slice(1)}.
+          </p>
+        </div>
+        {g.samples > 0 ? (
+          <GapHistogram
+            histogram={g.histogram}
+            suggestedTtlMs={ttl}
+            staleThresholdMs={g.staleThresholdMs}
+            labels={{ ttl: ttl === null ? null : fmt(ttl), stale: fmt(g.staleThresholdMs) }}
+          />
+        ) : (
+          <p className="rounded-lg border border-dashed border-line py-8 text-center text-[13px] text-muted">
+            The histogram fills as duplicates arrive: each replay records how long after the original it came.
+          </p>
+        )}
+        <dl data-testid="gap-evidence" className="grid grid-cols-2 gap-x-6 gap-y-1 text-[12.5px] sm:grid-cols-4">
+          {rows.map(([label, value]) => (
+            <div key={label} className="flex flex-col">
+              <dt className="text-xs text-muted">{label}</dt>
+              <dd className="font-medium tabular-nums">{value}</dd>
+            </div>
+          ))}
+        </dl>
+        <p className="text-xs text-faint">
+          {tool.fallbackTtlMs === null
+            ? "This tool takes explicit keys, so its TTL can safely be long. A replay far beyond the retry cluster usually means a caller reuses one key for several actions (per conversation instead of per action)."
+            : "Keyless calls are deduplicated by their arguments for the fallback TTL: long enough to catch the retries, short enough not to swallow a genuine repeat of the same action."}
+          {g.truncated && " Based on the newest 20,000 replays of the window."}
+        </p>
+      </div>
+    </Card>
+  );
+}
+
+function Policy({ tool }: { tool: ToolDescription }) {
+  const write = tool.kind === "write";
+  const rows: [string, React.ReactNode, string][] = write
+    ? [
+        ["Result TTL", formatDuration(tool.ttlMs), "how long a stored result is replayed"],
+        ["Lease", formatDuration(tool.leaseMs), "how long a running call is trusted before it counts as stuck"],
+        ["When stuck", <span key="s" className="font-mono text-[12.5px]">{tool.stuckPolicy}</span>, tool.stuckPolicy === "block" ? "an operator decides: release or resolve" : "the next call runs the side effect again"],
+        [
+          "Fallback dedupe",
+          tool.fallbackTtlMs === null ? "off" : formatDuration(tool.fallbackTtlMs),
+          tool.fallbackTtlMs === null ? "a write without a key is refused (400)" : "keyless calls are deduplicated by their arguments",
+        ],
+        ["Idempotency-Key", tool.idempotencyKey, ""],
+        ["Runs", tool.source === "upstream" ? "upstream (HTTP)" : "in process", ""],
+      ]
+    : [
+        ["Idempotency-Key", "unused", "read tools are never gated"],
+        ["Runs", tool.source === "upstream" ? "upstream (HTTP)" : "in process", ""],
+      ];
+  return (
+    <Card title="Policy" testId="tool-policy">
+      <dl className="divide-y divide-line">
+        {rows.map(([label, value, hint]) => (
+          <div key={label} className="grid grid-cols-[8.5rem_1fr] gap-3 px-5 py-2.5">
+            <dt className="text-muted">{label}</dt>
+            <dd className="min-w-0">
+              <span className="font-medium">{value}</span>
+              {hint && <p className="text-xs text-muted">{hint}</p>}
+            </dd>
+          </div>
+        ))}
+      </dl>
+      <p className="border-t border-line px-5 py-2.5 text-xs text-faint">
+        Set in <code className="font-mono">lib/tools/config.ts</code>.
+      </p>
+    </Card>
+  );
+}

@@ -1,0 +1,68 @@
+import clsx from "clsx";
+import Link from "next/link";
+import type { SuppressionLogEntry } from "@/lib/audit/tool-stats";
+import { fmt } from "@/lib/anomalies/retry-gaps";
+import { keyHref } from "@/lib/client/api";
+import { formatTimestamp } from "@/lib/format";
+
+const KIND_STYLE: Record<string, string> = {
+  replay: "bg-ok-soft text-ok",
+  conflict: "bg-warn-soft text-warn",
+  stuck: "bg-bad-soft text-bad",
+  mismatch: "bg-surface-2 text-fg",
+};
+
+/** The latest suppressions: which duplicate was answered from which record, how late, for which session. */
+export function SuppressionLog({ entries, staleThresholdMs }: { entries: SuppressionLogEntry[]; staleThresholdMs: number }) {
+  if (entries.length === 0) {
+    return <p className="px-5 py-6 text-[13px] text-muted">No duplicates in this window: every call ran its side effect once.</p>;
+  }
+  return (
+    <div className="overflow-x-auto">
+      <table data-testid="suppression-log" className="w-full text-[13px]">
+        <thead>
+          <tr className="border-b border-line text-left text-xs text-muted">
+            <th scope="col" className="px-5 py-2 font-medium">At</th>
+            <th scope="col" className="px-3 py-2 font-medium">Kind</th>
+            <th scope="col" className="px-3 py-2 font-medium">Key</th>
+            <th scope="col" className="px-3 py-2 text-right font-medium">Gap</th>
+            <th scope="col" className="px-5 py-2 font-medium">Session ← original</th>
+          </tr>
+        </thead>
+        <tbody className="divide-y divide-line">
+          {entries.map((s) => {
+            const late = s.kind === "replay" && s.gapMs !== null && s.gapMs > staleThresholdMs;
+            const otherSession = s.originalSession !== null && s.session !== s.originalSession;
+            return (
+              <tr key={s.id} data-testid="suppression-row" data-kind={s.kind}>
+                <td className="px-5 py-2 whitespace-nowrap text-muted tabular-nums">{formatTimestamp(s.at)}</td>
+                <td className="px-3 py-2">
+                  <span className={clsx("inline-flex rounded-full px-2 py-0.5 text-[11px] font-medium", KIND_STYLE[s.kind] ?? KIND_STYLE.mismatch)}>{s.kind}</span>
+                  {s.fallback && (
+                    <span title="answered through a fallback (argument-hash) key" className="ml-1.5 rounded-full bg-warn-soft px-2 py-0.5 text-[11px] font-medium text-warn">
+                      fallback
+                    </span>
+                  )}
+                </td>
+                <td className="max-w-72 px-3 py-2">
+                  <Link href={keyHref(s.scope, s.key)} className="block truncate font-mono text-[12px] text-accent hover:underline" title={`${s.scope} / ${s.key}`}>
+                    <span className="text-faint">{s.scope}/</span>
+                    {s.key}
+                  </Link>
+                </td>
+                <td className={clsx("px-3 py-2 text-right whitespace-nowrap tabular-nums", late ? "font-medium text-warn" : "")}>
+                  {s.gapMs === null ? "—" : fmt(s.gapMs)}
+                  {late && <span className="sr-only"> (beyond the stale threshold)</span>}
+                </td>
+                <td className="px-5 py-2 font-mono text-[12px]">
+                  <span className={otherSession ? "text-warn" : ""}>{s.session ?? "—"}</span>
+                  {s.originalSession !== null && <span className="text-faint"> ← {s.originalSession}</span>}
+                </td>
+              </tr>
+            );
+          })}
+        </tbody>
+      </table>
+    </div>
+  );
+}

@@ -1,0 +1,203 @@
+import { randomUUID } from "node:crypto";
+import { expect, test, type APIRequestContext, type Page, type TestInfo } from "@playwright/test";
+import { seededCredentials, signIn, signInAsOperator, VIEWER } from "./auth";
+
+const CHARGE = "payments.charge";
+
+async function shot(page: Page, testInfo: TestInfo, name: string, dark = false) {
+  const project = testInfo.project.name;
+  // a full-page shot of a scrolled page would paint the sticky header mid-page
+  await page.evaluate(() => window.scrollTo(0, 0));
+  await page.mouse.move(0, 0); // no chart tooltip in the picture
+  await page.screenshot({ path: `e2e/screenshots/${name}-${project}.png`, fullPage: true, animations: "disabled" });
+  if (dark) {
+    await page.emulateMedia({ colorScheme: "dark" });
+    await page.screenshot({ path: `e2e/screenshots/${name}-${project}-dark.png`, fullPage: true, animations: "disabled" });
+    await page.emulateMedia({ colorScheme: "light" });
+  }
+}
+
+function invoke(request: APIRequestContext, token: string, key: string, args: unknown) {
+  return request.post(`/api/v1/tools/${CHARGE}/invoke`, {
+    headers: { Authorization: `Bearer ${token}`, "Idempotency-Key": key, "Idemgate-Session": "e2e-seed" },
+    data: args,
+  });
+}
+
+test("invoking payments.charge twice with one key shows the replay", async ({ page }, testInfo) => {
+  await signInAsOperator(page, testInfo);
+  await page.goto(`/tools/${CHARGE}`);
+
+  const args = page.getByTestId("invoke-arguments");
+  await expect(args).toHaveValue(/"customerId"/); // generated from the JSON Schema
+  const key = page.getByTestId("invoke-key");
+  await expect(key).toHaveValue(/^[0-9a-f-]{36}$/);
+  const first = await key.inputValue();
+  await page.getByTestId("invoke-new-key").click();
+  await expect(key).not.toHaveValue(first);
+  await key.fill(`e2e-form-${randomUUID()}`);
+  await page.getByTestId("invoke-session").fill("e2e-form");
+
+  await page.getByTestId("invoke-submit").click();
+  const response = page.getByTestId("invoke-response");
+  await expect(response).toHaveAttribute("data-status", "200");
+  await expect(response).toHaveAttribute("data-replayed", "false");
+  await expect(page.getByTestId("invoke-headers")).toContainText(`Idempotency-Key: ${await key.inputValue()}`);
+  await expect(page.getByTestId("invoke-headers")).not.toContainText("Idempotent-Replayed");
+  const body = JSON.parse(await page.getByTestId("invoke-body").innerText()) as { chargeId: string };
+  expect(body.chargeId).toMatch(/^ch_/);
+
+  await page.getByTestId("invoke-submit").click();
+  await expect(response).toHaveAttribute("data-replayed", "true");
+  await expect(page.getByTestId("invoke-headers")).toContainText("Idempotent-Replayed: true");
+  await expect(page.getByTestId("invoke-status")).toHaveText("HTTP 200");
+  // the same charge, not a second one
+  expect((JSON.parse(await page.getByTestId("invoke-body").innerText()) as { chargeId: string }).chargeId).toBe(body.chargeId);
+  await expect(page.getByTestId("invoke-history")).toContainText("200");
+
+  // invalid arguments come back as the gateway's own problem, and nothing is reserved
+  await page.getByTestId("invoke-new-key").click();
+  await args.fill('{"customerId": "c1", "amountCents": -5, "currency": "usd"}');
+  await page.getByTestId("invoke-submit").click();
+  await expect(response).toHaveAttribute("data-status", "400");
+  await expect(page.getByTestId("invoke-body")).toContainText("/problems/invalid_arguments");
+  await expect(page.getByTestId("invoke-headers")).toContainText("Content-Type: application/problem+json");
+  await page.getByRole("button", { name: "Reset example" }).click();
+  await page.getByTestId("invoke-submit").click();
+  await expect(response).toHaveAttribute("data-status", "200");
+  await shot(page, testInfo, "tool-invoke");
+});
+
+test("the retry-gap histogram and the suggested TTL follow seeded replays", async ({ page, request }, testInfo) => {
+  const { apiToken } = seededCredentials(testInfo);
+  const args = { customerId: "cus_e2e_gaps", amountCents: 990, currency: "EUR" };
+
+  // a burst of client retries right after the first call …
+  const retried = `e2e-gaps-${randomUUID()}`;
+  expect((await invoke(request, apiToken, retried, args)).status()).toBe(200);
+  for (let i = 0; i < 22; i++) {
+    const res = await invoke(request, apiToken, retried, args);
+    expect(res.headers()["idempotent-replayed"]).toBe("true");
+  }
+  // … and a few duplicates of another action that come much later
+  const late = `e2e-gaps-${randomUUID()}`;
+  expect((await invoke(request, apiToken, late, args)).status()).toBe(200);
+  await new Promise((r) => setTimeout(r, 2_500));
+  for (let i = 0; i < 3; i++) expect((await invoke(request, apiToken, late, args)).headers()["idempotent-replayed"]).toBe("true");
+
+  await signInAsOperator(page, testInfo);
+  await page.goto(`/tools/${CHARGE}?window=1h`);
+  await expect(page.getByTestId("window-picker").getByRole("link", { name: "1h" })).toHaveAttribute("aria-current", "true");
+  await expect(page.getByTestId("gap-histogram")).toBeVisible();
+  await expect(page.getByTestId("gap-histogram").locator(".recharts-bar-rectangle").first()).toBeVisible();
+  await expect(page.getByTestId("suggested-ttl")).toHaveText(/^Suggested fallback TTL: [\d.]+ (ms|s|min|h)/);
+  await expect(page.getByTestId("gap-reasoning")).toContainText("duplicates");
+  await expect(page.getByTestId("gap-evidence")).toContainText("p99.9");
+  await expect(page.getByTestId("activity-chart")).toBeVisible();
+
+  // the suppression log links each duplicate to its key, segments encoded
+  const row = page.getByTestId("suppression-row").filter({ hasText: late }).first();
+  await expect(row).toBeVisible();
+  await expect(row.getByRole("link")).toHaveAttribute("href", `/keys/demo/${encodeURIComponent(late)}`);
+  await shot(page, testInfo, "tool-detail", true);
+
+  await page.getByTestId("window-picker").getByRole("link", { name: "7d" }).click();
+  await expect(page).toHaveURL(/window=7d/);
+  await expect(page.getByTestId("gap-histogram")).toBeVisible();
+});
+
+test("the tools list shows every tool with its policy and links to its page", async ({ page, request }, testInfo) => {
+  const { apiToken } = await signInAsOperator(page, testInfo);
+  const res = await request.get("/api/v1/tools", { headers: { Authorization: `Bearer ${apiToken}` } });
+  const { tools } = (await res.json()) as { tools: { name: string; kind: string }[] };
+  expect(tools.length).toBeGreaterThan(0);
+
+  await page.goto("/tools");
+  await expect(page).toHaveTitle(/Tools · Idemgate/);
+  for (const tool of tools) await expect(page.getByTestId(`tool-row-${tool.name}`)).toBeVisible();
+  const charge = page.getByTestId(`tool-row-${CHARGE}`);
+  await expect(charge).toContainText("1 d"); // the result TTL
+  await expect(charge).toContainText("block");
+  await expect(page.getByTestId("tool-row-tickets.create")).toContainText("1 min"); // its fallback dedupe
+  await shot(page, testInfo, "tools-list");
+
+  await charge.getByRole("link", { name: CHARGE }).click();
+  await expect(page).toHaveURL(new RegExp(`/tools/${CHARGE.replace(".", "\\.")}$`));
+  await expect(page.getByRole("heading", { level: 1 })).toHaveText(CHARGE);
+  await expect(page.getByTestId("tool-policy")).toContainText("Lease");
+});
+
+test("a viewer sees the invoke form disabled, and the console route refuses it", async ({ page }, testInfo) => {
+  await signIn(page, VIEWER);
+  await page.goto(`/tools/${CHARGE}`);
+  await expect(page.getByTestId("invoke-disabled")).toContainText("viewer");
+  await expect(page.getByTestId("invoke-submit")).toBeDisabled();
+  await expect(page.getByTestId("invoke-arguments")).toBeDisabled();
+
+  const res = await page.request.post("/api/v1/console/invoke", {
+    headers: { Origin: new URL(page.url()).origin },
+    data: { tool: CHARGE, scope: "demo", key: randomUUID(), arguments: "{}" },
+  });
+  expect(res.status()).toBe(403);
+  expect((await res.json()).type).toBe("/problems/forbidden");
+  await shot(page, testInfo, "tool-viewer");
+});
+
+test("the console invoke route needs a session and the same origin", async ({ page, request }, testInfo) => {
+  const anonymous = await request.post("/api/v1/console/invoke", { data: { tool: CHARGE, scope: "demo", arguments: "{}" } });
+  expect(anonymous.status()).toBe(401);
+
+  await signInAsOperator(page, testInfo);
+  const crossSite = await page.request.post("/api/v1/console/invoke", {
+    headers: { Origin: "https://evil.example" },
+    data: { tool: CHARGE, scope: "demo", key: randomUUID(), arguments: "{}" },
+  });
+  expect(crossSite.status()).toBe(403);
+
+  const badScope = await page.request.post("/api/v1/console/invoke", {
+    headers: { Origin: new URL(page.url()).origin },
+    data: { tool: CHARGE, scope: "no spaces", key: randomUUID(), arguments: "{}" },
+  });
+  expect(badScope.status()).toBe(400);
+});
+
+test("the API reference documents every tool and the problem types resolve", async ({ page, request }, testInfo) => {
+  const { apiToken } = await signInAsOperator(page, testInfo);
+  const { tools } = (await (await request.get("/api/v1/tools", { headers: { Authorization: `Bearer ${apiToken}` } })).json()) as {
+    tools: { name: string; kind: string; idempotencyKey: string }[];
+  };
+
+  await page.goto("/docs/api");
+  await expect(page).toHaveTitle(/API reference · Idemgate/);
+  await expect(page.getByTestId("openapi-link")).toHaveAttribute("href", "/api/v1/openapi.json");
+  for (const tool of tools) {
+    const section = page.getByTestId(`api-tool-${tool.name}`);
+    await expect(section).toBeVisible();
+    await expect(section).toContainText(`/api/v1/tools/${tool.name}/invoke`);
+    await expect(section.getByTestId("key-requirement")).toHaveText(tool.idempotencyKey);
+    await expect(section.getByTestId("curl-example")).toContainText("$IDEMGATE_TOKEN");
+  }
+  const charge = page.getByTestId(`api-tool-${CHARGE}`);
+  const argument = (name: string) => charge.getByTestId("argument-row").filter({ has: page.getByRole("cell", { name, exact: true }) });
+  await expect(argument("amountCents")).toContainText("required");
+  await expect(argument("amountCents")).toContainText("> 0");
+  await expect(argument("currency")).toContainText("^[A-Z]{3}$");
+  await expect(argument("simulate.outcome")).toContainText("optional");
+  await expect(charge).toContainText("Idempotent-Replayed");
+  await shot(page, testInfo, "api-reference");
+
+  // the `type` of a real error is a page that explains it, without signing in
+  const missingKey = await request.post(`/api/v1/tools/${CHARGE}/invoke`, {
+    headers: { Authorization: `Bearer ${apiToken}` },
+    data: { customerId: "c", amountCents: 1, currency: "USD" },
+  });
+  expect(missingKey.status()).toBe(400);
+  const type = (await missingKey.json()).type as string;
+  expect(type).toBe("/problems/missing_key");
+  const doc = await request.get(type);
+  expect(doc.status()).toBe(200);
+  await page.getByTestId("problem-types").getByRole("link", { name: "/problems/missing_key" }).click();
+  await expect(page.getByTestId("problem-doc")).toContainText("What to do");
+  await expect(page.getByTestId("problem-doc")).toContainText("HTTP 400");
+  await shot(page, testInfo, "problem-type");
+});
