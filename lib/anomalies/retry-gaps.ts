@@ -93,7 +93,7 @@ export function analyzeGaps(gapsMs: readonly number[]): GapAnalysis {
       `a ${Math.round(widest)}× jump: those look like new actions`;
   } else {
     threshold = Math.max(MIN_STALE_THRESHOLD_MS, Math.round(p99 * OUTLIER_FACTOR));
-    reasoning = `all ${n} duplicates form one cluster up to ${fmt(retryMax)}; a replay later than ${OUTLIER_FACTOR}× its p99 would be flagged`;
+    reasoning = `${n === 1 ? "the one duplicate forms" : `all ${n} duplicates form`} one cluster up to ${fmt(retryMax)}; a replay later than ${OUTLIER_FACTOR}× its p99 would be flagged`;
   }
 
   let suggested: number | null = null;

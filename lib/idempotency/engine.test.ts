@@ -338,6 +338,26 @@ describe("engine after the key store lost its data", () => {
     expect(tool.calls).toHaveLength(1);
   });
 
+  it("keeps the result of a call whose reservation vanished while it ran, and replays it", async () => {
+    const s = scope();
+    const tool = countingTool();
+    const gate = deferred();
+    const started = deferred();
+    const held = engine.invoke(charge, async (args, ctx) => {
+      started.resolve();
+      await gate.promise;
+      return tool.run(args, ctx);
+    }, { scope: s, key: "k", args: {} });
+    await started.promise;
+    await t.loseData!();
+    // a retry while it still runs: the log says a call holds the key
+    await expect(engine.invoke(charge, tool.run, { scope: s, key: "k", args: {} })).rejects.toBeInstanceOf(ConflictError);
+    gate.resolve();
+    expect(await held).toMatchObject({ kind: "executed", lateCompletion: false });
+    expect(await engine.invoke(charge, tool.run, { scope: s, key: "k", args: {} })).toMatchObject({ kind: "replayed", body: '{"chargeId":"ch_1"}' });
+    expect(tool.calls).toHaveLength(1);
+  });
+
   it("runs again when the recorded attempt failed or its result expired", async () => {
     const s = scope();
     let n = 0;
