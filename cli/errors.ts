@@ -2,6 +2,7 @@ import { InvalidScopeError } from "@/lib/auth/api-tokens";
 import { OperatorInputError } from "@/lib/auth/operators";
 import { IdemgateApiError } from "@/lib/client";
 import { DataDirLockedError } from "@/lib/db/lock";
+import { isIdemgateError } from "@/lib/idempotency/errors";
 
 /** A mistake the user can fix: shown as one line, no stack trace. */
 export class CliError extends Error {
@@ -20,6 +21,8 @@ const EXPECTED: (new (...args: never[]) => Error)[] = [CliError, DataDirLockedEr
 export function describeError(err: unknown): { text: string; exitCode: number } {
   const exitCode = err instanceof CliError ? err.exitCode : 1;
   if (err instanceof Error && EXPECTED.some((type) => err instanceof type)) return { text: err.message, exitCode };
+  // the engine's refusals (a key that is not stuck, a missing reason) are the user's to fix
+  if (isIdemgateError(err)) return { text: err.message, exitCode };
   // loadConfig reports a bad environment as a readable multi-line message
   if (err instanceof Error && err.message.startsWith("invalid configuration:")) return { text: err.message, exitCode };
   if (err instanceof Error && isConnectionError(err)) return { text: `cannot reach the database: ${err.message}`, exitCode };

@@ -1,5 +1,6 @@
 import { pathToFileURL } from "node:url";
 import { Command, CommanderError } from "commander";
+import { keyCommand } from "./commands/key";
 import { migrateCommand } from "./commands/migrate";
 import { operatorCommand } from "./commands/operator";
 import { reconcileCommand } from "./commands/reconcile";
@@ -14,6 +15,7 @@ const COMMANDS: (() => Command)[] = [
   operatorCommand,
   migrateCommand,
   seedCommand,
+  keyCommand,
   reconcileCommand,
   simulateCommand,
 ];
