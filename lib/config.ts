@@ -3,6 +3,11 @@ import type { AuditMode } from "@/lib/audit/audit-writer";
 
 const EnvSchema = z.object({
   REDIS_URL: z.string().url().optional(),
+  /** Redis Cluster seed nodes, `host:port,host:port`; instead of REDIS_URL, never with it */
+  REDIS_CLUSTER_NODES: z
+    .string()
+    .regex(/^\s*[^\s,]+:\d{1,5}\s*(,\s*[^\s,]+:\d{1,5}\s*)*$/, "expected host:port[,host:port...]")
+    .optional(),
   DATABASE_URL: z.string().url().optional(),
   PORT: z.coerce.number().int().min(1).max(65535).default(3000),
   IDEMGATE_SECRET: z.string().min(32, "IDEMGATE_SECRET must be at least 32 characters").optional(),
@@ -17,6 +22,8 @@ const EnvSchema = z.object({
 
 export interface Config {
   redisUrl: string | null;
+  /** seed nodes of a Redis Cluster for the key store (REDIS_CLUSTER_NODES); null: none */
+  redisClusterNodes: { host: string; port: number }[] | null;
   databaseUrl: string | null;
   port: number;
   secret: string | null;
@@ -36,8 +43,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     throw new Error(`invalid configuration:\n${lines.join("\n")}`);
   }
   const e = parsed.data;
+  if (e.REDIS_URL !== undefined && e.REDIS_CLUSTER_NODES !== undefined) {
+    throw new Error("invalid configuration:\n  REDIS_CLUSTER_NODES: set REDIS_URL (one Redis server) or REDIS_CLUSTER_NODES (a Redis Cluster), not both");
+  }
   return {
     redisUrl: e.REDIS_URL ?? null,
+    redisClusterNodes: e.REDIS_CLUSTER_NODES === undefined ? null : parseClusterNodes(e.REDIS_CLUSTER_NODES),
     databaseUrl: e.DATABASE_URL ?? null,
     port: e.PORT,
     secret: e.IDEMGATE_SECRET ?? null,
@@ -47,4 +58,18 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     retentionMs: e.IDEMGATE_RETENTION_MS,
     reconcileIntervalMs: e.IDEMGATE_RECONCILE_INTERVAL_MS,
   };
+}
+
+/** `host:port,host:port` → seed nodes; the port is after the last colon (`[::1]:7000` works too). */
+export function parseClusterNodes(list: string): { host: string; port: number }[] {
+  return list.split(",").map((entry) => {
+    const node = entry.trim();
+    const at = node.lastIndexOf(":");
+    const host = node.slice(0, at).replace(/^\[(.*)\]$/, "$1");
+    const port = Number(node.slice(at + 1));
+    if (host === "" || !Number.isInteger(port) || port < 1 || port > 65535) {
+      throw new Error(`invalid configuration:\n  REDIS_CLUSTER_NODES: bad node ${JSON.stringify(node)} (expected host:port)`);
+    }
+    return { host, port };
+  });
 }

@@ -5,10 +5,12 @@ import { openDatabase, type Database } from "@/lib/db/database";
 import { Engine, type CallEvent } from "@/lib/idempotency/engine";
 import type { KeyStore } from "@/lib/store/key-store";
 import { recordCall } from "@/lib/metrics";
-import { createRedisKeyStore } from "@/lib/store/redis/redis-key-store";
+import { createRedisClusterKeyStore, createRedisKeyStore, RedisKeyStore } from "@/lib/store/redis/redis-key-store";
 import { SqlKeyStore } from "@/lib/store/sql/sql-key-store";
 import { getRegistry } from "@/lib/tools";
 import type { ToolRegistry } from "@/lib/tools/registry";
+
+const STORE_CONNECT_WAIT_MS = 3_000;
 
 /** Everything a server process (or a CLI command) needs, opened once. */
 export interface Runtime {
@@ -34,11 +36,18 @@ export async function openRuntime(options: OpenRuntimeOptions = {}): Promise<Run
   });
   let store: KeyStore;
   try {
-    store = config.redisUrl ? createRedisKeyStore(config.redisUrl, { prefix: config.redisPrefix }) : new SqlKeyStore(db);
+    store = config.redisClusterNodes
+      ? createRedisClusterKeyStore(config.redisClusterNodes, { prefix: config.redisPrefix })
+      : config.redisUrl
+        ? createRedisKeyStore(config.redisUrl, { prefix: config.redisPrefix })
+        : new SqlKeyStore(db);
   } catch (err) {
     await db.close();
     throw err;
   }
+  // Redis fails calls at once while disconnected; give the first connection a moment. A store that
+  // is down at start is not fatal: writes answer 503 until it is back.
+  if (store instanceof RedisKeyStore) await store.waitUntilReady(STORE_CONNECT_WAIT_MS);
   const audit = new PrismaAuditWriter(db.prisma, { mode: config.auditMode });
   const engine = new Engine({ store, audit, onCall: options.onCall });
   return {

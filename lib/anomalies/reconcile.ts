@@ -3,7 +3,7 @@ import type { Prisma, PrismaClient } from "@/generated/prisma/client";
 import { stateOf, type KeyRecord } from "@/lib/idempotency/record";
 import type { KeyStore } from "@/lib/store/key-store";
 import type { SideEffect } from "@/lib/tools/effects";
-import { analyzeGaps, fmt, MIN_SAMPLES, type GapAnalysis } from "./retry-gaps";
+import { analyzeGaps, fmt, type GapAnalysis } from "./retry-gaps";
 
 export const ANOMALY_TYPES = [
   "orphan_unknown_outcome",
@@ -50,7 +50,7 @@ export interface ReconcileReport {
   created: number;
 }
 
-/** A fallback replay later than this is flagged while a tool has too few replays to judge by. */
+/** A fallback (keyless, args-hash) replay later than this is a stale-suppression candidate. */
 export const FALLBACK_STALE_GAP_MS = 10_000;
 
 const iso = (d: Date | null) => (d ? d.toISOString() : null);
@@ -233,7 +233,9 @@ export async function reconcile(deps: ReconcileDeps, options: ReconcileOptions =
       reasons.push(`answered to session ${s.session} with the result of session ${s.originalSession}`);
     }
     if (s.fallback) {
-      const fallbackLimit = analysis.samples >= MIN_SAMPLES && analysis.p99Ms !== null ? Math.max(analysis.p99Ms, 1_000) : FALLBACK_STALE_GAP_MS;
+      // keyless matches are candidates past a short retry window, shorter still when the tool's
+      // own gaps show where its retries end
+      const fallbackLimit = analysis.firstRepeatGapMs !== null && analysis.retryClusterMaxMs !== null ? Math.min(FALLBACK_STALE_GAP_MS, Math.max(analysis.retryClusterMaxMs, 1_000)) : FALLBACK_STALE_GAP_MS;
       if (gap > fallbackLimit) reasons.push(`matched only by its arguments (no idempotency key) ${fmt(gap)} after the original, beyond the retry window of ${fmt(fallbackLimit)}`);
     }
     if (reasons.length === 0) continue;

@@ -21,11 +21,12 @@ const MIGRATION_LOCK_ID = 72_120_001;
 export const MIGRATIONS_DIR = path.join(process.cwd(), "prisma", "migrations");
 
 export async function readMigrations(dir = MIGRATIONS_DIR): Promise<Migration[]> {
-  const entries = await readdir(dir, { withFileTypes: true });
+  // the migrations are copied into the build by outputFileTracingIncludes (next.config.ts)
+  const entries = await readdir(/*turbopackIgnore: true*/ dir, { withFileTypes: true });
   const names = entries.filter((e) => e.isDirectory()).map((e) => e.name).sort();
   return Promise.all(
     names.map(async (name) => {
-      const bytes = await readFile(path.join(dir, name, "migration.sql"));
+      const bytes = await readFile(/*turbopackIgnore: true*/ path.join(dir, name, "migration.sql"));
       return { name, sql: bytes.toString("utf8"), checksum: createHash("sha256").update(bytes).digest("hex") };
     }),
   );

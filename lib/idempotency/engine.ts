@@ -271,7 +271,8 @@ export class Engine {
         return { kind: "replayed", status: result.status, body: result.body, key: call.key, record, gapMs, fallback: call.fallback };
       }
       case "conflict":
-        throw new ConflictError(record, Math.max(1_000, (record.leaseUntilMs ?? call.arrivedMs) - call.arrivedMs));
+        // most calls finish in well under a lease: a short wait, not the lease's remainder
+        throw new ConflictError(record, CONFLICT_RETRY_AFTER_MS);
       case "stuck":
         throw new StuckKeyError(record);
       case "mismatch":
@@ -336,6 +337,9 @@ export class Engine {
     return { before: out.before, after: out.after };
   }
 }
+
+/** What a 409 for a running call asks the caller to wait (Retry-After). */
+const CONFLICT_RETRY_AFTER_MS = 1_000;
 
 /** How far back an operator's release looks for an execution blocking a key the store lost. */
 const RELEASE_LOOKBACK_MS = 7 * 24 * 60 * 60 * 1000;

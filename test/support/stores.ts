@@ -46,6 +46,7 @@ export async function openTestStore(kind: StoreKind): Promise<StoreUnderTest> {
   }
   const prefix = `idgtest-${randomUUID().slice(0, 8)}`;
   const store = createRedisKeyStore(REDIS_TEST_URL, { prefix });
+  if (!(await store.waitUntilReady(5_000))) throw new Error(`Redis is not reachable at ${REDIS_TEST_URL}`);
   await store.ping();
   return {
     store,

@@ -1,3 +1,3 @@
-export { RedisKeyStore, createRedisKeyStore, type RedisKeyStoreOptions } from "./redis-key-store";
+export { RedisKeyStore, createRedisKeyStore, createRedisClusterKeyStore, type RedisKeyStoreOptions } from "./redis-key-store";
 export { KeySpace, bucketOf, BUCKET_COUNT, DEFAULT_PREFIX } from "./keys";
 export { InvalidCursorError, UnexpectedRedisReplyError, UnsupportedFilterError } from "./errors";

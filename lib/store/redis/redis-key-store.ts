@@ -1,4 +1,4 @@
-import { Redis, type Cluster, type RedisOptions } from "ioredis";
+import { Cluster, Redis, type ClusterNode, type ClusterOptions, type RedisOptions } from "ioredis";
 import { KEY_STATES, stateOf, type KeyRecord, type KeyState, type StoredResult, type StoredStatus } from "@/lib/idempotency/record";
 import type {
   BeginInput,
@@ -41,8 +41,9 @@ type Plan =
   | { mode: "lex"; scope: string; prefix: string; fallback: Extract<Plan, { mode: "score" }> };
 
 /**
- * KeyStore on Redis. Each state change is one Lua script on one bucket (one cluster slot); lists
- * and counts ask every bucket in parallel (auto-pipelined). The store owns the client: close()
+ * KeyStore on Redis, one server or a Redis Cluster (ioredis `Cluster`). Each state change is one Lua
+ * script on one bucket (one cluster slot, routed by the script's first key); lists and counts ask
+ * every bucket in parallel (auto-pipelined per node) and merge. The store owns the client: close()
  * quits it.
  */
 export class RedisKeyStore implements KeyStore {
@@ -305,6 +306,21 @@ export class RedisKeyStore implements KeyStore {
     return perBucket.reduce((a, b) => a + b, 0);
   }
 
+  /** Resolves once connected, or after `timeoutMs` (the caller then serves 503s until Redis is back). */
+  async waitUntilReady(timeoutMs: number): Promise<boolean> {
+    if (this.redis.status === "ready") return true;
+    return new Promise((resolve) => {
+      const done = (ok: boolean) => {
+        clearTimeout(timer);
+        this.redis.off("ready", onReady);
+        resolve(ok);
+      };
+      const onReady = () => done(true);
+      const timer = setTimeout(() => done(false), timeoutMs);
+      this.redis.once("ready", onReady);
+    });
+  }
+
   async ping(): Promise<void> {
     await this.redis.ping();
   }
@@ -327,17 +343,44 @@ function parsePage(reply: PageReply): BucketPage {
 
 /** Opens a Redis connection for the store; commands fail fast instead of queueing while Redis is down. */
 export function createRedisKeyStore(url: string, options: RedisKeyStoreOptions & { redis?: RedisOptions } = {}): RedisKeyStore {
-  const redis = new Redis(url, { enableAutoPipelining: true, maxRetriesPerRequest: 1, ...options.redis });
+  // No offline queue: while Redis is down a call fails at once (503, nothing runs) instead of
+  // waiting for a reconnect; openRuntime waits for the first connection (waitUntilReady).
+  const redis = new Redis(url, { enableAutoPipelining: true, maxRetriesPerRequest: 1, enableOfflineQueue: false, ...options.redis });
+  logConnectionState(redis, "Redis");
+  return new RedisKeyStore(redis, { prefix: options.prefix });
+}
+
+/**
+ * Opens a Redis Cluster client for the store from seed nodes (any masters or replicas; the client
+ * discovers the others and the slot map). Scripts go to the master of their bucket's slot
+ * (`scaleReads: "master"`), as EVALSHA; each node connection loads a script on first use and
+ * ioredis resends it on NOSCRIPT (a failover, a SCRIPT FLUSH), and follows MOVED and ASK.
+ */
+export function createRedisClusterKeyStore(
+  nodes: ClusterNode[],
+  options: RedisKeyStoreOptions & { cluster?: ClusterOptions } = {},
+): RedisKeyStore {
+  if (nodes.length === 0) throw new Error("createRedisClusterKeyStore needs at least one seed node");
+  const cluster = new Cluster(nodes, {
+    enableAutoPipelining: true,
+    scaleReads: "master",
+    ...options.cluster,
+    redisOptions: { maxRetriesPerRequest: 1, ...options.cluster?.redisOptions },
+  });
+  logConnectionState(cluster, "Redis Cluster");
+  return new RedisKeyStore(cluster, { prefix: options.prefix });
+}
+
+function logConnectionState(client: Redis | Cluster, what: string): void {
   // Without a listener ioredis reports every failed reconnect as an unhandled error. Calls fail
   // with their own error (503 at the gateway); the log says once that the connection is down.
   let down = false;
-  redis.on("error", (err: Error) => {
-    if (!down) console.error(`idemgate: Redis connection error (${err.message}); retrying in the background`);
+  client.on("error", (err: Error) => {
+    if (!down) console.error(`idemgate: ${what} connection error (${err.message}); retrying in the background`);
     down = true;
   });
-  redis.on("ready", () => {
-    if (down) console.error("idemgate: Redis connection is back");
+  client.on("ready", () => {
+    if (down) console.error(`idemgate: ${what} connection is back`);
     down = false;
   });
-  return new RedisKeyStore(redis, { prefix: options.prefix });
 }

@@ -10,10 +10,11 @@
 --- @include "keys"
 --- @include "record"
 
+local base = bucketBase(ARGV[1])
 local current = redis.call("HGETALL", KEYS[1])
 if #current == 0 then return 0 end
 local rec = hashToTable(current)
 if rec.status ~= "inflight" or rec.token ~= ARGV[2] then return 0 end
-removeFromIndexes(ARGV[1], rec)
+removeFromIndexes(base, rec)
 redis.call("DEL", KEYS[1])
 return 1

@@ -37,7 +37,7 @@ local function nextToken(tokenKey, bucket)
   return token
 end
 
-local base = ARGV[1]
+local base = bucketBase(ARGV[1])
 local nowMs = tonumber(ARGV[6])
 -- A bucket without an epoch is new, or lost its data (flush, restart without persistence): from
 -- now on it only knows records written since, and the caller consults the audit log for older ones.

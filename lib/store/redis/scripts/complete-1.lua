@@ -17,7 +17,7 @@
 --- @include "keys"
 --- @include "record"
 
-local base = ARGV[1]
+local base = bucketBase(ARGV[1])
 local current = redis.call("HGETALL", KEYS[1])
 if #current == 0 then return { "absent", {} } end
 local rec = hashToTable(current)

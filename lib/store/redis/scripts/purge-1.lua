@@ -12,7 +12,7 @@
 --- @include "keys"
 --- @include "record"
 
-local base = ARGV[1]
+local base = bucketBase(ARGV[1])
 local members = redis.call("ZRANGEBYSCORE", KEYS[1], "-inf", "(" .. ARGV[2], "LIMIT", 0, tonumber(ARGV[3]))
 for _, member in ipairs(members) do
   local nl = string.find(member, "\n", 1, true)

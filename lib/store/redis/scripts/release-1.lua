@@ -9,10 +9,11 @@
 --- @include "keys"
 --- @include "record"
 
+local base = bucketBase(ARGV[1])
 local current = redis.call("HGETALL", KEYS[1])
 if #current == 0 then return { "absent", {} } end
 local rec = hashToTable(current)
 if rec.status ~= "inflight" then return { "not_inflight", current } end
-removeFromIndexes(ARGV[1], rec)
+removeFromIndexes(base, rec)
 redis.call("DEL", KEYS[1])
 return { "ok", current }

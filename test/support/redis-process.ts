@@ -1,0 +1,64 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdtemp, rm } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { Redis } from "ioredis";
+
+/** A redis-server of the test's own on a loopback port, which the test may stop, restart or flush. */
+export class RedisProcess {
+  private child: ChildProcess | null = null;
+  private dir: string | null = null;
+
+  constructor(readonly port: number) {}
+
+  get url(): string {
+    return `redis://127.0.0.1:${this.port}`;
+  }
+
+  async start(): Promise<void> {
+    this.dir ??= await mkdtemp(path.join(os.tmpdir(), "idemgate-redis-"));
+    const child = spawn("redis-server", ["--port", String(this.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", this.dir], {
+      stdio: "ignore",
+    });
+    this.child = child;
+    const deadline = Date.now() + 10_000;
+    for (;;) {
+      if (child.exitCode !== null) throw new Error(`redis-server on ${this.port} exited with ${child.exitCode}`);
+      const probe = new Redis(this.url, { lazyConnect: true, retryStrategy: () => null, maxRetriesPerRequest: 0 });
+      probe.on("error", () => {});
+      try {
+        await probe.connect();
+        if ((await probe.ping()) === "PONG") return;
+      } catch {
+        // not up yet
+      } finally {
+        probe.disconnect();
+      }
+      if (Date.now() > deadline) throw new Error(`redis-server on ${this.port} did not start`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+
+  /** SIGKILL: the data is gone with it (no persistence), like a crashed cache node */
+  async stop(): Promise<void> {
+    const child = this.child;
+    this.child = null;
+    if (!child || child.exitCode !== null) return;
+    child.kill("SIGKILL");
+    await new Promise((r) => child.once("exit", r));
+  }
+
+  async flushAll(): Promise<void> {
+    const client = new Redis(this.url, { maxRetriesPerRequest: 1 });
+    try {
+      await client.flushall();
+    } finally {
+      client.disconnect();
+    }
+  }
+
+  async dispose(): Promise<void> {
+    await this.stop();
+    if (this.dir) await rm(this.dir, { recursive: true, force: true });
+  }
+}

@@ -1,0 +1,93 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import { readFile, rm } from "node:fs/promises";
+import path from "node:path";
+
+const ROOT = path.resolve(import.meta.dirname, "../..");
+
+export interface RunningServer {
+  url: string;
+  port: number;
+  dataDir: string;
+  /** what it printed, for failure messages */
+  output: () => string;
+  /** the demo API token and operator credentials its first start seeded */
+  credentials(): Promise<{ apiToken: string; email: string; password: string }>;
+  /** SIGKILL to the whole process group: a crash, nothing flushed or closed */
+  kill(): Promise<void>;
+  /** SIGTERM and wait */
+  stop(): Promise<void>;
+}
+
+export interface ServerOptions {
+  port: number;
+  dataDir: string;
+  env?: Record<string, string>;
+  /** the path polled until the server answers (default /api/health; a degraded server answers 503 there) */
+  readyPath?: string;
+  readyStatuses?: number[];
+}
+
+function exited(child: ChildProcess): Promise<void> {
+  return child.exitCode !== null || child.signalCode !== null ? Promise.resolve() : new Promise((r) => child.once("exit", () => r()));
+}
+
+/**
+ * A production server (`next start`, needs a build) in a process group of its own, so a kill takes
+ * the whole server down at once, as a crash would.
+ */
+export async function startServer(options: ServerOptions): Promise<RunningServer> {
+  const next = path.join(ROOT, "node_modules", "next", "dist", "bin", "next");
+  const child = spawn(process.execPath, [next, "start", "-p", String(options.port), "-H", "127.0.0.1"], {
+    cwd: ROOT,
+    detached: true,
+    stdio: ["ignore", "pipe", "pipe"],
+    env: { ...process.env, NEXT_TELEMETRY_DISABLED: "1", IDEMGATE_DATA_DIR: options.dataDir, REDIS_URL: "", DATABASE_URL: "", ...options.env },
+  });
+  let output = "";
+  child.stdout!.on("data", (d) => (output += d));
+  child.stderr!.on("data", (d) => (output += d));
+  const url = `http://127.0.0.1:${options.port}`;
+  const ready = options.readyStatuses ?? [200];
+  const deadline = Date.now() + 90_000;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`the server on ${options.port} exited with ${child.exitCode}:\n${output}`);
+    try {
+      const res = await fetch(url + (options.readyPath ?? "/api/health"), { signal: AbortSignal.timeout(3_000) });
+      if (ready.includes(res.status)) break;
+    } catch {
+      // not listening yet
+    }
+    if (Date.now() > deadline) {
+      process.kill(-child.pid!, "SIGKILL");
+      throw new Error(`the server on ${options.port} did not become ready:\n${output}`);
+    }
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  const signalGroup = async (signal: NodeJS.Signals) => {
+    try {
+      process.kill(-child.pid!, signal);
+    } catch {
+      // already gone
+    }
+    await exited(child);
+  };
+  return {
+    url,
+    port: options.port,
+    dataDir: options.dataDir,
+    output: () => output,
+    async credentials() {
+      const text = await readFile(path.resolve(ROOT, options.dataDir, "credentials.txt"), "utf8");
+      const field = (label: string) => new RegExp(`${label}:\\s+(\\S+)`).exec(text)?.[1] ?? "";
+      return { apiToken: field("API token"), email: field("operator"), password: field("password") };
+    },
+    kill: () => signalGroup("SIGKILL"),
+    stop: () => signalGroup("SIGTERM"),
+  };
+}
+
+export async function removeDataDir(dataDir: string): Promise<void> {
+  await rm(path.resolve(ROOT, dataDir), { recursive: true, force: true });
+}
+
+export { ROOT };

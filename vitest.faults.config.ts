@@ -1,0 +1,12 @@
+import { defineConfig } from "vitest/config";
+
+// The fault suite runs real servers from the production build: `npm run test:faults` builds first.
+export default defineConfig({
+  resolve: { tsconfigPaths: true },
+  test: {
+    include: ["test/faults/**/*.test.ts"],
+    testTimeout: 180_000,
+    hookTimeout: 120_000,
+    fileParallelism: false,
+  },
+});
