@@ -149,7 +149,7 @@ export async function reconcile(deps: ReconcileDeps, options: ReconcileOptions =
 
   // Lost completions: the execution succeeded, the key store has no done record of it within its TTL.
   const finished = await prisma.execution.findMany({
-    where: { finishedAt: { gte: since }, outcome: { in: ["succeeded", "final_error"] }, expiresAt: { gt: new Date(now) } },
+    where: { finishedAt: { gte: since }, outcome: { in: ["succeeded", "final_error", "resolved"] }, expiresAt: { gt: new Date(now) } },
     orderBy: { finishedAt: "asc" },
     take: batch,
   });

@@ -1,5 +1,6 @@
 import type { PrismaClient } from "@/generated/prisma/client";
-import type { AuditWriter, ExecutionOutcome, IntentEntry, OutcomeEntry, PriorExecution, SuppressionEntry } from "@/lib/idempotency/audit-port";
+import { isUniqueViolation } from "@/lib/db/errors";
+import { OpenExecutionError, type AuditWriter, type ExecutionOutcome, type IntentEntry, type OutcomeEntry, type PriorExecution, type SuppressionEntry } from "@/lib/idempotency/audit-port";
 
 export type AuditMode = "durable" | "async";
 
@@ -50,6 +51,23 @@ export class PrismaAuditWriter implements AuditWriter {
       this.schedule();
       return;
     }
+    try {
+      await this.insertIntent(entry);
+    } catch (err) {
+      if (!isUniqueViolation(err)) throw err;
+      // Another execution of this key has no outcome in the database: maybe only because its
+      // outcome is still queued here. Write the queue, then try once more.
+      await this.flush();
+      try {
+        await this.insertIntent(entry);
+      } catch (again) {
+        if (isUniqueViolation(again)) throw new OpenExecutionError(entry.scope, entry.key);
+        throw again;
+      }
+    }
+  }
+
+  private async insertIntent(entry: IntentEntry): Promise<void> {
     // one statement, one round trip: no implicit transaction around it
     await this.prisma.$executeRaw`
       INSERT INTO executions (id, scope, key, tool, fingerprint, token, session, caller, fallback, started_at, lease_until)
@@ -82,7 +100,7 @@ export class PrismaAuditWriter implements AuditWriter {
       session: row.session,
       startedAt: row.startedAt,
       leaseUntil: row.leaseUntil,
-      outcome: row.outcome as ExecutionOutcome | "released" | null,
+      outcome: row.outcome as PriorExecution["outcome"],
       resultStatus: row.resultStatus,
       resultBody: row.resultBody,
       resultFinal: row.resultFinal,
@@ -104,13 +122,24 @@ export class PrismaAuditWriter implements AuditWriter {
     return ends.length ? Math.max(...ends) : null;
   }
 
-  async markReleased(executionId: string, reason: string): Promise<boolean> {
+  async closeOpenExecution(
+    executionId: string,
+    outcome: "released" | "resolved",
+    reason: string,
+    result?: { status: number; body: string; final: boolean; expiresAt: Date },
+  ): Promise<boolean> {
     const out = await this.prisma.execution.updateMany({
       where: { id: executionId, outcome: null },
-      data: { outcome: "released", finishedAt: new Date(), error: `released by an operator: ${reason}` },
+      data: {
+        outcome,
+        finishedAt: new Date(),
+        error: `${outcome} by an operator: ${reason}`,
+        ...(result ? { resultStatus: result.status, resultBody: result.body, resultFinal: result.final, expiresAt: result.expiresAt } : {}),
+      },
     });
     return out.count > 0;
   }
+
 
   get pending(): number {
     return this.intents.length + this.outcomes.length + this.suppressions.length;

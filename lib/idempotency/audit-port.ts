@@ -54,15 +54,26 @@ export interface PriorExecution {
   session: string | null;
   startedAt: Date;
   leaseUntil: Date;
-  outcome: ExecutionOutcome | "released" | null;
+  outcome: ExecutionOutcome | "released" | "resolved" | null;
   resultStatus: number | null;
   resultBody: string | null;
   resultFinal: boolean | null;
   expiresAt: Date | null;
 }
 
+/** The log already has an execution of this key without an outcome: a second one may not start. */
+export class OpenExecutionError extends Error {
+  constructor(
+    readonly scope: string,
+    readonly key: string,
+  ) {
+    super(`another execution of ${scope}/${key} has not finished`);
+    this.name = "OpenExecutionError";
+  }
+}
+
 export interface AuditWriter {
-  /** durable: in the database when the promise resolves; async: queued */
+  /** durable: in the database when the promise resolves (OpenExecutionError while another execution of the key is open); async: queued */
   intent(entry: IntentEntry): Promise<void>;
   /** queued and written in batches off the hot path */
   outcome(entry: OutcomeEntry): void;
@@ -76,6 +87,15 @@ export interface AuditWriter {
    * result, or lease of an unfinished call, among executions that started before it. null: none.
    */
   recoveryWindowEnd(epochMs: number): Promise<number | null>;
-  /** marks an execution whose key is gone from the store as released by an operator */
-  markReleased(executionId: string, reason: string): Promise<boolean>;
+  /**
+   * Ends an execution that never reported an outcome, by an operator's (or a takeover's) decision:
+   * released (treated as not having happened) or resolved (confirmed to have happened).
+   */
+  closeOpenExecution(
+    executionId: string,
+    outcome: "released" | "resolved",
+    reason: string,
+    /** for resolved: the result the operator supplied, replayed from the log after a key-store loss */
+    result?: { status: number; body: string; final: boolean; expiresAt: Date },
+  ): Promise<boolean>;
 }

@@ -358,6 +358,19 @@ describe("engine after the key store lost its data", () => {
     expect(tool.calls).toHaveLength(1);
   });
 
+  it("replays a result an operator resolved, after the store lost it", async () => {
+    const s = scope();
+    await engine.invoke(charge, async () => { throw new AbandonCall(); }, { scope: s, key: "k", args: {} }).catch(() => {});
+    clock += charge.leaseMs + 1;
+    await engine.resolve({ scope: s, key: "k", actor: "ops", reason: "seen in the PSP", result: { chargeId: "ch_psp" }, ttlMs: 60_000 });
+    await t.loseData!();
+    const tool = countingTool();
+    expect(await engine.invoke(charge, tool.run, { scope: s, key: "k", args: {} })).toMatchObject({ kind: "replayed", body: '{"chargeId":"ch_psp"}' });
+    clock += 60_001;
+    expect(await engine.invoke(charge, tool.run, { scope: s, key: "k", args: {} })).toMatchObject({ kind: "executed" });
+    expect(tool.calls).toHaveLength(1);
+  });
+
   it("runs again when the recorded attempt failed or its result expired", async () => {
     const s = scope();
     let n = 0;
@@ -419,6 +432,31 @@ describe("engine on a fresh key store", () => {
       expect(lookups).toBe(0);
       expect(windowQueries).toBeGreaterThan(0);
       expect(windowQueries).toBeLessThanOrEqual(16);
+    } finally {
+      await audit.close();
+      await t.cleanup();
+    }
+  });
+});
+
+describe("the audit log as the last guard", () => {
+  it("refuses a second execution of a key whose first has no outcome, even when the store lets it through", async () => {
+    // a durable SQL store never loses a reservation, so nothing but the log's own index can refuse here
+    const t = await openTestStore("pglite");
+    const audit = new PrismaAuditWriter(t.db.prisma, { flushIntervalMs: 5 });
+    try {
+      const engine = new Engine({ store: t.store, audit });
+      // what a caller whose reservation the store lost leaves behind: an open intent, no record
+      await audit.intent({
+        id: randomUUID(), scope: "s", key: "k", tool: charge.name, fingerprint: "f", token: 1, session: null,
+        caller: null, fallback: false, startedAt: new Date(), leaseUntil: new Date(Date.now() + 60_000),
+      });
+      const tool = countingTool();
+      await expect(engine.invoke(charge, tool.run, { scope: "s", key: "k", args: {} })).rejects.toBeInstanceOf(ConflictError);
+      expect(tool.calls).toHaveLength(0);
+      expect(await t.store.get("s", "k")).toBeNull();
+      // other keys are not affected, and an outcome frees the key
+      expect((await engine.invoke(charge, tool.run, { scope: "s", key: "other", args: {} })).kind).toBe("executed");
     } finally {
       await audit.close();
       await t.cleanup();

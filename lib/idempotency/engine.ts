@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type { BeginOutcome, KeyStore } from "@/lib/store/key-store";
-import type { AuditWriter, PriorExecution, SuppressionKind } from "./audit-port";
+import { OpenExecutionError, type AuditWriter, type PriorExecution, type SuppressionKind } from "./audit-port";
 import {
   CallAbandonedError,
   ConflictError,
@@ -139,6 +139,10 @@ export class Engine {
       if (recovered) return recovered;
     }
     const token = begun.token;
+    if (begun.takenOver?.executionId) {
+      // the stuck call is over as far as the log is concerned: its key now belongs to this one
+      await this.audit.closeOpenExecution(begun.takenOver.executionId, "released", "taken over after its lease passed (stuck policy takeover)").catch(() => false);
+    }
     const t1 = performance.now();
     try {
       await this.audit.intent({
@@ -157,6 +161,10 @@ export class Engine {
     } catch (err) {
       // No intent, no side effect: give the key back so a retry can run once the log is back.
       await this.store.abandon(request.scope, key, token).catch(() => {});
+      if (err instanceof OpenExecutionError || (err as Error)?.name === "OpenExecutionError") {
+        // The store lost the reservation of a call that is still running; the log caught it.
+        return this.suppressed("conflict", begun.record, { ...call, auditMs: performance.now() - t1 });
+      }
       this.onCall({ tool: tool.name, result: "unavailable", storeMs, auditMs: performance.now() - t1 });
       throw new UnavailableError("audit_log", err);
     }
@@ -294,6 +302,7 @@ export class Engine {
       await this.store.abandon(call.scope, call.key, token).catch(() => {});
       throw new UnavailableError("audit_log", err);
     }
+    // succeeded, final_error and resolved (by an operator) left a result; open calls still block
     if (!prior || prior.outcome === "failed" || prior.outcome === "released" || prior.outcome === "late_completion") return null;
     const record = recordFromPrior(call.scope, call.key, prior, call.fallback);
     const keepsResult = prior.outcome !== null && prior.resultBody !== null && prior.expiresAt !== null && prior.expiresAt.getTime() > call.arrivedMs;
@@ -316,13 +325,13 @@ export class Engine {
     if (out.ok) {
       // the execution ends here as far as the log is concerned; if the store later loses data, the
       // released execution no longer blocks the key
-      if (out.before.executionId) await this.audit.markReleased(out.before.executionId, decision.reason);
+      if (out.before.executionId) await this.audit.closeOpenExecution(out.before.executionId, "released", decision.reason);
       return { before: out.before };
     }
     if (out.reason === "absent") {
       // The key store lost the record, but the audit log still blocks the key (see recoverFromAudit).
       const prior = await this.audit.priorExecution(decision.scope, decision.key, new Date(this.now() - RELEASE_LOOKBACK_MS));
-      if (prior && prior.outcome === null && (await this.audit.markReleased(prior.id, decision.reason))) {
+      if (prior && prior.outcome === null && (await this.audit.closeOpenExecution(prior.id, "released", decision.reason))) {
         return { before: recordFromPrior(decision.scope, decision.key, prior, false) };
       }
     }
@@ -334,6 +343,10 @@ export class Engine {
     const stored: StoredResult = { status: decision.status ?? 200, body: serialize(decision.result), final: false };
     const out = await this.store.resolve(decision.scope, decision.key, stored, decision.ttlMs, this.now());
     if (!out.ok) throw refusal("resolve", out.reason, out.current);
+    if (out.before.executionId) {
+      const expiresAt = new Date(out.after?.expiresAtMs ?? this.now() + decision.ttlMs);
+      await this.audit.closeOpenExecution(out.before.executionId, "resolved", decision.reason, { ...stored, expiresAt });
+    }
     return { before: out.before, after: out.after };
   }
 }

@@ -168,7 +168,9 @@ describe("the key store's Redis stopped, restarted and flushed", () => {
     const results = await Promise.all(
       actions.map(async (a, i) => {
         await new Promise((r) => setTimeout(r, i * 15));
-        return client.invoke("payments.charge", a.args, { key: a.key });
+        const out = await client.invoke("payments.charge", a.args, { key: a.key });
+        if (process.env.FAULTS_DEBUG) console.log(i, out.status, out.attempts, out.replayed);
+        return out;
       }),
     );
     await flushes;

@@ -1,0 +1,149 @@
+"use client";
+
+import { keepPreviousData, useQuery, useQueryClient } from "@tanstack/react-query";
+import { parseAsArrayOf, parseAsString, parseAsStringLiteral, useQueryStates } from "nuqs";
+import { PollControl } from "@/components/keys/poll-control";
+import { usePollInterval } from "@/components/keys/use-poll-interval";
+import { ProblemAlert } from "@/components/ui/problem-alert";
+import { buttonClass } from "@/components/ui/styles";
+import { apiFetch } from "@/lib/client/api";
+import { AnomaliesEmpty } from "./anomalies-empty";
+import { AnomaliesFilters, STATUS_FILTERS } from "./anomalies-filters";
+import { AnomaliesTable } from "./anomalies-table";
+import { TYPES, type AnomalyPage } from "./anomaly-types";
+import { OpenCounts } from "./open-counts";
+import { ReconcileButton, ReconcileOutcome, useReconcile } from "./reconcile-button";
+
+export const PAGE_SIZE = 50;
+
+const filterParsers = {
+  // "any" is spelled out in the URL; no status parameter means the default, open
+  status: parseAsStringLiteral(STATUS_FILTERS).withDefault("open"),
+  type: parseAsStringLiteral(TYPES),
+  tool: parseAsString,
+  /** the cursors of the pages before this one: Previous pops, Next pushes */
+  after: parseAsArrayOf(parseAsString).withDefault([]),
+};
+
+/** The anomaly list: open counts per type, filters in the URL, polling, cursor pages, an on-demand reconciler pass. */
+export function AnomaliesView(props: {
+  initialCounts: Record<string, number> | null;
+  loadCounts: () => Promise<Record<string, number>>;
+  tools: string[];
+  canReconcile: boolean;
+  reconcileIntervalMs: number;
+  auditMode: string;
+}) {
+  const [filters, setFilters] = useQueryStates(filterParsers);
+  const { status, type, tool, after } = filters;
+  const cursor = after.length > 0 ? after[after.length - 1] : null;
+  const [pollMs, setPollMs] = usePollInterval();
+  const queryClient = useQueryClient();
+
+  const params = new URLSearchParams({ limit: String(PAGE_SIZE) });
+  if (status !== "any") params.set("status", status);
+  if (type) params.set("type", type);
+  if (tool) params.set("tool", tool);
+  if (cursor) params.set("cursor", cursor);
+  const search = params.toString();
+
+  const query = useQuery({
+    queryKey: ["anomalies", search],
+    queryFn: ({ signal }) => apiFetch<AnomalyPage>(`/api/v1/anomalies?${search}`, { signal }),
+    placeholderData: keepPreviousData,
+    refetchInterval: pollMs > 0 ? pollMs : false,
+    refetchIntervalInBackground: false,
+  });
+  const counts = useQuery({
+    queryKey: ["anomaly-counts"],
+    queryFn: () => props.loadCounts(),
+    initialData: props.initialCounts ?? undefined,
+    initialDataUpdatedAt: Date.now(),
+    refetchInterval: pollMs > 0 ? pollMs : false,
+    refetchIntervalInBackground: false,
+  });
+
+  const reconcile = useReconcile(() => {
+    void queryClient.invalidateQueries({ queryKey: ["anomalies"] });
+    void queryClient.invalidateQueries({ queryKey: ["anomaly-counts"] });
+  });
+
+  const items = query.data?.items ?? [];
+  const filtered = status !== "open" || Boolean(type || tool);
+  const clear = () => void setFilters({ status: null, type: null, tool: null, after: null });
+
+  return (
+    <div className="space-y-4">
+      <div className="flex flex-wrap items-end justify-between gap-4">
+        <div className="max-w-2xl">
+          <h1 className="text-xl font-semibold tracking-tight">Anomalies</h1>
+          <p className="mt-1 text-muted">
+            Side effects that may have happened without a done record (orphans), and duplicates answered with an old result although they were probably new actions
+            (stale suppressions). Newest first.
+          </p>
+        </div>
+        <div className="flex flex-wrap items-center gap-3">
+          <PollControl value={pollMs} onChange={setPollMs} fetching={query.isFetching} />
+          {props.canReconcile && <ReconcileButton reconcile={reconcile} />}
+        </div>
+      </div>
+
+      <ReconcileOutcome reconcile={reconcile} />
+
+      {props.auditMode === "async" && (
+        <p className="rounded-lg border border-warn/40 bg-warn-soft px-4 py-3 text-[13px]">
+          The audit log runs in <strong>async</strong> mode: execution intents are written in batches, so a crash can lose an intent and its orphan goes unnoticed here.
+          Unrecorded side effects are still found from the tools&apos; own tables.
+        </p>
+      )}
+
+      <OpenCounts counts={counts.data ?? null} activeType={status === "open" ? type : null} onPick={(t) => void setFilters({ status: null, type: t, after: null })} />
+
+      <AnomaliesFilters
+        tools={props.tools}
+        status={status}
+        type={type}
+        tool={tool}
+        onChange={(patch) => void setFilters({ ...patch, after: null })}
+        onClear={filtered ? clear : null}
+      />
+
+      {query.error && <ProblemAlert error={query.error} testId="anomalies-error" />}
+
+      {query.isPending ? (
+        <AnomaliesTable.Skeleton />
+      ) : items.length === 0 && !cursor ? (
+        <AnomaliesEmpty filtered={filtered} status={status} intervalMs={props.reconcileIntervalMs} canReconcile={props.canReconcile} onClear={clear} />
+      ) : (
+        <AnomaliesTable items={items} nowMs={query.dataUpdatedAt || Date.now()} stale={query.isPlaceholderData} />
+      )}
+
+      <nav aria-label="Pages" className="flex items-center justify-between gap-3">
+        <span className="text-xs text-muted" data-testid="page-number">
+          Page {after.length + 1}
+          {items.length > 0 && ` · ${items.length} anomal${items.length === 1 ? "y" : "ies"}`}
+        </span>
+        <div className="flex gap-2">
+          <button
+            type="button"
+            className={buttonClass("secondary", "sm")}
+            disabled={after.length === 0}
+            onClick={() => void setFilters({ after: after.length > 1 ? after.slice(0, -1) : null }, { history: "push" })}
+            data-testid="page-previous"
+          >
+            ← Previous
+          </button>
+          <button
+            type="button"
+            className={buttonClass("secondary", "sm")}
+            disabled={!query.data?.nextCursor || query.isPlaceholderData}
+            onClick={() => query.data?.nextCursor && void setFilters({ after: [...after, query.data.nextCursor] }, { history: "push" })}
+            data-testid="page-next"
+          >
+            Next →
+          </button>
+        </div>
+      </nav>
+    </div>
+  );
+}

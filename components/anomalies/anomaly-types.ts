@@ -1,0 +1,97 @@
+import type { AnomalyStatus } from "@/lib/anomalies/anomalies";
+import type { AnomalyType } from "@/lib/anomalies/reconcile";
+
+// The lists are repeated here rather than imported: lib/anomalies pulls server code (Prisma,
+// node:crypto) into whatever imports its values, and these are needed in client components too.
+// `satisfies` below keeps them in step with the backend's types.
+
+export const STATUSES = ["open", "acknowledged", "resolved"] as const satisfies readonly AnomalyStatus[];
+
+export interface AnomalyTypeInfo {
+  label: string;
+  /** one line: what happened and why it matters */
+  explanation: string;
+  /** what the reconciler watches for, for the empty state */
+  watches: string;
+  /** what an operator should do about one */
+  todo: string;
+  orphan: boolean;
+}
+
+export const TYPE_INFO = {
+  orphan_unknown_outcome: {
+    label: "Unknown outcome",
+    explanation: "A call started and never reported back; its side effect may or may not have happened.",
+    watches: "calls that started and never reported an outcome after their lease passed",
+    todo:
+      "Check the downstream system (for a payment: the PSP's dashboard) for this key's action. If the side effect exists, resolve the key with its result, so retries get that result instead of running it again. If it does not, release the key, so the next retry runs it. Then mark this anomaly resolved.",
+    orphan: true,
+  },
+  orphan_lost_completion: {
+    label: "Lost completion",
+    explanation: "A call succeeded but the key store has no done record of it; a retry would run the side effect again.",
+    watches: "succeeded calls whose done record is missing from the key store",
+    todo:
+      "Look at the key's timeline for a second execution after this one: if a retry already ran the side effect again, reverse the duplicate (for a charge: refund it). Then find why the store lost the record (a restart without persistence, a failover, eviction under memory pressure) and fix that before resolving this anomaly.",
+    orphan: true,
+  },
+  orphan_late_completion: {
+    label: "Late completion",
+    explanation: "A call finished after its reservation was released or taken over; the side effect may have run twice.",
+    watches: "completions refused because their reservation had been released or taken over",
+    todo:
+      "Check the key's timeline for another execution around the same time. If there is one, the side effect happened twice: reverse one of them. If calls to this tool regularly outlive their lease, lengthen the tool's lease.",
+    orphan: true,
+  },
+  orphan_unrecorded_effect: {
+    label: "Unrecorded side effect",
+    explanation: "A tool committed a side effect with no execution in the audit log; nothing guards it against a repeat.",
+    watches: "side effects in the tools' own tables with no execution in the audit log",
+    todo:
+      "Find who caused it: a caller that bypassed the gateway, or an intent lost from the audit log (possible in the async audit mode). Check whether the action was repeated, and route that caller through the gateway with an idempotency key.",
+    orphan: true,
+  },
+  stale_suppression: {
+    label: "Stale suppression",
+    explanation: "A call was answered as a duplicate but was probably a new action; the caller got an old result and nothing happened.",
+    watches: "replays answered to another session, long after the tool's usual retries, or through a fallback (arguments-only) key",
+    todo:
+      "Ask whether the caller meant a new action. If it did, it is reusing idempotency keys (for example one per conversation instead of one per action): it should mint one key per logical action, and redo this action with a fresh key. For a fallback-key suppression, shorten the tool's fallback-dedupe window or have the caller send keys.",
+    orphan: false,
+  },
+} as const satisfies Record<AnomalyType, AnomalyTypeInfo>;
+
+export const TYPES = Object.keys(TYPE_INFO) as AnomalyType[];
+
+export function typeInfo(type: string): AnomalyTypeInfo {
+  return (TYPE_INFO as Record<string, AnomalyTypeInfo>)[type] ?? { label: type, explanation: "", watches: "", todo: "", orphan: false };
+}
+
+/** An anomaly as the API answers it (dates as ISO strings). */
+export interface AnomalyView {
+  id: string;
+  type: string;
+  tool: string;
+  scope: string | null;
+  key: string | null;
+  status: string;
+  summary: string;
+  evidence: Record<string, unknown>;
+  detectedAt: string;
+  updatedAt: string;
+}
+
+export interface AnomalyPage {
+  items: AnomalyView[];
+  nextCursor: string | null;
+}
+
+/** What POST /api/v1/anomalies/reconcile answers. */
+export interface ReconcileResult {
+  examined: { executions: number; suppressions: number; effects: number };
+  backfilled: number;
+  flagged: number;
+  created: number;
+}
+
+export const anomalyHref = (id: string) => `/anomalies/${encodeURIComponent(id)}`;

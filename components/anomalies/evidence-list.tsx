@@ -1,0 +1,210 @@
+import { StateBadge } from "@/components/keys/state-badge";
+import { formatCount, formatDuration, formatRelative, formatTimestamp } from "@/lib/format";
+import type { AnomalyView } from "./anomaly-types";
+
+interface Row {
+  label: string;
+  value: React.ReactNode;
+  mono?: boolean;
+  testId?: string;
+}
+
+type Evidence = Record<string, unknown>;
+
+const str = (v: unknown): string | null => (typeof v === "string" && v !== "" ? v : null);
+const num = (v: unknown): number | null => (typeof v === "number" && Number.isFinite(v) ? v : null);
+const timeMs = (v: unknown): number | null => {
+  const s = str(v);
+  const ms = s ? Date.parse(s) : NaN;
+  return Number.isFinite(ms) ? ms : null;
+};
+/** b − a, when both are times */
+const between = (a: unknown, b: unknown): number | null => {
+  const x = timeMs(a);
+  const y = timeMs(b);
+  return x !== null && y !== null ? y - x : null;
+};
+
+function Time({ at, note }: { at: unknown; note?: React.ReactNode }) {
+  const s = str(at);
+  if (!s) return <span className="text-faint">unknown</span>;
+  return (
+    <>
+      <time dateTime={s}>{formatTimestamp(s)}</time>
+      {note && <span className="text-muted"> · {note}</span>}
+    </>
+  );
+}
+
+const Faint = ({ children }: { children: React.ReactNode }) => <span className="font-sans text-faint">{children}</span>;
+
+function holder(e: Evidence): React.ReactNode {
+  const held = str(e.keyHeldBy);
+  if (!held) return null;
+  if (held === str(e.executionId)) return "still held by this execution";
+  return (
+    <>
+      held by another execution, <span className="font-mono text-[12px] break-all">{held}</span>
+    </>
+  );
+}
+
+function keyStateRow(e: Evidence): Row {
+  const state = str(e.keyState);
+  const h = holder(e);
+  return {
+    label: "Key at detection",
+    testId: "evidence-key-state",
+    value: state ? (
+      <span className="inline-flex flex-wrap items-center gap-2">
+        <StateBadge state={state} />
+        {state === "absent" ? <span className="text-muted">no record in the key store</span> : h && <span className="text-muted">{h}</span>}
+      </span>
+    ) : (
+      <Faint>not recorded</Faint>
+    ),
+  };
+}
+
+const executionRow = (e: Evidence, label = "Execution"): Row => ({
+  label,
+  mono: true,
+  testId: "evidence-execution",
+  value: str(e.executionId) ?? <Faint>none</Faint>,
+});
+
+/** The fields each type's evidence carries, turned into sentences an operator can check. */
+function rowsFor(a: AnomalyView, nowMs: number): { rows: Row[]; used: string[] } {
+  const e = a.evidence;
+  switch (a.type) {
+    case "orphan_unknown_outcome": {
+      const lease = between(e.startedAt, e.leaseUntil);
+      const silent = between(e.leaseUntil, a.detectedAt);
+      return {
+        used: ["executionId", "token", "session", "startedAt", "leaseUntil", "keyState", "keyHeldBy", "releasedByOperator"],
+        rows: [
+          { label: "Started", value: <Time at={e.startedAt} note={formatRelative(str(e.startedAt), nowMs)} /> },
+          { label: "Lease ended", value: <Time at={e.leaseUntil} note={lease !== null ? `after a lease of ${formatDuration(lease)}` : undefined} /> },
+          {
+            label: "Silent for",
+            testId: "evidence-silent",
+            value: silent !== null ? `${formatDuration(silent)} past its lease without an outcome when the reconciler looked` : <Faint>unknown</Faint>,
+          },
+          executionRow(e),
+          { label: "Fencing token", mono: true, value: num(e.token) ?? <Faint>unknown</Faint> },
+          { label: "Session", mono: true, value: str(e.session) ?? <Faint>none</Faint> },
+          keyStateRow(e),
+          ...(str(e.releasedByOperator) ? [{ label: "Released by an operator", value: str(e.releasedByOperator) } satisfies Row] : []),
+        ],
+      };
+    }
+    case "orphan_lost_completion":
+      return {
+        used: ["executionId", "finishedAt", "expiresAt", "resultStatus", "keyState", "keyHeldBy", "error"],
+        rows: [
+          { label: "Succeeded", value: <Time at={e.finishedAt} note={formatRelative(str(e.finishedAt), nowMs)} /> },
+          { label: "Result", value: num(e.resultStatus) !== null ? <>HTTP <span className="font-mono">{num(e.resultStatus)}</span></> : <Faint>unknown</Faint> },
+          {
+            label: "Should be replayed until",
+            value: <Time at={e.expiresAt} note={timeMs(e.expiresAt) !== null ? `${timeMs(e.expiresAt)! > nowMs ? "expires" : "expired"} ${formatRelative(str(e.expiresAt), nowMs)}` : undefined} />,
+          },
+          executionRow(e),
+          keyStateRow(e),
+          ...(str(e.error) ? [{ label: "Note", value: str(e.error) } satisfies Row] : []),
+        ],
+      };
+    case "orphan_late_completion": {
+      const late = between(e.leaseUntil, e.finishedAt);
+      return {
+        used: ["executionId", "token", "startedAt", "finishedAt", "leaseUntil", "error"],
+        rows: [
+          { label: "Started", value: <Time at={e.startedAt} note={formatRelative(str(e.startedAt), nowMs)} /> },
+          { label: "Lease ended", value: <Time at={e.leaseUntil} note={between(e.startedAt, e.leaseUntil) !== null ? `after a lease of ${formatDuration(between(e.startedAt, e.leaseUntil)!)}` : undefined} /> },
+          {
+            label: "Finished",
+            testId: "evidence-late-by",
+            value: <Time at={e.finishedAt} note={late !== null ? `${formatDuration(Math.abs(late))} ${late >= 0 ? "after" : "before"} its lease ended` : undefined} />,
+          },
+          executionRow(e),
+          { label: "Fencing token", mono: true, value: num(e.token) ?? <Faint>unknown</Faint> },
+          ...(str(e.error) ? [{ label: "Completion refused", value: str(e.error) } satisfies Row] : []),
+        ],
+      };
+    }
+    case "orphan_unrecorded_effect": {
+      const found = between(e.createdAt, a.detectedAt);
+      return {
+        used: ["effectId", "createdAt", "key"],
+        rows: [
+          { label: "Side effect", mono: true, value: str(e.effectId) ?? <Faint>unknown</Faint> },
+          { label: "Committed", value: <Time at={e.createdAt} note={found !== null ? `found ${formatDuration(found)} later with no execution logged` : undefined} /> },
+          { label: "Idempotency key", mono: true, value: str(e.key) ?? <Faint>none: the call carried no key</Faint> },
+        ],
+      };
+    }
+    case "stale_suppression": {
+      const gap = num(e.gapMs);
+      const threshold = num(e.staleThresholdMs);
+      const samples = num(e.samples);
+      return {
+        used: ["suppressionId", "at", "gapMs", "session", "originalSession", "originalExecutionId", "fallback", "reasons", "staleThresholdMs", "samples"],
+        rows: [
+          { label: "Duplicate arrived", value: <Time at={e.at} note={formatRelative(str(e.at), nowMs)} /> },
+          {
+            label: "Gap to the original",
+            testId: "evidence-gap",
+            value:
+              gap !== null ? (
+                <>
+                  {formatDuration(gap)}
+                  {threshold !== null && (
+                    <span className="text-muted">
+                      {" "}
+                      · this tool&apos;s stale threshold is {formatDuration(threshold)}
+                      {samples !== null && ` (from ${formatCount(samples)} replay${samples === 1 ? "" : "s"} in the last 7 days)`}
+                    </span>
+                  )}
+                </>
+              ) : (
+                <Faint>unknown</Faint>
+              ),
+          },
+          { label: "Answered to session", mono: true, testId: "evidence-session", value: str(e.session) ?? <Faint>none</Faint> },
+          { label: "Original session", mono: true, value: str(e.originalSession) ?? <Faint>none</Faint> },
+          { label: "Original execution", mono: true, value: str(e.originalExecutionId) ?? <Faint>unknown</Faint> },
+          { label: "Matched by", value: e.fallback ? <span className="text-warn">the arguments only (fallback key, no idempotency key sent)</span> : "its idempotency key" },
+          { label: "Suppression", mono: true, value: str(e.suppressionId) ?? <Faint>unknown</Faint> },
+        ],
+      };
+    }
+    default:
+      return { used: [], rows: [] };
+  }
+}
+
+function show(v: unknown): string {
+  return typeof v === "string" ? v : JSON.stringify(v);
+}
+
+/** The evidence the reconciler stored, readable; fields this view does not know are still listed. */
+export function EvidenceList({ anomaly, nowMs }: { anomaly: AnomalyView; nowMs: number }) {
+  const { rows, used } = rowsFor(anomaly, nowMs);
+  const extra = Object.entries(anomaly.evidence ?? {}).filter(([k, v]) => !used.includes(k) && v !== null && v !== undefined);
+  const all: Row[] = [...rows, ...extra.map(([k, v]) => ({ label: k, value: show(v), mono: true }))];
+  return (
+    <dl className="divide-y divide-line border-t border-line" data-testid="evidence">
+      {all.map((r) => (
+        <div key={r.label} className="grid gap-x-4 gap-y-0.5 px-5 py-2 sm:grid-cols-[10rem_minmax(0,1fr)]" data-testid={r.testId}>
+          <dt className="text-muted">{r.label}</dt>
+          <dd className={r.mono ? "min-w-0 font-mono text-[12.5px] break-all" : "min-w-0"}>{r.value}</dd>
+        </div>
+      ))}
+    </dl>
+  );
+}
+
+/** A stale suppression's reasons, each one sentence from the reconciler. */
+export function staleReasons(anomaly: AnomalyView): string[] {
+  const r = anomaly.evidence?.reasons;
+  return Array.isArray(r) ? r.filter((x): x is string => typeof x === "string") : [];
+}

@@ -1,0 +1,69 @@
+"use client";
+
+import { useMutation } from "@tanstack/react-query";
+import { useState } from "react";
+import { Dialog } from "@/components/ui/dialog";
+import { ProblemAlert } from "@/components/ui/problem-alert";
+import { ReasonField, reasonOk } from "@/components/ui/reason-field";
+import { buttonClass } from "@/components/ui/styles";
+import { apiFetch } from "@/lib/client/api";
+import type { AnomalyView } from "./anomaly-types";
+
+export type TargetStatus = "acknowledged" | "resolved" | "open";
+
+export const STATUS_ACTIONS: Record<TargetStatus, { button: string; title: string; pending: string; explain: string }> = {
+  acknowledged: {
+    button: "Acknowledge",
+    title: "Acknowledge this anomaly",
+    pending: "Acknowledging…",
+    explain: "Says someone is looking into it. It leaves the open list and stays under Acknowledged until it is resolved.",
+  },
+  resolved: {
+    button: "Mark resolved",
+    title: "Mark this anomaly resolved",
+    pending: "Resolving…",
+    explain:
+      "Says the cause is dealt with: the key released or resolved, a duplicate side effect reversed, or the caller fixed. This changes only the anomaly, not the key.",
+  },
+  open: {
+    button: "Reopen",
+    title: "Reopen this anomaly",
+    pending: "Reopening…",
+    explain: "Puts it back on the open list, for example when the fix did not hold.",
+  },
+};
+
+/** Changes an anomaly's status after the operator says why; the API records both in the audit trail. */
+export function StatusDialog({ anomaly, target, onClose, onDone }: { anomaly: AnomalyView; target: TargetStatus; onClose: () => void; onDone: (a: AnomalyView) => void }) {
+  const [reason, setReason] = useState("");
+  const copy = STATUS_ACTIONS[target];
+  const mutation = useMutation({
+    mutationFn: () => apiFetch<AnomalyView>(`/api/v1/anomalies/${encodeURIComponent(anomaly.id)}/status`, { method: "POST", json: { status: target, reason } }),
+    onSuccess: onDone,
+  });
+  return (
+    <Dialog open onClose={onClose} title={copy.title} testId="status-dialog">
+      <form
+        className="space-y-4"
+        onSubmit={(e) => {
+          e.preventDefault();
+          if (reasonOk(reason) && !mutation.isPending) mutation.mutate();
+        }}
+      >
+        <p className="text-[13px]">
+          {copy.explain} It is now <strong>{anomaly.status}</strong>.
+        </p>
+        <ReasonField value={reason} onChange={setReason} />
+        {mutation.error && <ProblemAlert error={mutation.error} testId="status-error" />}
+        <div className="flex justify-end gap-2">
+          <button type="button" className={buttonClass("secondary")} onClick={onClose}>
+            Cancel
+          </button>
+          <button type="submit" className={buttonClass("primary")} disabled={!reasonOk(reason) || mutation.isPending} data-testid="confirm-status">
+            {mutation.isPending ? copy.pending : copy.button}
+          </button>
+        </div>
+      </form>
+    </Dialog>
+  );
+}
