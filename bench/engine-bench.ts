@@ -6,7 +6,7 @@ import type { ToolPolicy } from "@/lib/idempotency/tool";
 import { RedisKeyStore } from "@/lib/store/redis/redis-key-store";
 import { createTestPostgres, REDIS_TEST_URL } from "@/test/support/databases";
 import { deleteRedisPrefix } from "@/test/support/stores";
-import { median, printTable, timeSequential, type Row } from "./stats";
+import { median, timeSequential, type Row } from "./stats";
 
 const tool: ToolPolicy = { name: "bench.write", kind: "write", ttlMs: 86_400_000, leaseMs: 60_000, stuckPolicy: "block", fallbackTtlMs: null };
 const noop = async () => ({ body: { ok: true } });
@@ -59,13 +59,13 @@ export async function benchEngine(options: { iterations: number; rounds: number 
       await timeSequential(n, () => pg.db.prisma.$executeRaw`INSERT INTO bench_bare_insert VALUES (${randomUUID()}, 'bench', 'k', now())`),
     );
     return [
-      { name: "bare SET NX PX + SET (2 round trips)", value: m.pair, unit: "µs" },
-      { name: "engine first execution, audit async", value: m.firstAsync, unit: "µs", baseline: "bare pair", ratio: m.firstAsync / m.pair, target: "≤ 1.3×" },
-      { name: "engine first execution, audit durable", value: m.firstDurable, unit: "µs", baseline: "bare pair", ratio: m.firstDurable / m.pair },
-      { name: "bare committed INSERT into PostgreSQL", value: pgWrite, unit: "µs" },
-      { name: "durable − async (extra per first execution)", value: m.firstDurable - m.firstAsync, unit: "µs", baseline: "bare INSERT", ratio: (m.firstDurable - m.firstAsync) / pgWrite, target: "≤ 1 write round trip" },
-      { name: "bare GET", value: m.get, unit: "µs" },
-      { name: "engine replay", value: m.replay, unit: "µs", baseline: "bare GET", ratio: m.replay / m.get, target: "≤ 1.2×" },
+      { section: "engine", name: "bare SET NX PX + SET (2 round trips)", value: m.pair, unit: "µs" },
+      { section: "engine", name: "engine first execution, audit async", value: m.firstAsync, unit: "µs", baseline: "bare pair", ratio: m.firstAsync / m.pair, target: "≤ 1.3×" },
+      { section: "engine", name: "engine first execution, audit durable", value: m.firstDurable, unit: "µs", baseline: "bare pair", ratio: m.firstDurable / m.pair },
+      { section: "engine", name: "bare committed INSERT into PostgreSQL", value: pgWrite, unit: "µs" },
+      { section: "engine", name: "durable − async (extra per first execution)", value: m.firstDurable - m.firstAsync, unit: "µs", baseline: "bare INSERT", ratio: (m.firstDurable - m.firstAsync) / pgWrite, target: "≤ 1 write round trip" },
+      { section: "engine", name: "bare GET", value: m.get, unit: "µs" },
+      { section: "engine", name: "engine replay", value: m.replay, unit: "µs", baseline: "bare GET", ratio: m.replay / m.get, target: "≤ 1.2×" },
     ];
   } finally {
     await writers.async.close();
@@ -76,6 +76,3 @@ export async function benchEngine(options: { iterations: number; rounds: number 
   }
 }
 
-export function printEngine(rows: Row[]): void {
-  printTable("Engine on Redis (sequential latency, one client)", rows);
-}

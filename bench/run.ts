@@ -1,13 +1,54 @@
-import { benchEngine, printEngine } from "./engine-bench";
+import os from "node:os";
+import { benchConsole } from "./console-bench";
+import { benchEngine } from "./engine-bench";
+import { benchGateway } from "./gateway-bench";
+import { benchPeers } from "./peers-bench";
+import { printTable, type Row } from "./stats";
 
-// npm run bench [-- --quick]: prints each table as Markdown; every ratio is against a baseline
-// measured in the same run on the same servers.
-const quick = process.argv.includes("--quick");
+/*
+ * npm run bench [-- --quick] [-- --scale 1000000] [-- --only engine,peers,gateway,console] [-- --no-build]
+ * Prints one Markdown table; every figure is a median over repeated runs and every ratio is against
+ * a baseline measured in the same run on the same Redis and PostgreSQL.
+ *   --scale N    keys (and audit rows) of the large console dataset; default 100000 (quick 20000)
+ *   --no-build   serve the existing .next build instead of running `next build` first
+ */
+const argv = process.argv.slice(2);
+const quick = argv.includes("--quick");
+const option = (name: string) => {
+  const at = argv.indexOf(`--${name}`);
+  return at === -1 ? undefined : argv[at + 1];
+};
+const scale = Number(option("scale") ?? (quick ? 20_000 : 100_000));
+const only = new Set((option("only") ?? "engine,peers,gateway,console").split(","));
+
+async function section(name: string, fn: () => Promise<Row[]>): Promise<Row[]> {
+  if (!only.has(name)) return [];
+  const t0 = performance.now();
+  try {
+    const rows = await fn();
+    console.error(`bench: ${name} done in ${((performance.now() - t0) / 1000).toFixed(0)} s`);
+    return rows;
+  } catch (err) {
+    console.error(`bench: ${name} failed`, err);
+    const message = (err instanceof Error ? err.message : String(err)).split("\n")[0].slice(0, 300);
+    return [{ section: name, name: "section failed", value: NaN, unit: "", note: message }];
+  }
+}
 
 async function main(): Promise<void> {
+  const started = performance.now();
   console.log(`# Idemgate benchmarks — ${new Date().toISOString()}`);
-  console.log(`node ${process.version}, ${quick ? "quick run" : "full run"}`);
-  printEngine(await benchEngine({ iterations: quick ? 300 : 2_000, rounds: quick ? 3 : 7 }));
+  console.log(`node ${process.version}, ${os.cpus().length} CPUs, ${quick ? "quick run" : "full run"}; console datasets: 10k and ${scale} keys`);
+  const rows: Row[] = [
+    ...(await section("engine", () => benchEngine({ iterations: quick ? 300 : 2_000, rounds: quick ? 3 : 7 }))),
+    ...(await section("peers", () => benchPeers({ calls: quick ? 2_000 : 5_000, concurrency: 50, rounds: quick ? 3 : 5 }))),
+    ...(await section("gateway", () =>
+      benchGateway({ durationS: quick ? 3 : 10, connections: 50, rounds: 3, build: !argv.includes("--no-build"), port: 3141, barePort: 3142 }),
+    )),
+    ...(await section("console", () => benchConsole({ small: 10_000, large: scale, repeats: quick ? 20 : 50 }))),
+  ];
+  printTable("Results", rows);
+  console.log(`\ntotal ${((performance.now() - started) / 1000).toFixed(0)} s`);
 }
 
 main().then(
