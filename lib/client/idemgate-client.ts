@@ -190,16 +190,25 @@ export class IdemgateClient {
       const last = attempt >= retry.maxAttempts;
       const report = (event: Omit<AttemptEvent, "tool" | "key" | "attempt" | "elapsedMs">) =>
         this.onAttempt?.({ tool, key, attempt, elapsedMs: Date.now() - started, ...event });
-      const timeout = AbortSignal.timeout(timeoutMs);
-      const signal = request.signal ? AbortSignal.any([request.signal, timeout]) : timeout;
+      // A timer of our own rather than AbortSignal.timeout: the controller stays referenced until the
+      // attempt ends, so the abort always fires (a collected timeout signal left a fetch hanging).
+      const timeout = new AbortController();
+      const timer = setTimeout(() => timeout.abort(new DOMException(`no answer within ${timeoutMs} ms`, "TimeoutError")), timeoutMs);
+      const signal = request.signal ? AbortSignal.any([request.signal, timeout.signal]) : timeout.signal;
       let response: Response;
       let body: unknown;
+      // The abort settles the attempt even if the fetch implementation misses it (seen with undici
+      // under connection churn: an aborted fetch that never settled).
+      const aborted = new Promise<never>((_, reject) => signal.addEventListener("abort", () => reject(signal.reason), { once: true }));
+      aborted.catch(() => {});
       try {
-        response = await this.fetchImpl(this.baseUrl + path, { method, headers, body: request.body, signal });
-        body = await readBody(response);
+        response = await Promise.race([this.fetchImpl(this.baseUrl + path, { method, headers, body: request.body, signal }), aborted]);
+        body = await Promise.race([readBody(response), aborted]);
+        clearTimeout(timer);
       } catch (err) {
+        clearTimeout(timer);
         if (request.signal?.aborted) throw request.signal.reason;
-        const timedOut = timeout.aborted;
+        const timedOut = timeout.signal.aborted;
         const delay = last ? null : retryDelayMs(attempt, null, retry, this.random);
         report({ outcome: timedOut ? "timeout" : "network_error", retryInMs: delay });
         if (delay === null) {

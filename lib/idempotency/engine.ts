@@ -226,7 +226,9 @@ export class Engine {
       resultStatus: stored.status,
       resultBody: stored.body,
       resultFinal: stored.final,
-      expiresAt: late ? null : new Date(completedMs + ttlMs),
+      // a late result is kept too: when no later execution ran (the key was only probed after a
+      // store loss), it is the action's one result and duplicates are answered with it
+      expiresAt: new Date(completedMs + ttlMs),
       error: late ? "completion refused: the reservation was released or taken over while the tool ran" : completionError,
     });
     this.onCall({ tool: tool.name, result: stored.final ? "final_error" : "executed", storeMs, auditMs });
@@ -238,6 +240,9 @@ export class Engine {
    * wanted. Asked once per epoch: on a fresh store it answers no, and no call pays a lookup.
    */
   private async mayRecover(epochMs: number, arrivedMs: number, token: number, call: CallContext): Promise<boolean> {
+    // A call that reserved just before the loss may not have written its intent yet, so a window
+    // computed now could miss it: within a lease of the epoch, always look the key up.
+    if (arrivedMs < epochMs + call.tool.leaseMs) return true;
     let end = this.recoveryEnds.get(epochMs);
     if (!end) {
       if (this.recoveryEnds.size > 1_000) this.recoveryEnds.clear();
@@ -302,8 +307,9 @@ export class Engine {
       await this.store.abandon(call.scope, call.key, token).catch(() => {});
       throw new UnavailableError("audit_log", err);
     }
-    // succeeded, final_error and resolved (by an operator) left a result; open calls still block
-    if (!prior || prior.outcome === "failed" || prior.outcome === "released" || prior.outcome === "late_completion") return null;
+    // succeeded, final_error, late_completion (as the latest execution, no other one ran after it)
+    // and resolved left a result; open calls still block
+    if (!prior || prior.outcome === "failed" || prior.outcome === "released") return null;
     const record = recordFromPrior(call.scope, call.key, prior, call.fallback);
     const keepsResult = prior.outcome !== null && prior.resultBody !== null && prior.expiresAt !== null && prior.expiresAt.getTime() > call.arrivedMs;
     if (prior.fingerprint === fp && keepsResult) {

@@ -149,11 +149,13 @@ describe("the key store's Redis stopped, restarted and flushed", () => {
   });
 
   it("runs no side effect twice when Redis is flushed while retries are in flight", async () => {
+    const attempts = new Map<string, string[]>();
     const client = new IdemgateClient({
       baseUrl: server.url,
       token,
       timeoutMs: 250, // shorter than the tool: the client retries while the first call runs
       retry: { maxAttempts: 30, baseDelayMs: 50, maxDelayMs: 300 },
+      onAttempt: (e) => attempts.set(e.key ?? "", [...(attempts.get(e.key ?? "") ?? []), `${e.outcome}:${e.status ?? ""}:${e.problemType ?? ""}`]),
     });
     const actions = Array.from({ length: 40 }, (_, i) => ({
       key: `flush-${randomUUID()}`,
@@ -168,9 +170,10 @@ describe("the key store's Redis stopped, restarted and flushed", () => {
     const results = await Promise.all(
       actions.map(async (a, i) => {
         await new Promise((r) => setTimeout(r, i * 15));
-        const out = await client.invoke("payments.charge", a.args, { key: a.key });
-        if (process.env.FAULTS_DEBUG) console.log(i, out.status, out.attempts, out.replayed);
-        return out;
+        const deadline = new Promise<never>((_, reject) =>
+          setTimeout(() => reject(new Error(`action ${i} (${a.key}) unfinished after 45 s; attempts: ${attempts.get(a.key)?.join(" ")}\n${server.output().slice(-3000)}`)), 45_000).unref(),
+        );
+        return Promise.race([client.invoke("payments.charge", a.args, { key: a.key }), deadline]);
       }),
     );
     await flushes;
