@@ -12,6 +12,8 @@ export interface Database {
   /** where it lives, for status pages: a data directory or a URL without its password */
   location: string;
   prisma: PrismaClient;
+  /** the migrations this open applied (empty when the schema was up to date) */
+  appliedMigrations: string[];
   /** one session of the raw driver, for multi-statement SQL and session locks (migrations) */
   withSession<T>(fn: (conn: SqlConnection) => Promise<T>): Promise<T>;
   close(): Promise<void>;
@@ -41,7 +43,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
   const db = options.url ? await openServer(options.url, options.poolSize ?? 10) : await openEmbedded(options.dataDir ?? ".data/pglite");
   if (options.migrate !== false) {
     try {
-      await db.withSession((conn) => applyMigrations(conn));
+      db.appliedMigrations = await db.withSession((conn) => applyMigrations(conn));
     } catch (err) {
       await db.close();
       throw err;
@@ -59,6 +61,7 @@ async function openServer(url: string, poolSize: number): Promise<Database> {
     kind: "postgres",
     location: redactUrl(url),
     prisma,
+    appliedMigrations: [],
     async withSession(fn) {
       const client = await pool.connect();
       try {
@@ -99,6 +102,7 @@ async function openEmbedded(dataDir: string): Promise<Database> {
       kind: "pglite",
       location: dataDir,
       prisma,
+      appliedMigrations: [],
       withSession: (fn) => fn(raw),
       async close() {
         await prisma.$disconnect();
