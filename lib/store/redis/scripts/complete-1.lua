@@ -23,8 +23,7 @@ if #current == 0 then return { "absent", {} } end
 local rec = hashToTable(current)
 if rec.status ~= "inflight" or rec.token ~= ARGV[2] then return { "stale_token", current } end
 
-removeFromIndexes(base, rec)
-rec.status = "done"
+changeStatus(base, rec, "done", ARGV[4])
 rec.completedAtMs = ARGV[3]
 rec.expiresAtMs = ARGV[4]
 rec.leaseUntilMs = nil
@@ -32,5 +31,4 @@ redis.call("HDEL", KEYS[1], "leaseUntilMs")
 redis.call("HSET", KEYS[1], "status", "done", "completedAtMs", ARGV[3], "expiresAtMs", ARGV[4],
   "resultStatus", ARGV[5], "resultBody", ARGV[6], "resultFinal", ARGV[7])
 if ARGV[8] and ARGV[8] ~= "" then redis.call("HSET", KEYS[1], "executionId", ARGV[8]) end
-addToIndexes(base, rec)
 return { "ok", redis.call("HGETALL", KEYS[1]) }

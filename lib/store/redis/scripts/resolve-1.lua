@@ -20,13 +20,11 @@ if #current == 0 then return { "absent", {}, {} } end
 local rec = hashToTable(current)
 if rec.status ~= "inflight" then return { "not_inflight", current, {} } end
 
-removeFromIndexes(base, rec)
-rec.status = "done"
+changeStatus(base, rec, "done", ARGV[3])
 rec.completedAtMs = ARGV[2]
 rec.expiresAtMs = ARGV[3]
 rec.leaseUntilMs = nil
 redis.call("HDEL", KEYS[1], "leaseUntilMs")
 redis.call("HSET", KEYS[1], "status", "done", "completedAtMs", ARGV[2], "expiresAtMs", ARGV[3],
   "resultStatus", ARGV[4], "resultBody", ARGV[5], "resultFinal", ARGV[6])
-addToIndexes(base, rec)
 return { "ok", current, redis.call("HGETALL", KEYS[1]) }

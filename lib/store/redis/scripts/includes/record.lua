@@ -35,3 +35,17 @@ local function addToIndexes(base, rec)
   redis.call("ZADD", scopeIndexKey(base, rec.scope), rec.createdAtMs, member)
   redis.call("ZADD", lexIndexKey(base), 0, rec.key .. "\n" .. rec.scope .. "\n" .. rec.createdAtMs)
 end
+
+-- A status change (inflight -> done) moves the record between the status-keyed indexes only; the
+-- indexes keyed by creation time (created, tool, scope, lex) do not change. Half the writes of a
+-- full remove and add.
+local function changeStatus(base, rec, status, deadline)
+  local member = rec.scope .. "\n" .. rec.key
+  redis.call("ZREM", statusIndexKey(base, rec.status), member)
+  redis.call("ZREM", statusToolIndexKey(base, rec.status, rec.tool), member)
+  redis.call("ZREM", statusScopeIndexKey(base, rec.status, rec.scope), member)
+  redis.call("ZADD", statusIndexKey(base, status), deadline, member)
+  redis.call("ZADD", statusToolIndexKey(base, status, rec.tool), deadline, member)
+  redis.call("ZADD", statusScopeIndexKey(base, status, rec.scope), deadline, member)
+  rec.status = status
+end
