@@ -30,6 +30,8 @@ export class PrismaAuditWriter implements AuditWriter {
   private suppressions: SuppressionEntry[] = [];
   private timer: NodeJS.Timeout | null = null;
   private flushing: Promise<void> | null = null;
+  /** the batch being written: out of the queues, maybe not yet in the database */
+  private writing: { intents: IntentEntry[]; outcomes: OutcomeEntry[] } = { intents: [], outcomes: [] };
   private closed = false;
   private readonly flushIntervalMs: number;
   private readonly maxBatch: number;
@@ -86,27 +88,39 @@ export class PrismaAuditWriter implements AuditWriter {
   }
 
   async priorExecution(scope: string, key: string, since: Date): Promise<PriorExecution | null> {
-    // rows still queued are the newest: the database does not have them yet
-    await this.flush();
-    const row = await this.prisma.execution.findFirst({
-      where: { scope, key, startedAt: { gte: since } },
-      orderBy: { startedAt: "desc" },
-    });
-    if (!row) return null;
-    return {
-      id: row.id,
-      fingerprint: row.fingerprint,
-      tool: row.tool,
-      session: row.session,
-      startedAt: row.startedAt,
-      leaseUntil: row.leaseUntil,
-      outcome: row.outcome as PriorExecution["outcome"],
-      resultStatus: row.resultStatus,
-      resultBody: row.resultBody,
-      resultFinal: row.resultFinal,
-      expiresAt: row.expiresAt,
-    };
+    // Rows still queued (or being written) are the newest and the database may not have them yet:
+    // take them before asking, and lay them over the answer. Nothing waits for a flush.
+    const sameKey = (e: { scope: string; key: string }) => e.scope === scope && e.key === key;
+    const queuedIntents = [...this.writing.intents, ...this.intents].filter((i) => sameKey(i) && i.startedAt >= since);
+    const queuedOutcomes = [...this.writing.outcomes, ...this.outcomes];
+    const row = await this.prisma.execution.findFirst({ where: { scope, key, startedAt: { gte: since } }, orderBy: { startedAt: "desc" } });
+    let prior: PriorExecution | null = row
+      ? {
+          id: row.id,
+          fingerprint: row.fingerprint,
+          tool: row.tool,
+          session: row.session,
+          startedAt: row.startedAt,
+          leaseUntil: row.leaseUntil,
+          outcome: row.outcome as PriorExecution["outcome"],
+          resultStatus: row.resultStatus,
+          resultBody: row.resultBody,
+          resultFinal: row.resultFinal,
+          expiresAt: row.expiresAt,
+        }
+      : null;
+    for (const i of queuedIntents) {
+      if (!prior || i.startedAt >= prior.startedAt) {
+        prior = { ...i, outcome: null, resultStatus: null, resultBody: null, resultFinal: null, expiresAt: null };
+      }
+    }
+    const outcome = prior && queuedOutcomes.findLast((o) => o.id === prior!.id);
+    if (prior && outcome) {
+      prior = { ...prior, outcome: outcome.outcome, resultStatus: outcome.resultStatus, resultBody: outcome.resultBody, resultFinal: outcome.resultFinal, expiresAt: outcome.expiresAt };
+    }
+    return prior;
   }
+
 
   async recoveryWindowEnd(epochMs: number): Promise<number | null> {
     await this.flush();
@@ -189,18 +203,29 @@ export class PrismaAuditWriter implements AuditWriter {
     const intents = this.intents.splice(0, this.maxBatch);
     const outcomes = this.outcomes.splice(0, this.maxBatch);
     const suppressions = this.suppressions.splice(0, this.maxBatch);
+    this.writing = { intents, outcomes };
     try {
       // An outcome whose intent is in the same batch (async mode) is written with it as one row;
-      // the others update rows already written, all in one statement.
-      const rows = new Map(intents.map((i) => [i.id, { ...intentRow(i) } as ExecutionRow]));
+      // the others update rows already written. Each kind is one statement over a JSON array:
+      // no per-row work in the query engine, whatever the batch size.
+      const rows = new Map(intents.map((i) => [i.id, { ...intentJson(i) } as Record<string, unknown>]));
       const updates: OutcomeEntry[] = [];
       for (const o of outcomes) {
         const row = rows.get(o.id);
-        if (row) Object.assign(row, outcomeColumns(o));
+        if (row) Object.assign(row, outcomeJson(o));
         else updates.push(o);
       }
       await this.prisma.$transaction([
-        ...(rows.size ? [this.prisma.execution.createMany({ data: [...rows.values()], skipDuplicates: true })] : []),
+        ...(rows.size ? [this.prisma.$executeRaw`
+          INSERT INTO executions (id, scope, key, tool, fingerprint, token, session, caller, fallback, started_at, lease_until,
+                                  outcome, finished_at, duration_ms, result_status, result_body, result_final, expires_at, error)
+          SELECT id, scope, key, tool, fingerprint, token, session, caller, fallback, started_at, lease_until,
+                 outcome, finished_at, duration_ms, result_status, result_body, result_final, expires_at, error
+          FROM jsonb_to_recordset(${JSON.stringify([...rows.values()])}::jsonb) AS v(
+            id text, scope text, key text, tool text, fingerprint text, token bigint, session text, caller text, fallback boolean,
+            started_at timestamptz, lease_until timestamptz, outcome text, finished_at timestamptz, duration_ms int,
+            result_status int, result_body text, result_final boolean, expires_at timestamptz, error text)
+          ON CONFLICT DO NOTHING`] : []),
         ...(updates.length ? [this.prisma.$executeRaw`
           UPDATE executions AS e SET
             outcome = v.outcome, finished_at = v.finished_at, duration_ms = v.duration_ms,
@@ -210,7 +235,13 @@ export class PrismaAuditWriter implements AuditWriter {
             id text, outcome text, finished_at timestamptz, duration_ms int, result_status int,
             result_body text, result_final boolean, expires_at timestamptz, error text)
           WHERE e.id = v.id`] : []),
-        ...(suppressions.length ? [this.prisma.suppression.createMany({ data: suppressions, skipDuplicates: true })] : []),
+        ...(suppressions.length ? [this.prisma.$executeRaw`
+          INSERT INTO suppressions (id, scope, key, tool, kind, fallback, gap_ms, session, caller, original_session, original_execution_id, at)
+          SELECT id, scope, key, tool, kind, fallback, gap_ms, session, caller, original_session, original_execution_id, at
+          FROM jsonb_to_recordset(${JSON.stringify(suppressions.map(suppressionJson))}::jsonb) AS v(
+            id text, scope text, key text, tool text, kind text, fallback boolean, gap_ms int, session text, caller text,
+            original_session text, original_execution_id text, at timestamptz)
+          ON CONFLICT DO NOTHING`] : []),
       ]);
     } catch (err) {
       // keep them for the next attempt, in order
@@ -218,23 +249,11 @@ export class PrismaAuditWriter implements AuditWriter {
       this.outcomes.unshift(...outcomes);
       this.suppressions.unshift(...suppressions);
       throw err;
+    } finally {
+      this.writing = { intents: [], outcomes: [] };
     }
   }
-}
 
-type ExecutionRow = ReturnType<typeof intentRow> & Partial<ReturnType<typeof outcomeColumns>>;
-
-function outcomeColumns(o: OutcomeEntry) {
-  return {
-    outcome: o.outcome,
-    finishedAt: o.finishedAt,
-    durationMs: o.durationMs,
-    resultStatus: o.resultStatus,
-    resultBody: o.resultBody,
-    resultFinal: o.resultFinal,
-    expiresAt: o.expiresAt,
-    error: o.error,
-  };
 }
 
 function outcomeJson(o: OutcomeEntry) {
@@ -251,18 +270,35 @@ function outcomeJson(o: OutcomeEntry) {
   };
 }
 
-function intentRow(e: IntentEntry) {
+function intentJson(e: IntentEntry) {
   return {
     id: e.id,
     scope: e.scope,
     key: e.key,
     tool: e.tool,
     fingerprint: e.fingerprint,
-    token: BigInt(e.token),
+    token: e.token,
     session: e.session,
     caller: e.caller,
     fallback: e.fallback,
-    startedAt: e.startedAt,
-    leaseUntil: e.leaseUntil,
+    started_at: e.startedAt.toISOString(),
+    lease_until: e.leaseUntil.toISOString(),
+  };
+}
+
+function suppressionJson(s: SuppressionEntry) {
+  return {
+    id: s.id,
+    scope: s.scope,
+    key: s.key,
+    tool: s.tool,
+    kind: s.kind,
+    fallback: s.fallback,
+    gap_ms: s.gapMs,
+    session: s.session,
+    caller: s.caller,
+    original_session: s.originalSession,
+    original_execution_id: s.originalExecutionId,
+    at: s.at.toISOString(),
   };
 }
