@@ -241,8 +241,9 @@ export class Engine {
    */
   private async mayRecover(epochMs: number, arrivedMs: number, token: number, call: CallContext): Promise<boolean> {
     // A call that reserved just before the loss may not have written its intent yet, so a window
-    // computed now could miss it: within a lease of the epoch, always look the key up.
-    if (arrivedMs < epochMs + call.tool.leaseMs) return true;
+    // computed now could miss it: until intents from before the epoch have settled, look every
+    // key up (one indexed read per first execution, for the first seconds of a store epoch).
+    if (arrivedMs < epochMs + INTENT_SETTLE_MS) return true;
     let end = this.recoveryEnds.get(epochMs);
     if (!end) {
       if (this.recoveryEnds.size > 1_000) this.recoveryEnds.clear();
@@ -356,6 +357,13 @@ export class Engine {
     return { before: out.before, after: out.after };
   }
 }
+
+/**
+ * How long after its reservation an intent can still be on its way to the log (the database
+ * connection timeout is 5 s): a recovery window computed later has seen every intent from before
+ * the epoch.
+ */
+const INTENT_SETTLE_MS = 10_000;
 
 /** What a 409 for a running call asks the caller to wait (Retry-After). */
 const CONFLICT_RETRY_AFTER_MS = 1_000;
