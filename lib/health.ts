@@ -68,6 +68,10 @@ export function describeError(err: unknown): string {
     // net.connect to "localhost" fails once per address family; the first says enough
     return describeError(err.errors[0]);
   }
+  if (err instanceof Error && /enableOfflineQueue|Stream isn't writeable|Connection is closed/i.test(err.message)) {
+    // the store fails calls at once while it has no connection, and ioredis says it in its own terms
+    return "no connection (calls fail at once until Redis is back)";
+  }
   if (err instanceof Error && /max retries per request/i.test(err.message)) {
     // ioredis's MaxRetriesPerRequestError says nothing about why; it means no connection
     return "no connection (ioredis gave up after retrying the command)";

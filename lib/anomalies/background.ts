@@ -29,6 +29,7 @@ export function startBackgroundJobs(runtime: Runtime): () => void {
   const interval = runtime.config.reconcileIntervalMs;
   if (interval <= 0) return () => {};
   let running = false;
+  let lastFailure: string | null = null;
   const timer = setInterval(async () => {
     if (running) return;
     running = true;
@@ -36,8 +37,13 @@ export function startBackgroundJobs(runtime: Runtime): () => void {
       await runtime.audit.flush();
       await reconcileRuntime(runtime);
       await runtime.store.purge(Date.now() - runtime.config.retentionMs, 1_000);
+      if (lastFailure) console.error("idemgate: background reconcile/purge works again");
+      lastFailure = null;
     } catch (err) {
-      console.error("background reconcile/purge failed; will try again", err);
+      // said once per cause, not every interval while a store is down
+      const message = err instanceof Error ? err.message : String(err);
+      if (message !== lastFailure) console.error(`idemgate: background reconcile/purge failed (${message}); will try again every ${interval} ms`);
+      lastFailure = message;
     } finally {
       running = false;
     }
