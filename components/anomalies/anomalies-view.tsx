@@ -1,11 +1,11 @@
 "use client";
 
 import { keepPreviousData, useQuery, useQueryClient } from "@tanstack/react-query";
+import { CursorPager } from "@/components/ui/cursor-pager";
 import { parseAsArrayOf, parseAsString, parseAsStringLiteral, useQueryStates } from "nuqs";
 import { PollControl } from "@/components/keys/poll-control";
 import { usePollInterval } from "@/components/keys/use-poll-interval";
 import { ProblemAlert } from "@/components/ui/problem-alert";
-import { buttonClass } from "@/components/ui/styles";
 import { apiFetch } from "@/lib/client/api";
 import { AnomaliesEmpty } from "./anomalies-empty";
 import { AnomaliesFilters, STATUS_FILTERS } from "./anomalies-filters";
@@ -118,32 +118,14 @@ export function AnomaliesView(props: {
         <AnomaliesTable items={items} nowMs={query.dataUpdatedAt || Date.now()} stale={query.isPlaceholderData} />
       )}
 
-      <nav aria-label="Pages" className="flex items-center justify-between gap-3">
-        <span className="text-xs text-muted" data-testid="page-number">
-          Page {after.length + 1}
-          {items.length > 0 && ` · ${items.length} anomal${items.length === 1 ? "y" : "ies"}`}
-        </span>
-        <div className="flex gap-2">
-          <button
-            type="button"
-            className={buttonClass("secondary", "sm")}
-            disabled={after.length === 0}
-            onClick={() => void setFilters({ after: after.length > 1 ? after.slice(0, -1) : null }, { history: "push" })}
-            data-testid="page-previous"
-          >
-            ← Previous
-          </button>
-          <button
-            type="button"
-            className={buttonClass("secondary", "sm")}
-            disabled={!query.data?.nextCursor || query.isPlaceholderData}
-            onClick={() => query.data?.nextCursor && void setFilters({ after: [...after, query.data.nextCursor] }, { history: "push" })}
-            data-testid="page-next"
-          >
-            Next →
-          </button>
-        </div>
-      </nav>
+      <CursorPager
+        page={after.length + 1}
+        summary={items.length > 0 ? `${items.length} anomal${items.length === 1 ? "y" : "ies"}` : undefined}
+        canPrevious={after.length > 0}
+        canNext={!!query.data?.nextCursor && !query.isPlaceholderData}
+        onPrevious={() => void setFilters({ after: after.length > 1 ? after.slice(0, -1) : null }, { history: "push" })}
+        onNext={() => query.data?.nextCursor && void setFilters({ after: [...after, query.data.nextCursor] }, { history: "push" })}
+      />
     </div>
   );
 }

@@ -1,6 +1,7 @@
 "use client";
 
 import { keepPreviousData, useQuery, useQueryClient } from "@tanstack/react-query";
+import { CursorPager } from "@/components/ui/cursor-pager";
 import { parseAsArrayOf, parseAsString, parseAsStringLiteral, useQueryStates } from "nuqs";
 import { useEffect, useMemo, useState } from "react";
 import { ProblemAlert } from "@/components/ui/problem-alert";
@@ -158,32 +159,14 @@ export function KeysView({ tools, canRelease, gatewayExample }: { tools: string[
         />
       )}
 
-      <nav aria-label="Pages" className="flex items-center justify-between gap-3">
-        <span className="text-xs text-muted" data-testid="page-number">
-          Page {after.length + 1}
-          {items.length > 0 && ` · ${items.length} key${items.length === 1 ? "" : "s"}`}
-        </span>
-        <div className="flex gap-2">
-          <button
-            type="button"
-            className={buttonClass("secondary", "sm")}
-            disabled={after.length === 0}
-            onClick={() => void setFilters({ after: after.length > 1 ? after.slice(0, -1) : null }, { history: "push" })}
-            data-testid="page-previous"
-          >
-            ← Previous
-          </button>
-          <button
-            type="button"
-            className={buttonClass("secondary", "sm")}
-            disabled={!query.data?.nextCursor || query.isPlaceholderData}
-            onClick={() => query.data?.nextCursor && void setFilters({ after: [...after, query.data.nextCursor] }, { history: "push" })}
-            data-testid="page-next"
-          >
-            Next →
-          </button>
-        </div>
-      </nav>
+      <CursorPager
+        page={after.length + 1}
+        summary={items.length > 0 ? `${items.length} key${items.length === 1 ? "" : "s"}` : undefined}
+        canPrevious={after.length > 0}
+        canNext={!!query.data?.nextCursor && !query.isPlaceholderData}
+        onPrevious={() => void setFilters({ after: after.length > 1 ? after.slice(0, -1) : null }, { history: "push" })}
+        onNext={() => query.data?.nextCursor && void setFilters({ after: [...after, query.data.nextCursor] }, { history: "push" })}
+      />
 
       {bulk && (
         <BulkReleaseDialog
