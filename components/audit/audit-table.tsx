@@ -21,6 +21,10 @@ function summary(snapshot: unknown): string {
   if (typeof snapshot !== "object") return String(snapshot);
   const s = snapshot as Record<string, unknown>;
   if ("state" in s) return String(s.state);
+  // anomaly status changes and reconciler passes
+  if ("status" in s) return String(s.status);
+  if ("flagged" in s) return `${s.flagged} flagged, ${s.created ?? 0} new`;
+  if ("tokenId" in s) return `token ${String(s.tokenId).slice(0, 8)}`;
   if ("released" in s) return `${s.released} released, ${s.refused} refused${s.more ? ", more left" : ""}`;
   if ("selected" in s) return `${s.selected} selected`;
   if ("filter" in s) {
@@ -52,12 +56,12 @@ export function AuditTable({ items }: { items: AuditRow[] }) {
               <td className="px-4 py-2.5 whitespace-nowrap">{a.actor}</td>
               <td className="px-4 py-2.5 font-medium whitespace-nowrap capitalize">{a.action.replace(/_/g, " ")}</td>
               <td className="max-w-[16rem] px-4 py-2.5">
-                {a.scope && a.key ? (
+                {a.anomalyId ? (
+                  <Link href={`/anomalies/${encodeURIComponent(a.anomalyId)}`} className="font-mono text-[12.5px] text-accent hover:underline">anomaly {a.anomalyId.slice(0, 8)}</Link>
+                ) : a.scope && a.key ? (
                   <Link href={keyHref(a.scope, a.key)} className="block truncate font-mono text-[12.5px] text-accent hover:underline" title={`${a.scope} / ${a.key}`}>
                     {a.key}
                   </Link>
-                ) : a.anomalyId ? (
-                  <Link href={`/anomalies/${encodeURIComponent(a.anomalyId)}`} className="font-mono text-[12.5px] text-accent hover:underline">anomaly {a.anomalyId.slice(0, 8)}</Link>
                 ) : (
                   <span className="text-muted">several keys</span>
                 )}
