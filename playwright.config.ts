@@ -32,6 +32,8 @@ const chromium = {
 const common = {
   NEXT_TELEMETRY_DISABLED: "1",
   IDEMGATE_DEMO_LEASE_MS: "3000",
+  // the tests make their own traffic and count it
+  IDEMGATE_DEMO_TRAFFIC: "0",
   IDEMGATE_SEED_VIEWER_PASSWORD: VIEWER.password,
   IDEMGATE_UPSTREAM_TOOLS: UPSTREAM_TOOLS,
 };

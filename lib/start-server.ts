@@ -17,6 +17,11 @@ export async function startServer(): Promise<void> {
     const { startBackgroundJobs } = await import("@/lib/anomalies/background");
     const seeded = await seedIfEmpty(runtime);
 
+    // Demo traffic on the first start of the embedded default only: never into a real database.
+    if (seeded.created && !runtime.config.databaseUrl && process.env.IDEMGATE_DEMO_TRAFFIC !== "0") {
+      const { seedDemoTraffic } = await import("@/lib/demo-traffic");
+      console.log(`idemgate: seeded ${await seedDemoTraffic(runtime)} demo calls (set IDEMGATE_DEMO_TRAFFIC=0 to start empty)`);
+    }
     const stopJobs = startBackgroundJobs(runtime);
     closeOnShutdown(async () => {
       stopJobs();

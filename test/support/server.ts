@@ -41,7 +41,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     cwd: ROOT,
     detached: true,
     stdio: ["ignore", "pipe", "pipe"],
-    env: { ...process.env, NEXT_TELEMETRY_DISABLED: "1", IDEMGATE_DATA_DIR: options.dataDir, REDIS_URL: "", DATABASE_URL: "", ...options.env },
+    env: { ...process.env, NEXT_TELEMETRY_DISABLED: "1", IDEMGATE_DATA_DIR: options.dataDir, REDIS_URL: "", DATABASE_URL: "", IDEMGATE_DEMO_TRAFFIC: "0", ...options.env },
   });
   let output = "";
   child.stdout!.on("data", (d) => (output += d));

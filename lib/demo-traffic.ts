@@ -1,0 +1,46 @@
+import type { Runtime } from "@/lib/runtime";
+import { DEMO_SCOPE } from "@/lib/seed";
+
+interface DemoCall {
+  tool: string;
+  key: string | null;
+  args: Record<string, unknown>;
+  session: string;
+  /** sent again with the same key, as a retrying client would */
+  repeats?: { session: string }[];
+}
+
+const charge = (customerId: string, amountCents: number, extra: Record<string, unknown> = {}) => ({ customerId, amountCents, currency: "EUR", ...extra });
+
+/**
+ * A few minutes of an agent's life, so a first start has something to look at: charges and their
+ * retries, a declined card replayed, a keyless ticket deduplicated, an email re-sent from another
+ * conversation under the same key (a stale suppression), a tool error, and a crash that leaves a key
+ * stuck once its lease passes (an orphan for the reconciler).
+ */
+const CALLS: DemoCall[] = [
+  { tool: "payments.charge", key: "order-1001", args: charge("cus_ada", 4_200, { description: "Team plan, November" }), session: "agent-run-1", repeats: [{ session: "agent-run-1" }, { session: "agent-run-1" }] },
+  { tool: "payments.charge", key: "order-1002", args: charge("cus_grace", 1_999), session: "agent-run-1" },
+  { tool: "payments.charge", key: "order-1003", args: charge("cus_linus", 12_500), session: "agent-run-2", repeats: [{ session: "agent-run-2" }] },
+  { tool: "payments.charge", key: "order-1004", args: charge("cus_barbara", 700, { simulate: { outcome: "decline" } }), session: "agent-run-2", repeats: [{ session: "agent-run-2" }] },
+  { tool: "payments.charge", key: "order-1005", args: charge("cus_ken", 3_000, { simulate: { outcome: "error" } }), session: "agent-run-3" },
+  { tool: "payments.charge", key: "order-1006", args: charge("cus_margaret", 8_800, { simulate: { outcome: "crash_after_effect" } }), session: "agent-run-3" },
+  { tool: "email.send", key: "welcome-ada", args: { to: "ada@example.com", subject: "Welcome aboard", body: "Your team plan is active." }, session: "agent-run-1", repeats: [{ session: "agent-run-4" }] },
+  { tool: "tickets.create", key: null, args: { title: "Invoice address is wrong", body: "Customer cus_grace asked to change it." }, session: "agent-run-2", repeats: [{ session: "agent-run-2" }] },
+];
+
+export async function seedDemoTraffic(runtime: Runtime): Promise<number> {
+  let calls = 0;
+  for (const call of CALLS) {
+    const tool = runtime.registry.get(call.tool);
+    const args = runtime.registry.parseArgs(tool, call.args);
+    const run = runtime.registry.runnerFor(tool, runtime.db.prisma);
+    for (const session of [call.session, ...(call.repeats ?? []).map((r) => r.session)]) {
+      calls++;
+      // declines, errors and crashes are what some of these calls are for
+      await runtime.engine.invoke(tool, run, { scope: DEMO_SCOPE, key: call.key, args, session, caller: "demo" }).catch(() => {});
+    }
+  }
+  await runtime.audit.flush();
+  return calls;
+}
