@@ -16,6 +16,8 @@ const EnvSchema = z.object({
   IDEMGATE_REDIS_PREFIX: z.string().regex(/^[a-zA-Z0-9_.-]+$/).default("idg"),
   /** how long expired records stay visible before they are purged */
   IDEMGATE_RETENTION_MS: z.coerce.number().int().positive().default(7 * 24 * 60 * 60 * 1000),
+  /** how long audit rows (executions with an outcome, suppressions) are kept */
+  IDEMGATE_AUDIT_RETENTION_MS: z.coerce.number().int().positive().default(30 * 24 * 60 * 60 * 1000),
   /** how often the server runs the reconciler and purges; 0 turns it off */
   IDEMGATE_RECONCILE_INTERVAL_MS: z.coerce.number().int().min(0).default(60_000),
 });
@@ -31,6 +33,7 @@ export interface Config {
   auditMode: AuditMode;
   redisPrefix: string;
   retentionMs: number;
+  auditRetentionMs: number;
   reconcileIntervalMs: number;
 }
 
@@ -56,6 +59,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     auditMode: e.IDEMGATE_AUDIT_MODE,
     redisPrefix: e.IDEMGATE_REDIS_PREFIX,
     retentionMs: e.IDEMGATE_RETENTION_MS,
+    auditRetentionMs: e.IDEMGATE_AUDIT_RETENTION_MS,
     reconcileIntervalMs: e.IDEMGATE_RECONCILE_INTERVAL_MS,
   };
 }

@@ -9,7 +9,7 @@ import { openRuntime } from "@/lib/runtime";
 describe("demo traffic of a first start", () => {
   it("leaves replays, a decline, a released error, a crash and a stale suppression behind, each side effect once", async () => {
     const dir = await mkdtemp(path.join(os.tmpdir(), "idemgate-demo-"));
-    const runtime = await openRuntime({ config: { ...loadConfig({}), dataDir: dir } });
+    const runtime = await openRuntime({ config: { ...loadConfig({} as NodeJS.ProcessEnv), dataDir: dir } });
     try {
       const calls = await seedDemoTraffic(runtime);
       expect(calls).toBe(14);

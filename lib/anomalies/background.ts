@@ -1,4 +1,5 @@
 import { recordOperatorAction } from "@/lib/audit/operator-actions";
+import { purgeAuditRows } from "@/lib/audit/purge-audit";
 import type { Runtime } from "@/lib/runtime";
 import { listDemoEffects } from "@/lib/tools";
 import { reconcile, type ReconcileReport } from "./reconcile";
@@ -37,6 +38,7 @@ export function startBackgroundJobs(runtime: Runtime): () => void {
       await runtime.audit.flush();
       await reconcileRuntime(runtime);
       await runtime.store.purge(Date.now() - runtime.config.retentionMs, 1_000);
+      await purgeAuditRows(runtime.db.prisma, new Date(Date.now() - runtime.config.auditRetentionMs));
       if (lastFailure) console.error("idemgate: background reconcile/purge works again");
       lastFailure = null;
     } catch (err) {

@@ -1,0 +1,34 @@
+import { randomUUID } from "node:crypto";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createTestPostgres } from "@/test/support/databases";
+import { purgeAuditRows } from "./purge-audit";
+
+describe("audit retention", () => {
+  let pg: Awaited<ReturnType<typeof createTestPostgres>>;
+  beforeAll(async () => {
+    pg = await createTestPostgres("purge_audit");
+  });
+  afterAll(() => pg?.drop());
+
+  it("deletes old rows in batches and keeps executions that never reported an outcome", async () => {
+    const old = new Date(Date.now() - 40 * 86_400_000);
+    const recent = new Date();
+    const execution = (startedAt: Date, outcome: string | null, key: string) => ({
+      id: randomUUID(), scope: "s", key, tool: "t", fingerprint: "f", token: 1n, startedAt, leaseUntil: startedAt, outcome,
+    });
+    await pg.db.prisma.execution.createMany({
+      data: [
+        ...Array.from({ length: 25 }, (_, i) => execution(old, "succeeded", `old-${i}`)),
+        execution(old, null, "orphan"),
+        execution(recent, "succeeded", "recent"),
+      ],
+    });
+    await pg.db.prisma.suppression.createMany({
+      data: [old, old, recent].map((at, i) => ({ id: randomUUID(), scope: "s", key: `k${i}`, tool: "t", kind: "replay", at })),
+    });
+    const purged = await purgeAuditRows(pg.db.prisma, new Date(Date.now() - 30 * 86_400_000), 10);
+    expect(purged).toEqual({ executions: 25, suppressions: 2 });
+    expect((await pg.db.prisma.execution.findMany({ select: { key: true } })).map((e) => e.key).sort()).toEqual(["orphan", "recent"]);
+    expect(await pg.db.prisma.suppression.count()).toBe(1);
+  });
+});
