@@ -1,5 +1,6 @@
 import packageJson from "@/package.json";
 import type { AuditMode } from "@/lib/audit/audit-writer";
+import { redactUrl } from "@/lib/redact-url";
 import type { Runtime } from "@/lib/runtime";
 
 export interface ComponentHealth<Kind extends string> {
@@ -25,17 +26,6 @@ export class HealthTimeoutError extends Error {
   constructor(readonly timeoutMs: number) {
     super(`no answer within ${timeoutMs} ms`);
     this.name = "HealthTimeoutError";
-  }
-}
-
-/** Passwords never leave the server; anything that does not parse as a URL is not shown at all. */
-export function redactUrl(url: string): string {
-  try {
-    const u = new URL(url);
-    if (u.password) u.password = "***";
-    return u.toString();
-  } catch {
-    return "(unparseable URL)";
   }
 }
 

@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { analyzeGaps } from "@/lib/anomalies/retry-gaps";
-import { createTestDatabase, type TestDatabase } from "@/lib/tools/test-database";
+import { createTestPostgres, type TestPostgres } from "@/test/support/databases";
 import { bucketRange, bucketSizeMs, getToolStats, getToolTotals, MAX_GAP_SAMPLES, STATS_WINDOWS } from "./tool-stats";
 
 // A fixed "now" inside a 30-minute bucket: the 24 h range runs from 12:00 on the 9th to 12:30 on the 10th.
@@ -9,7 +9,7 @@ const NOW = Date.UTC(2026, 2, 10, 12, 10, 0);
 const MIN = 60_000;
 const HOUR = 60 * MIN;
 
-let t: TestDatabase;
+let t: TestPostgres;
 
 function execution(tool: string, startedAtMs: number, extra: Partial<{ outcome: string | null; durationMs: number | null; fallback: boolean }> = {}) {
   return {
@@ -48,7 +48,7 @@ const REPEAT_GAPS = [40 * MIN, 42 * MIN, 55 * MIN];
 
 beforeAll(async () => {
   // fails (never skips) when PostgreSQL is down: the connection error fails the suite
-  t = await createTestDatabase("idemgate_test_stats");
+  t = await createTestPostgres("idemgate_test_stats");
   const { prisma } = t.db;
   const { fromMs } = bucketRange(STATS_WINDOWS["24h"], NOW);
 

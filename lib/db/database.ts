@@ -2,6 +2,7 @@ import { PrismaPg } from "@prisma/adapter-pg";
 import { PrismaPGlite } from "pglite-prisma-adapter";
 import pg from "pg";
 import { PrismaClient } from "@/generated/prisma/client";
+import { redactUrl } from "@/lib/redact-url";
 import { acquireDataDirLock, type DataDirLock } from "./lock";
 import { applyMigrations, type SqlConnection } from "./migrate";
 
@@ -27,16 +28,6 @@ export interface DatabaseOptions {
   migrate?: boolean;
   /** pool size for a server (default 10) */
   poolSize?: number;
-}
-
-export function redactUrl(url: string): string {
-  try {
-    const u = new URL(url);
-    if (u.password) u.password = "***";
-    return u.toString();
-  } catch {
-    return "(unparseable DATABASE_URL)";
-  }
 }
 
 export async function openDatabase(options: DatabaseOptions): Promise<Database> {

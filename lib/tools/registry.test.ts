@@ -8,7 +8,7 @@ import { defineTool, defineTools, ToolDefinitionError } from "./define-tool";
 import { demoTools } from "./demo";
 import { getRegistry } from "./index";
 import { ToolRegistry } from "./registry";
-import { createTestDatabase, type TestDatabase } from "./test-database";
+import { createTestPostgres, type TestPostgres } from "@/test/support/databases";
 
 const DEMO_NAMES = [
   "payments.charge",
@@ -260,7 +260,7 @@ describe("openApiDocument", () => {
 });
 
 describe("runnerFor", () => {
-  let testDb: TestDatabase;
+  let testDb: TestPostgres;
   let server: Server;
   let upstreamUrl: string;
   const hits: { key: string | undefined; body: string }[] = [];
@@ -268,7 +268,7 @@ describe("runnerFor", () => {
   let ready: Promise<void>;
 
   beforeAll(async () => {
-    ready = createTestDatabase("idemgate_test_tools").then((t) => {
+    ready = createTestPostgres("idemgate_test_tools").then((t) => {
       testDb = t;
     });
     ready.catch(() => {});

@@ -24,18 +24,31 @@ async function admin<T>(fn: (client: pg.Client) => Promise<T>): Promise<T> {
   }
 }
 
+export interface TestPostgres {
+  db: Database;
+  url: string;
+  drop: () => Promise<void>;
+}
+
 /** A fresh PostgreSQL database of the test's own on the local server, migrated; dropped by `drop`. */
-export async function createTestPostgres(label: string): Promise<{ db: Database; url: string; drop: () => Promise<void> }> {
+export async function createTestPostgres(label: string): Promise<TestPostgres> {
   const name = `idemgate_test_${label}_${randomUUID().slice(0, 8)}`.replace(/[^a-z0-9_]/g, "_");
+  const dropDatabase = () => admin((c) => c.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`));
   await admin((c) => c.query(`CREATE DATABASE "${name}"`));
   const url = urlFor(name);
-  const db = await openDatabase({ url });
+  let db: Database;
+  try {
+    db = await openDatabase({ url });
+  } catch (err) {
+    await dropDatabase();
+    throw err;
+  }
   return {
     db,
     url,
     async drop() {
       await db.close();
-      await admin((c) => c.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`));
+      await dropDatabase();
     },
   };
 }

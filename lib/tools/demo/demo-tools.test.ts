@@ -3,17 +3,17 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import type { PrismaClient } from "@/generated/prisma/client";
 import { AbandonCall, FinalToolError, type ToolResult } from "@/lib/idempotency/tool";
 import { ToolRegistry } from "../registry";
-import { createTestDatabase, type TestDatabase } from "../test-database";
+import { createTestPostgres, type TestPostgres } from "@/test/support/databases";
 import { demoTools, listDemoEffects } from ".";
 
 const registry = new ToolRegistry(demoTools);
-let testDb: TestDatabase;
+let testDb: TestPostgres;
 let db: PrismaClient;
 
 let ready: Promise<void>;
 
 beforeAll(() => {
-  ready = createTestDatabase("idemgate_test_tools").then((t) => {
+  ready = createTestPostgres("idemgate_test_tools").then((t) => {
     testDb = t;
     db = t.db.prisma;
   });
