@@ -4,6 +4,25 @@ import type { BeginInput, KeyStore } from "./key-store";
 import type { StoredResult } from "@/lib/idempotency/record";
 
 /**
+ * A BeginInput maker for store tests: the defaults below, then the test's own (read on every call,
+ * so a scope that changes per test is picked up), then the call's overrides.
+ */
+export function beginInputs(defaults: () => Partial<BeginInput> & Pick<BeginInput, "scope" | "nowMs">) {
+  return (over: Partial<BeginInput> = {}): BeginInput => ({
+    key: "k1",
+    tool: "payments.charge",
+    fingerprint: "fp-a",
+    leaseMs: 60_000,
+    fallback: false,
+    session: null,
+    executionId: randomUUID(),
+    takeoverStuck: false,
+    ...defaults(),
+    ...over,
+  });
+}
+
+/**
  * The behaviour every KeyStore implementation must have. Each store's test file calls this with a
  * factory that opens the store on a real server (or the embedded database) and cleans up after.
  */
@@ -27,19 +46,7 @@ export function describeKeyStoreContract(
     });
 
     const newScope = () => (scope = `t${randomUUID().slice(0, 8)}`);
-    const input = (over: Partial<BeginInput> = {}): BeginInput => ({
-      scope,
-      key: "k1",
-      tool: "payments.charge",
-      fingerprint: "fp-a",
-      leaseMs: 1_000,
-      nowMs: T0,
-      fallback: false,
-      session: "s1",
-      executionId: randomUUID(),
-      takeoverStuck: false,
-      ...over,
-    });
+    const input = beginInputs(() => ({ scope, nowMs: T0, leaseMs: 1_000, session: "s1" }));
 
     it("reserves an absent key with a fencing token", async () => {
       newScope();

@@ -9,8 +9,8 @@ import { loadConfig as loadEnvConfig } from "@/lib/config";
 import { Engine } from "@/lib/idempotency/engine";
 import type { StoredResult } from "@/lib/idempotency/record";
 import type { ToolPolicy } from "@/lib/idempotency/tool";
-import { describeKeyStoreContract } from "@/lib/store/contract";
-import type { BeginInput, KeyStore } from "@/lib/store/key-store";
+import { beginInputs, describeKeyStoreContract } from "@/lib/store/contract";
+import type { KeyStore } from "@/lib/store/key-store";
 import { BUCKET_COUNT, KeySpace, bucketOf, hashTagOf } from "@/lib/store/redis/keys";
 import { RedisKeyStore, createRedisClusterKeyStore } from "@/lib/store/redis/redis-key-store";
 import { findFreePorts, startRedisCluster, type RedisClusterHandle } from "@/scripts/redis-cluster.mjs";
@@ -125,19 +125,7 @@ describe("RedisKeyStore on a Redis Cluster", () => {
   let store: RedisKeyStore;
   let scope: string;
   const newScope = () => (scope = `c${randomUUID().slice(0, 8)}`);
-  const input = (over: Partial<BeginInput> = {}): BeginInput => ({
-    scope,
-    key: "k1",
-    tool: "payments.charge",
-    fingerprint: "fp-a",
-    leaseMs: 60_000,
-    nowMs: T0,
-    fallback: false,
-    session: null,
-    executionId: randomUUID(),
-    takeoverStuck: false,
-    ...over,
-  });
+  const input = beginInputs(() => ({ scope, nowMs: T0 }));
 
   beforeAll(async () => {
     client = clusterClient();

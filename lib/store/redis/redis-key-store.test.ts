@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { stateOf, type StoredResult } from "@/lib/idempotency/record";
-import { describeKeyStoreContract } from "../contract";
+import { beginInputs, describeKeyStoreContract } from "../contract";
 import type { BeginInput, KeyStore } from "../key-store";
 import { InvalidCursorError, UnsupportedFilterError } from "./errors";
 import { BUCKET_COUNT, KeySpace, bucketOf, hashTagOf, memberOf } from "./keys";
@@ -73,19 +73,7 @@ describe("RedisKeyStore", () => {
   let redis: Redis;
   let scope: string;
   const newScope = () => (scope = `r${randomUUID().slice(0, 8)}`);
-  const input = (over: Partial<BeginInput> = {}): BeginInput => ({
-    scope,
-    key: "k1",
-    tool: "payments.charge",
-    fingerprint: "fp-a",
-    leaseMs: 60_000,
-    nowMs: T0,
-    fallback: false,
-    session: null,
-    executionId: randomUUID(),
-    takeoverStuck: false,
-    ...over,
-  });
+  const input = beginInputs(() => ({ scope, nowMs: T0 }));
   const reserve = async (over: Partial<BeginInput> = {}) => {
     const out = await store.begin(input(over));
     if (out.kind !== "reserved") throw new Error(`expected reserved, got ${out.kind}`);

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Prisma } from "@/generated/prisma/client";
 import { openDatabase, type Database } from "@/lib/db/database";
 import type { KeyState, StoredResult } from "@/lib/idempotency/record";
-import { describeKeyStoreContract } from "@/lib/store/contract";
+import { beginInputs, describeKeyStoreContract } from "@/lib/store/contract";
 import type { BeginInput, ListQuery } from "@/lib/store/key-store";
 import { InvalidCursorError, SqlKeyStore } from "./sql-key-store";
 
@@ -108,19 +108,7 @@ for (const [name, open] of BACKENDS) {
     });
 
     const newScope = () => (scope = `x${randomUUID().slice(0, 8)}`);
-    const input = (over: Partial<BeginInput> = {}): BeginInput => ({
-      scope,
-      key: "k",
-      tool: "payments.charge",
-      fingerprint: "fp",
-      leaseMs: 1_000,
-      nowMs: T0,
-      fallback: false,
-      session: null,
-      executionId: randomUUID(),
-      takeoverStuck: false,
-      ...over,
-    });
+    const input = beginInputs(() => ({ scope, nowMs: T0, key: "k", fingerprint: "fp", leaseMs: 1_000 }));
     const reserve = async (over: Partial<BeginInput> = {}) => {
       const out = await store.begin(input(over));
       if (out.kind !== "reserved") throw new Error(`expected reserved, got ${out.kind}`);
