@@ -20,6 +20,10 @@ const EnvSchema = z.object({
   IDEMGATE_AUDIT_RETENTION_MS: z.coerce.number().int().positive().default(30 * 24 * 60 * 60 * 1000),
   /** how often the server runs the reconciler and purges; 0 turns it off */
   IDEMGATE_RECONCILE_INTERVAL_MS: z.coerce.number().int().min(0).default(60_000),
+  /** done records each server process keeps to answer their duplicates without the key store; 0 turns it off */
+  IDEMGATE_REPLAY_CACHE_ENTRIES: z.coerce.number().int().min(0).default(10_000),
+  /** bytes of results the replay cache keeps at most */
+  IDEMGATE_REPLAY_CACHE_BYTES: z.coerce.number().int().min(1024).default(32 * 1024 * 1024),
 });
 
 export interface Config {
@@ -35,6 +39,8 @@ export interface Config {
   retentionMs: number;
   auditRetentionMs: number;
   reconcileIntervalMs: number;
+  /** null: no replay cache */
+  replayCache: { maxEntries: number; maxBytes: number } | null;
 }
 
 /** Reads the configuration from the environment; a bad value is a readable error, not a default. */
@@ -61,6 +67,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     retentionMs: e.IDEMGATE_RETENTION_MS,
     auditRetentionMs: e.IDEMGATE_AUDIT_RETENTION_MS,
     reconcileIntervalMs: e.IDEMGATE_RECONCILE_INTERVAL_MS,
+    replayCache: e.IDEMGATE_REPLAY_CACHE_ENTRIES === 0 ? null : { maxEntries: e.IDEMGATE_REPLAY_CACHE_ENTRIES, maxBytes: e.IDEMGATE_REPLAY_CACHE_BYTES },
   };
 }
 

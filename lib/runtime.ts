@@ -3,6 +3,7 @@ import { PrismaAuditWriter } from "@/lib/audit/audit-writer";
 import { loadConfig, type Config } from "@/lib/config";
 import { openDatabase, type Database } from "@/lib/db/database";
 import { Engine, type CallEvent } from "@/lib/idempotency/engine";
+import { ReplayCache } from "@/lib/idempotency/replay-cache";
 import type { KeyStore } from "@/lib/store/key-store";
 import { recordCall } from "@/lib/metrics";
 import { createRedisClusterKeyStore, createRedisKeyStore, RedisKeyStore } from "@/lib/store/redis/redis-key-store";
@@ -49,7 +50,8 @@ export async function openRuntime(options: OpenRuntimeOptions = {}): Promise<Run
   // is down at start is not fatal: writes answer 503 until it is back.
   if (store instanceof RedisKeyStore) await store.waitUntilReady(STORE_CONNECT_WAIT_MS);
   const audit = new PrismaAuditWriter(db.prisma, { mode: config.auditMode });
-  const engine = new Engine({ store, audit, onCall: options.onCall });
+  const replayCache = config.replayCache ? new ReplayCache(config.replayCache) : null;
+  const engine = new Engine({ store, audit, onCall: options.onCall, replayCache });
   return {
     config,
     db,

@@ -15,6 +15,7 @@ import {
 import { fingerprint as fingerprintOf } from "./fingerprint";
 import { fallbackKey, validateKey } from "./keys";
 import type { KeyRecord, StoredResult } from "./record";
+import type { ReplayCache } from "./replay-cache";
 import { AbandonCall, isFinalToolError, type RunTool, type ToolPolicy, type ToolResult } from "./tool";
 
 export interface InvokeRequest {
@@ -38,6 +39,8 @@ export interface EngineOptions {
   now?: () => number;
   /** observes each finished call (metrics); must not throw */
   onCall?: (event: CallEvent) => void;
+  /** answers duplicates of done keys this process has seen without a store round trip */
+  replayCache?: ReplayCache | null;
 }
 
 export interface CallEvent {
@@ -45,6 +48,8 @@ export interface CallEvent {
   result: "executed" | "replayed" | "read" | SuppressionKind | "missing_key" | "unavailable" | "tool_failed" | "abandoned" | "final_error";
   storeMs: number;
   auditMs: number;
+  /** answered from the engine's replay cache, without the key store */
+  cached?: boolean;
 }
 
 /** An operator's decision about an inflight or stuck key. */
@@ -68,6 +73,7 @@ export class Engine {
   readonly audit: AuditWriter;
   private readonly now: () => number;
   private readonly onCall: (event: CallEvent) => void;
+  private readonly replayCache: ReplayCache | null;
   /** per store epoch: until when results from before it may be asked for */
   private readonly recoveryEnds = new Map<number, Promise<number | null>>();
 
@@ -76,6 +82,7 @@ export class Engine {
     this.audit = options.audit;
     this.now = options.now ?? Date.now;
     this.onCall = options.onCall ?? (() => {});
+    this.replayCache = options.replayCache ?? null;
   }
 
   async invoke(tool: ToolPolicy, run: RunTool, request: InvokeRequest): Promise<InvokeResult> {
@@ -107,6 +114,12 @@ export class Engine {
     const arrivedMs = this.now();
     let storeMs = 0;
     let auditMs = 0;
+
+    const cached = this.replayCache?.get(request.scope, key, arrivedMs);
+    if (cached) {
+      const call: CallContext = { tool, scope: request.scope, key, fallback, session, caller, arrivedMs, storeMs, auditMs, cached: true };
+      return this.suppressed(cached.fingerprint === fp ? "replay" : "mismatch", cached, call);
+    }
 
     let begun: BeginOutcome;
     const t0 = performance.now();
@@ -207,7 +220,8 @@ export class Engine {
     let completionError: string | null = null;
     try {
       const done = await this.store.complete(request.scope, key, token, stored, ttlMs, completedMs);
-      if (!done.ok && done.reason === "stale_token") late = true;
+      if (done.ok) this.replayCache?.remember(done.record, completedMs);
+      else if (done.reason === "stale_token") late = true;
       // The reservation vanished with the store's data: the result stands and is kept in the log,
       // from where the next duplicate is answered (recoverFromAudit).
       else if (!done.ok) completionError = "completion not stored: the key store lost the reservation while the tool ran";
@@ -262,6 +276,7 @@ export class Engine {
 
   /** Records a suppression and answers it: the stored result, or the matching error. */
   private suppressed(kind: SuppressionKind, record: KeyRecord, call: CallContext): InvokeResult {
+    if (kind === "replay" && !call.cached) this.replayCache?.remember(record, call.arrivedMs);
     const gapMs = Math.max(0, call.arrivedMs - record.createdAtMs);
     this.audit.suppression({
       id: randomUUID(),
@@ -277,7 +292,7 @@ export class Engine {
       originalExecutionId: record.executionId,
       at: new Date(call.arrivedMs),
     });
-    this.onCall({ tool: call.tool.name, result: kind, storeMs: call.storeMs, auditMs: call.auditMs });
+    this.onCall({ tool: call.tool.name, result: kind, storeMs: call.storeMs, auditMs: call.auditMs, cached: call.cached ?? false });
     switch (kind) {
       case "replay": {
         const result = record.result;
@@ -381,6 +396,7 @@ interface CallContext {
   arrivedMs: number;
   storeMs: number;
   auditMs: number;
+  cached?: boolean;
 }
 
 /** The record a lost key would have, rebuilt from its execution in the audit log. */

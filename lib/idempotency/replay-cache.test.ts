@@ -1,0 +1,185 @@
+import { randomUUID } from "node:crypto";
+import fc from "fast-check";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { PrismaAuditWriter } from "@/lib/audit/audit-writer";
+import type { KeyStore } from "@/lib/store/key-store";
+import { openTestStore, type StoreUnderTest } from "@/test/support/stores";
+import { Engine, type InvokeResult } from "./engine";
+import { MismatchError } from "./errors";
+import type { KeyRecord } from "./record";
+import { ReplayCache } from "./replay-cache";
+import type { RunTool, ToolPolicy } from "./tool";
+
+const charge: ToolPolicy = { name: "payments.charge", kind: "write", ttlMs: 60_000, leaseMs: 5_000, stuckPolicy: "block", fallbackTtlMs: null };
+
+function countingTool() {
+  const calls: unknown[] = [];
+  const run: RunTool = async (args) => {
+    calls.push(args);
+    return { body: { chargeId: `ch_${calls.length}` } };
+  };
+  return { run, calls };
+}
+
+/** The store with its begin calls counted: a cached answer makes none. */
+function countingBegins(store: KeyStore) {
+  const counter = { begins: 0 };
+  const proxy = new Proxy(store, {
+    get(target, prop, receiver) {
+      if (prop === "begin") return (...args: Parameters<KeyStore["begin"]>) => (counter.begins++, target.begin(...args));
+      const value = Reflect.get(target, prop, receiver);
+      return typeof value === "function" ? value.bind(target) : value;
+    },
+  });
+  return { store: proxy, counter };
+}
+
+function doneRecord(over: Partial<KeyRecord> = {}): KeyRecord {
+  return {
+    scope: "s", key: "k", tool: "t", fingerprint: "f", status: "done", token: 1, createdAtMs: 0, leaseUntilMs: null,
+    completedAtMs: 1, expiresAtMs: 1_000, result: { status: 200, body: "{}", final: false }, fallback: false,
+    session: null, executionId: null, ...over,
+  };
+}
+
+describe("ReplayCache", () => {
+  it("keeps done records with a result until they expire, and nothing else", () => {
+    const cache = new ReplayCache({ maxEntries: 10, maxBytes: 1 << 20 });
+    cache.remember(doneRecord({ key: "inflight", status: "inflight", result: null, expiresAtMs: null, leaseUntilMs: 500 }), 0);
+    cache.remember(doneRecord({ key: "expired", expiresAtMs: 100 }), 100);
+    cache.remember(doneRecord({ key: "done" }), 0);
+    expect(cache.get("s", "inflight", 0)).toBeNull();
+    expect(cache.get("s", "expired", 0)).toBeNull();
+    expect(cache.get("s", "done", 999)?.key).toBe("done");
+    expect(cache.get("t", "done", 999)).toBeNull();
+    expect(cache.get("s", "done", 1_000)).toBeNull();
+    // an expired entry is dropped on the read that finds it expired
+    expect(cache.size).toBe(0);
+  });
+
+  it("evicts the least recently used record beyond its entry and byte limits", () => {
+    const byCount = new ReplayCache({ maxEntries: 2, maxBytes: 1 << 20 });
+    for (const key of ["a", "b", "c"]) byCount.remember(doneRecord({ key }), 0);
+    expect(["a", "b", "c"].map((k) => byCount.get("s", k, 0) !== null)).toEqual([false, true, true]);
+
+    const bySize = new ReplayCache({ maxEntries: 100, maxBytes: 4_096 });
+    const big = { status: 200, body: "x".repeat(1_000), final: false };
+    for (const key of ["a", "b", "c"]) bySize.remember(doneRecord({ key, result: big }), 0);
+    expect(bySize.size).toBeLessThan(3);
+    expect(bySize.get("s", "c", 0)).not.toBeNull();
+  });
+
+  it("refuses a size that keeps nothing", () => {
+    expect(() => new ReplayCache({ maxEntries: 0, maxBytes: 1 })).toThrow(/at least one record/);
+  });
+});
+
+describe.each(["redis", "pglite"] as const)("engine with a replay cache on the %s store", (kind) => {
+  let t: StoreUnderTest;
+  let audit: PrismaAuditWriter;
+  let clock = 1_800_000_000_000;
+  const scope = () => `rc${randomUUID().slice(0, 8)}`;
+
+  beforeAll(async () => {
+    t = await openTestStore(kind);
+    audit = new PrismaAuditWriter(t.db.prisma, { mode: "durable", flushIntervalMs: 5 });
+  });
+  afterAll(async () => {
+    await audit?.close();
+    await t?.cleanup();
+  });
+
+  it("answers duplicates of a done key without the store, audited like any replay", async () => {
+    const counted = countingBegins(t.store);
+    const engine = new Engine({ store: counted.store, audit, now: () => clock, replayCache: new ReplayCache() });
+    const tool = countingTool();
+    const s = scope();
+    const first = await engine.invoke(charge, tool.run, { scope: s, key: "k1", args: { amount: 5 } });
+    expect(first.kind).toBe("executed");
+    expect(counted.counter.begins).toBe(1);
+
+    clock += 1_500;
+    const again = await engine.invoke(charge, tool.run, { scope: s, key: "k1", args: { amount: 5 }, session: "retry" });
+    expect(again).toMatchObject({ kind: "replayed", status: 200, body: (first as { body: string }).body, gapMs: 1_500 });
+    expect(counted.counter.begins).toBe(1);
+    expect(tool.calls).toHaveLength(1);
+
+    // other arguments under the same key: a mismatch, as the store would answer, also without it
+    await expect(engine.invoke(charge, tool.run, { scope: s, key: "k1", args: { amount: 6 } })).rejects.toBeInstanceOf(MismatchError);
+    expect(counted.counter.begins).toBe(1);
+
+    await audit.flush();
+    const suppressions = await t.db.prisma.suppression.findMany({ where: { scope: s }, orderBy: { at: "asc" } });
+    expect(suppressions.map((x) => [x.kind, x.gapMs, x.session])).toEqual([
+      ["replay", 1_500, "retry"],
+      ["mismatch", 1_500, null],
+    ]);
+    // the same scope's key in another scope is another key
+    expect((await engine.invoke(charge, tool.run, { scope: scope(), key: "k1", args: { amount: 5 } })).kind).toBe("executed");
+  });
+
+  it("goes back to the store once the record expires, and runs the action again", async () => {
+    const counted = countingBegins(t.store);
+    const engine = new Engine({ store: counted.store, audit, now: () => clock, replayCache: new ReplayCache() });
+    const tool = countingTool();
+    const s = scope();
+    await engine.invoke(charge, tool.run, { scope: s, key: "k", args: {} });
+    clock += charge.ttlMs - 1;
+    expect((await engine.invoke(charge, tool.run, { scope: s, key: "k", args: {} })).kind).toBe("replayed");
+    expect(counted.counter.begins).toBe(1);
+    clock += 1;
+    expect((await engine.invoke(charge, tool.run, { scope: s, key: "k", args: {} })).kind).toBe("executed");
+    expect(counted.counter.begins).toBe(2);
+    expect(tool.calls).toHaveLength(2);
+  });
+
+  it("learns done keys from the store's replays, so a second process caches what the first completed", async () => {
+    const tool = countingTool();
+    const s = scope();
+    const first = new Engine({ store: t.store, audit, now: () => clock });
+    await first.invoke(charge, tool.run, { scope: s, key: "k", args: {} });
+    const counted = countingBegins(t.store);
+    const second = new Engine({ store: counted.store, audit, now: () => clock, replayCache: new ReplayCache() });
+    for (let i = 0; i < 3; i++) expect((await second.invoke(charge, tool.run, { scope: s, key: "k", args: {} })).kind).toBe("replayed");
+    expect(counted.counter.begins).toBe(1);
+    expect(tool.calls).toHaveLength(1);
+  });
+
+  it("answers every sequence of calls exactly as the engine without a cache does", async () => {
+    const step = fc.record({
+      key: fc.constantFrom("a", "b", "c"),
+      amount: fc.constantFrom(1, 2),
+      advanceMs: fc.constantFrom(0, 1_000, 30_000, 61_000),
+      fails: fc.boolean(),
+    });
+    await fc.assert(
+      fc.asyncProperty(fc.array(step, { minLength: 1, maxLength: 12 }), async (steps) => {
+        let now = clock;
+        const plain = new Engine({ store: t.store, audit, now: () => now });
+        const cached = new Engine({ store: t.store, audit, now: () => now, replayCache: new ReplayCache() });
+        const scopes = { plain: scope(), cached: scope() };
+        const seen: Record<"plain" | "cached", string[]> = { plain: [], cached: [] };
+        for (const { key, amount, advanceMs, fails } of steps) {
+          now += advanceMs;
+          for (const which of ["plain", "cached"] as const) {
+            let n = 0;
+            const run: RunTool = async () => {
+              if (fails) throw new Error("upstream down");
+              return { body: { n: ++n, amount } };
+            };
+            const engine = which === "plain" ? plain : cached;
+            seen[which].push(
+              await engine.invoke(charge, run, { scope: scopes[which], key, args: { amount } }).then(
+                (out: InvokeResult) => `${out.kind} ${"body" in out ? out.body : ""}`,
+                (err: Error) => err.name,
+              ),
+            );
+          }
+        }
+        expect(seen.cached).toEqual(seen.plain);
+      }),
+      { numRuns: 25 },
+    );
+    clock += 10 * 61_000 * 12;
+  });
+});
