@@ -1,4 +1,4 @@
-import type { PrismaClient } from "@/generated/prisma/client";
+import { Prisma, type Anomaly, type PrismaClient } from "@/generated/prisma/client";
 import { recordOperatorAction } from "@/lib/audit/operator-actions";
 import { InvalidStateError, NotFoundError } from "@/lib/idempotency/errors";
 import { requireReason } from "@/lib/keys/release-key";
@@ -14,21 +14,42 @@ export interface AnomalyQuery {
   cursor?: string | null;
 }
 
+const COLUMNS = Prisma.sql`id, type, dedupe_key AS "dedupeKey", tool, scope, key, status, summary, evidence,
+  detected_at AS "detectedAt", updated_at AS "updatedAt"`;
+
+/**
+ * The page query, exposed so tests can EXPLAIN exactly what runs. Newest first, ties by id; the
+ * cursor (the last row's id) becomes a bound on detected_at, so the (status, detected_at) and
+ * (detected_at) indexes serve every page.
+ */
+export function anomaliesSql(q: AnomalyQuery): Prisma.Sql {
+  const conditions: Prisma.Sql[] = [];
+  if (q.status) conditions.push(Prisma.sql`status = ${q.status}`);
+  if (q.type) conditions.push(Prisma.sql`type = ${q.type}`);
+  if (q.tool) conditions.push(Prisma.sql`tool = ${q.tool}`);
+  if (q.cursor) {
+    const after = Prisma.sql`(SELECT detected_at FROM anomalies WHERE id = ${q.cursor})`;
+    conditions.push(Prisma.sql`detected_at <= ${after} AND (detected_at < ${after} OR id < ${q.cursor})`);
+  }
+  const where = conditions.length > 0 ? Prisma.sql`WHERE ${Prisma.join(conditions, " AND ")}` : Prisma.empty;
+  return Prisma.sql`
+    SELECT ${COLUMNS} FROM anomalies ${where}
+    ORDER BY detected_at DESC, id DESC LIMIT ${q.limit + 1}::int`;
+}
+
 /** Newest first, cursor = the last row's id. */
 export async function listAnomalies(prisma: PrismaClient, q: AnomalyQuery) {
-  const rows = await prisma.anomaly.findMany({
-    where: { ...(q.status ? { status: q.status } : {}), ...(q.type ? { type: q.type } : {}), ...(q.tool ? { tool: q.tool } : {}) },
-    orderBy: [{ detectedAt: "desc" }, { id: "desc" }],
-    take: q.limit + 1,
-    ...(q.cursor ? { cursor: { id: q.cursor }, skip: 1 } : {}),
-  });
+  const rows = await prisma.$queryRaw<Anomaly[]>(anomaliesSql(q));
   const items = rows.slice(0, q.limit);
   return { items, nextCursor: rows.length > q.limit ? items[items.length - 1].id : null };
 }
 
+/** exposed for EXPLAIN in tests */
+export const openAnomalyCountsSql = Prisma.sql`SELECT type, count(*)::int AS n FROM anomalies WHERE status = 'open' GROUP BY type`;
+
 export async function countOpenAnomalies(prisma: PrismaClient): Promise<Record<string, number>> {
-  const groups = await prisma.anomaly.groupBy({ by: ["type"], where: { status: "open" }, _count: { _all: true } });
-  return Object.fromEntries(groups.map((g) => [g.type, g._count._all]));
+  const rows = await prisma.$queryRaw<{ type: string; n: number }[]>(openAnomalyCountsSql);
+  return Object.fromEntries(rows.map((r) => [r.type, r.n]));
 }
 
 export async function getAnomaly(prisma: PrismaClient, id: string) {

@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import type { Prisma, PrismaClient } from "@/generated/prisma/client";
+import { Prisma, type OperatorAction, type PrismaClient } from "@/generated/prisma/client";
 import type { KeyRecord } from "@/lib/idempotency/record";
 import { stateOf } from "@/lib/idempotency/record";
 
@@ -56,19 +56,32 @@ export interface OperatorActionQuery {
   key?: string;
 }
 
+const COLUMNS = Prisma.sql`id, actor, action, scope, key, anomaly_id AS "anomalyId", reason,
+  state_before AS "stateBefore", state_after AS "stateAfter", at`;
+
+/**
+ * The page query, exposed so tests can EXPLAIN exactly what runs. Newest first, ties by id; the
+ * cursor (the last row's id) becomes a bound on `at`, so each filter's (…, at) index serves it.
+ */
+export function operatorActionsSql(q: OperatorActionQuery): Prisma.Sql {
+  const conditions: Prisma.Sql[] = [];
+  if (q.actor) conditions.push(Prisma.sql`actor = ${q.actor}`);
+  if (q.action) conditions.push(Prisma.sql`action = ${q.action}`);
+  if (q.scope) conditions.push(Prisma.sql`scope = ${q.scope}`);
+  if (q.key) conditions.push(Prisma.sql`key = ${q.key}`);
+  if (q.cursor) {
+    const after = Prisma.sql`(SELECT at FROM operator_actions WHERE id = ${q.cursor})`;
+    conditions.push(Prisma.sql`at <= ${after} AND (at < ${after} OR id < ${q.cursor})`);
+  }
+  const where = conditions.length > 0 ? Prisma.sql`WHERE ${Prisma.join(conditions, " AND ")}` : Prisma.empty;
+  return Prisma.sql`
+    SELECT ${COLUMNS} FROM operator_actions ${where}
+    ORDER BY at DESC, id DESC LIMIT ${q.limit + 1}::int`;
+}
+
 /** Newest first, with a cursor (the last row's id). */
 export async function listOperatorActions(prisma: PrismaClient, q: OperatorActionQuery) {
-  const rows = await prisma.operatorAction.findMany({
-    where: {
-      ...(q.actor ? { actor: q.actor } : {}),
-      ...(q.action ? { action: q.action } : {}),
-      ...(q.scope ? { scope: q.scope } : {}),
-      ...(q.key ? { key: q.key } : {}),
-    },
-    orderBy: [{ at: "desc" }, { id: "desc" }],
-    take: q.limit + 1,
-    ...(q.cursor ? { cursor: { id: q.cursor }, skip: 1 } : {}),
-  });
+  const rows = await prisma.$queryRaw<OperatorAction[]>(operatorActionsSql(q));
   const items = rows.slice(0, q.limit);
   return { items, nextCursor: rows.length > q.limit ? items[items.length - 1].id : null };
 }

@@ -6,9 +6,9 @@ import { analyzeGaps, gapHistogram, type GapAnalysis } from "@/lib/anomalies/ret
  * outcomes, durations and the retry gaps behind the suggested fallback TTL.
  *
  * Everything is aggregated in SQL (date_bin, count … FILTER, percentile_cont) over the
- * (tool, started_at) and (tool, at) indexes, so a window of millions of rows costs a few index
- * range scans and returns ~48 rows, not the rows themselves. PostgreSQL 14+ and PGlite both have
- * date_bin.
+ * (tool, started_at) and (tool, at) indexes, which carry the columns aggregated (INCLUDE): a window
+ * costs index-only range scans proportional to that tool's rows in it, and returns ~48 rows, not
+ * the rows themselves. PostgreSQL 14+ and PGlite both have date_bin.
  */
 
 export const STATS_WINDOWS = { "1h": 3_600_000, "24h": 86_400_000, "7d": 604_800_000 } as const;
@@ -103,45 +103,62 @@ export interface ToolStatsQuery {
 const ts = (ms: number) => Prisma.sql`${new Date(ms).toISOString()}::timestamp`;
 const epochMs = (column: Prisma.Sql) => Prisma.sql`(extract(epoch from ${column}) * 1000)::float8`;
 
-export async function getToolStats(prisma: PrismaClient, query: ToolStatsQuery = {}): Promise<ToolStats> {
+/** The statements behind one stats view, exposed so tests can EXPLAIN exactly what runs. */
+export function toolStatsSql(query: ToolStatsQuery = {}) {
   const tool = query.tool ?? null;
   const windowMs = query.windowMs ?? STATS_WINDOWS[DEFAULT_WINDOW];
-  const { bucketMs, fromMs, toMs, count } = bucketRange(windowMs, query.nowMs ?? Date.now());
+  const range = bucketRange(windowMs, query.nowMs ?? Date.now());
+  const { bucketMs, fromMs, toMs } = range;
 
   const toolIs = tool === null ? Prisma.empty : Prisma.sql`tool = ${tool} AND`;
   const execWhere = Prisma.sql`WHERE ${toolIs} started_at >= ${ts(fromMs)} AND started_at < ${ts(toMs)}`;
   const suppWhere = Prisma.sql`WHERE ${toolIs} at >= ${ts(fromMs)} AND at < ${ts(toMs)}`;
   const bin = (column: Prisma.Sql) => Prisma.sql`date_bin(${bucketMs}::int * interval '1 millisecond', ${column}, ${ts(fromMs)})`;
 
+  return {
+    tool,
+    windowMs,
+    ...range,
+    sql: {
+      executionBuckets: Prisma.sql`
+        SELECT ${epochMs(Prisma.sql`b`)} AS start_ms, count(*)::int AS executions
+        FROM (SELECT ${bin(Prisma.sql`started_at`)} AS b FROM executions ${execWhere}) e
+        GROUP BY b`,
+      suppressionBuckets: Prisma.sql`
+        SELECT ${epochMs(Prisma.sql`b`)} AS start_ms,
+          count(*) FILTER (WHERE kind = 'replay')::int AS replay,
+          count(*) FILTER (WHERE kind = 'conflict')::int AS conflict,
+          count(*) FILTER (WHERE kind = 'stuck')::int AS stuck,
+          count(*) FILTER (WHERE kind = 'mismatch')::int AS mismatch,
+          count(*) FILTER (WHERE fallback)::int AS fallback
+        FROM (SELECT ${bin(Prisma.sql`at`)} AS b, kind, fallback FROM suppressions ${suppWhere}) s
+        GROUP BY b`,
+      outcomes: Prisma.sql`
+        SELECT coalesce(outcome, 'unknown') AS outcome, count(*)::int AS n FROM executions ${execWhere} GROUP BY 1`,
+      durations: Prisma.sql`
+        SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY duration_ms)::float8 AS p50,
+               percentile_cont(0.95) WITHIN GROUP (ORDER BY duration_ms)::float8 AS p95
+        FROM executions ${execWhere} AND duration_ms IS NOT NULL`,
+      gaps: Prisma.sql`
+        SELECT gap_ms FROM suppressions ${suppWhere} AND kind = 'replay' AND gap_ms IS NOT NULL
+        ORDER BY at DESC LIMIT ${MAX_GAP_SAMPLES + 1}::int`,
+      suppressionLog: Prisma.sql`
+        SELECT id, at, tool, scope, key, kind, fallback, gap_ms AS "gapMs", session, original_session AS "originalSession", caller
+        FROM suppressions ${suppWhere}
+        ORDER BY at DESC, id DESC LIMIT ${SUPPRESSION_LOG_LIMIT}::int`,
+    },
+  };
+}
+
+export async function getToolStats(prisma: PrismaClient, query: ToolStatsQuery = {}): Promise<ToolStats> {
+  const { tool, windowMs, bucketMs, fromMs, toMs, count, sql } = toolStatsSql(query);
   const [execBuckets, suppBuckets, outcomeRows, durationRows, gapRows, log] = await Promise.all([
-    prisma.$queryRaw<{ start_ms: number; executions: number }[]>`
-      SELECT ${epochMs(Prisma.sql`b`)} AS start_ms, count(*)::int AS executions
-      FROM (SELECT ${bin(Prisma.sql`started_at`)} AS b FROM executions ${execWhere}) e
-      GROUP BY b`,
-    prisma.$queryRaw<({ start_ms: number; fallback: number } & Record<SuppressionKind, number>)[]>`
-      SELECT ${epochMs(Prisma.sql`b`)} AS start_ms,
-        count(*) FILTER (WHERE kind = 'replay')::int AS replay,
-        count(*) FILTER (WHERE kind = 'conflict')::int AS conflict,
-        count(*) FILTER (WHERE kind = 'stuck')::int AS stuck,
-        count(*) FILTER (WHERE kind = 'mismatch')::int AS mismatch,
-        count(*) FILTER (WHERE fallback)::int AS fallback
-      FROM (SELECT ${bin(Prisma.sql`at`)} AS b, kind, fallback FROM suppressions ${suppWhere}) s
-      GROUP BY b`,
-    prisma.$queryRaw<{ outcome: string; n: number }[]>`
-      SELECT coalesce(outcome, 'unknown') AS outcome, count(*)::int AS n FROM executions ${execWhere} GROUP BY 1`,
-    prisma.$queryRaw<{ p50: number | null; p95: number | null }[]>`
-      SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY duration_ms)::float8 AS p50,
-             percentile_cont(0.95) WITHIN GROUP (ORDER BY duration_ms)::float8 AS p95
-      FROM executions ${execWhere} AND duration_ms IS NOT NULL`,
-    prisma.$queryRaw<{ gap_ms: number }[]>`
-      SELECT gap_ms FROM suppressions ${suppWhere} AND kind = 'replay' AND gap_ms IS NOT NULL
-      ORDER BY at DESC LIMIT ${MAX_GAP_SAMPLES + 1}::int`,
-    prisma.suppression.findMany({
-      where: { ...(tool === null ? {} : { tool }), at: { gte: new Date(fromMs), lt: new Date(toMs) } },
-      orderBy: [{ at: "desc" }, { id: "desc" }],
-      take: SUPPRESSION_LOG_LIMIT,
-      select: { id: true, at: true, tool: true, scope: true, key: true, kind: true, fallback: true, gapMs: true, session: true, originalSession: true, caller: true },
-    }),
+    prisma.$queryRaw<{ start_ms: number; executions: number }[]>(sql.executionBuckets),
+    prisma.$queryRaw<({ start_ms: number; fallback: number } & Record<SuppressionKind, number>)[]>(sql.suppressionBuckets),
+    prisma.$queryRaw<{ outcome: string; n: number }[]>(sql.outcomes),
+    prisma.$queryRaw<{ p50: number | null; p95: number | null }[]>(sql.durations),
+    prisma.$queryRaw<{ gap_ms: number }[]>(sql.gaps),
+    prisma.$queryRaw<SuppressionLogEntry[]>(sql.suppressionLog),
   ]);
 
   const buckets: StatsBucket[] = Array.from({ length: count }, (_, i) => ({
@@ -207,16 +224,23 @@ export interface ToolTotals {
   suppressionRate: number | null;
 }
 
+/** The two grouped counts behind getToolTotals, exposed for EXPLAIN in tests. */
+export function toolTotalsSql(options: { windowMs?: number; nowMs?: number } = {}) {
+  const nowMs = options.nowMs ?? Date.now();
+  const since = ts(nowMs - (options.windowMs ?? STATS_WINDOWS[DEFAULT_WINDOW]));
+  const until = ts(nowMs);
+  return {
+    executions: Prisma.sql`SELECT tool, count(*)::int AS n FROM executions WHERE started_at >= ${since} AND started_at <= ${until} GROUP BY tool`,
+    suppressions: Prisma.sql`SELECT tool, count(*)::int AS n FROM suppressions WHERE at >= ${since} AND at <= ${until} GROUP BY tool`,
+  };
+}
+
 /** Executions and suppressions per tool over the last `windowMs`, for the tool list: two grouped counts. */
 export async function getToolTotals(prisma: PrismaClient, options: { windowMs?: number; nowMs?: number } = {}): Promise<Map<string, ToolTotals>> {
-  const nowMs = options.nowMs ?? Date.now();
-  const since = new Date(nowMs - (options.windowMs ?? STATS_WINDOWS[DEFAULT_WINDOW]));
-  const until = new Date(nowMs);
+  const sql = toolTotalsSql(options);
   const [executions, suppressions] = await Promise.all([
-    prisma.$queryRaw<{ tool: string; n: number }[]>`
-      SELECT tool, count(*)::int AS n FROM executions WHERE started_at >= ${ts(since.getTime())} AND started_at <= ${ts(until.getTime())} GROUP BY tool`,
-    prisma.$queryRaw<{ tool: string; n: number }[]>`
-      SELECT tool, count(*)::int AS n FROM suppressions WHERE at >= ${ts(since.getTime())} AND at <= ${ts(until.getTime())} GROUP BY tool`,
+    prisma.$queryRaw<{ tool: string; n: number }[]>(sql.executions),
+    prisma.$queryRaw<{ tool: string; n: number }[]>(sql.suppressions),
   ]);
   const out = new Map<string, ToolTotals>();
   const entry = (tool: string) => {

@@ -1,3 +1,4 @@
+import { readKeyAuditTrail } from "@/lib/audit/key-audit-trail";
 import type { KeyRecord, KeyState } from "@/lib/idempotency/record";
 import { stateOf } from "@/lib/idempotency/record";
 import type { Runtime } from "@/lib/runtime";
@@ -17,17 +18,11 @@ export interface KeyDetail {
   timeline: TimelineEvent[];
 }
 
-const TIMELINE_LIMIT = 500;
-
 /** The record (with its result) and everything the audit log knows about the key, in one timeline. */
 export async function getKeyDetail(runtime: Runtime, scope: string, key: string): Promise<KeyDetail> {
-  const { prisma } = runtime.db;
-  const where = { scope, key };
-  const [record, executions, suppressions, actions] = await Promise.all([
+  const [record, { executions, suppressions, operatorActions: actions }] = await Promise.all([
     runtime.store.get(scope, key),
-    prisma.execution.findMany({ where, orderBy: { startedAt: "desc" }, take: TIMELINE_LIMIT }),
-    prisma.suppression.findMany({ where, orderBy: { at: "desc" }, take: TIMELINE_LIMIT }),
-    prisma.operatorAction.findMany({ where, orderBy: { at: "desc" }, take: TIMELINE_LIMIT }),
+    readKeyAuditTrail(runtime.db.prisma, scope, key),
   ]);
   const timeline: TimelineEvent[] = [];
   for (const e of executions) {

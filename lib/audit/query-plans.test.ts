@@ -1,0 +1,200 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { Prisma } from "@/generated/prisma/client";
+import { anomaliesSql, listAnomalies, openAnomalyCountsSql } from "@/lib/anomalies/anomalies";
+import { createTestPostgres, type TestPostgres } from "@/test/support/databases";
+import { keyAuditTrailSql, readKeyAuditTrail } from "./key-audit-trail";
+import { operatorActionFacets, operatorActionFacetsSql } from "./operator-action-facets";
+import { listOperatorActions, operatorActionsSql } from "./operator-actions";
+import { recentActivitySql } from "./recent-activity";
+import { STATS_WINDOWS, toolStatsSql, toolTotalsSql } from "./tool-stats";
+
+/**
+ * The console's audit queries, EXPLAINed against a migrated database holding enough rows that the
+ * planner reads a table whole only when no index serves the query.
+ */
+
+const NOW = Date.UTC(2026, 2, 10, 12, 10, 0);
+const DAY = 86_400_000;
+const ROWS = 40_000;
+const AUDIT_TABLES = ["executions", "suppressions", "operator_actions", "anomalies"];
+
+interface PlanNode {
+  "Node Type": string;
+  "Relation Name"?: string;
+  "Index Name"?: string;
+  "Index Cond"?: string;
+  Plans?: PlanNode[];
+}
+
+let t: TestPostgres;
+
+beforeAll(async () => {
+  t = await createTestPostgres("audit_plans");
+  const { prisma } = t.db;
+  // spread over the last 7 days, 5 tools, 2 000 keys; row i is older the larger i is
+  const at = (i: string) => `(to_timestamp((${NOW}::float8 - ${i}::float8 * ${(7 * DAY) / ROWS}) / 1000) AT TIME ZONE 'UTC')`;
+  await prisma.$executeRawUnsafe(`
+    INSERT INTO executions (id, scope, key, tool, fingerprint, token, fallback, started_at, lease_until, outcome, finished_at, duration_ms)
+    SELECT 'e-' || i, 'scope-' || (i % 10), 'key-' || (i % 2000), 'tool-' || (i % 5), md5(i::text), i, false, ${at("i")},
+      ${at("i")} + interval '1 minute', CASE WHEN i % 50 = 0 THEN 'failed' ELSE 'succeeded' END, ${at("i")} + interval '50 ms', i % 500
+    FROM generate_series(1, ${ROWS}) AS i`);
+  await prisma.$executeRawUnsafe(`
+    INSERT INTO suppressions (id, scope, key, tool, kind, fallback, gap_ms, at)
+    SELECT 's-' || i, 'scope-' || (i % 10), 'key-' || (i % 2000), 'tool-' || (i % 5),
+      CASE i % 20 WHEN 0 THEN 'conflict' WHEN 1 THEN 'mismatch' ELSE 'replay' END, i % 7 = 0, i % 30000, ${at("i")}
+    FROM generate_series(1, ${ROWS}) AS i`);
+  await prisma.$executeRawUnsafe(`
+    INSERT INTO operator_actions (id, actor, action, scope, key, reason, state_before, at)
+    SELECT 'o-' || lpad(i::text, 6, '0'),
+      CASE WHEN i % 2000 = 11 THEN 'auditor@example.com' ELSE 'operator-' || (i % 20) || '@example.com' END,
+      CASE WHEN i % 2000 = 7 THEN 'token_revoke' ELSE (ARRAY['release','resolve_anomaly','acknowledge_anomaly','reconcile','token_create'])[i % 5 + 1] END,
+      'scope-' || (i % 10), 'key-' || (i % 2000), 'seeded', '{"state":"stuck"}'::jsonb, ${at("i")}
+    FROM generate_series(1, ${ROWS}) AS i`);
+  // most anomalies were resolved long ago; the open ones are recent
+  await prisma.$executeRawUnsafe(`
+    INSERT INTO anomalies (id, type, dedupe_key, tool, scope, key, status, summary, evidence, detected_at, updated_at)
+    SELECT 'a-' || lpad(i::text, 6, '0'), (ARRAY['orphan_unknown_outcome','stale_suppression','orphan_lost_completion'])[i % 3 + 1], 'seed:' || i,
+      'tool-' || (i % 5), 'scope-' || (i % 10), 'key-' || (i % 2000),
+      CASE WHEN i < 500 THEN 'open' WHEN i < 1000 THEN 'acknowledged' ELSE 'resolved' END, 'seeded', '{}'::jsonb, ${at("i")}, ${at("i")}
+    FROM generate_series(1, ${ROWS}) AS i`);
+  // autovacuum's steady state for insert-mostly tables: statistics, and the visibility map index-only scans rely on
+  await prisma.$executeRawUnsafe("VACUUM ANALYZE executions, suppressions, operator_actions, anomalies");
+}, 120_000);
+
+afterAll(async () => {
+  await t?.drop();
+});
+
+async function plan(sql: Prisma.Sql): Promise<PlanNode> {
+  const rows = await t.db.prisma.$queryRaw<{ "QUERY PLAN": [{ Plan: PlanNode }] }[]>`EXPLAIN (FORMAT JSON) ${sql}`;
+  const root = rows[0]["QUERY PLAN"][0].Plan;
+  if (process.env.SHOW_PLANS) console.log(JSON.stringify(root, null, 1));
+  return root;
+}
+
+function nodes(root: PlanNode): PlanNode[] {
+  return [root, ...(root.Plans ?? []).flatMap(nodes)];
+}
+
+const unbounded = (n: PlanNode) => n["Index Name"] !== undefined && n["Index Cond"] === undefined;
+
+/**
+ * The plan reads no audit table whole, and sorts no unbounded index scan (a range or a tie-break is
+ * fine); returns the indexes it uses.
+ */
+async function indexBacked(sql: Prisma.Sql): Promise<string[]> {
+  const all = nodes(await plan(sql));
+  const seq = all.filter((n) => n["Node Type"] === "Seq Scan" && AUDIT_TABLES.includes(n["Relation Name"] ?? ""));
+  expect(seq.map((n) => n["Relation Name"]), "sequential scans").toEqual([]);
+  const sorted = all.filter((n) => n["Node Type"] === "Sort").flatMap((n) => nodes(n).filter(unbounded));
+  expect(sorted.map((n) => n["Index Name"]), "whole indexes sorted").toEqual([]);
+  return all.map((n) => n["Index Name"]).filter((name): name is string => name !== undefined);
+}
+
+describe("tool list and tool page", () => {
+  it("counts the last 24 h per tool from the time indexes alone", async () => {
+    const sql = toolTotalsSql({ nowMs: NOW });
+    expect(await indexBacked(sql.executions)).toEqual(["executions_started_at_idx"]);
+    expect(await indexBacked(sql.suppressions)).toEqual(["suppressions_at_idx"]);
+    const onlyIndex = nodes(await plan(sql.executions)).some((n) => n["Node Type"] === "Index Only Scan");
+    expect(onlyIndex).toBe(true);
+  });
+
+  it.each(["1h", "24h", "7d"] as const)("reads one tool's %s stats through the (tool, time) indexes", async (window) => {
+    const { sql } = toolStatsSql({ tool: "tool-3", windowMs: STATS_WINDOWS[window], nowMs: NOW });
+    for (const name of ["executionBuckets", "outcomes", "durations"] as const) {
+      const p = await plan(sql[name]);
+      expect(await indexBacked(sql[name]), name).toEqual(["executions_tool_started_at_idx"]);
+      // covering: outcome and duration are in the index, the table is not visited
+      expect(nodes(p).map((n) => n["Node Type"]), name).toContain("Index Only Scan");
+    }
+    for (const name of ["suppressionBuckets", "gaps"] as const) {
+      const p = await plan(sql[name]);
+      expect(await indexBacked(sql[name]), name).toEqual(["suppressions_tool_at_idx"]);
+      expect(nodes(p).map((n) => n["Node Type"]), name).toContain("Index Only Scan");
+    }
+    // the newest 50: either time index, bounded by the window, serves it
+    expect(["suppressions_tool_at_idx", "suppressions_at_idx"]).toEqual(expect.arrayContaining(await indexBacked(sql.suppressionLog)));
+  });
+
+  it("reads the overview's last hour through the time indexes", async () => {
+    const sql = recentActivitySql(NOW - 3_600_000);
+    expect(await indexBacked(sql.executions)).toEqual(["executions_started_at_idx"]);
+    expect(await indexBacked(sql.suppressions)).toEqual(["suppressions_at_idx"]);
+  });
+});
+
+describe("audit trail page", () => {
+  // a common actor or action is found soon enough walking the time index; a rare one needs its own
+  const cases: [string, object, string][] = [
+    ["no filter", {}, "operator_actions_at_idx"],
+    ["a rare actor", { actor: "auditor@example.com" }, "operator_actions_actor_at_idx"],
+    ["a rare action", { action: "token_revoke" }, "operator_actions_action_at_idx"],
+    ["a common actor and action", { actor: "operator-7@example.com", action: "acknowledge_anomaly" }, "operator_actions_"],
+    ["scope and key", { scope: "scope-3", key: "key-13" }, "operator_actions_scope_key_at_idx"],
+  ];
+
+  it.each(cases)("pages by %s through an index, later pages as well", async (_label, filter, index) => {
+    // 20 rows per key: two pages of 10
+    const first = await listOperatorActions(t.db.prisma, { limit: 10, ...filter });
+    expect(first.items).toHaveLength(10);
+    expect(first.nextCursor).not.toBeNull();
+    for (const cursor of [null, first.nextCursor]) {
+      const used = await indexBacked(operatorActionsSql({ limit: 10, ...filter, cursor }));
+      expect(used.some((name) => name.startsWith(index))).toBe(true);
+    }
+    const second = await listOperatorActions(t.db.prisma, { limit: 10, ...filter, cursor: first.nextCursor });
+    expect(second.items).toHaveLength(10);
+    expect(second.items[0].at.getTime()).toBeLessThanOrEqual(first.items[9].at.getTime());
+    expect(new Set([...first.items, ...second.items].map((r) => r.id)).size).toBe(20);
+  });
+
+  it("lists the filter menus by probing the actor and action indexes once per value", async () => {
+    const sql = operatorActionFacetsSql();
+    expect(await indexBacked(sql.actors)).toContain("operator_actions_actor_at_idx");
+    expect(await indexBacked(sql.actions)).toContain("operator_actions_action_at_idx");
+    const facets = await operatorActionFacets(t.db.prisma);
+    expect(facets.actors).toHaveLength(21);
+    expect(facets.actors).toEqual([...facets.actors].sort());
+    expect(facets.actions).toEqual(["acknowledge_anomaly", "reconcile", "release", "resolve_anomaly", "token_create", "token_revoke"]);
+  });
+});
+
+describe("anomalies", () => {
+  it.each([
+    ["no filter", {}, "anomalies_detected_at_idx"],
+    ["status", { status: "open" }, "anomalies_status_detected_at_idx"],
+    // the open ones are the newest: either time index finds them first
+    ["status and type", { status: "open", type: "stale_suppression" }, "anomalies_"],
+  ] as const)("pages by %s through an index", async (_label, filter, index) => {
+    const first = await listAnomalies(t.db.prisma, { limit: 50, ...filter });
+    expect(first.items).toHaveLength(50);
+    for (const cursor of [null, first.nextCursor]) {
+      const used = await indexBacked(anomaliesSql({ limit: 50, ...filter, cursor }));
+      expect(used.some((name) => name.startsWith(index))).toBe(true);
+    }
+  });
+
+  it("pages by type, tool or a common status without reading the table whole", async () => {
+    await indexBacked(anomaliesSql({ limit: 50, type: "orphan_lost_completion" }));
+    await indexBacked(anomaliesSql({ limit: 50, tool: "tool-2" }));
+    await indexBacked(anomaliesSql({ limit: 50, status: "resolved", type: "stale_suppression" }));
+  });
+
+  it("counts open anomalies from the (status, type) index", async () => {
+    expect(await indexBacked(openAnomalyCountsSql)).toEqual(["anomalies_status_type_idx"]);
+  });
+});
+
+describe("key timeline", () => {
+  it("reads each table through its (scope, key, time) index", async () => {
+    const sql = keyAuditTrailSql("scope-3", "key-13");
+    expect(await indexBacked(sql.executions)).toEqual(["executions_scope_key_started_at_idx"]);
+    expect(await indexBacked(sql.suppressions)).toEqual(["suppressions_scope_key_at_idx"]);
+    expect(await indexBacked(sql.operatorActions)).toEqual(["operator_actions_scope_key_at_idx"]);
+    const trail = await readKeyAuditTrail(t.db.prisma, "scope-3", "key-13");
+    expect(trail.executions).toHaveLength(ROWS / 2000);
+    expect(trail.executions[0].startedAt).toBeInstanceOf(Date);
+    expect(typeof trail.executions[0].token).toBe("bigint");
+  });
+});
