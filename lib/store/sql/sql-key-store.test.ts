@@ -2,13 +2,15 @@ import { randomBytes, randomUUID } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
+import fc from "fast-check";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Prisma } from "@/generated/prisma/client";
 import { openDatabase, type Database } from "@/lib/db/database";
+import { applyMigrations, readMigrations } from "@/lib/db/migrate";
 import type { KeyState, StoredResult } from "@/lib/idempotency/record";
 import { beginInputs, describeKeyStoreContract } from "@/lib/store/contract";
-import type { BeginInput, ListQuery } from "@/lib/store/key-store";
+import type { BeginInput, ListQuery, StateCounts } from "@/lib/store/key-store";
 import { InvalidCursorError, SqlKeyStore } from "./sql-key-store";
 
 // A PostgreSQL server must be running: an unreachable server fails these tests, it never skips them.
@@ -37,12 +39,12 @@ interface Opened {
 }
 
 /** A database of its own on the server, dropped afterwards. */
-async function openServerStore(): Promise<Opened> {
+async function openServerStore(options: { migrate?: boolean } = {}): Promise<Opened> {
   const name = `idemgate_test_sql_${randomBytes(6).toString("hex")}`;
   await adminQuery(`CREATE DATABASE ${name}`);
   let db: Database;
   try {
-    db = await openDatabase({ url: serverUrl(name), poolSize: 10 });
+    db = await openDatabase({ url: serverUrl(name), poolSize: 10, migrate: options.migrate });
   } catch (err) {
     await adminQuery(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
     throw err;
@@ -60,11 +62,11 @@ async function openServerStore(): Promise<Opened> {
 }
 
 /** PGlite in a temporary directory, removed afterwards. */
-async function openEmbeddedStore(): Promise<Opened> {
+async function openEmbeddedStore(options: { migrate?: boolean } = {}): Promise<Opened> {
   const dir = await mkdtemp(path.join(os.tmpdir(), "idemgate-sql-store-"));
   let db: Database;
   try {
-    db = await openDatabase({ dataDir: path.join(dir, "pglite") });
+    db = await openDatabase({ dataDir: path.join(dir, "pglite"), migrate: options.migrate });
   } catch (err) {
     await rm(dir, { recursive: true, force: true });
     throw err;
@@ -81,7 +83,7 @@ async function openEmbeddedStore(): Promise<Opened> {
   };
 }
 
-const BACKENDS: [string, () => Promise<Opened>][] = [
+const BACKENDS: [string, (options?: { migrate?: boolean }) => Promise<Opened>][] = [
   ["postgres", openServerStore],
   ["pglite", openEmbeddedStore],
 ];
@@ -90,8 +92,56 @@ for (const [name, open] of BACKENDS) {
   describeKeyStoreContract(`sql (${name})`, open);
 }
 
-const T0 = 1_800_000_000_000;
+const T0 = 1_800_000_000_000; // an hour boundary
+const HOUR = 3_600_000;
 const ok: StoredResult = { status: 200, body: '{"b":1,  "a":[ 2 ]}\n', final: false };
+
+type CountFilter = { tool?: string; scope?: string };
+
+/** The reference: every row read and classified (what counts() did before key_counts). */
+async function countRows(db: Database, nowMs: number, filter: CountFilter): Promise<StateCounts> {
+  const now = BigInt(nowMs);
+  const conditions: Prisma.Sql[] = [];
+  if (filter.tool !== undefined) conditions.push(Prisma.sql`tool = ${filter.tool}::text`);
+  if (filter.scope !== undefined) conditions.push(Prisma.sql`scope = ${filter.scope}::text`);
+  const where = conditions.length > 0 ? Prisma.sql`WHERE ${Prisma.join(conditions, " AND ")}` : Prisma.empty;
+  const [row] = await db.prisma.$queryRaw<Record<keyof StateCounts, bigint | number>[]>`
+    SELECT
+      count(*) FILTER (WHERE status = 'inflight' AND deadline_ms > ${now}::bigint) AS inflight,
+      count(*) FILTER (WHERE status = 'inflight' AND deadline_ms <= ${now}::bigint) AS stuck,
+      count(*) FILTER (WHERE status = 'done' AND deadline_ms > ${now}::bigint) AS done,
+      count(*) FILTER (WHERE status = 'done' AND deadline_ms <= ${now}::bigint) AS expired
+    FROM idempotency_keys ${where}`;
+  return { inflight: Number(row.inflight), stuck: Number(row.stuck), done: Number(row.done), expired: Number(row.expired) };
+}
+
+/** counts() against the reference at every time and filter given, compared in one expect. */
+async function expectCountsMatch(store: SqlKeyStore, db: Database, nows: number[], filters: CountFilter[]): Promise<void> {
+  const actual: Record<string, StateCounts> = {};
+  const expected: Record<string, StateCounts> = {};
+  for (const nowMs of nows) {
+    for (const filter of filters) {
+      const label = `${nowMs - T0} ${JSON.stringify(filter)}`;
+      actual[label] = await store.counts(nowMs, filter);
+      expected[label] = await countRows(db, nowMs, filter);
+    }
+  }
+  expect(actual).toEqual(expected);
+}
+
+/** Times around T0 where the counts' arithmetic changes: hour and half-hour boundaries, ±1 ms. */
+const EDGE_TIMES = [-HOUR, -HOUR / 2, 0, HOUR / 2, HOUR].flatMap((t) => [t - 1, t, t + 1].map((d) => T0 + d));
+
+/** `rows` keys in one INSERT … SELECT over scopes `<prefix>-a|b|c` and tools bt0–bt3, deadlines T0 ± 3 h. */
+async function insertBulk(db: Database, prefix: string, rows: number): Promise<string[]> {
+  await db.prisma.$executeRaw`
+    INSERT INTO idempotency_keys (scope, key, tool, fingerprint, status, token, created_at_ms, deadline_ms)
+    SELECT ${prefix}::text || '-' || (ARRAY['a', 'b', 'c'])[i % 3 + 1], 'bulk-' || i, 'bt' || (i % 4), 'fp',
+      CASE WHEN i % 5 = 0 THEN 'inflight' ELSE 'done' END, nextval('idempotency_token_seq'), ${BigInt(T0)}::bigint,
+      ${BigInt(T0 - 3 * HOUR)}::bigint + (i::bigint * 7919) % ${BigInt(6 * HOUR)}::bigint
+    FROM generate_series(1, ${rows}::int) AS i`;
+  return ["a", "b", "c"].map((s) => `${prefix}-${s}`);
+}
 
 for (const [name, open] of BACKENDS) {
   describe(`SqlKeyStore on ${name}`, () => {
@@ -361,6 +411,117 @@ for (const [name, open] of BACKENDS) {
       expect(left).toEqual(["inflight-old", "p23", "p24"]);
       expect(await store.purge(T0 + 100_000, 4)).toBe(0);
     });
+
+    it("counts what a scan of the rows counts, after any sequence of operations", async () => {
+      const kinds = ["begin", "takeover", "complete", "release", "resolve", "abandon", "purge"] as const;
+      const op = fc.record({
+        kind: fc.constantFrom(...kinds),
+        scope: fc.nat(2),
+        key: fc.nat(3),
+        tool: fc.nat(1),
+        fingerprint: fc.constantFrom("fp", "fp", "other"),
+        at: fc.oneof(fc.integer({ min: -2 * HOUR, max: 2 * HOUR }), fc.constantFrom(...EDGE_TIMES.map((t) => t - T0))),
+        span: fc.oneof(fc.constantFrom(1, 1_000, HOUR / 2, HOUR), fc.integer({ min: 1, max: 3 * HOUR })),
+      });
+      const batches = fc.array(fc.array(op, { minLength: 1, maxLength: 4 }), { minLength: 1, maxLength: 8 });
+      const extraNows = fc.array(fc.integer({ min: -3 * HOUR, max: 3 * HOUR }), { maxLength: 4 });
+      await fc.assert(
+        fc.asyncProperty(batches, extraNows, async (runs, nows) => {
+          const base = `x${randomUUID().slice(0, 8)}`;
+          const scopes = [`${base}-a`, `${base}-b`, `${base}-c`];
+          const tokens = new Map<string, number>();
+          for (const batch of runs) {
+            // a batch runs concurrently: counter rows take several statements' increments at once
+            await Promise.all(
+              batch.map(async (o) => {
+                const [s, key, at] = [scopes[o.scope], `k${o.key}`, T0 + o.at];
+                const token = tokens.get(`${s}/${key}`) ?? 0;
+                switch (o.kind) {
+                  case "begin":
+                  case "takeover": {
+                    const out = await store.begin(
+                      input({ scope: s, key, tool: `t${o.tool + 1}`, fingerprint: o.fingerprint, nowMs: at, leaseMs: o.span, takeoverStuck: o.kind === "takeover" }),
+                    );
+                    if (out.kind === "reserved") tokens.set(`${s}/${key}`, out.token);
+                    return;
+                  }
+                  case "complete":
+                    return store.complete(s, key, token, ok, o.span, at);
+                  case "release":
+                    return store.release(s, key);
+                  case "resolve":
+                    return store.resolve(s, key, ok, o.span, at);
+                  case "abandon":
+                    return store.abandon(s, key, token);
+                  case "purge":
+                    return store.purge(at, 2);
+                }
+              }),
+            );
+          }
+          const times = [...EDGE_TIMES, ...nows.map((t) => T0 + t), ...runs.flat().slice(0, 6).map((o) => T0 + o.at)];
+          await expectCountsMatch(store, opened.db, times, [{}, { scope: scopes[0] }, { tool: "t1" }, { scope: scopes[1], tool: "t2" }]);
+          // every counter row counts real rows, so none is ever below zero
+          const [{ negative }] = await opened.db.prisma.$queryRaw<{ negative: bigint | number }[]>`
+            SELECT (SELECT count(*) FROM key_counts WHERE n < 0) + (SELECT count(*) FROM key_deadline_counts WHERE n < 0) AS negative`;
+          expect(Number(negative)).toBe(0);
+        }),
+        { numRuns: 15 },
+      );
+    });
+
+    it("keeps the counts through bulk INSERT … SELECT, UPDATE and DELETE", async () => {
+      const scopes = await insertBulk(opened.db, newScope(), 5_000);
+      const filters = [{}, { scope: scopes[0] }, { tool: "bt1" }, { scope: scopes[2], tool: "bt3" }];
+      const times = [...EDGE_TIMES, T0 - 2 * HOUR - 17, T0 + 2 * HOUR + 17];
+      await expectCountsMatch(store, opened.db, times, filters);
+      await opened.db.prisma.$executeRaw`
+        UPDATE idempotency_keys SET status = 'done', deadline_ms = deadline_ms + ${BigInt(HOUR)}::bigint
+        WHERE scope IN (${Prisma.join(scopes)}) AND status = 'inflight' AND tool <> 'bt2'`;
+      await expectCountsMatch(store, opened.db, times, filters);
+      await opened.db.prisma.$executeRaw`DELETE FROM idempotency_keys WHERE scope = ${scopes[1]} AND deadline_ms < ${BigInt(T0)}::bigint`;
+      await expectCountsMatch(store, opened.db, times, filters);
+    });
+
+    it("drops counter rows at zero when purging", async () => {
+      newScope();
+      const r = await reserve({ key: "gone" });
+      expect(await store.abandon(scope, "gone", r.token)).toBe(true);
+      await store.purge(0);
+      const [{ zero }] = await opened.db.prisma.$queryRaw<{ zero: bigint | number }[]>`
+        SELECT (SELECT count(*) FROM key_counts WHERE n = 0) + (SELECT count(*) FROM key_deadline_counts WHERE n = 0) AS zero`;
+      expect(Number(zero)).toBe(0);
+      await expectCountsMatch(store, opened.db, EDGE_TIMES, [{}, { scope }]);
+    });
+
+    // last: it empties the table the tests above share
+    it("follows a TRUNCATE", async () => {
+      newScope();
+      await reserve();
+      await opened.db.prisma.$executeRawUnsafe("TRUNCATE idempotency_keys");
+      expect(await store.counts(T0)).toEqual({ inflight: 0, stuck: 0, done: 0, expired: 0 });
+      await reserve({ key: "after" });
+      await expectCountsMatch(store, opened.db, EDGE_TIMES, [{}, { scope }]);
+    });
+  });
+}
+
+for (const [name, open] of BACKENDS) {
+  describe(`key_counts migration on ${name}`, () => {
+    it("counts the keys stored before it was applied", async () => {
+      const opened = await open({ migrate: false });
+      try {
+        const all = await readMigrations();
+        const at = all.findIndex((m) => m.name.endsWith("_key_counts"));
+        expect(at).toBeGreaterThan(0);
+        await opened.db.withSession((conn) => applyMigrations(conn, all.slice(0, at)));
+        const scopes = await insertBulk(opened.db, "before", 3_000);
+        expect(await opened.db.withSession((conn) => applyMigrations(conn, all))).toContain(all[at].name);
+        await expectCountsMatch(opened.store, opened.db, EDGE_TIMES, [{}, { scope: scopes[1] }, { tool: "bt2" }]);
+      } finally {
+        await opened.cleanup();
+      }
+    });
   });
 }
 
@@ -426,20 +587,34 @@ describe("SqlKeyStore query plans on a PostgreSQL server", () => {
     }
   });
 
-  it("counts through an index", async () => {
-    for (const filter of [{ tool: "tool-2" }, { scope: "scope-4" }]) {
-      const p = await plan(store.countsSql(NOW, filter));
-      expect(p, JSON.stringify(filter)).not.toMatch(/Seq Scan/);
-      expect(p).toMatch(/Index/);
+  it("counts without reading every key", async () => {
+    // 40k more keys with deadlines over 16 days, as retention leaves them: half an hour is a sliver
+    const SPREAD = 40_000;
+    await opened.db.prisma.$executeRaw`
+      INSERT INTO idempotency_keys (scope, key, tool, fingerprint, status, token, created_at_ms, deadline_ms)
+      SELECT 'scope-' || (i % 20), 'spread-' || i, 'tool-' || (i % 8), md5(i::text),
+        CASE WHEN i % 10 < 2 THEN 'inflight' ELSE 'done' END, nextval('idempotency_token_seq'), ${BigInt(T0)}::bigint,
+        ${BigInt(NOW - 8 * 86_400_000)}::bigint + i::bigint * ${BigInt((16 * 86_400_000) / SPREAD)}::bigint
+      FROM generate_series(1, ${SPREAD}) AS i`;
+    await opened.db.prisma.$executeRawUnsafe("ANALYZE idempotency_keys");
+    const filters = [{}, { tool: "tool-2" }, { scope: "scope-4" }, { scope: "scope-4", tool: "tool-4" }];
+    const away = [NOW - 3 * 86_400_000, NOW + 2 * 86_400_000 + 20 * 60_000];
+    for (const filter of filters) {
+      for (const nowMs of [NOW, ...away]) {
+        const p = await plan(store.countsSql(nowMs, filter));
+        expect(p, JSON.stringify(filter)).not.toMatch(/Seq Scan on idempotency_keys/);
+        // around NOW every one of the 20k keys above is within the half hour, so any index may do
+        if (nowMs === NOW) continue;
+        const indexes = [...p.matchAll(/(?:Scan using|Bitmap Index Scan on) (idempotency_keys_\w+)/g)].map((m) => m[1]);
+        expect(indexes.length, p).toBeGreaterThan(0);
+        expect(indexes.filter((i) => !/^idempotency_keys_status_(tool_|scope_)?deadline_ms_idx$/.test(i)), p).toEqual([]);
+      }
     }
-    // Counting the whole table reads every entry: an index-only scan of (status, deadline_ms) once
-    // the visibility map is set (autovacuum's steady state); a freshly loaded table is scanned.
-    await opened.db.prisma.$executeRawUnsafe("VACUUM ANALYZE idempotency_keys");
-    const all = await plan(store.countsSql(NOW));
-    expect(all).not.toMatch(/Seq Scan/);
-    expect(all).toMatch(/Index Only Scan using idempotency_keys_status_deadline_ms_idx/);
+    await expectCountsMatch(store, opened.db, [NOW, ...away, ...EDGE_TIMES], filters);
     const counts = await store.counts(NOW);
-    expect(counts.inflight + counts.stuck + counts.done + counts.expired).toBe(ROWS);
-    expect(counts.inflight + counts.stuck).toBe(ROWS / 5);
+    expect(counts.inflight + counts.stuck + counts.done + counts.expired).toBe(ROWS + SPREAD);
+    expect(counts.inflight + counts.stuck).toBe((ROWS + SPREAD) / 5);
   });
+
+
 });

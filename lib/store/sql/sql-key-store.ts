@@ -1,6 +1,6 @@
 import { Prisma } from "@/generated/prisma/client";
 import type { Database } from "@/lib/db/database";
-import { stateOf, type KeyRecord, type KeyState, type StoredResult } from "@/lib/idempotency/record";
+import { stateOf, type KeyRecord, type KeyState, type StoredResult, type StoredStatus } from "@/lib/idempotency/record";
 import type {
   BeginInput,
   BeginOutcome,
@@ -19,7 +19,8 @@ import type {
  * the same through a pool (server) or one shared connection (PGlite).
  *
  * `deadline_ms` is `lease_until_ms` while inflight and `expires_at_ms` once done, so the four
- * derived states are four ranges of the (status, deadline_ms) index.
+ * derived states are four ranges of the (status, deadline_ms) index. Triggers keep counts of the
+ * rows (key_counts, key_deadline_counts: migration 20261129030000_key_counts) for `counts`.
  */
 
 export class InvalidCursorError extends Error {
@@ -124,6 +125,14 @@ function prefixed(row: Record<string, unknown>, prefix: string): Row | null {
 }
 
 const ms = (v: number) => BigInt(Math.trunc(v));
+
+/** The width of key_deadline_counts' hours, as key_counts_hour() computes them (migration 20261129030000). */
+const HOUR_MS = 3_600_000n;
+
+function floorDiv(a: bigint, b: bigint): bigint {
+  const q = a / b;
+  return a % b < 0n ? q - 1n : q;
+}
 
 function likePrefix(prefix: string): string {
   // LIKE's default escape character is the backslash
@@ -344,25 +353,48 @@ export class SqlKeyStore implements KeyStore {
   }
 
   async counts(nowMs: number, filter: { tool?: string; scope?: string } = {}): Promise<StateCounts> {
-    const rows = await this.prisma.$queryRaw<Record<KeyState, bigint | number | string>[]>(this.countsSql(nowMs, filter));
-    const row = rows[0];
-    return { inflight: num(row.inflight), stuck: num(row.stuck), done: num(row.done), expired: num(row.expired) };
+    type Part = "total" | "from_cut" | "due_from_cut" | "live_before_cut";
+    const rows = await this.prisma.$queryRaw<({ status: string } & Record<Part, bigint | number | string>)[]>(
+      this.countsSql(nowMs, filter),
+    );
+    const split = (status: StoredStatus) => {
+      const row = rows.find((r) => r.status === status)!;
+      const total = num(row.total);
+      const due = total - num(row.from_cut) + num(row.due_from_cut) - num(row.live_before_cut);
+      return { live: total - due, due };
+    };
+    const inflight = split("inflight");
+    const done = split("done");
+    return { inflight: inflight.live, stuck: inflight.due, done: done.live, expired: done.due };
   }
 
-  /** exposed for EXPLAIN in tests */
+  /**
+   * Per stored status: the total from key_counts, the rows from the hour boundary nearest to now
+   * on (key_deadline_counts), and an index count of the rows between that boundary and now. Rows
+   * due by now (stuck, expired) = total − from_cut + due_from_cut − live_before_cut; only one of
+   * the last two is ever non-zero. The cost depends on scopes × tools and on the deadlines in one
+   * half hour, not on the number of keys. Exposed for EXPLAIN in tests.
+   */
   countsSql(nowMs: number, filter: { tool?: string; scope?: string } = {}): Prisma.Sql {
     const now = ms(nowMs);
-    const conditions: Prisma.Sql[] = [];
-    if (filter.tool !== undefined) conditions.push(Prisma.sql`tool = ${filter.tool}::text`);
-    if (filter.scope !== undefined) conditions.push(Prisma.sql`scope = ${filter.scope}::text`);
-    const where = conditions.length > 0 ? Prisma.sql`WHERE ${Prisma.join(conditions, " AND ")}` : Prisma.empty;
+    const cutHour = floorDiv(now + HOUR_MS / 2n, HOUR_MS);
+    const cut = cutHour * HOUR_MS;
+    const match = (alias: string) => {
+      const conditions: Prisma.Sql[] = [];
+      if (filter.tool !== undefined) conditions.push(Prisma.sql` AND ${Prisma.raw(alias)}.tool = ${filter.tool}::text`);
+      if (filter.scope !== undefined) conditions.push(Prisma.sql` AND ${Prisma.raw(alias)}.scope = ${filter.scope}::text`);
+      return conditions.length > 0 ? Prisma.join(conditions, "") : Prisma.empty;
+    };
     return Prisma.sql`
-      SELECT
-        count(*) FILTER (WHERE ${stateCondition("inflight", now)}) AS inflight,
-        count(*) FILTER (WHERE ${stateCondition("stuck", now)}) AS stuck,
-        count(*) FILTER (WHERE ${stateCondition("done", now)}) AS done,
-        count(*) FILTER (WHERE ${stateCondition("expired", now)}) AS expired
-      FROM idempotency_keys ${where}`;
+      SELECT s.status,
+        (SELECT coalesce(sum(c.n), 0)::bigint FROM key_counts c WHERE c.status = s.status${match("c")}) AS total,
+        (SELECT coalesce(sum(h.n), 0)::bigint FROM key_deadline_counts h
+          WHERE h.status = s.status AND h.deadline_hour >= ${cutHour}::bigint${match("h")}) AS from_cut,
+        (SELECT count(*) FROM idempotency_keys k
+          WHERE k.status = s.status AND k.deadline_ms >= ${cut}::bigint AND k.deadline_ms <= ${now}::bigint${match("k")}) AS due_from_cut,
+        (SELECT count(*) FROM idempotency_keys k
+          WHERE k.status = s.status AND k.deadline_ms > ${now}::bigint AND k.deadline_ms < ${cut}::bigint${match("k")}) AS live_before_cut
+      FROM (VALUES ('inflight'), ('done')) AS s (status)`;
   }
 
   async purge(olderThanMs: number, batch = DEFAULT_PURGE_BATCH): Promise<number> {
@@ -377,8 +409,15 @@ export class SqlKeyStore implements KeyStore {
           SELECT ctid FROM idempotency_keys WHERE status = 'done' AND deadline_ms < ${before}::bigint LIMIT ${size}
         ) AND status = 'done' AND deadline_ms < ${before}::bigint`;
       total += deleted;
-      if (deleted < size) return total;
+      if (deleted < size) break;
     }
+    // counter rows at zero count nothing; rows a writer holds are left for the next purge
+    for (const table of ["key_counts", "key_deadline_counts"]) {
+      const t = Prisma.raw(table);
+      await this.prisma.$executeRaw`
+        DELETE FROM ${t} WHERE ctid IN (SELECT ctid FROM ${t} WHERE n = 0 FOR UPDATE SKIP LOCKED) AND n = 0`;
+    }
+    return total;
   }
 
   async ping(): Promise<void> {
