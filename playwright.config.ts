@@ -3,7 +3,7 @@ import { VIEWER } from "./e2e/accounts";
 import { UPSTREAM_TOOLS } from "./e2e/upstream";
 import environments from "./e2e/environments.json" with { type: "json" };
 
-// Two server configurations, each its own `next start` with its own data:
+// Two server configurations, each its own `node scripts/serve.mjs` (the production server) with its own data:
 // - embedded: nothing configured, PGlite under .data/ for both the key store and the audit log;
 // - servers: Redis key store and PostgreSQL audit database (scripts/e2e.mjs recreates both);
 // - redisDown: REDIS_URL points at a closed port, for the status page's error state only.
@@ -70,7 +70,7 @@ export default defineConfig({
   ],
   webServer: [
     {
-      command: `npx next start -p ${embedded.port} -H 127.0.0.1`,
+      command: `node scripts/serve.mjs -p ${embedded.port} -H 127.0.0.1`,
       url: `http://127.0.0.1:${embedded.port}/api/health`,
       reuseExistingServer: !process.env.CI,
       timeout: 120_000,
@@ -79,7 +79,7 @@ export default defineConfig({
       env: { ...common, IDEMGATE_DATA_DIR: embedded.dataDir, REDIS_URL: "", DATABASE_URL: "" },
     },
     {
-      command: `npx next start -p ${servers.port} -H 127.0.0.1`,
+      command: `node scripts/serve.mjs -p ${servers.port} -H 127.0.0.1`,
       url: `http://127.0.0.1:${servers.port}/api/health`,
       reuseExistingServer: !process.env.CI,
       timeout: 120_000,
@@ -93,7 +93,7 @@ export default defineConfig({
       },
     },
     {
-      command: `npx next start -p ${redisDown.port} -H 127.0.0.1`,
+      command: `node scripts/serve.mjs -p ${redisDown.port} -H 127.0.0.1`,
       // /api/health answers 503 here by design; the status page answers 200 once the server is up
       url: `http://127.0.0.1:${redisDown.port}/status`,
       reuseExistingServer: !process.env.CI,

@@ -12,6 +12,8 @@ import { medianRound, type LoadRound, type Row } from "./stats";
 /** Every build and every server serving a build holds this lock: nobody rebuilds .next under it. */
 export const BUILD_LOCK = process.env.IDEMGATE_BUILD_LOCK ?? "/tmp/idemgate-build.lock";
 const NEXT_BIN = path.join(process.cwd(), "node_modules", "next", "dist", "bin", "next");
+/** the production server, as `npm start` runs it */
+const SERVE = path.join(process.cwd(), "scripts", "serve.mjs");
 
 export interface GatewayOptions {
   /** seconds per autocannon run */
@@ -27,7 +29,7 @@ export interface GatewayOptions {
 const ARGS = { customerId: "cus_bench", amountCents: 1_000, currency: "EUR" };
 
 /**
- * The gateway as deployed: `next build` + `next start` on Redis and PostgreSQL, driven by
+ * The gateway as deployed: `next build` + `scripts/serve.mjs` on Redis and PostgreSQL, driven by
  * autocannon from this process. POST /api/v1/tools/payments.charge/invoke with a fresh
  * Idempotency-Key per request (first executions) and one fixed key (replays), next to
  *  - a bare node:http server answering the replay's JSON (the absolute floor: no framework), and
@@ -57,7 +59,7 @@ export async function benchGateway(options: GatewayOptions): Promise<Row[]> {
       IDEMGATE_SECRET: randomUUID() + randomUUID(),
       IDEMGATE_RECONCILE_INTERVAL_MS: "0",
     };
-    const start = `exec node ${NEXT_BIN} start -p ${options.port} -H 127.0.0.1`;
+    const start = `exec node ${SERVE} -p ${options.port} -H 127.0.0.1`;
     const script = options.build ? `node ${NEXT_BIN} build >&2 && ${start}` : start;
     // flock holds the lock for as long as the build and the server run
     servers.push(spawnGroup("flock", [BUILD_LOCK, "sh", "-c", script], env));

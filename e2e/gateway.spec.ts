@@ -1,4 +1,4 @@
-import { createServer, type Server } from "node:http";
+import { createServer, request as httpRequest, type Server } from "node:http";
 import { expect, test, type APIRequestContext, type APIResponse } from "@playwright/test";
 import { UPSTREAM_PORT } from "./upstream";
 import { seededCredentials, signInAsOperator } from "./auth";
@@ -135,6 +135,36 @@ test.describe("gateway contract", () => {
     expect(fresh).toHaveLength(1);
     const list = await invoke(request, token, "payments.list_charges", { customerId: args.customerId });
     expect((await list.json()).charges).toHaveLength(1);
+  });
+
+  test("chunked bodies without Content-Length: a small one runs, an oversized one gets 413 unread", async ({}, testInfo) => {
+    const url = new URL("/api/v1/tools/payments.charge/invoke", testInfo.project.use.baseURL!);
+    const send = (chunks: Buffer[], k: string) =>
+      new Promise<{ status: number; type: string; body: string }>((resolve, reject) => {
+        const req = httpRequest(url, { method: "POST", headers: { authorization: `Bearer ${token}`, "content-type": "application/json", "idempotency-key": k } });
+        let answered = false;
+        req.on("response", (res) => {
+          answered = true;
+          let body = "";
+          res.setEncoding("utf8");
+          res.on("data", (d) => (body += d));
+          res.on("end", () => resolve({ status: res.statusCode ?? 0, type: String(res.headers["content-type"]), body }));
+        });
+        // the server may close the connection on the rest of a refused body once it has answered
+        req.on("error", (err) => (answered ? undefined : reject(err)));
+        (async () => {
+          for (const chunk of chunks) if (!req.write(chunk)) await new Promise((r) => req.once("drain", r));
+          req.end();
+        })().catch(() => {});
+      });
+    const args = Buffer.from(JSON.stringify(charge()));
+    const small = await send([args.subarray(0, 10), args.subarray(10)], key());
+    expect(small.status, small.body).toBe(200);
+    const mib = Buffer.alloc(256 * 1024, " ");
+    const big = await send([Buffer.from('{"customerId":"cus_big","padding":"'), mib, mib, mib, mib, mib, Buffer.from('"}')], key());
+    expect(big.status).toBe(413);
+    expect(big.type).toContain("application/problem+json");
+    expect(JSON.parse(big.body).type).toBe("/problems/payload_too_large");
   });
 });
 

@@ -23,6 +23,8 @@ export async function startServer(): Promise<void> {
       console.log(`idemgate: seeded ${await seedDemoTraffic(runtime)} demo calls (set IDEMGATE_DEMO_TRAFFIC=0 to start empty)`);
     }
     const stopJobs = startBackgroundJobs(runtime);
+    const { registerFastInvoke } = await import("@/lib/gateway/fast-invoke");
+    registerFastInvoke();
     closeOnShutdown(async () => {
       stopJobs();
       await runtime.close();

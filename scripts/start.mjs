@@ -1,8 +1,9 @@
 // `npm start`: build if the sources changed since the last build, then serve on $PORT (default 3000).
-import { buildIfStale, NEXT_BIN, run } from "./build-if-stale.mjs";
+import path from "node:path";
+import { buildIfStale, ROOT, run } from "./build-if-stale.mjs";
 
 const env = { ...process.env, NEXT_TELEMETRY_DISABLED: "1" };
 const port = process.env.PORT?.trim() || "3000";
 
 await buildIfStale(env);
-process.exit(await run(process.execPath, [NEXT_BIN, "start", "-p", port], { env }));
+process.exit(await run(process.execPath, [path.join(ROOT, "scripts", "serve.mjs"), "-p", port], { env }));

@@ -58,9 +58,11 @@ export function listApiTokens(prisma: PrismaClient) {
 
 // Looking a token up costs a database round trip on every call; a short cache keeps that off the
 // hot path. A revocation in this process clears it at once; one made by another process (the CLI)
-// takes effect within TOKEN_CACHE_MS.
+// takes effect within TOKEN_CACHE_MS. Kept on globalThis: the server loads this module more than
+// once (the App Router's bundles and the gateway's fast path), and a revocation must reach them all.
 export const TOKEN_CACHE_MS = 5_000;
-const tokenCache = new Map<string, { principal: TokenPrincipal | null; untilMs: number }>();
+const holder = globalThis as unknown as { __idemgateTokenCache?: Map<string, { principal: TokenPrincipal | null; untilMs: number }> };
+const tokenCache = (holder.__idemgateTokenCache ??= new Map());
 
 /** The principal for a bearer token, or null for an unknown or revoked one. */
 export async function authenticateToken(prisma: PrismaClient, token: string): Promise<TokenPrincipal | null> {

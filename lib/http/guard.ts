@@ -1,28 +1,16 @@
 import "server-only";
-import { authenticateToken, type TokenPrincipal } from "@/lib/auth/api-tokens";
+import type { TokenPrincipal } from "@/lib/auth/api-tokens";
 import type { OperatorIdentity } from "@/lib/auth/operators";
 import { can, type Permission } from "@/lib/auth/roles";
 import { currentOperator } from "@/lib/auth/session";
 import { getRuntime, type Runtime } from "@/lib/runtime";
 import { errorResponse, forbidden, unauthorized } from "./problem";
+import { bearerToken, tokenPrincipal, withApiToken, type Handler } from "./token-guard";
+
+export { bearerToken, tokenPrincipal, withApiToken };
 
 /** Who is asking: a tenant's API token (one scope) or a signed-in operator (every scope). */
 export type Principal = { kind: "token"; token: TokenPrincipal } | { kind: "operator"; operator: OperatorIdentity };
-
-export function bearerToken(request: Request): string | null {
-  const header = request.headers.get("authorization");
-  if (!header) return null;
-  const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
-  return match ? match[1] : null;
-}
-
-export async function tokenPrincipal(request: Request, runtime: Runtime): Promise<TokenPrincipal> {
-  const token = bearerToken(request);
-  if (!token) throw unauthorized();
-  const principal = await authenticateToken(runtime.db.prisma, token);
-  if (!principal) throw unauthorized("the API token is unknown or revoked");
-  return principal;
-}
 
 /**
  * Cookie-authenticated mutations must come from the console's own pages. Browsers send Origin with
@@ -38,21 +26,6 @@ export function assertSameOrigin(request: Request): void {
     originHost = null;
   }
   if (!originHost || !host || originHost !== host) throw forbidden("cross-site requests are refused: the Origin must be this console");
-}
-
-type Handler<C> = (request: Request, context: C & { runtime: Runtime }) => Promise<Response>;
-
-/** For the gateway: the caller must present an API token; its scope is the only one it sees. */
-export function withApiToken<P>(handler: Handler<{ params: P; principal: TokenPrincipal }>) {
-  return async (request: Request, ctx: { params: Promise<P> }): Promise<Response> => {
-    try {
-      const runtime = await getRuntime();
-      const principal = await tokenPrincipal(request, runtime);
-      return await handler(request, { params: await ctx.params, principal, runtime });
-    } catch (err) {
-      return errorResponse(err, new URL(request.url).pathname);
-    }
-  };
 }
 
 /**

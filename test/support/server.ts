@@ -32,12 +32,12 @@ function exited(child: ChildProcess): Promise<void> {
 }
 
 /**
- * A production server (`next start`, needs a build) in a process group of its own, so a kill takes
+ * A production server (`scripts/serve.mjs`, as `npm start` runs it; needs a build) in a process group of its own, so a kill takes
  * the whole server down at once, as a crash would.
  */
 export async function startServer(options: ServerOptions): Promise<RunningServer> {
-  const next = path.join(ROOT, "node_modules", "next", "dist", "bin", "next");
-  const child = spawn(process.execPath, [next, "start", "-p", String(options.port), "-H", "127.0.0.1"], {
+  const serve = path.join(ROOT, "scripts", "serve.mjs");
+  const child = spawn(process.execPath, [serve, "-p", String(options.port), "-H", "127.0.0.1"], {
     cwd: ROOT,
     detached: true,
     stdio: ["ignore", "pipe", "pipe"],

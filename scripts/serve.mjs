@@ -1,0 +1,57 @@
+// The production server: Next.js (console, API) behind a node:http server that answers the
+// gateway's hot route, POST /api/v1/tools/{tool}/invoke, itself (lib/gateway/fast-invoke.ts).
+//   node scripts/serve.mjs [-p port] [-H hostname]      (needs a build: `next build`)
+import http from "node:http";
+import { parseArgs } from "node:util";
+import next from "next";
+import { ROOT } from "./build-if-stale.mjs";
+
+const { values } = parseArgs({
+  options: { port: { type: "string", short: "p" }, hostname: { type: "string", short: "H" } },
+  strict: true,
+});
+const port = Number(values.port ?? process.env.PORT ?? 3000);
+if (!Number.isInteger(port) || port < 1 || port > 65535) {
+  console.error(`idemgate: invalid port ${JSON.stringify(values.port ?? process.env.PORT)}`);
+  process.exit(1);
+}
+const hostname = values.hostname;
+process.env.NODE_ENV = "production";
+process.env.PORT = String(port);
+
+const app = next({ dev: false, dir: ROOT, hostname: hostname ?? "localhost", port });
+const handle = app.getRequestHandler();
+// Runs instrumentation.ts: opens the runtime and registers the gateway's fast path.
+await app.prepare();
+
+const server = http.createServer((req, res) => {
+  const fastInvoke = globalThis.__idemgateFastInvoke;
+  if (fastInvoke?.(req, res)) return;
+  handle(req, res).catch((err) => {
+    console.error("idemgate: request failed", err);
+    if (!res.headersSent) res.writeHead(500);
+    res.end();
+  });
+});
+
+server.on("error", (err) => {
+  console.error(`idemgate: cannot listen on ${hostname ?? "*"}:${port}: ${err.message}`);
+  process.exit(1);
+});
+
+server.listen(port, hostname, () => {
+  console.log(`idemgate: serving on http://${hostname ?? "localhost"}:${port}`);
+});
+
+// Stop accepting, let running calls finish, then exit; instrumentation closes the runtime (flushes
+// the audit log, unlocks the embedded database) on the way out.
+let stopping = false;
+for (const signal of ["SIGINT", "SIGTERM"]) {
+  process.on(signal, () => {
+    if (stopping) return;
+    stopping = true;
+    server.close(() => process.exit(0));
+    server.closeIdleConnections();
+    setTimeout(() => process.exit(0), 10_000).unref();
+  });
+}
