@@ -7,6 +7,7 @@ import { createClient } from "@redis/client";
 import { Redis } from "ioredis";
 import { PrismaAuditWriter, type AuditMode } from "@/lib/audit/audit-writer";
 import { Engine } from "@/lib/idempotency/engine";
+import { ReplayCache } from "@/lib/idempotency/replay-cache";
 import type { ToolPolicy } from "@/lib/idempotency/tool";
 import { createRedisKeyStore } from "@/lib/store/redis/redis-key-store";
 import { createTestPostgres, REDIS_TEST_URL } from "@/test/support/databases";
@@ -21,6 +22,8 @@ const RESULT = { ok: true };
 interface Contender {
   name: string;
   call: (key: string) => Promise<unknown>;
+  /** waits until work the calls left behind (queued audit rows) is done, so it does not load the next measurement */
+  settle?: () => Promise<void>;
   close: () => Promise<void>;
 }
 
@@ -39,17 +42,23 @@ export interface PeersOptions {
  */
 export async function benchPeers(options: PeersOptions): Promise<Row[]> {
   const prefix = `idgbench-peers-${randomUUID().slice(0, 8)}`;
-  const pg = await createTestPostgres("bench_peers");
   const opened: Contender[] = [];
   const failures: Row[] = [];
   try {
     opened.push(bareRedis(prefix));
-    for (const mode of ["async", "durable"] as AuditMode[]) opened.push(idemgate(prefix, mode, pg.db.prisma));
-    for (const open of [powertools, nodeIdempotency]) {
+    opened.push(await idemgate(prefix, "async", true));
+    opened.push(await idemgate(prefix, "async", false));
+    opened.push(await idemgate(prefix, "durable", true));
+    const peers: [string, () => Promise<Contender>][] = [
+      ["@aws-lambda-powertools/idempotency", () => powertools(prefix, false)],
+      ["@aws-lambda-powertools/idempotency, useLocalCache", () => powertools(prefix, true)],
+      ["@node-idempotency/core", () => nodeIdempotency(prefix)],
+    ];
+    for (const [name, open] of peers) {
       try {
-        opened.push(await open(prefix));
+        opened.push(await open());
       } catch (err) {
-        failures.push({ section: "peers", name: open.name, value: NaN, unit: "calls/s", note: `could not run: ${(err as Error).message}` });
+        failures.push({ section: "peers", name, value: NaN, unit: "calls/s", note: `could not run: ${(err as Error).message}` });
       }
     }
     // every contender once, so clients connect, scripts load and the JIT warms up; then past the
@@ -66,7 +75,9 @@ export async function benchPeers(options: PeersOptions): Promise<Row[]> {
       const tag = `${round}-${randomUUID().slice(0, 6)}`;
       for (const c of opened) {
         push(first, c.name, await timeConcurrent(options.calls, options.concurrency, (i) => c.call(`f:${tag}:${i}`)));
+        await c.settle?.();
         push(replay, c.name, await timeConcurrent(options.calls, options.concurrency, () => c.call("replayed")));
+        await c.settle?.();
       }
     }
     const rows: Row[] = [];
@@ -90,7 +101,6 @@ export async function benchPeers(options: PeersOptions): Promise<Row[]> {
   } finally {
     for (const c of opened) await c.close().catch(() => {});
     await deleteRedisPrefix(prefix);
-    await pg.drop();
   }
 }
 
@@ -116,40 +126,47 @@ function bareRedis(prefix: string): Contender {
   };
 }
 
-function idemgate(prefix: string, mode: AuditMode, prisma: ConstructorParameters<typeof PrismaAuditWriter>[0]): Contender {
+async function idemgate(prefix: string, mode: AuditMode, replayCache: boolean): Promise<Contender> {
+  // Each its own audit database: a key store is new next to an audit log that already holds results
+  // only after a store loss, and then first executions also read the log until their TTL has passed.
+  const pg = await createTestPostgres("bench_peers");
   // the production store: one auto-pipelined ioredis connection
-  const store = createRedisKeyStore(REDIS_TEST_URL, { prefix: `${prefix}-idg-${mode}` });
-  const audit = new PrismaAuditWriter(prisma, { mode });
-  const engine = new Engine({ store, audit });
+  const store = createRedisKeyStore(REDIS_TEST_URL, { prefix: `${prefix}-idg-${mode}-${replayCache ? "c" : "n"}` });
+  const audit = new PrismaAuditWriter(pg.db.prisma, { mode, execute: pg.db.execute });
+  // the server's default keeps a replay cache (IDEMGATE_REPLAY_CACHE_ENTRIES)
+  const engine = new Engine({ store, audit, replayCache: replayCache ? new ReplayCache() : null });
   return {
-    name: `Idemgate engine, audit ${mode}`,
+    name: `Idemgate engine, audit ${mode}, replay cache ${replayCache ? "on (server default)" : "off"}`,
     call: (key) => engine.invoke(tool, async () => ({ body: RESULT }), { scope: "bench", key, args: ARGS }),
+    settle: () => audit.flush(),
     async close() {
       await audit.close();
       await store.close();
+      await pg.drop();
     },
   };
 }
 
 /** Powertools 2.35 outside Lambda: makeIdempotent on a plain function, no Lambda context needed. */
-async function powertools(prefix: string): Promise<Contender> {
+async function powertools(prefix: string, useLocalCache: boolean): Promise<Contender> {
   const client = await createClient({ url: REDIS_TEST_URL }).connect();
   const persistenceStore = new CachePersistenceLayer({ client });
   // The key names the action. No payloadValidationJmesPath: the cache layer's _updateRecord does not
   // keep the validation hash when it completes a record, so every replay with validation on fails
   // with IdempotencyValidationError ("Payload does not match stored record"). Without it the
   // arguments are not checked against the key (Idemgate and @node-idempotency do check them).
-  const config = new IdempotencyConfig({ eventKeyJmesPath: "key", expiresAfterSeconds: 86_400, throwOnNoIdempotencyKey: true });
+  // useLocalCache: its own in-memory LRU of completed records, off by default (the peer of Idemgate's replay cache)
+  const config = new IdempotencyConfig({ eventKeyJmesPath: "key", expiresAfterSeconds: 86_400, throwOnNoIdempotencyKey: true, useLocalCache });
   // Outside Lambda there is no context: without one every call logs a warning and the in-progress
   // record gets no lease. A stand-in context gives it the same 60 s lease as Idemgate's tool.
   config.registerLambdaContext({ getRemainingTimeInMillis: () => 60_000 } as Parameters<IdempotencyConfig["registerLambdaContext"]>[0]);
   const run = makeIdempotent(async (_event: { key: string; args: typeof ARGS }) => RESULT, {
     persistenceStore,
-    keyPrefix: `${prefix}-powertools`,
+    keyPrefix: `${prefix}-powertools-${useLocalCache ? "c" : "n"}`,
     config,
   });
   return {
-    name: "@aws-lambda-powertools/idempotency 2.35.0 (cache layer, @redis/client)",
+    name: `@aws-lambda-powertools/idempotency 2.35.0 (cache layer, @redis/client)${useLocalCache ? ", useLocalCache" : ""}`,
     call: (key) => run({ key, args: ARGS }),
     close: async () => void (await client.quit()),
   };

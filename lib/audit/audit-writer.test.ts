@@ -1,14 +1,22 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createTestPostgres } from "@/test/support/databases";
-import { PrismaAuditWriter } from "./audit-writer";
+import type { Database } from "@/lib/db/database";
+import { createTestPglite, createTestPostgres } from "@/test/support/databases";
+import { PrismaAuditWriter, type AuditWriterOptions } from "./audit-writer";
 
-describe("audit writer", () => {
-  let pg: Awaited<ReturnType<typeof createTestPostgres>>;
+// The same statements through the database driver (as the server runs them) and through Prisma.
+describe.each([
+  ["PostgreSQL", "the driver"],
+  ["PostgreSQL", "Prisma"],
+  ["PGlite", "the driver"],
+] as const)("audit writer on %s, statements through %s", (database, through) => {
+  let pg: { db: Database; drop: () => Promise<void> };
   beforeAll(async () => {
-    pg = await createTestPostgres("audit_writer");
+    pg = database === "PostgreSQL" ? await createTestPostgres("audit_writer") : await createTestPglite();
   });
   afterAll(() => pg?.drop());
+  const newWriter = (options: AuditWriterOptions) =>
+    new PrismaAuditWriter(pg.db.prisma, { ...options, ...(through === "the driver" ? { execute: pg.db.execute } : {}) });
 
   const intent = (key: string, startedAt = new Date()) => ({
     id: randomUUID(), scope: "s", key, tool: "t", fingerprint: "f", token: 7, session: "x", caller: null, fallback: false,
@@ -20,7 +28,7 @@ describe("audit writer", () => {
   });
 
   it("in async mode writes an intent and its outcome as one row, and answers lookups before it is written", async () => {
-    const writer = new PrismaAuditWriter(pg.db.prisma, { mode: "async", flushIntervalMs: 60_000 });
+    const writer = newWriter({ mode: "async", flushIntervalMs: 60_000 });
     const i = intent("a");
     await writer.intent(i);
     expect(await writer.priorExecution("s", "a", new Date(0))).toMatchObject({ id: i.id, outcome: null });
@@ -35,7 +43,7 @@ describe("audit writer", () => {
   });
 
   it("in durable mode writes the intent at once and the outcome in a batch; a second open execution of a key is refused", async () => {
-    const writer = new PrismaAuditWriter(pg.db.prisma, { mode: "durable", flushIntervalMs: 60_000 });
+    const writer = newWriter({ mode: "durable", flushIntervalMs: 60_000 });
     const i = intent("b");
     await writer.intent(i);
     expect(await pg.db.prisma.execution.findUnique({ where: { id: i.id } })).toMatchObject({ outcome: null });

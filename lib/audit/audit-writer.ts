@@ -15,6 +15,12 @@ export interface AuditWriterOptions {
   maxBatch?: number;
   /** told about a batch that could not be written (kept queued and tried again) */
   onError?: (err: unknown) => void;
+  /**
+   * Runs the writer's statements (intents, batches) through the database driver itself
+   * (`Database.execute`) instead of Prisma's query pipeline, which costs more CPU than the
+   * statements. Same SQL either way; without it they go through `$executeRawUnsafe`.
+   */
+  execute?: (sql: string, params: readonly unknown[]) => Promise<number>;
 }
 
 /**
@@ -36,6 +42,7 @@ export class PrismaAuditWriter implements AuditWriter {
   private readonly flushIntervalMs: number;
   private readonly maxBatch: number;
   private readonly onError: (err: unknown) => void;
+  private readonly execute: (sql: string, params: readonly unknown[]) => Promise<number>;
 
   constructor(
     private readonly prisma: PrismaClient,
@@ -45,6 +52,7 @@ export class PrismaAuditWriter implements AuditWriter {
     this.flushIntervalMs = options.flushIntervalMs ?? 50;
     this.maxBatch = options.maxBatch ?? 500;
     this.onError = options.onError ?? ((err) => console.error("audit log write failed; will retry", err));
+    this.execute = options.execute ?? ((sql, params) => prisma.$executeRawUnsafe(sql, ...params));
   }
 
   async intent(entry: IntentEntry): Promise<void> {
@@ -71,10 +79,10 @@ export class PrismaAuditWriter implements AuditWriter {
 
   private async insertIntent(entry: IntentEntry): Promise<void> {
     // one statement, one round trip: no implicit transaction around it
-    await this.prisma.$executeRaw`
-      INSERT INTO executions (id, scope, key, tool, fingerprint, token, session, caller, fallback, started_at, lease_until)
-      VALUES (${entry.id}, ${entry.scope}, ${entry.key}, ${entry.tool}, ${entry.fingerprint}, ${BigInt(entry.token)}::bigint,
-              ${entry.session}, ${entry.caller}, ${entry.fallback}, ${entry.startedAt}::timestamptz, ${entry.leaseUntil}::timestamptz)`;
+    const i = intentJson(entry);
+    await this.execute(INSERT_INTENT, [
+      i.id, i.scope, i.key, i.tool, i.fingerprint, String(i.token), i.session, i.caller, i.fallback, i.started_at, i.lease_until,
+    ]);
   }
 
   outcome(entry: OutcomeEntry): void {
@@ -215,33 +223,11 @@ export class PrismaAuditWriter implements AuditWriter {
         if (row) Object.assign(row, outcomeJson(o));
         else updates.push(o);
       }
-      await this.prisma.$transaction([
-        ...(rows.size ? [this.prisma.$executeRaw`
-          INSERT INTO executions (id, scope, key, tool, fingerprint, token, session, caller, fallback, started_at, lease_until,
-                                  outcome, finished_at, duration_ms, result_status, result_body, result_final, expires_at, error)
-          SELECT id, scope, key, tool, fingerprint, token, session, caller, fallback, started_at, lease_until,
-                 outcome, finished_at, duration_ms, result_status, result_body, result_final, expires_at, error
-          FROM jsonb_to_recordset(${JSON.stringify([...rows.values()])}::jsonb) AS v(
-            id text, scope text, key text, tool text, fingerprint text, token bigint, session text, caller text, fallback boolean,
-            started_at timestamptz, lease_until timestamptz, outcome text, finished_at timestamptz, duration_ms int,
-            result_status int, result_body text, result_final boolean, expires_at timestamptz, error text)
-          ON CONFLICT DO NOTHING`] : []),
-        ...(updates.length ? [this.prisma.$executeRaw`
-          UPDATE executions AS e SET
-            outcome = v.outcome, finished_at = v.finished_at, duration_ms = v.duration_ms,
-            result_status = v.result_status, result_body = v.result_body, result_final = v.result_final,
-            expires_at = v.expires_at, error = v.error
-          FROM jsonb_to_recordset(${JSON.stringify(updates.map(outcomeJson))}::jsonb) AS v(
-            id text, outcome text, finished_at timestamptz, duration_ms int, result_status int,
-            result_body text, result_final boolean, expires_at timestamptz, error text)
-          WHERE e.id = v.id`] : []),
-        ...(suppressions.length ? [this.prisma.$executeRaw`
-          INSERT INTO suppressions (id, scope, key, tool, kind, fallback, gap_ms, session, caller, original_session, original_execution_id, at)
-          SELECT id, scope, key, tool, kind, fallback, gap_ms, session, caller, original_session, original_execution_id, at
-          FROM jsonb_to_recordset(${JSON.stringify(suppressions.map(suppressionJson))}::jsonb) AS v(
-            id text, scope text, key text, tool text, kind text, fallback boolean, gap_ms int, session text, caller text,
-            original_session text, original_execution_id text, at timestamptz)
-          ON CONFLICT DO NOTHING`] : []),
+      // one statement, so all of it or nothing is written
+      await this.execute(WRITE_BATCH, [
+        JSON.stringify([...rows.values()]),
+        JSON.stringify(updates.map(outcomeJson)),
+        JSON.stringify(suppressions.map(suppressionJson)),
       ]);
     } catch (err) {
       // keep them for the next attempt, in order
@@ -255,6 +241,45 @@ export class PrismaAuditWriter implements AuditWriter {
   }
 
 }
+
+const INSERT_INTENT = `
+  INSERT INTO executions (id, scope, key, tool, fingerprint, token, session, caller, fallback, started_at, lease_until)
+  VALUES ($1, $2, $3, $4, $5, $6::bigint, $7, $8, $9::boolean, $10::timestamptz, $11::timestamptz)`;
+
+/**
+ * A batch: new executions (with their outcome when it is in the same batch), outcomes of executions
+ * written before, and suppressions, each a JSON array ($1, $2, $3) read by jsonb_to_recordset; the
+ * data-modifying CTEs run whether or not anything reads them.
+ */
+const WRITE_BATCH = `
+  WITH new_executions AS (
+    INSERT INTO executions (id, scope, key, tool, fingerprint, token, session, caller, fallback, started_at, lease_until,
+                            outcome, finished_at, duration_ms, result_status, result_body, result_final, expires_at, error)
+    SELECT id, scope, key, tool, fingerprint, token, session, caller, fallback, started_at, lease_until,
+           outcome, finished_at, duration_ms, result_status, result_body, result_final, expires_at, error
+    FROM jsonb_to_recordset($1::jsonb) AS v(
+      id text, scope text, key text, tool text, fingerprint text, token bigint, session text, caller text, fallback boolean,
+      started_at timestamptz, lease_until timestamptz, outcome text, finished_at timestamptz, duration_ms int,
+      result_status int, result_body text, result_final boolean, expires_at timestamptz, error text)
+    ON CONFLICT DO NOTHING
+    RETURNING 1
+  ), outcomes AS (
+    UPDATE executions AS e SET
+      outcome = v.outcome, finished_at = v.finished_at, duration_ms = v.duration_ms,
+      result_status = v.result_status, result_body = v.result_body, result_final = v.result_final,
+      expires_at = v.expires_at, error = v.error
+    FROM jsonb_to_recordset($2::jsonb) AS v(
+      id text, outcome text, finished_at timestamptz, duration_ms int, result_status int,
+      result_body text, result_final boolean, expires_at timestamptz, error text)
+    WHERE e.id = v.id
+    RETURNING 1
+  )
+  INSERT INTO suppressions (id, scope, key, tool, kind, fallback, gap_ms, session, caller, original_session, original_execution_id, at)
+  SELECT id, scope, key, tool, kind, fallback, gap_ms, session, caller, original_session, original_execution_id, at
+  FROM jsonb_to_recordset($3::jsonb) AS v(
+    id text, scope text, key text, tool text, kind text, fallback boolean, gap_ms int, session text, caller text,
+    original_session text, original_execution_id text, at timestamptz)
+  ON CONFLICT DO NOTHING`;
 
 function outcomeJson(o: OutcomeEntry) {
   return {

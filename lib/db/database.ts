@@ -15,6 +15,11 @@ export interface Database {
   prisma: PrismaClient;
   /** the migrations this open applied (empty when the schema was up to date) */
   appliedMigrations: string[];
+  /**
+   * One statement with `$n` parameters straight through the driver, around Prisma's query pipeline:
+   * for the audit log's hot-path writes. Resolves to the number of rows it changed.
+   */
+  execute(sql: string, params: readonly unknown[]): Promise<number>;
   /** one session of the raw driver, for multi-statement SQL and session locks (migrations) */
   withSession<T>(fn: (conn: SqlConnection) => Promise<T>): Promise<T>;
   close(): Promise<void>;
@@ -53,6 +58,9 @@ async function openServer(url: string, poolSize: number): Promise<Database> {
     location: redactUrl(url),
     prisma,
     appliedMigrations: [],
+    async execute(sql, params) {
+      return (await pool.query(sql, params as unknown[])).rowCount ?? 0;
+    },
     async withSession(fn) {
       const client = await pool.connect();
       try {
@@ -94,6 +102,9 @@ async function openEmbedded(dataDir: string): Promise<Database> {
       location: dataDir,
       prisma,
       appliedMigrations: [],
+      async execute(sql, params) {
+        return (await pglite.query(sql, params as unknown[])).affectedRows ?? 0;
+      },
       withSession: (fn) => fn(raw),
       async close() {
         await prisma.$disconnect();
