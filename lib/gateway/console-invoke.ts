@@ -1,10 +1,11 @@
 import { z } from "zod";
 import type { OperatorIdentity } from "@/lib/auth/operators";
-import { badRequest, errorResponse } from "@/lib/http/problem";
+import type { HttpAnswer } from "@/lib/http/answer";
+import { badRequest, problemAnswer } from "@/lib/http/problem";
 import { MAX_BODY_BYTES } from "@/lib/http/read-body";
 import { isValidScope } from "@/lib/idempotency/keys";
 import type { Runtime } from "@/lib/runtime";
-import { invokeTool } from "./invoke-tool";
+import { gatewayRequest, invokeTool } from "./invoke-tool";
 
 /** What the console's invoke form sends. The arguments stay text: the gateway parses them as it would a caller's body. */
 export const consoleInvokeSchema = z.strictObject({
@@ -53,19 +54,20 @@ export async function consoleInvoke(input: ConsoleInvokeInput, operator: Operato
     throw badRequest("invalid_header", "the Idempotency-Key or session cannot be sent as an HTTP header: use printable ASCII");
   }
 
-  let response: Response;
+  let answer: HttpAnswer;
   try {
-    response = await invokeTool(request, input.tool, operatorPrincipal(operator, input.scope), runtime);
+    answer = await invokeTool(gatewayRequest(request), input.tool, operatorPrincipal(operator, input.scope), runtime);
   } catch (err) {
-    response = errorResponse(err, path);
+    answer = problemAnswer(err, path);
   }
+  const answered = new Headers(answer.headers);
   const shown: Record<string, string> = {};
   for (const name of SHOWN_HEADERS) {
-    const value = response.headers.get(name);
+    const value = answered.get(name);
     if (value !== null) shown[name] = value;
   }
   return {
     request: { method: "POST", path, headers, body: input.arguments },
-    response: { status: response.status, headers: shown, body: await response.text() },
+    response: { status: answer.status, headers: shown, body: answer.body },
   };
 }

@@ -1,20 +1,21 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { toWebRequest, sendWebResponse } from "@/lib/http/node-bridge";
-import { errorResponse } from "@/lib/http/problem";
-import { MAX_BODY_BYTES } from "@/lib/http/read-body";
-import { withApiToken } from "@/lib/http/token-guard";
+import type { HttpAnswer } from "@/lib/http/answer";
+import { nodeHeaders, readAtMost, writeAnswer } from "@/lib/http/node-bridge";
+import { problemAnswer } from "@/lib/http/problem";
+import { checkJsonHeaders, MAX_BODY_BYTES, parseJsonBytes } from "@/lib/http/read-body";
+import { tokenPrincipal } from "@/lib/http/token-guard";
+import { getRuntime } from "@/lib/runtime";
 import { invokeTool } from "./invoke-tool";
 
 const INVOKE_PATH = /^\/api\/v1\/tools\/([^/?#]+)\/invoke(?:\?[^#]*)?$/;
 
-const invoke = withApiToken<{ tool: string }>((request, { params, principal, runtime }) => invokeTool(request, params.tool, principal, runtime));
-
 /**
- * POST /api/v1/tools/{tool}/invoke answered straight from node:http, with the same handler as the
- * App Router route (app/api/v1/tools/[tool]/invoke/route.ts) but without the framework's routing and
- * rendering in front of it, which cost more than the call itself (docs/benchmarks.md). The server
- * (scripts/serve.mjs) offers every request here first; anything else, and a tool segment that is not
- * valid percent-encoding, is left to Next.js. Returns whether it took the request.
+ * POST /api/v1/tools/{tool}/invoke answered straight from node:http: the same token check and
+ * handler (invokeTool) as the App Router route (app/api/v1/tools/[tool]/invoke/route.ts), without
+ * the framework's routing and without building Fetch requests and responses, which cost more than
+ * the call itself (docs/benchmarks.md). The server (scripts/serve.mjs) offers every request here
+ * first; anything else, and a tool segment that is not valid percent-encoding, is left to Next.js.
+ * Returns whether it took the request.
  */
 export function handleInvoke(req: IncomingMessage, res: ServerResponse): boolean {
   if (req.method !== "POST") return false;
@@ -31,20 +32,24 @@ export function handleInvoke(req: IncomingMessage, res: ServerResponse): boolean
 }
 
 async function serve(req: IncomingMessage, res: ServerResponse, tool: string): Promise<void> {
-  let truncated = false;
+  let answer: HttpAnswer;
   try {
-    const web = await toWebRequest(req, MAX_BODY_BYTES);
-    truncated = web.truncated;
-    const response = await invoke(web.request, { params: Promise.resolve({ tool }) });
-    // the rest of an oversized body is not read: the connection closes once the answer is out
-    await sendWebResponse(res, response, truncated);
+    const headers = nodeHeaders(req);
+    const runtime = await getRuntime();
+    const principal = await tokenPrincipal(headers, runtime);
+    const json = async () => {
+      checkJsonHeaders(headers, MAX_BODY_BYTES);
+      return parseJsonBytes(await readAtMost(req, MAX_BODY_BYTES + 1), MAX_BODY_BYTES);
+    };
+    answer = await invokeTool({ headers, json }, tool, principal, runtime);
   } catch (err) {
-    // the client went away mid-body, or the answer could not be written: nothing left to tell it
-    if (res.headersSent || req.destroyed) {
-      res.destroy();
-      return;
-    }
-    await sendWebResponse(res, errorResponse(err, req.url?.split("?")[0]), true).catch(() => res.destroy());
+    answer = problemAnswer(err, (req.url ?? "").split("?")[0]);
+  }
+  try {
+    writeAnswer(req, res, answer);
+  } catch {
+    // the client went away, or a header could not be written: nothing left to tell it
+    res.destroy();
   }
 }
 

@@ -37,9 +37,9 @@ export function withPrincipal<P>(permission: Permission, handler: Handler<{ para
     try {
       const runtime = await getRuntime();
       let principal: Principal;
-      if (bearerToken(request)) {
+      if (bearerToken(request.headers)) {
         if (permission !== "read") throw forbidden("API tokens may read their own scope; this needs an operator");
-        principal = { kind: "token", token: await tokenPrincipal(request, runtime) };
+        principal = { kind: "token", token: await tokenPrincipal(request.headers, runtime) };
       } else {
         const operator = await currentOperator();
         if (!operator) throw unauthorized("sign in to the console, or send an API token");

@@ -1,46 +1,31 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
+import type { HeaderSource, HttpAnswer } from "./answer";
 
 /**
- * A node:http request as a Fetch `Request`, so handlers written for route handlers serve it as they
- * are. At most `limit + 1` body bytes are read: enough for the handler to refuse an oversized body
- * (413) without holding it; answer such a request with `Connection: close`.
+ * A node:http request's headers looked up as a Fetch `Headers` would answer: repeated headers are
+ * joined with ", " (node:http itself keeps only the first of some, such as Authorization).
  */
-export async function toWebRequest(req: IncomingMessage, limit: number): Promise<{ request: Request; truncated: boolean }> {
-  const headers = new Headers();
-  for (let i = 0; i + 1 < req.rawHeaders.length; i += 2) {
-    const name = req.rawHeaders[i].toLowerCase();
-    // the body handed on is already complete: how it was framed on the wire does not apply to it
-    if (name === "transfer-encoding" || name === "connection" || name === "keep-alive") continue;
-    headers.append(name, req.rawHeaders[i + 1]);
-  }
-  const declared = Number(req.headers["content-length"]);
-  let truncated = declared > limit;
-  let body: Buffer | null = null;
-  if (!truncated) {
-    const read = await readAtMost(req, limit + 1);
-    truncated = read.length > limit;
-    body = read;
-    if (truncated) headers.delete("content-length");
-    else if (body.length > 0) headers.set("content-length", String(body.length));
-  }
-  const url = new URL(req.url ?? "/", "http://localhost");
-  const bytes = body && body.length > 0 ? new Uint8Array(body) : null;
-  const request = new Request(url, { method: req.method, headers, body: bytes });
-  return { request, truncated };
+export function nodeHeaders(req: IncomingMessage): HeaderSource {
+  return {
+    get(name) {
+      const values = req.headersDistinct[name.toLowerCase()];
+      return values === undefined ? null : values.join(", ");
+    },
+  };
 }
 
 /**
- * Reads the body until its end or until `max` bytes, then pauses the stream: node:http discards
- * the rest once the answer is sent, and closes the connection when the answer says so.
+ * Reads the body until its end or until `max` bytes, then pauses: node:http discards the rest once
+ * the answer is out (answer such a request with `Connection: close`, see writeAnswer).
  */
-function readAtMost(req: IncomingMessage, max: number): Promise<Buffer> {
+export function readAtMost(req: IncomingMessage, max: number): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
     const finish = (err?: Error) => {
       req.off("data", onData).off("end", onEnd).off("error", onError).off("close", onClose);
       if (err) reject(err);
-      else resolve(Buffer.concat(chunks));
+      else resolve(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks));
     };
     const onData = (chunk: Buffer) => {
       chunks.push(chunk);
@@ -57,18 +42,13 @@ function readAtMost(req: IncomingMessage, max: number): Promise<Buffer> {
   });
 }
 
-/** Writes a Fetch `Response` (status, headers, body) to a node:http response. */
-export async function sendWebResponse(res: ServerResponse, response: Response, closeConnection = false): Promise<void> {
-  const body = Buffer.from(await response.arrayBuffer());
-  const headers: Record<string, string | string[]> = {};
-  response.headers.forEach((value, name) => {
-    if (name === "set-cookie") return;
-    headers[name] = value;
-  });
-  const cookies = response.headers.getSetCookie();
-  if (cookies.length > 0) headers["set-cookie"] = cookies;
-  headers["content-length"] = String(body.length);
-  if (closeConnection) headers["connection"] = "close";
-  res.writeHead(response.status, headers);
-  res.end(body);
+/**
+ * Writes an answer. A request whose body was not read to its end gets `Connection: close`: what is
+ * left of it is not worth reading to keep the connection.
+ */
+export function writeAnswer(req: IncomingMessage, res: ServerResponse, answer: HttpAnswer): void {
+  const headers: Record<string, string> = { ...answer.headers, "Content-Length": String(Buffer.byteLength(answer.body)) };
+  if (!req.complete) headers.Connection = "close";
+  res.writeHead(answer.status, headers);
+  res.end(answer.body);
 }

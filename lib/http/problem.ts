@@ -1,5 +1,6 @@
 import { IdemgateError, isIdemgateError, type SuppressionError } from "@/lib/idempotency/errors";
 import { stateOf } from "@/lib/idempotency/record";
+import { toResponse, type HttpAnswer } from "./answer";
 
 /** Errors of the HTTP layer itself, before the engine is asked. */
 export class HttpError extends IdemgateError {
@@ -59,10 +60,11 @@ export interface ProblemBody {
 }
 
 export function problemResponse(status: number, body: ProblemBody, headers: Record<string, string> = {}): Response {
-  return new Response(JSON.stringify(body), {
-    status,
-    headers: { "Content-Type": "application/problem+json", "Cache-Control": "no-store", ...headers },
-  });
+  return toResponse(problemParts(status, body, headers));
+}
+
+function problemParts(status: number, body: ProblemBody, headers: Record<string, string> = {}): HttpAnswer {
+  return { status, headers: { "Content-Type": "application/problem+json", "Cache-Control": "no-store", ...headers }, body: JSON.stringify(body) };
 }
 
 /**
@@ -91,10 +93,15 @@ const SUPPRESSION_CODES = new Set(["conflict", "stuck", "mismatch"]);
 
 /** Turns any thrown value into an RFC 9457 response; unknown errors become a 500 without details. */
 export function errorResponse(err: unknown, instance?: string): Response {
+  return toResponse(problemAnswer(err, instance));
+}
+
+/** errorResponse's answer before it is a `Response`. */
+export function problemAnswer(err: unknown, instance?: string): HttpAnswer {
   const known = knownError(err);
   if (!known) {
     console.error("unexpected error", err);
-    return problemResponse(500, { type: "/problems/internal", title: PROBLEMS.internal.title, status: 500, detail: "an unexpected error occurred; it has been logged", instance });
+    return problemParts(500, { type: "/problems/internal", title: PROBLEMS.internal.title, status: 500, detail: "an unexpected error occurred; it has been logged", instance });
   }
   const info = PROBLEMS[known.code] ?? PROBLEMS.internal;
   const http = known instanceof HttpError || (typeof known.status === "number" && typeof known.headers === "object" && known.headers !== null);
@@ -114,5 +121,5 @@ export function errorResponse(err: unknown, instance?: string): Response {
   if (known.code === "conflict" && typeof known.retryAfterMs === "number") {
     headers["Retry-After"] = String(Math.max(1, Math.ceil(known.retryAfterMs / 1000)));
   }
-  return problemResponse(status, body, headers);
+  return problemParts(status, body, headers);
 }

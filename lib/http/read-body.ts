@@ -1,3 +1,4 @@
+import type { HeaderSource } from "./answer";
 import { HttpError, badRequest } from "./problem";
 
 export const MAX_BODY_BYTES = 1024 * 1024;
@@ -7,12 +8,7 @@ export const MAX_BODY_BYTES = 1024 * 1024;
  * when Content-Length says so, before reading). An empty body is `undefined`.
  */
 export async function readJsonBody(request: Request, limit = MAX_BODY_BYTES): Promise<unknown> {
-  const declared = request.headers.get("content-length");
-  if (declared !== null && Number(declared) > limit) throw tooLarge(limit);
-  const type = request.headers.get("content-type");
-  if (type && !/^application\/([a-z0-9.+-]*\+)?json\s*(;|$)/i.test(type)) {
-    throw new HttpError("unsupported_media_type", 415, `send the arguments as application/json, not ${type.slice(0, 100)}`);
-  }
+  checkJsonHeaders(request.headers, limit);
   if (!request.body) return undefined;
   const reader = request.body.getReader();
   const chunks: Uint8Array[] = [];
@@ -27,10 +23,26 @@ export async function readJsonBody(request: Request, limit = MAX_BODY_BYTES): Pr
     }
     chunks.push(value);
   }
-  if (size === 0) return undefined;
+  return parseJsonBytes(Buffer.concat(chunks), limit);
+}
+
+/** What can be refused from the headers alone: a declared size over `limit`, a type that is not JSON. */
+export function checkJsonHeaders(headers: HeaderSource, limit = MAX_BODY_BYTES): void {
+  const declared = headers.get("content-length");
+  if (declared !== null && Number(declared) > limit) throw tooLarge(limit);
+  const type = headers.get("content-type");
+  if (type && !/^application\/([a-z0-9.+-]*\+)?json\s*(;|$)/i.test(type)) {
+    throw new HttpError("unsupported_media_type", 415, `send the arguments as application/json, not ${type.slice(0, 100)}`);
+  }
+}
+
+/** A whole body's bytes as JSON: over `limit` is a 413, empty or blank is `undefined`. */
+export function parseJsonBytes(bytes: Uint8Array, limit = MAX_BODY_BYTES): unknown {
+  if (bytes.byteLength > limit) throw tooLarge(limit);
+  if (bytes.byteLength === 0) return undefined;
   let text: string;
   try {
-    text = new TextDecoder("utf-8", { fatal: true }).decode(Buffer.concat(chunks));
+    text = new TextDecoder("utf-8", { fatal: true }).decode(bytes);
   } catch {
     throw badRequest("invalid_json", "the body is not valid UTF-8");
   }

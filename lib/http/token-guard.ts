@@ -1,19 +1,20 @@
 import { authenticateToken, type TokenPrincipal } from "@/lib/auth/api-tokens";
 import { getRuntime, type Runtime } from "@/lib/runtime";
+import type { HeaderSource } from "./answer";
 import { errorResponse, unauthorized } from "./problem";
 
 // API-token authentication on its own, without the console's cookie sessions: the gateway's
 // node:http fast path (lib/gateway/fast-invoke.ts) runs outside the App Router and uses only this.
 
-export function bearerToken(request: Request): string | null {
-  const header = request.headers.get("authorization");
+export function bearerToken(headers: HeaderSource): string | null {
+  const header = headers.get("authorization");
   if (!header) return null;
   const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
   return match ? match[1] : null;
 }
 
-export async function tokenPrincipal(request: Request, runtime: Runtime): Promise<TokenPrincipal> {
-  const token = bearerToken(request);
+export async function tokenPrincipal(headers: HeaderSource, runtime: Runtime): Promise<TokenPrincipal> {
+  const token = bearerToken(headers);
   if (!token) throw unauthorized();
   const principal = await authenticateToken(runtime.db.prisma, token);
   if (!principal) throw unauthorized("the API token is unknown or revoked");
@@ -27,7 +28,7 @@ export function withApiToken<P>(handler: Handler<{ params: P; principal: TokenPr
   return async (request: Request, ctx: { params: Promise<P> }): Promise<Response> => {
     try {
       const runtime = await getRuntime();
-      const principal = await tokenPrincipal(request, runtime);
+      const principal = await tokenPrincipal(request.headers, runtime);
       return await handler(request, { params: await ctx.params, principal, runtime });
     } catch (err) {
       return errorResponse(err, new URL(request.url).pathname);

@@ -1,0 +1,72 @@
+import { createServer, request, type IncomingMessage, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { afterEach, describe, expect, it } from "vitest";
+import { nodeHeaders, readAtMost, writeAnswer } from "./node-bridge";
+
+let server: Server | null = null;
+afterEach(() => new Promise<void>((r) => (server ? server.close(() => r()) : r())));
+
+/** A server that hands each request to `handle`, and one raw request to it. */
+async function exchange(handle: (req: IncomingMessage) => Promise<{ status: number; body: string }>, send: (port: number) => Promise<{ status: number; connection?: string; body: string }>) {
+  server = createServer(async (req, res) => {
+    const answer = await handle(req);
+    writeAnswer(req, res, { status: answer.status, headers: { "Content-Type": "text/plain" }, body: answer.body });
+  });
+  await new Promise<void>((r) => server!.listen(0, "127.0.0.1", () => r()));
+  return send((server.address() as AddressInfo).port);
+}
+
+function post(port: number, headers: [string, string][], chunks: Buffer[]) {
+  return new Promise<{ status: number; connection?: string; body: string }>((resolve, reject) => {
+    let answered = false;
+    const grouped: Record<string, string[]> = {};
+    for (const [name, value] of headers) (grouped[name] ??= []).push(value);
+    // an array value goes out as one header line per value
+    const req = request({ host: "127.0.0.1", port, method: "POST", path: "/", headers: grouped });
+    req.on("response", (res) => {
+      answered = true;
+      let body = "";
+      res.on("data", (d) => (body += d)).on("end", () => resolve({ status: res.statusCode!, connection: res.headers.connection, body }));
+    });
+    req.on("error", (err) => (answered ? undefined : reject(err)));
+    (async () => {
+      for (const c of chunks) if (!req.write(c)) await new Promise((r) => req.once("drain", r));
+      req.end();
+    })().catch(() => {});
+  });
+}
+
+describe("node-bridge", () => {
+  it("answers header lookups as Fetch Headers do, repeated headers joined", async () => {
+    const out = await exchange(
+      async (req) => {
+        const h = nodeHeaders(req);
+        return { status: 200, body: JSON.stringify([h.get("Authorization"), h.get("idempotency-key"), h.get("x-missing")]) };
+      },
+      (port) => post(port, [["Authorization", "Bearer a"], ["Authorization", "Bearer b"], ["Idempotency-Key", "k1"]], []),
+    );
+    const expected = new Headers([["Authorization", "Bearer a"], ["Authorization", "Bearer b"], ["Idempotency-Key", "k1"]]);
+    expect(JSON.parse(out.body)).toEqual([expected.get("authorization"), expected.get("idempotency-key"), null]);
+  });
+
+  it("reads a whole body, and keeps the connection", async () => {
+    const out = await exchange(
+      async (req) => ({ status: 200, body: String((await readAtMost(req, 1_000)).length) }),
+      (port) => post(port, [["Transfer-Encoding", "chunked"]], [Buffer.alloc(300, "a"), Buffer.alloc(300, "b")]),
+    );
+    expect(out).toMatchObject({ status: 200, body: "600" });
+    expect(out.connection).not.toBe("close");
+  });
+
+  it("stops reading at the limit and closes the connection after the answer", async () => {
+    const out = await exchange(
+      async (req) => ({ status: 413, body: String((await readAtMost(req, 100_000)).length) }),
+      (port) => post(port, [["Transfer-Encoding", "chunked"]], Array.from({ length: 40 }, () => Buffer.alloc(64 * 1024, "x"))),
+    );
+    expect(out.status).toBe(413);
+    const read = Number(out.body);
+    expect(read).toBeGreaterThanOrEqual(100_000);
+    expect(read).toBeLessThan(40 * 64 * 1024);
+    expect(out.connection).toBe("close");
+  });
+});
