@@ -1,5 +1,6 @@
 import { Prisma, type Anomaly, type PrismaClient } from "@/generated/prisma/client";
 import { recordOperatorAction } from "@/lib/audit/operator-actions";
+import { newestFirstPageSql } from "@/lib/db/newest-first-page";
 import { InvalidStateError, NotFoundError } from "@/lib/idempotency/errors";
 import { requireReason } from "@/lib/keys/release-key";
 
@@ -23,18 +24,14 @@ const COLUMNS = Prisma.sql`id, type, dedupe_key AS "dedupeKey", tool, scope, key
  * (detected_at) indexes serve every page.
  */
 export function anomaliesSql(q: AnomalyQuery): Prisma.Sql {
-  const conditions: Prisma.Sql[] = [];
-  if (q.status) conditions.push(Prisma.sql`status = ${q.status}`);
-  if (q.type) conditions.push(Prisma.sql`type = ${q.type}`);
-  if (q.tool) conditions.push(Prisma.sql`tool = ${q.tool}`);
-  if (q.cursor) {
-    const after = Prisma.sql`(SELECT detected_at FROM anomalies WHERE id = ${q.cursor})`;
-    conditions.push(Prisma.sql`detected_at <= ${after} AND (detected_at < ${after} OR id < ${q.cursor})`);
-  }
-  const where = conditions.length > 0 ? Prisma.sql`WHERE ${Prisma.join(conditions, " AND ")}` : Prisma.empty;
-  return Prisma.sql`
-    SELECT ${COLUMNS} FROM anomalies ${where}
-    ORDER BY detected_at DESC, id DESC LIMIT ${q.limit + 1}::int`;
+  return newestFirstPageSql({
+    table: "anomalies",
+    timeColumn: "detected_at",
+    columns: COLUMNS,
+    equals: { status: q.status, type: q.type, tool: q.tool },
+    cursor: q.cursor,
+    limit: q.limit,
+  });
 }
 
 /** Newest first, cursor = the last row's id. */

@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { Prisma, type OperatorAction, type PrismaClient } from "@/generated/prisma/client";
+import { newestFirstPageSql } from "@/lib/db/newest-first-page";
 import type { KeyRecord } from "@/lib/idempotency/record";
 import { stateOf } from "@/lib/idempotency/record";
 
@@ -64,19 +65,14 @@ const COLUMNS = Prisma.sql`id, actor, action, scope, key, anomaly_id AS "anomaly
  * cursor (the last row's id) becomes a bound on `at`, so each filter's (…, at) index serves it.
  */
 export function operatorActionsSql(q: OperatorActionQuery): Prisma.Sql {
-  const conditions: Prisma.Sql[] = [];
-  if (q.actor) conditions.push(Prisma.sql`actor = ${q.actor}`);
-  if (q.action) conditions.push(Prisma.sql`action = ${q.action}`);
-  if (q.scope) conditions.push(Prisma.sql`scope = ${q.scope}`);
-  if (q.key) conditions.push(Prisma.sql`key = ${q.key}`);
-  if (q.cursor) {
-    const after = Prisma.sql`(SELECT at FROM operator_actions WHERE id = ${q.cursor})`;
-    conditions.push(Prisma.sql`at <= ${after} AND (at < ${after} OR id < ${q.cursor})`);
-  }
-  const where = conditions.length > 0 ? Prisma.sql`WHERE ${Prisma.join(conditions, " AND ")}` : Prisma.empty;
-  return Prisma.sql`
-    SELECT ${COLUMNS} FROM operator_actions ${where}
-    ORDER BY at DESC, id DESC LIMIT ${q.limit + 1}::int`;
+  return newestFirstPageSql({
+    table: "operator_actions",
+    timeColumn: "at",
+    columns: COLUMNS,
+    equals: { actor: q.actor, action: q.action, scope: q.scope, key: q.key },
+    cursor: q.cursor,
+    limit: q.limit,
+  });
 }
 
 /** Newest first, with a cursor (the last row's id). */
