@@ -4,7 +4,7 @@ import { PrismaAuditWriter, type AuditMode } from "@/lib/audit/audit-writer";
 import { Engine } from "@/lib/idempotency/engine";
 import { ReplayCache } from "@/lib/idempotency/replay-cache";
 import type { ToolPolicy } from "@/lib/idempotency/tool";
-import { RedisKeyStore } from "@/lib/store/redis/redis-key-store";
+import { createRedisKeyStore } from "@/lib/store/redis/redis-key-store";
 import { createTestPostgres, REDIS_TEST_URL } from "@/test/support/databases";
 import { deleteRedisPrefix } from "@/test/support/stores";
 import { median, timeSequential, type Row } from "./stats";
@@ -22,7 +22,9 @@ export async function benchEngine(options: { iterations: number; rounds: number 
   const prefix = `idgbench-${randomUUID().slice(0, 8)}`;
   const pg = await createTestPostgres("bench");
   const redis = new Redis(REDIS_TEST_URL, { maxRetriesPerRequest: 1 });
-  const store = new RedisKeyStore(redis, { prefix });
+  // the store as the server opens it; the bare commands go through their own plain connection
+  const store = createRedisKeyStore(REDIS_TEST_URL, { prefix });
+  await store.waitUntilReady(5_000);
   const writers: Record<AuditMode, PrismaAuditWriter> = {
     async: new PrismaAuditWriter(pg.db.prisma, { mode: "async", execute: pg.db.execute }),
     durable: new PrismaAuditWriter(pg.db.prisma, { mode: "durable", execute: pg.db.execute }),

@@ -132,6 +132,7 @@ async function idemgate(prefix: string, mode: AuditMode, replayCache: boolean): 
   const pg = await createTestPostgres("bench_peers");
   // the production store: one auto-pipelined ioredis connection
   const store = createRedisKeyStore(REDIS_TEST_URL, { prefix: `${prefix}-idg-${mode}-${replayCache ? "c" : "n"}` });
+  await store.waitUntilReady(5_000);
   const audit = new PrismaAuditWriter(pg.db.prisma, { mode, execute: pg.db.execute });
   // the server's default keeps a replay cache (IDEMGATE_REPLAY_CACHE_ENTRIES)
   const engine = new Engine({ store, audit, replayCache: replayCache ? new ReplayCache() : null });
