@@ -1,5 +1,6 @@
 import { recordOperatorAction } from "@/lib/audit/operator-actions";
 import { purgeAuditRows } from "@/lib/audit/purge-audit";
+import { describeError } from "@/lib/health";
 import type { Runtime } from "@/lib/runtime";
 import { listDemoEffects } from "@/lib/tools";
 import { reconcile, type ReconcileReport } from "./reconcile";
@@ -43,7 +44,7 @@ export function startBackgroundJobs(runtime: Runtime): () => void {
       lastFailure = null;
     } catch (err) {
       // said once per cause, not every interval while a store is down
-      const message = err instanceof Error ? err.message : String(err);
+      const message = describeError(err);
       if (message !== lastFailure) console.error(`idemgate: background reconcile/purge failed (${message}); will try again every ${interval} ms`);
       lastFailure = message;
     } finally {
