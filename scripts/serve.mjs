@@ -3,13 +3,15 @@
 //   node scripts/serve.mjs [-p port] [-H hostname]      (needs a build: `next build`)
 import http from "node:http";
 import { parseArgs } from "node:util";
-import next from "next";
 import { ROOT } from "./build-if-stale.mjs";
 
-const { values } = parseArgs({
-  options: { port: { type: "string", short: "p" }, hostname: { type: "string", short: "H" } },
-  strict: true,
-});
+let values;
+try {
+  ({ values } = parseArgs({ options: { port: { type: "string", short: "p" }, hostname: { type: "string", short: "H" } }, strict: true }));
+} catch (err) {
+  console.error(`idemgate: ${err.message}\nusage: node scripts/serve.mjs [-p port] [-H hostname]`);
+  process.exit(2);
+}
 const port = Number(values.port ?? process.env.PORT ?? 3000);
 if (!Number.isInteger(port) || port < 1 || port > 65535) {
   console.error(`idemgate: invalid port ${JSON.stringify(values.port ?? process.env.PORT)}`);
@@ -19,6 +21,8 @@ const hostname = values.hostname;
 process.env.NODE_ENV = "production";
 process.env.PORT = String(port);
 
+// imported once NODE_ENV is set: Next and React pick their production builds when they load
+const { default: next } = await import("next");
 const app = next({ dev: false, dir: ROOT, hostname: hostname ?? "localhost", port });
 const handle = app.getRequestHandler();
 // Runs instrumentation.ts: opens the runtime and registers the gateway's fast path.
