@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { HttpAnswer } from "@/lib/http/answer";
-import { nodeHeaders, readAtMost, writeAnswer } from "@/lib/http/node-bridge";
+import { drain, nodeHeaders, readAtMost, writeAnswer } from "@/lib/http/node-bridge";
 import { problemAnswer } from "@/lib/http/problem";
 import { checkJsonHeaders, MAX_BODY_BYTES, parseJsonBytes } from "@/lib/http/read-body";
 import { tokenPrincipal } from "@/lib/http/token-guard";
@@ -8,6 +8,9 @@ import { getRuntime } from "@/lib/runtime";
 import { invokeTool } from "./invoke-tool";
 
 const INVOKE_PATH = /^\/api\/v1\/tools\/([^/?#]+)\/invoke(?:\?[^#]*)?$/;
+
+/** What is read of a refused body before answering, so the client reads the answer; beyond it the connection closes. */
+const DRAIN_LIMITS = { maxBytes: 8 * 1024 * 1024, maxMs: 5_000 };
 
 /**
  * POST /api/v1/tools/{tool}/invoke answered straight from node:http: the same token check and
@@ -46,7 +49,8 @@ async function serve(req: IncomingMessage, res: ServerResponse, tool: string): P
     answer = problemAnswer(err, (req.url ?? "").split("?")[0]);
   }
   try {
-    writeAnswer(req, res, answer);
+    const ended = await drain(req, DRAIN_LIMITS);
+    writeAnswer(res, answer, { close: !ended });
   } catch {
     // the client went away, or a header could not be written: nothing left to tell it
     res.destroy();

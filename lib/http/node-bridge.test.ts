@@ -1,16 +1,19 @@
 import { createServer, request, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
-import { nodeHeaders, readAtMost, writeAnswer } from "./node-bridge";
+import { drain, nodeHeaders, readAtMost, writeAnswer } from "./node-bridge";
 
 let server: Server | null = null;
 afterEach(() => new Promise<void>((r) => (server ? server.close(() => r()) : r())));
 
-/** A server that hands each request to `handle`, and one raw request to it. */
+const LIMITS = { maxBytes: 1024 * 1024, maxMs: 5_000 };
+
+/** A server that hands each request to `handle`, drains what is left of it and answers; and one request to it. */
 async function exchange(handle: (req: IncomingMessage) => Promise<{ status: number; body: string }>, send: (port: number) => Promise<{ status: number; connection?: string; body: string }>) {
   server = createServer(async (req, res) => {
     const answer = await handle(req);
-    writeAnswer(req, res, { status: answer.status, headers: { "Content-Type": "text/plain" }, body: answer.body });
+    const ended = await drain(req, LIMITS);
+    writeAnswer(res, { status: answer.status, headers: { "Content-Type": "text/plain" }, body: answer.body }, { close: !ended });
   });
   await new Promise<void>((r) => server!.listen(0, "127.0.0.1", () => r()));
   return send((server.address() as AddressInfo).port);
@@ -58,15 +61,25 @@ describe("node-bridge", () => {
     expect(out.connection).not.toBe("close");
   });
 
-  it("stops reading at the limit and closes the connection after the answer", async () => {
+  it("stops reading at the limit; the rest is drained so the client reads the answer, and the connection is kept", async () => {
     const out = await exchange(
       async (req) => ({ status: 413, body: String((await readAtMost(req, 100_000)).length) }),
-      (port) => post(port, [["Transfer-Encoding", "chunked"]], Array.from({ length: 40 }, () => Buffer.alloc(64 * 1024, "x"))),
+      (port) => post(port, [["Transfer-Encoding", "chunked"]], Array.from({ length: 8 }, () => Buffer.alloc(64 * 1024, "x"))),
     );
     expect(out.status).toBe(413);
     const read = Number(out.body);
     expect(read).toBeGreaterThanOrEqual(100_000);
-    expect(read).toBeLessThan(40 * 64 * 1024);
-    expect(out.connection).toBe("close");
+    expect(read).toBeLessThan(8 * 64 * 1024);
+    expect(out.connection).not.toBe("close");
+  });
+
+  it("closes the connection after the answer when the rest is beyond what it drains", async () => {
+    // the client may see the answer, or a reset if the close overtakes it: either way not a kept connection
+    const out = await exchange(
+      async (req) => ({ status: 413, body: String((await readAtMost(req, 100_000)).length) }),
+      (port) => post(port, [["Transfer-Encoding", "chunked"]], Array.from({ length: 40 }, () => Buffer.alloc(64 * 1024, "x"))),
+    ).catch((err: NodeJS.ErrnoException) => ({ status: 0, connection: "reset", body: String(err.code) }));
+    if (out.status === 0) expect(["ECONNRESET", "EPIPE"]).toContain(out.body);
+    else expect(out).toMatchObject({ status: 413, connection: "close" });
   });
 });

@@ -15,8 +15,7 @@ export function nodeHeaders(req: IncomingMessage): HeaderSource {
 }
 
 /**
- * Reads the body until its end or until `max` bytes, then pauses: node:http discards the rest once
- * the answer is out (answer such a request with `Connection: close`, see writeAnswer).
+ * Reads the body until its end or until `max` bytes, then pauses: what is left is for drain().
  */
 export function readAtMost(req: IncomingMessage, max: number): Promise<Buffer> {
   return new Promise((resolve, reject) => {
@@ -43,12 +42,37 @@ export function readAtMost(req: IncomingMessage, max: number): Promise<Buffer> {
 }
 
 /**
- * Writes an answer. A request whose body was not read to its end gets `Connection: close`: what is
- * left of it is not worth reading to keep the connection.
+ * Reads and discards what is left of the body, up to `maxBytes` more and for at most `maxMs`.
+ * A client still sending a body it was refused (413) only reads the answer once it has sent it:
+ * closing the connection under it would reset it and lose the answer. Resolves true when the body
+ * ended (the connection can be kept), false when a limit was reached or the client went away.
  */
-export function writeAnswer(req: IncomingMessage, res: ServerResponse, answer: HttpAnswer): void {
+export function drain(req: IncomingMessage, limits: { maxBytes: number; maxMs: number }): Promise<boolean> {
+  if (req.readableEnded) return Promise.resolve(true);
+  return new Promise((resolve) => {
+    let size = 0;
+    const finish = (ended: boolean) => {
+      clearTimeout(timer);
+      req.off("data", onData).off("end", onEnd).off("error", onGone).off("close", onGone);
+      if (!ended) req.pause();
+      resolve(ended);
+    };
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > limits.maxBytes) finish(false);
+    };
+    const onEnd = () => finish(true);
+    const onGone = () => finish(false);
+    const timer = setTimeout(() => finish(false), limits.maxMs);
+    req.on("data", onData).on("end", onEnd).on("error", onGone).on("close", onGone);
+    req.resume();
+  });
+}
+
+/** Writes an answer; `close` ends the connection after it (a body left unread). */
+export function writeAnswer(res: ServerResponse, answer: HttpAnswer, options: { close: boolean }): void {
   const headers: Record<string, string> = { ...answer.headers, "Content-Length": String(Buffer.byteLength(answer.body)) };
-  if (!req.complete) headers.Connection = "close";
+  if (options.close) headers.Connection = "close";
   res.writeHead(answer.status, headers);
   res.end(answer.body);
 }
