@@ -100,6 +100,13 @@ test("repeated failed sign-ins for one email are slowed down with a readable mes
   await page.getByLabel("Password").fill("wrong-again");
   await page.getByRole("button", { name: "Sign in" }).click();
   await expect(page.getByTestId("login-error")).toHaveText(/Too many failed sign-ins for this email\. Try again in \d+ minutes?\./);
+  // a client that claims another address is still the same account
+  await page.setExtraHTTPHeaders({ "X-Forwarded-For": "203.0.113.7" });
+  await page.goto("/login");
+  await page.getByLabel("Email").fill(email);
+  await page.getByLabel("Password").fill("wrong-elsewhere");
+  await page.getByRole("button", { name: "Sign in" }).click();
+  await expect(page.getByTestId("login-error")).toHaveText(/Too many failed sign-ins for this email/);
 });
 
 test("the overview's counts match the key store", async ({ page, request }, testInfo) => {

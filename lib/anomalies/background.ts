@@ -1,5 +1,6 @@
 import { recordOperatorAction } from "@/lib/audit/operator-actions";
 import { purgeAuditRows } from "@/lib/audit/purge-audit";
+import { purgeLoginFailures } from "@/lib/auth/login-limiter";
 import { describeError } from "@/lib/health";
 import type { Runtime } from "@/lib/runtime";
 import { listDemoEffects } from "@/lib/tools";
@@ -40,6 +41,7 @@ export function startBackgroundJobs(runtime: Runtime): () => void {
       await reconcileRuntime(runtime);
       await runtime.store.purge(Date.now() - runtime.config.retentionMs, 1_000);
       await purgeAuditRows(runtime.db.prisma, new Date(Date.now() - runtime.config.auditRetentionMs));
+      await purgeLoginFailures(runtime.db.prisma);
       if (lastFailure) console.error("idemgate: background reconcile/purge works again");
       lastFailure = null;
     } catch (err) {

@@ -1,46 +1,41 @@
-import "server-only";
+import { createHash } from "node:crypto";
+import type { PrismaClient } from "@/generated/prisma/client";
 
 /**
- * Failed sign-ins per email and client address, kept in this process's memory: enough to slow down
- * password guessing against one account from one place. A restart forgets; several server processes
- * each count on their own.
+ * Failed sign-ins per account, kept in the database so that every server process counts the same
+ * failures and a restart forgets nothing. Counted per email only: the client's address comes from
+ * headers a client can set, so a limit per address could be dodged by changing them. The table
+ * holds a SHA-256 of the normalized email, not the address.
  */
 export const MAX_FAILURES = 10;
 export const WINDOW_MS = 15 * 60 * 1000;
-const MAX_TRACKED = 10_000;
 
-interface Entry {
-  failures: number[];
-}
-
-const holder = globalThis as unknown as { __idemgateLoginFailures?: Map<string, Entry> };
-const failures = (holder.__idemgateLoginFailures ??= new Map());
-
-function keyOf(email: string, ip: string): string {
-  return `${email.trim().toLowerCase()}|${ip}`;
-}
-
-function recent(entry: Entry | undefined, nowMs: number): number[] {
-  return entry ? entry.failures.filter((t) => t > nowMs - WINDOW_MS) : [];
+function accountOf(email: string): string {
+  return createHash("sha256").update(email.trim().toLowerCase()).digest("hex");
 }
 
 /** Milliseconds until the next attempt is allowed; 0 when it is allowed now. */
-export function loginBlockedForMs(email: string, ip: string, nowMs = Date.now()): number {
-  const times = recent(failures.get(keyOf(email, ip)), nowMs);
-  if (times.length < MAX_FAILURES) return 0;
-  return times[times.length - MAX_FAILURES] + WINDOW_MS - nowMs;
+export async function loginBlockedForMs(prisma: PrismaClient, email: string, nowMs = Date.now()): Promise<number> {
+  const recent = await prisma.signInFailure.findMany({
+    where: { account: accountOf(email), at: { gt: new Date(nowMs - WINDOW_MS) } },
+    orderBy: { at: "desc" },
+    take: MAX_FAILURES,
+    select: { at: true },
+  });
+  if (recent.length < MAX_FAILURES) return 0;
+  // the oldest of the last MAX_FAILURES leaves the window first
+  return Math.max(1, recent[MAX_FAILURES - 1].at.getTime() + WINDOW_MS - nowMs);
 }
 
-export function recordLoginFailure(email: string, ip: string, nowMs = Date.now()): void {
-  const key = keyOf(email, ip);
-  const times = recent(failures.get(key), nowMs);
-  times.push(nowMs);
-  failures.delete(key);
-  failures.set(key, { failures: times.slice(-MAX_FAILURES) });
-  // oldest entries first (Map keeps insertion order): drop them instead of growing without bound
-  while (failures.size > MAX_TRACKED) failures.delete(failures.keys().next().value!);
+export async function recordLoginFailure(prisma: PrismaClient, email: string, nowMs = Date.now()): Promise<void> {
+  await prisma.signInFailure.create({ data: { account: accountOf(email), at: new Date(nowMs) } });
 }
 
-export function clearLoginFailures(email: string, ip: string): void {
-  failures.delete(keyOf(email, ip));
+export async function clearLoginFailures(prisma: PrismaClient, email: string): Promise<void> {
+  await prisma.signInFailure.deleteMany({ where: { account: accountOf(email) } });
+}
+
+/** Deletes failures that no longer count (older than the window); the background job calls it. */
+export async function purgeLoginFailures(prisma: PrismaClient, nowMs = Date.now()): Promise<number> {
+  return (await prisma.signInFailure.deleteMany({ where: { at: { lte: new Date(nowMs - WINDOW_MS) } } })).count;
 }
