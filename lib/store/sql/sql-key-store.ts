@@ -80,6 +80,9 @@ const LIST = Prisma.raw(RECORD_COLUMNS.filter((c) => c !== "result_body" && c !=
 const columnsOf = (alias: string, prefix = "") =>
   Prisma.raw(RECORD_COLUMNS.map((c) => `${alias}.${c}${prefix ? ` AS ${prefix}${c}` : ""}`).join(", "));
 
+/** The first key of begin's per-key advisory locks (the second is a hash of scope and key). */
+const BEGIN_LOCK_SPACE = 0x1de3;
+
 /** A begin that keeps losing races is a bug, not load: give up loudly instead of spinning. */
 const MAX_BEGIN_ATTEMPTS = 50;
 const DEFAULT_PURGE_BATCH = 1000;
@@ -202,22 +205,30 @@ export class SqlKeyStore implements KeyStore {
    * the record that was replaced. When nothing was written, `prev` is the answer (it was the
    * state at the statement's start); when `prev` is empty or no longer current, the next attempt
    * sees the newer row.
+   *
+   * The token is drawn after a per-key advisory lock, held to the end of the statement, so
+   * reservations of one key draw their tokens in the order they are made: a statement that drew
+   * its token and then waited could otherwise insert after a later holder had come and gone, with
+   * a smaller token (fencing tokens must increase with every new holder).
    */
   async begin(input: BeginInput): Promise<BeginOutcome> {
     const now = ms(input.nowMs);
     const leaseUntil = ms(input.nowMs + input.leaseMs);
     for (let attempt = 0; attempt < MAX_BEGIN_ATTEMPTS; attempt++) {
       const rows = await this.prisma.$queryRaw<Record<string, unknown>[]>`
-        WITH prev AS (
+        WITH key_lock AS MATERIALIZED (
+          SELECT pg_advisory_xact_lock(${BEGIN_LOCK_SPACE}::int, hashtext(${input.scope}::text || E'\n' || ${input.key}::text))
+        ), prev AS (
           SELECT ${ALL} FROM idempotency_keys WHERE scope = ${input.scope}::text AND key = ${input.key}::text
         ), ins AS (
           INSERT INTO idempotency_keys AS k (scope, key, tool, fingerprint, status, token, created_at_ms,
             lease_until_ms, completed_at_ms, expires_at_ms, deadline_ms, result_status, result_body, final,
             fallback, session, execution_id)
-          VALUES (${input.scope}::text, ${input.key}::text, ${input.tool}::text, ${input.fingerprint}::text,
-            'inflight', nextval('idempotency_token_seq'), ${now}::bigint, ${leaseUntil}::bigint, NULL, NULL,
-            ${leaseUntil}::bigint, NULL, NULL, false, ${input.fallback}::boolean, ${input.session}::text,
-            ${input.executionId}::text)
+          SELECT ${input.scope}::text, ${input.key}::text, ${input.tool}::text, ${input.fingerprint}::text,
+            'inflight', nextval('idempotency_token_seq'), ${now}::bigint, ${leaseUntil}::bigint, NULL::bigint, NULL::bigint,
+            ${leaseUntil}::bigint, NULL::integer, NULL::text, false, ${input.fallback}::boolean, ${input.session}::text,
+            ${input.executionId}::text
+          FROM key_lock
           ON CONFLICT (scope, key) DO UPDATE SET
             tool = EXCLUDED.tool, fingerprint = EXCLUDED.fingerprint, status = 'inflight', token = EXCLUDED.token,
             created_at_ms = EXCLUDED.created_at_ms, lease_until_ms = EXCLUDED.lease_until_ms,
@@ -229,16 +240,17 @@ export class SqlKeyStore implements KeyStore {
             AND ((k.status = 'done' AND k.expires_at_ms <= ${now}::bigint)
               OR (${input.takeoverStuck}::boolean AND k.status = 'inflight' AND k.lease_until_ms <= ${now}::bigint
                   AND k.fingerprint = EXCLUDED.fingerprint))
-          RETURNING ${ALL}
+          RETURNING ${ALL}, (k.xmax <> 0) AS replaced
         )
-        SELECT ${columnsOf("ins")}, ${columnsOf("prev", "p_")}
+        SELECT ${columnsOf("ins")}, ins.replaced, ${columnsOf("prev", "p_")}
         FROM (SELECT 1) AS one LEFT JOIN ins ON true LEFT JOIN prev ON true`;
       const row = rows[0];
       const prevRow = prefixed(row, "p_");
       const prev = prevRow ? toRecord(prevRow, true) : null;
       if (row.scope !== null && row.scope !== undefined) {
         const record = toRecord(row as unknown as Row, true);
-        const takenOver = prev && prev.status === "inflight" ? prev : null;
+        // an update of the row prev saw (xmax set), not an insert after that row was deleted
+        const takenOver = row.replaced === true && prev && prev.status === "inflight" ? prev : null;
         // PostgreSQL keeps what it committed: nothing to recover from the audit log
         return { kind: "reserved", token: record.token, record, takenOver, storeEpochMs: null };
       }
