@@ -1,5 +1,6 @@
 import { z } from "zod";
 import type { AuditMode } from "@/lib/audit/audit-writer";
+import { DEFAULT_REPLAY_CACHE } from "@/lib/idempotency/replay-cache";
 
 const EnvSchema = z.object({
   REDIS_URL: z.string().url().optional(),
@@ -21,9 +22,9 @@ const EnvSchema = z.object({
   /** how often the server runs the reconciler and purges; 0 turns it off */
   IDEMGATE_RECONCILE_INTERVAL_MS: z.coerce.number().int().min(0).default(60_000),
   /** done records each server process keeps to answer their duplicates without the key store; 0 turns it off */
-  IDEMGATE_REPLAY_CACHE_ENTRIES: z.coerce.number().int().min(0).default(10_000),
+  IDEMGATE_REPLAY_CACHE_ENTRIES: z.coerce.number().int().min(0).default(DEFAULT_REPLAY_CACHE.maxEntries),
   /** bytes of results the replay cache keeps at most */
-  IDEMGATE_REPLAY_CACHE_BYTES: z.coerce.number().int().min(1024).default(32 * 1024 * 1024),
+  IDEMGATE_REPLAY_CACHE_BYTES: z.coerce.number().int().min(1024).default(DEFAULT_REPLAY_CACHE.maxBytes),
 });
 
 export interface Config {

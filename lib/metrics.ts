@@ -4,7 +4,7 @@ import type { CallEvent } from "@/lib/idempotency/engine";
 interface Metrics {
   registry: Registry;
   calls: Counter<"tool" | "result">;
-  cachedReplays: Counter<"tool">;
+  cachedAnswers: Counter<"tool">;
   storeSeconds: Histogram<"tool">;
   auditSeconds: Histogram<"tool">;
 }
@@ -26,7 +26,7 @@ export function metrics(): Metrics {
       labelNames: ["tool", "result"],
       registers: [registry],
     }),
-    cachedReplays: new Counter({
+    cachedAnswers: new Counter({
       name: "idemgate_cached_answers_total",
       help: "Duplicates of done keys (replays and mismatches) answered from the process's replay cache, without the key store",
       labelNames: ["tool"],
@@ -41,7 +41,7 @@ export function metrics(): Metrics {
 export function recordCall(event: CallEvent): void {
   const m = metrics();
   m.calls.inc({ tool: event.tool, result: event.result });
-  if (event.cached) m.cachedReplays.inc({ tool: event.tool });
+  if (event.cached) m.cachedAnswers.inc({ tool: event.tool });
   if (event.storeMs > 0) m.storeSeconds.observe({ tool: event.tool }, event.storeMs / 1000);
   if (event.auditMs > 0) m.auditSeconds.observe({ tool: event.tool }, event.auditMs / 1000);
 }

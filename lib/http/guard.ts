@@ -5,9 +5,7 @@ import { can, type Permission } from "@/lib/auth/roles";
 import { currentOperator } from "@/lib/auth/session";
 import { getRuntime, type Runtime } from "@/lib/runtime";
 import { errorResponse, forbidden, unauthorized } from "./problem";
-import { bearerToken, tokenPrincipal, withApiToken, type Handler } from "./token-guard";
-
-export { bearerToken, tokenPrincipal, withApiToken };
+import { bearerToken, tokenPrincipal, type Handler } from "./token-guard";
 
 /** Who is asking: a tenant's API token (one scope) or a signed-in operator (every scope). */
 export type Principal = { kind: "token"; token: TokenPrincipal } | { kind: "operator"; operator: OperatorIdentity };

@@ -224,7 +224,7 @@ export class Engine {
       else if (done.reason === "stale_token") late = true;
       // The reservation vanished with the store's data: the result stands and is kept in the log,
       // from where the next duplicate is answered (recoverFromAudit).
-      else if (!done.ok) completionError = "completion not stored: the key store lost the reservation while the tool ran";
+      else completionError = "completion not stored: the key store lost the reservation while the tool ran";
     } catch (err) {
       // The side effect happened; its record could not be stored. The caller still gets the result;
       // the reconciler sees a succeeded execution without a done record (lost completion).
