@@ -137,6 +137,29 @@ test.describe("gateway contract", () => {
     expect((await list.json()).charges).toHaveLength(1);
   });
 
+  test("GET /api/metrics needs a token or a session, and counts duplicates answered from the replay cache", async ({ request }) => {
+    await expectProblem(await request.get("/api/metrics"), 401, "unauthorized");
+    const cachedAnswers = async () => {
+      const res = await request.get("/api/metrics", { headers: { authorization: `Bearer ${token}` } });
+      expect(res.status()).toBe(200);
+      expect(res.headers()["content-type"]).toContain("text/plain");
+      const text = await res.text();
+      expect(text).toContain("idemgate_calls_total");
+      const line = text.split("\n").find((l) => l.startsWith('idemgate_cached_answers_total{tool="payments.charge"}'));
+      return line ? Number(line.split(" ").pop()) : 0;
+    };
+    const before = await cachedAnswers();
+    const k = key();
+    const args = charge();
+    expect((await invoke(request, token, "payments.charge", args, { "idempotency-key": k })).status()).toBe(200);
+    for (let i = 0; i < 2; i++) {
+      const replay = await invoke(request, token, "payments.charge", args, { "idempotency-key": k });
+      expect(replay.headers()["idempotent-replayed"]).toBe("true");
+    }
+    // the process that completed the key answers its duplicates from memory
+    expect(await cachedAnswers()).toBe(before + 2);
+  });
+
   test("chunked bodies without Content-Length: a small one runs, an oversized one gets 413 unread", async ({}, testInfo) => {
     const url = new URL("/api/v1/tools/payments.charge/invoke", testInfo.project.use.baseURL!);
     const send = (chunks: Buffer[], k: string) =>
