@@ -14,6 +14,7 @@ export const metadata: Metadata = { title: "Overview" };
 const STATES = [
   { state: "inflight", hint: "reserved, tool running, lease valid" },
   { state: "stuck", hint: "lease passed: an operator must decide" },
+  { state: "unknown", hint: "may have happened: held until the tool or an operator decides" },
   { state: "done", hint: "result stored, replayed to duplicates" },
   { state: "expired", hint: "past TTL, kept for the retention window" },
 ] as const;
@@ -42,7 +43,7 @@ export default async function OverviewPage() {
             The key store did not answer: {health.keyStore.error ?? "unknown error"}. See <Link href="/status" className="underline">Status</Link>.
           </p>
         ) : (
-          <div className="grid grid-cols-2 gap-3 lg:grid-cols-4">
+          <div className="grid grid-cols-2 gap-3 sm:grid-cols-3 lg:grid-cols-5">
             {STATES.map(({ state, hint }) => (
               <Link
                 key={state}
@@ -51,7 +52,7 @@ export default async function OverviewPage() {
                 data-count={counts[state]}
                 className={clsx(
                   "group rounded-xl border bg-surface px-4 py-3.5 shadow-xs transition-colors hover:border-line-strong",
-                  state === "stuck" && counts.stuck > 0 ? "border-warn/50" : "border-line",
+                  state === "stuck" && counts.stuck > 0 ? "border-warn/50" : state === "unknown" && counts.unknown > 0 ? "border-unknown/50" : "border-line",
                 )}
               >
                 <StateBadge state={state} />

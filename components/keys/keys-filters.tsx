@@ -2,9 +2,10 @@
 
 import { useEffect, useState } from "react";
 import { buttonClass, inputClass } from "@/components/ui/styles";
+import { KEY_STATES, type KeyState } from "@/lib/idempotency/record";
 
-export const KEY_STATES = ["inflight", "stuck", "done", "expired"] as const;
-export type KeyStateFilter = (typeof KEY_STATES)[number];
+export { KEY_STATES };
+export type KeyStateFilter = KeyState;
 
 type Patch = Partial<{ state: KeyStateFilter | null; tool: string | null; scope: string | null; prefix: string | null }>;
 

@@ -10,6 +10,18 @@ import { StateBadge } from "./state-badge";
 export const rowId = (k: { scope: string; key: string }) => `${k.scope}\u0000${k.key}`;
 
 function LeaseCell({ k, nowMs }: { k: KeyView; nowMs: number }) {
+  if (k.state === "unknown") {
+    return (
+      <span title={formatTimestamp(k.unknownAt)} className="block max-w-[16rem]">
+        <span className="text-unknown">outcome unknown</span> {formatRelative(k.unknownAt, nowMs)}
+        {k.outcomeNote && (
+          <span className="block truncate text-xs text-muted" title={k.outcomeNote} data-testid="row-outcome-note">
+            {k.outcomeNote}
+          </span>
+        )}
+      </span>
+    );
+  }
   if (k.state === "inflight" || k.state === "stuck") {
     const passed = k.leaseUntil !== null && new Date(k.leaseUntil).getTime() <= nowMs;
     return (
@@ -47,7 +59,7 @@ export function KeysTable(props: {
               <th scope="col" className="w-10 py-2 pl-4">
                 <input
                   type="checkbox"
-                  aria-label="Select every stuck or inflight key on this page"
+                  aria-label="Select every stuck or unknown key on this page"
                   checked={allSelected}
                   disabled={selectableCount === 0}
                   onChange={(e) => props.onToggleAll(e.target.checked)}

@@ -3,6 +3,7 @@ import clsx from "clsx";
 const STYLES: Record<string, string> = {
   inflight: "bg-accent-soft text-accent",
   stuck: "bg-warn-soft text-warn",
+  unknown: "bg-unknown-soft text-unknown",
   done: "bg-ok-soft text-ok",
   expired: "bg-surface-2 text-muted",
   absent: "bg-surface-2 text-faint",
@@ -11,6 +12,7 @@ const STYLES: Record<string, string> = {
 const DOTS: Record<string, string> = {
   inflight: "bg-accent",
   stuck: "bg-warn",
+  unknown: "bg-unknown",
   done: "bg-ok",
   expired: "bg-faint",
   absent: "bg-faint",

@@ -14,6 +14,8 @@ export interface KeyDetail {
   key: string;
   record: KeyRecord | null;
   state: KeyState | "absent";
+  /** the key's tool can be asked whether the call happened (a status probe): "Ask the tool" */
+  probeable: boolean;
   /** oldest first */
   timeline: TimelineEvent[];
 }
@@ -38,5 +40,10 @@ export async function getKeyDetail(runtime: Runtime, scope: string, key: string)
     timeline.push({ type: "operator", at: a.at, action: a.action, actor: a.actor, reason: a.reason, before: a.stateBefore, after: a.stateAfter });
   }
   timeline.sort((a, b) => a.at.getTime() - b.at.getTime());
-  return { scope, key, record, state: record ? stateOf(record, Date.now()) : "absent", timeline };
+  return { scope, key, record, state: record ? stateOf(record, Date.now()) : "absent", probeable: record ? canProbe(runtime, record.tool) : false, timeline };
+}
+
+function canProbe(runtime: Runtime, tool: string): boolean {
+  if (!runtime.registry.has(tool)) return false;
+  return runtime.registry.proberFor(runtime.registry.get(tool), runtime.db.prisma) !== null;
 }

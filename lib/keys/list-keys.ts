@@ -1,9 +1,10 @@
 import { z } from "zod";
+import { KEY_STATES, type KeyState } from "@/lib/idempotency/record";
 import type { Runtime } from "@/lib/runtime";
 import { presentKey, type KeyView } from "./present-key";
 
 export const KeyListQuery = z.object({
-  state: z.enum(["inflight", "stuck", "done", "expired"]).optional(),
+  state: z.enum(KEY_STATES as [KeyState, ...KeyState[]]).optional(),
   tool: z.string().min(1).max(200).optional(),
   scope: z.string().min(1).max(64).optional(),
   prefix: z.string().min(1).max(255).optional(),

@@ -11,6 +11,7 @@ export interface KeyDetailView {
   key: string;
   record: KeyView | null;
   state: KeyDetail["state"];
+  probeable: boolean;
   timeline: TimelineEventView[];
 }
 

@@ -15,6 +15,10 @@ export interface KeyView {
   leaseUntil: string | null;
   completedAt: string | null;
   expiresAt: string | null;
+  /** unknown keys: why the outcome is unknown ("timed out after 400 ms", "the service answered 502") */
+  outcomeNote: string | null;
+  /** unknown keys: when the outcome became unknown */
+  unknownAt: string | null;
   /** only in single-key views; lists leave payloads out */
   result?: { status: number; final: boolean; body: unknown } | null;
 }
@@ -36,6 +40,8 @@ export function presentKey(record: KeyRecord, nowMs: number, withResult = false)
     leaseUntil: iso(record.leaseUntilMs),
     completedAt: iso(record.completedAtMs),
     expiresAt: iso(record.expiresAtMs),
+    outcomeNote: record.outcomeNote ?? null,
+    unknownAt: iso(record.unknownAtMs ?? null),
   };
   if (withResult) {
     view.result = record.result ? { status: record.result.status, final: record.result.final, body: parseBody(record.result.body) } : null;
