@@ -1,6 +1,6 @@
 import type { PrismaClient } from "@/generated/prisma/client";
 import { isUniqueViolation } from "@/lib/db/errors";
-import { OpenExecutionError, type AuditWriter, type ExecutionOutcome, type IntentEntry, type OutcomeEntry, type PriorExecution, type SuppressionEntry } from "@/lib/idempotency/audit-port";
+import { COMPLETION_NOT_STORED, OpenExecutionError, type AuditWriter, type ClosedOutcome, type ExecutionOutcome, type IntentEntry, type OutcomeEntry, type PriorExecution, type SuppressionEntry } from "@/lib/idempotency/audit-port";
 
 export type AuditMode = "durable" | "async";
 
@@ -115,16 +115,27 @@ export class PrismaAuditWriter implements AuditWriter {
           resultBody: row.resultBody,
           resultFinal: row.resultFinal,
           expiresAt: row.expiresAt,
+          error: row.error,
+          finishedAt: row.finishedAt,
         }
       : null;
     for (const i of queuedIntents) {
       if (!prior || i.startedAt >= prior.startedAt) {
-        prior = { ...i, outcome: null, resultStatus: null, resultBody: null, resultFinal: null, expiresAt: null };
+        prior = { ...i, outcome: null, resultStatus: null, resultBody: null, resultFinal: null, expiresAt: null, error: null, finishedAt: null };
       }
     }
     const outcome = prior && queuedOutcomes.findLast((o) => o.id === prior!.id);
     if (prior && outcome) {
-      prior = { ...prior, outcome: outcome.outcome, resultStatus: outcome.resultStatus, resultBody: outcome.resultBody, resultFinal: outcome.resultFinal, expiresAt: outcome.expiresAt };
+      prior = {
+        ...prior,
+        outcome: outcome.outcome,
+        resultStatus: outcome.resultStatus,
+        resultBody: outcome.resultBody,
+        resultFinal: outcome.resultFinal,
+        expiresAt: outcome.expiresAt,
+        error: outcome.error,
+        finishedAt: outcome.finishedAt,
+      };
     }
     return prior;
   }
@@ -136,7 +147,7 @@ export class PrismaAuditWriter implements AuditWriter {
     const [results, open] = await Promise.all([
       this.prisma.execution.aggregate({ _max: { expiresAt: true }, where: { startedAt: { lt: epoch }, expiresAt: { gt: epoch } } }),
       // an unfinished call blocks its key until an operator decides: as long as its record would have
-      this.prisma.execution.aggregate({ _max: { startedAt: true }, where: { startedAt: { lt: epoch }, outcome: null } }),
+      this.prisma.execution.aggregate({ _max: { startedAt: true }, where: { startedAt: { lt: epoch }, OR: [{ outcome: null }, { outcome: "unknown" }] } }),
     ]);
     const ends = [results._max.expiresAt?.getTime(), open._max.startedAt ? epochMs + OPEN_CALL_RECOVERY_MS : undefined].filter(
       (v): v is number => v !== undefined,
@@ -146,20 +157,28 @@ export class PrismaAuditWriter implements AuditWriter {
 
   async closeOpenExecution(
     executionId: string,
-    outcome: "released" | "resolved",
+    outcome: ClosedOutcome,
     reason: string,
     result?: { status: number; body: string; final: boolean; expiresAt: Date },
   ): Promise<boolean> {
     const out = await this.prisma.execution.updateMany({
-      where: { id: executionId, outcome: null },
+      where: { id: executionId, OR: [{ outcome: null }, { outcome: "unknown" }] },
       data: {
         outcome,
         finishedAt: new Date(),
-        error: `${outcome} by an operator: ${reason}`,
+        error: outcome === "retried" ? `sent again with the same key: ${reason}` : `${outcome}: ${reason}`,
         ...(result ? { resultStatus: result.status, resultBody: result.body, resultFinal: result.final, expiresAt: result.expiresAt } : {}),
       },
     });
-    return out.count > 0;
+    if (out.count > 0) return true;
+    if (outcome === "released") {
+      // The call completed while its key was being released: its result has no done record.
+      await this.prisma.execution.updateMany({
+        where: { id: executionId, outcome: { in: ["succeeded", "final_error"] }, error: { startsWith: COMPLETION_NOT_STORED } },
+        data: { outcome: "late_completion", error: `completed while its key was released: ${reason}` },
+      });
+    }
+    return false;
   }
 
 
@@ -264,14 +283,19 @@ const WRITE_BATCH = `
     ON CONFLICT DO NOTHING
     RETURNING 1
   ), outcomes AS (
+    -- an execution released by an operator while it ran keeps its release; a result arriving
+    -- after it is a late completion (it has no done record, and a retry may run it again)
     UPDATE executions AS e SET
-      outcome = v.outcome, finished_at = v.finished_at, duration_ms = v.duration_ms,
+      outcome = CASE WHEN e.outcome = 'released' THEN 'late_completion' ELSE v.outcome END,
+      finished_at = v.finished_at, duration_ms = v.duration_ms,
       result_status = v.result_status, result_body = v.result_body, result_final = v.result_final,
-      expires_at = v.expires_at, error = v.error
+      expires_at = v.expires_at,
+      error = CASE WHEN e.outcome = 'released' THEN 'completed after its key was released (' || coalesce(e.error, '') || ')' ELSE v.error END
     FROM jsonb_to_recordset($2::jsonb) AS v(
       id text, outcome text, finished_at timestamptz, duration_ms int, result_status int,
       result_body text, result_final boolean, expires_at timestamptz, error text)
     WHERE e.id = v.id
+      AND (e.outcome IS NULL OR (e.outcome = 'released' AND v.outcome IN ('succeeded', 'final_error', 'late_completion')))
     RETURNING 1
   )
   INSERT INTO suppressions (id, scope, key, tool, kind, fallback, gap_ms, session, caller, original_session, original_execution_id, at)

@@ -113,18 +113,18 @@ const TEXT: Record<string, Omit<ProblemDoc, "code" | "status" | "title">> = {
     retry: "yes",
   },
   tool_failed: {
-    happened: "The tool failed before finishing (an exception, or an upstream 5xx). The key was released, so the failure is not stored.",
+    happened: "The tool said its side effect did not happen: it refused before acting, its service could not be reached before the request was sent, or the service answered 408/425/429 or `Idemgate-Outcome: not-applied`. The key was released, so the failure is not stored.",
     todo: "Retry with the same key: the call runs again as new.",
     retry: "yes",
+  },
+  outcome_unknown: {
+    happened: "The call ended without knowing whether its side effect happened: the tool timed out (504), its service answered 5xx or a redirect, the connection broke after the request was sent, or the tool threw after it started (502). A retry of such a key gets 409 with this type. The key is held in state `unknown` and is never run again by itself.",
+    todo: "Do not retry with a new key: the action may have happened. The tool's status probe (when it has one) or an operator decides: resolved, retries get the result; released, the next retry runs it.",
+    retry: "no",
   },
   unavailable: {
     happened: "The key store or the audit log could not be reached. Idemgate fails closed: nothing ran, so no side effect can happen without its record.",
     todo: "Retry later with the same key, with backoff. Operators: see the Status page.",
-    retry: "yes",
-  },
-  tool_timeout: {
-    happened: "The tool (an HTTP upstream) did not answer in time. The key was released.",
-    todo: "Retry with the same key. An upstream that also honours the forwarded Idempotency-Key deduplicates a call that did complete late.",
     retry: "yes",
   },
 };

@@ -34,6 +34,7 @@ const PROBLEMS: Record<string, { status: number; title: string }> = {
   not_found: { status: 404, title: "Not found" },
   conflict: { status: 409, title: "Request in progress" },
   stuck: { status: 409, title: "Key stuck: an operator must decide" },
+  outcome_unknown: { status: 409, title: "Outcome unknown: the key is held" },
   invalid_state: { status: 409, title: "Not allowed in this state" },
   payload_too_large: { status: 413, title: "Request body too large" },
   unsupported_media_type: { status: 415, title: "Unsupported media type" },
@@ -42,7 +43,6 @@ const PROBLEMS: Record<string, { status: number; title: string }> = {
   internal: { status: 500, title: "Internal error" },
   tool_failed: { status: 502, title: "Tool failed" },
   unavailable: { status: 503, title: "Service unavailable" },
-  tool_timeout: { status: 504, title: "Tool timed out" },
 };
 
 export const PROBLEM_CODES = Object.keys(PROBLEMS);
@@ -89,7 +89,7 @@ function knownError(err: unknown): KnownError | null {
   return typeof code === "string" && Object.hasOwn(PROBLEMS, code) ? (err as KnownError) : null;
 }
 
-const SUPPRESSION_CODES = new Set(["conflict", "stuck", "mismatch"]);
+const SUPPRESSION_CODES = new Set(["conflict", "stuck", "mismatch", "outcome_unknown"]);
 
 /** Turns any thrown value into an RFC 9457 response; unknown errors become a 500 without details. */
 export function errorResponse(err: unknown, instance?: string): Response {
@@ -117,6 +117,12 @@ export function problemAnswer(err: unknown, instance?: string): HttpAnswer {
     body.state = stateOf(r, Date.now());
     body.startedAt = new Date(r.createdAtMs).toISOString();
     if (r.leaseUntilMs !== null) body.leaseUntil = new Date(r.leaseUntilMs).toISOString();
+  }
+  if (known.code === "outcome_unknown" && typeof (known as { executionId?: unknown }).executionId === "string") {
+    // the first caller's answer: which execution to ask an operator about
+    body.key = (known as unknown as { key: string }).key;
+    body.executionId = (known as unknown as { executionId: string }).executionId;
+    body.state = "unknown";
   }
   if (known.code === "conflict" && typeof known.retryAfterMs === "number") {
     headers["Retry-After"] = String(Math.max(1, Math.ceil(known.retryAfterMs / 1000)));

@@ -13,7 +13,20 @@ export interface IntentEntry {
   leaseUntil: Date;
 }
 
-export type ExecutionOutcome = "succeeded" | "failed" | "final_error" | "late_completion";
+/**
+ * succeeded / final_error: a result stored under the key; failed: the tool said nothing happened
+ * (the key was released); unknown: the call ended without knowing whether its side effect
+ * happened (the key is held); late_completion: a result that arrived after the key was released or
+ * taken over.
+ */
+export type ExecutionOutcome = "succeeded" | "failed" | "final_error" | "unknown" | "late_completion";
+
+/**
+ * How an execution without a known outcome ends by someone else's decision: released (treated as
+ * not having happened), resolved (confirmed to have happened), or retried (sent again with the same
+ * key to a service that deduplicates on it).
+ */
+export type ClosedOutcome = "released" | "resolved" | "retried";
 
 export interface OutcomeEntry {
   id: string;
@@ -29,7 +42,7 @@ export interface OutcomeEntry {
   error: string | null;
 }
 
-export type SuppressionKind = "replay" | "conflict" | "stuck" | "mismatch";
+export type SuppressionKind = "replay" | "conflict" | "stuck" | "unknown" | "mismatch";
 
 export interface SuppressionEntry {
   id: string;
@@ -54,12 +67,18 @@ export interface PriorExecution {
   session: string | null;
   startedAt: Date;
   leaseUntil: Date;
-  outcome: ExecutionOutcome | "released" | "resolved" | null;
+  outcome: ExecutionOutcome | ClosedOutcome | null;
   resultStatus: number | null;
   resultBody: string | null;
   resultFinal: boolean | null;
   expiresAt: Date | null;
+  /** for an unknown outcome: why (its note) and when it ended */
+  error: string | null;
+  finishedAt: Date | null;
 }
+
+/** How an outcome's error starts when its result could not be stored as a done record. */
+export const COMPLETION_NOT_STORED = "completion not stored";
 
 /** The log already has an execution of this key without an outcome: a second one may not start. */
 export class OpenExecutionError extends Error {
@@ -88,12 +107,13 @@ export interface AuditWriter {
    */
   recoveryWindowEnd(epochMs: number): Promise<number | null>;
   /**
-   * Ends an execution that never reported an outcome, by an operator's (or a takeover's) decision:
-   * released (treated as not having happened) or resolved (confirmed to have happened).
+   * Ends an execution that never reported an outcome, or whose outcome is unknown, by an operator's,
+   * a probe's or a takeover's decision. A release that meets a result already written without a
+   * done record (the call completed while it was being released) turns it into a late completion.
    */
   closeOpenExecution(
     executionId: string,
-    outcome: "released" | "resolved",
+    outcome: ClosedOutcome,
     reason: string,
     /** for resolved: the result the operator supplied, replayed from the log after a key-store loss */
     result?: { status: number; body: string; final: boolean; expiresAt: Date },

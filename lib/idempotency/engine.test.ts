@@ -13,11 +13,13 @@ import {
   InvalidStateError,
   MismatchError,
   MissingKeyError,
+  OutcomeUnknownError,
   StuckKeyError,
   ToolFailedError,
   UnavailableError,
+  UnknownOutcomeKeyError,
 } from "./errors";
-import { AbandonCall, FinalToolError, type RunTool, type ToolPolicy } from "./tool";
+import { AbandonCall, FinalToolError, NotRunError, OutcomeUnknown, type RunTool, type ToolPolicy } from "./tool";
 
 const charge: ToolPolicy = {
   name: "payments.charge",
@@ -26,6 +28,7 @@ const charge: ToolPolicy = {
   leaseMs: 5_000,
   stuckPolicy: "block",
   fallbackTtlMs: null,
+  dedupes: false,
 };
 const lookup: ToolPolicy = { ...charge, name: "payments.get_balance", kind: "read" };
 
@@ -176,7 +179,7 @@ describe.each(STORE_KINDS)("engine on the %s store", (kind) => {
     expect(await t.db.prisma.suppression.count({ where: { scope: s, fallback: true } })).toBe(1);
   });
 
-  it("stores a final error and replays it; a tool error releases the key", async () => {
+  it("stores a final error and replays it; only the tool's word that nothing happened releases the key", async () => {
     const s = scope();
     let runs = 0;
     const declines: RunTool = async () => {
@@ -192,7 +195,7 @@ describe.each(STORE_KINDS)("engine on the %s store", (kind) => {
     let attempts = 0;
     const flaky: RunTool = async () => {
       attempts++;
-      if (attempts === 1) throw new Error("upstream reset");
+      if (attempts === 1) throw new NotRunError("refused before acting");
       return { body: { ok: attempts } };
     };
     await expect(engine.invoke(charge, flaky, { scope: s, key: "f", args: {} })).rejects.toBeInstanceOf(ToolFailedError);
@@ -201,6 +204,80 @@ describe.each(STORE_KINDS)("engine on the %s store", (kind) => {
     await audit.flush();
     const outcomes = (await t.db.prisma.execution.findMany({ where: { scope: s }, orderBy: { startedAt: "asc" } })).map((e) => e.outcome);
     expect(outcomes.sort()).toEqual(["failed", "final_error", "succeeded"]);
+  });
+
+  it("holds the key as unknown after an exception, a timeout or an unknown answer, and never runs it again", async () => {
+    const s = scope();
+    let effects = 0;
+    const cases: [string, RunTool, number, string][] = [
+      ["threw", async () => { effects++; throw new Error("socket hang up"); }, 502, "the tool threw: socket hang up"],
+      ["timed-out", async () => { effects++; throw new OutcomeUnknown("timed out after 400 ms", true); }, 504, "timed out after 400 ms"],
+      ["answered-502", async () => { effects++; throw new OutcomeUnknown("the service answered 502"); }, 502, "the service answered 502"],
+    ];
+    for (const [key, run, status, note] of cases) {
+      const first = await engine.invoke(charge, run, { scope: s, key, args: { a: 1 } }).catch((e: unknown) => e);
+      expect(first).toBeInstanceOf(OutcomeUnknownError);
+      expect((first as OutcomeUnknownError).status).toBe(status);
+      const record = await t.store.get(s, key);
+      expect(record).toMatchObject({ status: "unknown", outcomeNote: note, unknownAtMs: clock });
+      for (let i = 0; i < 5; i++) {
+        clock += 10 * charge.leaseMs; // long past the lease: still unknown, never stuck or free
+        await expect(engine.invoke(charge, run, { scope: s, key, args: { a: 1 } })).rejects.toBeInstanceOf(UnknownOutcomeKeyError);
+      }
+    }
+    expect(effects).toBe(3);
+    await audit.flush();
+    const rows = await t.db.prisma.execution.findMany({ where: { scope: s } });
+    expect(rows.map((r) => r.outcome)).toEqual(["unknown", "unknown", "unknown"]);
+    expect(await t.db.prisma.suppression.count({ where: { scope: s, kind: "unknown" } })).toBe(15);
+  });
+
+  it("sends an unknown call again only for a tool whose service deduplicates, closing the first execution as retried", async () => {
+    const s = scope();
+    const dedupes: ToolPolicy = { ...charge, dedupes: true };
+    let n = 0;
+    const run: RunTool = async () => {
+      n++;
+      if (n === 1) throw new OutcomeUnknown("timed out after 400 ms", true);
+      return { body: { attempt: n } };
+    };
+    await expect(engine.invoke(dedupes, run, { scope: s, key: "k", args: {} })).rejects.toBeInstanceOf(OutcomeUnknownError);
+    expect(await engine.invoke(dedupes, run, { scope: s, key: "k", args: {} })).toMatchObject({ kind: "executed", body: '{"attempt":2}' });
+    expect(await engine.invoke(dedupes, run, { scope: s, key: "k", args: {} })).toMatchObject({ kind: "replayed", body: '{"attempt":2}' });
+    expect(n).toBe(2);
+    await audit.flush();
+    const outcomes = (await t.db.prisma.execution.findMany({ where: { scope: s }, orderBy: { startedAt: "asc" } })).map((e) => e.outcome);
+    expect(outcomes.sort()).toEqual(["retried", "succeeded"]);
+  });
+
+  it("lets an operator release or resolve an unknown key, and refuses a running one without force", async () => {
+    const s = scope();
+    const boom: RunTool = async () => { throw new Error("boom"); };
+    await engine.invoke(charge, boom, { scope: s, key: "u1", args: {} }).catch(() => {});
+    await engine.invoke(charge, boom, { scope: s, key: "u2", args: {} }).catch(() => {});
+    await engine.release({ scope: s, key: "u1", actor: "ops", reason: "the PSP shows no charge" });
+    expect(await engine.invoke(charge, countingTool().run, { scope: s, key: "u1", args: {} })).toMatchObject({ kind: "executed" });
+    await engine.resolve({ scope: s, key: "u2", actor: "ops", reason: "the PSP shows the charge", result: { chargeId: "ch_psp" }, ttlMs: 60_000 });
+    expect(await engine.invoke(charge, countingTool().run, { scope: s, key: "u2", args: {} })).toMatchObject({ kind: "replayed", body: '{"chargeId":"ch_psp"}' });
+
+    const gate = deferred();
+    const started = deferred();
+    const running = engine.invoke(charge, async () => {
+      started.resolve();
+      await gate.promise;
+      return { body: { late: true } };
+    }, { scope: s, key: "r", args: {} });
+    await started.promise;
+    await expect(engine.release({ scope: s, key: "r", actor: "ops", reason: "looks stuck" })).rejects.toBeInstanceOf(InvalidStateError);
+    await expect(engine.resolve({ scope: s, key: "r", actor: "ops", reason: "looks done", result: {}, ttlMs: 60_000 })).rejects.toBeInstanceOf(InvalidStateError);
+    await engine.release({ scope: s, key: "r", actor: "ops", reason: "looks stuck", force: true });
+    gate.resolve();
+    await running;
+    await audit.flush();
+    // the result that arrived after the release is a late completion, never a plain success
+    const [late] = await t.db.prisma.execution.findMany({ where: { scope: s, key: "r" } });
+    expect(late.outcome).toBe("late_completion");
+    expect(late.error).toMatch(/released/);
   });
 
   it("refuses and records a completion whose fencing token went stale", async () => {
@@ -213,7 +290,7 @@ describe.each(STORE_KINDS)("engine on the %s store", (kind) => {
       return { body: { who: "first" } };
     }, { scope: s, key: "k", args: {} });
     await started.promise;
-    await engine.release({ scope: s, key: "k", actor: "ops@example.com", reason: "holder presumed dead" });
+    await engine.release({ scope: s, key: "k", actor: "ops@example.com", reason: "holder presumed dead", force: true });
     const second = await engine.invoke(charge, async () => ({ body: { who: "second" } }), { scope: s, key: "k", args: {} });
     expect(second.kind).toBe("executed");
     gate.resolve();
@@ -225,7 +302,7 @@ describe.each(STORE_KINDS)("engine on the %s store", (kind) => {
     expect(late).toHaveLength(1);
   });
 
-  it("lets an operator release or resolve only inflight or stuck keys", async () => {
+  it("lets an operator release or resolve only stuck, unknown or (forced) running keys", async () => {
     const s = scope();
     await engine.invoke(charge, countingTool().run, { scope: s, key: "done", args: {} });
     await expect(engine.release({ scope: s, key: "done", actor: "a", reason: "r" })).rejects.toBeInstanceOf(InvalidStateError);
@@ -376,7 +453,7 @@ describe("engine after the key store lost its data", () => {
     let n = 0;
     const failsOnce: RunTool = async () => {
       n++;
-      if (n === 1) throw new Error("boom");
+      if (n === 1) throw new NotRunError("boom");
       return { body: { n } };
     };
     await engine.invoke(charge, failsOnce, { scope: s, key: "f", args: {} }).catch(() => {});

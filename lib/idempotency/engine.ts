@@ -1,22 +1,23 @@
 import { randomUUID } from "node:crypto";
 import type { BeginOutcome, KeyStore } from "@/lib/store/key-store";
-import { OpenExecutionError, type AuditWriter, type PriorExecution, type SuppressionKind } from "./audit-port";
+import { COMPLETION_NOT_STORED, OpenExecutionError, type AuditWriter, type PriorExecution, type SuppressionKind } from "./audit-port";
 import {
   CallAbandonedError,
   ConflictError,
   InvalidStateError,
-  isIdemgateError,
   MismatchError,
   MissingKeyError,
+  OutcomeUnknownError,
   StuckKeyError,
   ToolFailedError,
   UnavailableError,
+  UnknownOutcomeKeyError,
 } from "./errors";
 import { fingerprint as fingerprintOf } from "./fingerprint";
 import { fallbackKey, validateKey } from "./keys";
 import type { KeyRecord, StoredResult } from "./record";
 import type { ReplayCache } from "./replay-cache";
-import { AbandonCall, isFinalToolError, type RunTool, type ToolPolicy, type ToolResult } from "./tool";
+import { AbandonCall, isFinalToolError, isNotRunError, isOutcomeUnknown, type RunTool, type ToolPolicy, type ToolResult } from "./tool";
 
 export interface InvokeRequest {
   scope: string;
@@ -45,19 +46,21 @@ export interface EngineOptions {
 
 export interface CallEvent {
   tool: string;
-  result: "executed" | "replayed" | "read" | SuppressionKind | "missing_key" | "unavailable" | "tool_failed" | "abandoned" | "final_error";
+  result: "executed" | "replayed" | "read" | SuppressionKind | "missing_key" | "unavailable" | "tool_failed" | "outcome_unknown" | "abandoned" | "final_error";
   storeMs: number;
   auditMs: number;
   /** answered from the engine's replay cache, without the key store */
   cached?: boolean;
 }
 
-/** An operator's decision about an inflight or stuck key. */
+/** An operator's (or a probe's) decision about a stuck or unknown key. */
 export interface OperatorDecision {
   scope: string;
   key: string;
   actor: string;
   reason: string;
+  /** also decide about an inflight key whose lease is still valid: its call may still complete */
+  force?: boolean;
 }
 
 function serialize(body: unknown): string {
@@ -91,8 +94,19 @@ export class Engine {
       this.onCall({ tool: tool.name, result: "read", storeMs: 0, auditMs: 0 });
       return { kind: "read", status: result.status ?? 200, body: serialize(result.body) };
     }
+    const call = this.admit(tool, request);
+    const cached = this.replayCache?.get(call.scope, call.key, call.arrivedMs);
+    if (cached) return this.suppressed(cached.fingerprint === call.fingerprint ? "replay" : "mismatch", cached, { ...call, cached: true });
 
-    const fp = fingerprintOf(tool.name, request.args);
+    const reservation = await this.reserve(call);
+    if (!("token" in reservation)) return reservation;
+    const ended = await this.execute(call, run, request.args);
+    return this.settle(call, reservation.token, ended);
+  }
+
+  /** The call's key (its own, or the fallback key of its arguments) and what the log needs of it. */
+  private admit(tool: ToolPolicy, request: InvokeRequest): CallContext {
+    const fingerprint = fingerprintOf(tool.name, request.args);
     let key: string;
     let fallback = false;
     let ttlMs = tool.ttlMs;
@@ -101,139 +115,182 @@ export class Engine {
         this.onCall({ tool: tool.name, result: "missing_key", storeMs: 0, auditMs: 0 });
         throw new MissingKeyError(tool.name);
       }
-      key = fallbackKey(fp);
+      key = fallbackKey(fingerprint);
       fallback = true;
       ttlMs = tool.fallbackTtlMs;
     } else {
       key = validateKey(request.key);
     }
+    return {
+      tool,
+      scope: request.scope,
+      key,
+      fingerprint,
+      ttlMs,
+      fallback,
+      session: request.session ?? null,
+      caller: request.caller ?? null,
+      executionId: randomUUID(),
+      arrivedMs: this.now(),
+      storeMs: 0,
+      auditMs: 0,
+    };
+  }
 
-    const session = request.session ?? null;
-    const caller = request.caller ?? null;
-    const executionId = randomUUID();
-    const arrivedMs = this.now();
-    let storeMs = 0;
-    let auditMs = 0;
-
-    const cached = this.replayCache?.get(request.scope, key, arrivedMs);
-    if (cached) {
-      const call: CallContext = { tool, scope: request.scope, key, fallback, session, caller, arrivedMs, storeMs, auditMs, cached: true };
-      return this.suppressed(cached.fingerprint === fp ? "replay" : "mismatch", cached, call);
-    }
-
+  /**
+   * Steps 1 and 2 of the write order: reserve the key (or answer the record in the way) and write
+   * the execution's intent. Returns the reservation's token, or the answer when nothing may run.
+   */
+  private async reserve(call: CallContext): Promise<{ token: number } | InvokeResult> {
+    const { tool } = call;
     let begun: BeginOutcome;
     const t0 = performance.now();
     try {
       begun = await this.store.begin({
-        scope: request.scope,
-        key,
+        scope: call.scope,
+        key: call.key,
         tool: tool.name,
-        fingerprint: fp,
+        fingerprint: call.fingerprint,
         leaseMs: tool.leaseMs,
-        nowMs: arrivedMs,
-        fallback,
-        session,
-        executionId,
-        takeoverStuck: tool.stuckPolicy === "takeover",
+        nowMs: call.arrivedMs,
+        fallback: call.fallback,
+        session: call.session,
+        executionId: call.executionId,
+        // a service that deduplicates on the forwarded key cannot apply a resend twice
+        takeoverStuck: tool.stuckPolicy === "takeover" || tool.dedupes,
+        retryUnknown: tool.dedupes,
       });
     } catch (err) {
-      this.onCall({ tool: tool.name, result: "unavailable", storeMs: performance.now() - t0, auditMs });
+      this.onCall({ tool: tool.name, result: "unavailable", storeMs: performance.now() - t0, auditMs: call.auditMs });
       throw new UnavailableError("key_store", err);
     }
-    storeMs += performance.now() - t0;
-
-    const call: CallContext = { tool, scope: request.scope, key, fallback, session, caller, arrivedMs, storeMs, auditMs };
+    call.storeMs += performance.now() - t0;
     if (begun.kind !== "reserved") return this.suppressed(begun.kind, begun.record, call);
 
-    if (begun.takenOver === null && begun.storeEpochMs !== null && arrivedMs - begun.storeEpochMs < ttlMs && (await this.mayRecover(begun.storeEpochMs, arrivedMs, begun.token, call))) {
+    const token = begun.token;
+    if (
+      begun.takenOver === null &&
+      begun.storeEpochMs !== null &&
+      call.arrivedMs - begun.storeEpochMs < call.ttlMs &&
+      (await this.mayRecover(begun.storeEpochMs, call.arrivedMs, token, call))
+    ) {
       // This part of the key store holds data only since its epoch: a result recorded before may
       // have been lost with it. The audit log still knows; answer from it rather than run again.
-      const recovered = await this.recoverFromAudit(call, begun.token, fp, ttlMs);
+      const recovered = await this.recoverFromAudit(call, token);
       if (recovered) return recovered;
     }
-    const token = begun.token;
     if (begun.takenOver?.executionId) {
-      // the stuck call is over as far as the log is concerned: its key now belongs to this one
-      await this.audit.closeOpenExecution(begun.takenOver.executionId, "released", "taken over after its lease passed (stuck policy takeover)").catch(() => false);
+      // the earlier call is over as far as the log is concerned: its key now belongs to this one
+      const resent = begun.takenOver.status === "unknown" || tool.dedupes;
+      await this.audit
+        .closeOpenExecution(
+          begun.takenOver.executionId,
+          resent ? "retried" : "released",
+          resent ? "its outcome was unknown; the service deduplicates on the forwarded key" : "taken over after its lease passed (stuck policy takeover)",
+        )
+        .catch(() => false);
     }
+
     const t1 = performance.now();
     try {
       await this.audit.intent({
-        id: executionId,
-        scope: request.scope,
-        key,
+        id: call.executionId,
+        scope: call.scope,
+        key: call.key,
         tool: tool.name,
-        fingerprint: fp,
+        fingerprint: call.fingerprint,
         token,
-        session,
-        caller,
-        fallback,
-        startedAt: new Date(arrivedMs),
-        leaseUntil: new Date(arrivedMs + tool.leaseMs),
+        session: call.session,
+        caller: call.caller,
+        fallback: call.fallback,
+        startedAt: new Date(call.arrivedMs),
+        leaseUntil: new Date(call.arrivedMs + tool.leaseMs),
       });
     } catch (err) {
       // No intent, no side effect: give the key back so a retry can run once the log is back.
-      await this.store.abandon(request.scope, key, token).catch(() => {});
+      await this.store.abandon(call.scope, call.key, token).catch(() => {});
       if (err instanceof OpenExecutionError || (err as Error)?.name === "OpenExecutionError") {
         // The store lost the reservation of a call that is still running; the log caught it.
         return this.suppressed("conflict", begun.record, { ...call, auditMs: performance.now() - t1 });
       }
-      this.onCall({ tool: tool.name, result: "unavailable", storeMs, auditMs: performance.now() - t1 });
+      this.onCall({ tool: tool.name, result: "unavailable", storeMs: call.storeMs, auditMs: performance.now() - t1 });
       throw new UnavailableError("audit_log", err);
     }
-    auditMs += performance.now() - t1;
+    call.auditMs += performance.now() - t1;
+    return { token };
+  }
 
+  /** Step 3: runs the tool and sorts how it ended into the outcome classes. */
+  private async execute(call: CallContext, run: RunTool, args: unknown): Promise<Ended> {
     const started = performance.now();
-    let stored: StoredResult;
+    const took = () => Math.round(performance.now() - started);
     try {
-      const result: ToolResult = await run(request.args, { scope: request.scope, key, session, executionId });
-      stored = { status: result.status ?? 200, body: serialize(result.body), final: false };
+      const result: ToolResult = await run(args, { scope: call.scope, key: call.key, session: call.session, executionId: call.executionId });
+      return { class: "done", stored: { status: result.status ?? 200, body: serialize(result.body), final: false }, durationMs: took() };
     } catch (err) {
-      if (isFinalToolError(err)) {
-        stored = { status: err.status, body: serialize(err.body), final: true };
-      } else if (err instanceof AbandonCall || (err as Error)?.name === "AbandonCall") {
-        this.onCall({ tool: tool.name, result: "abandoned", storeMs, auditMs });
-        throw new CallAbandonedError();
-      } else {
-        await this.store.abandon(request.scope, key, token).catch(() => {});
-        this.audit.outcome({
-          id: executionId,
-          outcome: "failed",
-          finishedAt: new Date(this.now()),
-          durationMs: Math.round(performance.now() - started),
-          resultStatus: null,
-          resultBody: null,
-          resultFinal: null,
-          expiresAt: null,
-          error: err instanceof Error ? err.message : String(err),
-        });
-        this.onCall({ tool: tool.name, result: "tool_failed", storeMs, auditMs });
-        if (isIdemgateError(err)) throw err;
-        throw new ToolFailedError(err instanceof Error ? err.message : String(err));
-      }
+      if (isFinalToolError(err)) return { class: "done", stored: { status: err.status, body: serialize(err.body), final: true }, durationMs: took() };
+      if (isNotRunError(err)) return { class: "not_run", message: err.message, upstreamStatus: err.upstreamStatus, durationMs: took() };
+      if (err instanceof AbandonCall || (err as Error)?.name === "AbandonCall") return { class: "abandoned" };
+      // Only the tool's own word that nothing happened frees a key: anything else may have happened.
+      if (isOutcomeUnknown(err)) return { class: "unknown", note: err.note, timedOut: err.timedOut, durationMs: took() };
+      const message = err instanceof Error ? err.message : String(err);
+      return { class: "unknown", note: `the tool threw: ${message}`, timedOut: false, durationMs: took() };
     }
-    const durationMs = Math.round(performance.now() - started);
+  }
 
+  /** Steps 4 and 5: the key ends done, released or unknown, and the log records how. */
+  private async settle(call: CallContext, token: number, ended: Ended): Promise<InvokeResult> {
+    const { tool } = call;
+    switch (ended.class) {
+      case "abandoned":
+        this.onCall({ tool: tool.name, result: "abandoned", storeMs: call.storeMs, auditMs: call.auditMs });
+        throw new CallAbandonedError();
+      case "not_run": {
+        await this.store.abandon(call.scope, call.key, token).catch(() => {});
+        this.recordOutcome(call, "failed", ended.durationMs, null, ended.message);
+        this.onCall({ tool: tool.name, result: "tool_failed", storeMs: call.storeMs, auditMs: call.auditMs });
+        throw new ToolFailedError(ended.message, ended.upstreamStatus);
+      }
+      case "unknown": {
+        const t = performance.now();
+        const marked = await this.store.markUnknown(call.scope, call.key, token, ended.note, this.now()).catch(() => null);
+        call.storeMs += performance.now() - t;
+        // Not marked: the key was released or taken over meanwhile (recorded as such), or the
+        // store is down (the reservation stays inflight and turns stuck: still held).
+        const note = marked === null || marked.ok ? ended.note : `${ended.note}; the key had been released or taken over meanwhile`;
+        this.recordOutcome(call, "unknown", ended.durationMs, null, note);
+        this.onCall({ tool: tool.name, result: "outcome_unknown", storeMs: call.storeMs, auditMs: call.auditMs });
+        throw new OutcomeUnknownError(call.key, call.executionId, ended.note, ended.timedOut);
+      }
+      case "done":
+        return this.complete(call, token, ended.stored, ended.durationMs);
+    }
+  }
+
+  private async complete(call: CallContext, token: number, stored: StoredResult, durationMs: number): Promise<InvokeResult> {
     const completedMs = this.now();
-    const t2 = performance.now();
+    const t = performance.now();
     let late = false;
     let completionError: string | null = null;
     try {
-      const done = await this.store.complete(request.scope, key, token, stored, ttlMs, completedMs);
+      const done = await this.store.complete(call.scope, call.key, token, stored, call.ttlMs, completedMs);
       if (done.ok) this.replayCache?.remember(done.record, completedMs);
       else if (done.reason === "stale_token") late = true;
-      // The reservation vanished with the store's data: the result stands and is kept in the log,
-      // from where the next duplicate is answered (recoverFromAudit).
-      else completionError = "completion not stored: the key store lost the reservation while the tool ran";
+      // The reservation is gone: an operator released it while the tool ran (the log turns this
+      // outcome into a late completion), or the key store lost it with its data. The side effect
+      // happened, so the result goes back under the key unless another call holds it by now.
+      else if (!(await this.restore(call, stored, completedMs))) {
+        completionError = `${COMPLETION_NOT_STORED}: the reservation was released, or lost by the key store, while the tool ran`;
+      }
     } catch (err) {
       // The side effect happened; its record could not be stored. The caller still gets the result;
       // the reconciler sees a succeeded execution without a done record (lost completion).
-      completionError = `completion not stored: ${err instanceof Error ? err.message : String(err)}`;
+      completionError = `${COMPLETION_NOT_STORED}: ${err instanceof Error ? err.message : String(err)}`;
     }
-    storeMs += performance.now() - t2;
+    call.storeMs += performance.now() - t;
 
     this.audit.outcome({
-      id: executionId,
+      id: call.executionId,
       outcome: late ? "late_completion" : stored.final ? "final_error" : "succeeded",
       finishedAt: new Date(completedMs),
       durationMs,
@@ -242,11 +299,49 @@ export class Engine {
       resultFinal: stored.final,
       // a late result is kept too: when no later execution ran (the key was only probed after a
       // store loss), it is the action's one result and duplicates are answered with it
-      expiresAt: new Date(completedMs + ttlMs),
+      expiresAt: new Date(completedMs + call.ttlMs),
       error: late ? "completion refused: the reservation was released or taken over while the tool ran" : completionError,
     });
-    this.onCall({ tool: tool.name, result: stored.final ? "final_error" : "executed", storeMs, auditMs });
-    return { kind: "executed", status: stored.status, body: stored.body, key, executionId, fallback, lateCompletion: late };
+    this.onCall({ tool: call.tool.name, result: stored.final ? "final_error" : "executed", storeMs: call.storeMs, auditMs: call.auditMs });
+    return { kind: "executed", status: stored.status, body: stored.body, key: call.key, executionId: call.executionId, fallback: call.fallback, lateCompletion: late };
+  }
+
+  /**
+   * Stores a result whose reservation vanished while the tool ran, if the key is still free: a
+   * new reservation completed at once under this execution. Whatever holds the key now wins.
+   */
+  private async restore(call: CallContext, stored: StoredResult, completedMs: number): Promise<boolean> {
+    const again = await this.store.begin({
+      scope: call.scope,
+      key: call.key,
+      tool: call.tool.name,
+      fingerprint: call.fingerprint,
+      leaseMs: call.tool.leaseMs,
+      nowMs: completedMs,
+      fallback: call.fallback,
+      session: call.session,
+      executionId: call.executionId,
+      takeoverStuck: false,
+      retryUnknown: false,
+    });
+    if (again.kind !== "reserved") return false;
+    const done = await this.store.complete(call.scope, call.key, again.token, stored, call.ttlMs, completedMs, { executionId: call.executionId });
+    if (done.ok) this.replayCache?.remember(done.record, completedMs);
+    return done.ok;
+  }
+
+  private recordOutcome(call: CallContext, outcome: "failed" | "unknown", durationMs: number, resultStatus: number | null, error: string): void {
+    this.audit.outcome({
+      id: call.executionId,
+      outcome,
+      finishedAt: new Date(this.now()),
+      durationMs,
+      resultStatus,
+      resultBody: null,
+      resultFinal: null,
+      expiresAt: null,
+      error,
+    });
   }
 
   /**
@@ -304,6 +399,8 @@ export class Engine {
         throw new ConflictError(record, CONFLICT_RETRY_AFTER_MS);
       case "stuck":
         throw new StuckKeyError(record);
+      case "unknown":
+        throw new UnknownOutcomeKeyError(record);
       case "mismatch":
         throw new MismatchError(record);
     }
@@ -312,21 +409,28 @@ export class Engine {
   /**
    * After a key-store loss: the latest execution the audit log has for the key decides. A stored
    * result is written back under the reservation and replayed; an execution without an outcome
-   * keeps the key blocked (inflight, then stuck) as its lost record would have; other arguments are
-   * a mismatch. Returns null when nothing recorded stands in the way.
+   * keeps the key blocked (inflight, then stuck) as its lost record would have, and one whose
+   * outcome was unknown blocks it as unknown again; other arguments are a mismatch. Returns null
+   * when nothing recorded stands in the way.
    */
-  private async recoverFromAudit(call: CallContext, token: number, fp: string, ttlMs: number): Promise<InvokeResult | null> {
+  private async recoverFromAudit(call: CallContext, token: number): Promise<InvokeResult | null> {
+    const fp = call.fingerprint;
     let prior: PriorExecution | null;
     try {
-      prior = await this.audit.priorExecution(call.scope, call.key, new Date(call.arrivedMs - ttlMs));
+      prior = await this.audit.priorExecution(call.scope, call.key, new Date(call.arrivedMs - call.ttlMs));
     } catch (err) {
       await this.store.abandon(call.scope, call.key, token).catch(() => {});
       throw new UnavailableError("audit_log", err);
     }
     // succeeded, final_error, late_completion (as the latest execution, no other one ran after it)
-    // and resolved left a result; open calls still block
-    if (!prior || prior.outcome === "failed" || prior.outcome === "released") return null;
+    // and resolved left a result; open and unknown calls still block
+    if (!prior || prior.outcome === "failed" || prior.outcome === "released" || prior.outcome === "retried") return null;
     const record = recordFromPrior(call.scope, call.key, prior, call.fallback);
+    if (prior.outcome === "unknown" && prior.fingerprint === fp) {
+      const note = prior.error ?? "the outcome of its call was unknown";
+      const marked = await this.store.markUnknown(call.scope, call.key, token, note, prior.finishedAt?.getTime() ?? call.arrivedMs).catch(() => null);
+      return this.suppressed("unknown", marked?.ok ? marked.record : record, call);
+    }
     const keepsResult = prior.outcome !== null && prior.resultBody !== null && prior.expiresAt !== null && prior.expiresAt.getTime() > call.arrivedMs;
     if (prior.fingerprint === fp && keepsResult) {
       const result = { status: prior.resultStatus ?? 200, body: prior.resultBody!, final: prior.resultFinal ?? false };
@@ -335,15 +439,18 @@ export class Engine {
         .catch(() => null);
       return this.suppressed("replay", restored?.ok ? restored.record : { ...record, result }, call);
     }
-    if (prior.outcome !== null && !keepsResult) return null;
+    if (prior.outcome !== null && prior.outcome !== "unknown" && !keepsResult) return null;
     await this.store.abandon(call.scope, call.key, token).catch(() => {});
     if (prior.fingerprint !== fp) return this.suppressed("mismatch", record, call);
     return this.suppressed(prior.leaseUntil.getTime() > call.arrivedMs ? "conflict" : "stuck", record, call);
   }
 
-  /** The operator believes the side effect did not happen: the next call with the key runs it. */
+  /**
+   * The operator (or the tool's probe) says the side effect did not happen: the next call with the
+   * key runs it. Stuck and unknown keys; a running one only with `force`.
+   */
   async release(decision: OperatorDecision): Promise<{ before: KeyRecord }> {
-    const out = await this.store.release(decision.scope, decision.key);
+    const out = await this.store.release(decision.scope, decision.key, { nowMs: this.now(), force: decision.force ?? false });
     if (out.ok) {
       // the execution ends here as far as the log is concerned; if the store later loses data, the
       // released execution no longer blocks the key
@@ -353,17 +460,20 @@ export class Engine {
     if (out.reason === "absent") {
       // The key store lost the record, but the audit log still blocks the key (see recoverFromAudit).
       const prior = await this.audit.priorExecution(decision.scope, decision.key, new Date(this.now() - RELEASE_LOOKBACK_MS));
-      if (prior && prior.outcome === null && (await this.audit.closeOpenExecution(prior.id, "released", decision.reason))) {
+      if (prior && (prior.outcome === null || prior.outcome === "unknown") && (await this.audit.closeOpenExecution(prior.id, "released", decision.reason))) {
         return { before: recordFromPrior(decision.scope, decision.key, prior, false) };
       }
     }
     throw refusal("release", out.reason, out.current);
   }
 
-  /** The operator confirmed the side effect happened: the key is done with the result they supply. */
+  /**
+   * The operator (or the tool's probe) confirmed the side effect happened: the key is done with the
+   * result they supply. Stuck and unknown keys; a running one only with `force`.
+   */
   async resolve(decision: OperatorDecision & { result: unknown; status?: number; ttlMs: number }): Promise<{ before: KeyRecord; after: KeyRecord | null }> {
     const stored: StoredResult = { status: decision.status ?? 200, body: serialize(decision.result), final: false };
-    const out = await this.store.resolve(decision.scope, decision.key, stored, decision.ttlMs, this.now());
+    const out = await this.store.resolve(decision.scope, decision.key, stored, decision.ttlMs, { nowMs: this.now(), force: decision.force ?? false });
     if (!out.ok) throw refusal("resolve", out.reason, out.current);
     if (out.before.executionId) {
       const expiresAt = new Date(out.after?.expiresAtMs ?? this.now() + decision.ttlMs);
@@ -390,6 +500,10 @@ interface CallContext {
   tool: ToolPolicy;
   scope: string;
   key: string;
+  fingerprint: string;
+  /** how long a result is replayed: the tool's TTL, or its fallback window for a fallback key */
+  ttlMs: number;
+  executionId: string;
   fallback: boolean;
   session: string | null;
   caller: string | null;
@@ -399,32 +513,49 @@ interface CallContext {
   cached?: boolean;
 }
 
+/** How a tool call ended, sorted into the outcome classes (DESIGN.md). */
+type Ended =
+  | { class: "done"; stored: StoredResult; durationMs: number }
+  | { class: "not_run"; message: string; upstreamStatus?: number; durationMs: number }
+  | { class: "unknown"; note: string; timedOut: boolean; durationMs: number }
+  /** the handler abandoned the call as a crashed process would: nothing is written */
+  | { class: "abandoned" };
+
 /** The record a lost key would have, rebuilt from its execution in the audit log. */
 function recordFromPrior(scope: string, key: string, prior: PriorExecution, fallback: boolean): KeyRecord {
   const open = prior.outcome === null;
+  const unknown = prior.outcome === "unknown";
   return {
     scope,
     key,
     tool: prior.tool,
     fingerprint: prior.fingerprint,
-    status: open ? "inflight" : "done",
+    status: open ? "inflight" : unknown ? "unknown" : "done",
     token: 0,
     createdAtMs: prior.startedAt.getTime(),
-    leaseUntilMs: open ? prior.leaseUntil.getTime() : null,
+    leaseUntilMs: open || unknown ? prior.leaseUntil.getTime() : null,
     completedAtMs: null,
     expiresAtMs: prior.expiresAt?.getTime() ?? null,
     result: null,
     fallback,
     session: prior.session,
     executionId: prior.id,
+    outcomeNote: unknown ? prior.error : null,
+    unknownAtMs: unknown ? (prior.finishedAt?.getTime() ?? null) : null,
   };
 }
 
-function refusal(action: string, reason: "absent" | "not_inflight", current: KeyRecord | null): InvalidStateError {
-  return new InvalidStateError(
-    reason === "absent"
-      ? `there is no record under this key to ${action}`
-      : `only inflight or stuck keys can be ${action}d; this key is ${current?.status ?? "absent"}`,
-    current,
-  );
+function refusal(action: string, reason: "absent" | "not_inflight" | "running", current: KeyRecord | null): InvalidStateError {
+  switch (reason) {
+    case "absent":
+      return new InvalidStateError(`there is no record under this key to ${action}`, current);
+    case "running":
+      return new InvalidStateError(
+        `the call holding this key is still running (its lease ends at ${current?.leaseUntilMs ? new Date(current.leaseUntilMs).toISOString() : "an unknown time"}) ` +
+          `and may still complete; ${action} it anyway only with force (its late result is then flagged)`,
+        current,
+      );
+    case "not_inflight":
+      return new InvalidStateError(`only stuck, unknown or running keys can be ${action}d; this key is ${current?.status ?? "absent"}`, current);
+  }
 }

@@ -76,6 +76,21 @@ export class StuckKeyError extends SuppressionError {
   }
 }
 
+/**
+ * A duplicate of a call whose outcome is unknown: it may have happened, so the key stays held until
+ * the tool's probe or an operator decides. Never runs again by itself.
+ */
+export class UnknownOutcomeKeyError extends SuppressionError {
+  readonly code = "outcome_unknown";
+  constructor(record: KeyRecord) {
+    super(
+      `the first call with this key ended without knowing whether its side effect happened${record.outcomeNote ? ` (${record.outcomeNote})` : ""}; ` +
+        `the key is held and the action will not run again until the tool's status probe or an operator decides (it happened: resolve; it did not: release)`,
+      record,
+    );
+  }
+}
+
 export class MismatchError extends SuppressionError {
   readonly code = "mismatch";
   constructor(record: KeyRecord) {
@@ -94,7 +109,7 @@ export class UnavailableError extends IdemgateError {
   }
 }
 
-/** The tool failed before finishing its side effect; the key was released so a retry may run. */
+/** The tool said its side effect did not happen; the key was released so a retry runs it. */
 export class ToolFailedError extends IdemgateError {
   readonly code = "tool_failed";
   constructor(
@@ -105,10 +120,27 @@ export class ToolFailedError extends IdemgateError {
   }
 }
 
-export class ToolTimeoutError extends IdemgateError {
-  readonly code = "tool_timeout";
-  constructor(readonly timeoutMs: number) {
-    super(`the tool did not answer within ${timeoutMs} ms; the key was released`);
+/**
+ * The call ended without knowing whether its side effect happened (a timeout, a 5xx, a reset after
+ * the request was sent, an exception after the tool started). The key is held in state `unknown`;
+ * retries get 409 until the tool's probe or an operator decides. Answered 504 for a timeout and
+ * 502 otherwise, with the problem type `outcome_unknown` either way.
+ */
+export class OutcomeUnknownError extends IdemgateError {
+  readonly code = "outcome_unknown";
+  readonly status: number;
+  readonly headers: Record<string, string> = {};
+  constructor(
+    readonly key: string,
+    readonly executionId: string,
+    readonly note: string,
+    timedOut: boolean,
+  ) {
+    super(
+      `the tool's outcome is unknown (${note}): the action may have happened. The key is held and will not run again ` +
+        `by itself; a retry gets 409 until the tool's status probe or an operator decides`,
+    );
+    this.status = timedOut ? 504 : 502;
   }
 }
 

@@ -10,6 +10,12 @@ export interface ToolPolicy {
   stuckPolicy: "block" | "takeover";
   /** keyless calls are deduplicated by their arguments for this long; null: keyless writes are refused */
   fallbackTtlMs: number | null;
+  /**
+   * the tool's service honours the forwarded idempotency key itself (as Stripe does): a call whose
+   * outcome is unknown (or stuck) may be sent again with the same key, and the service applies it
+   * at most once
+   */
+  dedupes: boolean;
 }
 
 export interface ToolContext {
@@ -47,6 +53,71 @@ export function isFinalToolError(err: unknown): err is FinalToolError {
   return err instanceof FinalToolError || (err instanceof Error && err.name === "FinalToolError" && "status" in err && "body" in err);
 }
 
+/**
+ * Thrown by a tool that knows its side effect did not happen (it refused before acting, its service
+ * could not be reached before a byte was sent, the service answered that it applied nothing). This
+ * is the only way a call frees its key: the reservation is released and a retry runs. Any other
+ * exception means the outcome is unknown and the key stays held.
+ */
+export class NotRunError extends Error {
+  constructor(
+    message: string,
+    /** the service's status when it answered (408, 425, 429, or an explicit not-applied answer) */
+    readonly upstreamStatus?: number,
+  ) {
+    super(message);
+    this.name = "NotRunError";
+  }
+}
+
+export function isNotRunError(err: unknown): err is NotRunError {
+  return err instanceof NotRunError || (err instanceof Error && err.name === "NotRunError");
+}
+
+/**
+ * Thrown by a tool that cannot tell whether its side effect happened, with a note for operators
+ * ("timed out after 400 ms", "the service answered 502"). Any exception other than NotRunError,
+ * FinalToolError and AbandonCall is treated the same way; this one carries a readable note.
+ */
+export class OutcomeUnknown extends Error {
+  constructor(
+    readonly note: string,
+    /** the call timed out (the gateway answers 504 rather than 502) */
+    readonly timedOut: boolean = false,
+  ) {
+    super(note);
+    this.name = "OutcomeUnknown";
+  }
+}
+
+export function isOutcomeUnknown(err: unknown): err is OutcomeUnknown {
+  return err instanceof OutcomeUnknown || (err instanceof Error && err.name === "OutcomeUnknown" && "note" in err);
+}
+
+/**
+ * What a tool answers when asked whether a call's side effect happened (its status probe):
+ * applied, with the result the call produced; not applied; or it cannot tell.
+ */
+export type ProbeAnswer =
+  | { outcome: "applied"; status: number; body: unknown }
+  | { outcome: "not_applied" }
+  | { outcome: "unknown"; note?: string };
+
+export interface ProbeContext {
+  scope: string;
+  /** the caller's idempotency key */
+  key: string;
+  /** the execution whose outcome is asked for, when the key store knows it */
+  executionId: string | null;
+  signal?: AbortSignal;
+}
+
+/**
+ * A tool's status probe. Arguments are not kept by Idemgate (only their fingerprint), so a probe
+ * identifies the call by its scope and key (or the derived key an upstream received).
+ */
+export type ProbeTool = (ctx: ProbeContext) => Promise<ProbeAnswer>;
+
 /** Thrown by a tool to abandon the call exactly as a crashed process would (simulation). */
 export class AbandonCall extends Error {
   constructor() {
@@ -60,6 +131,7 @@ export const DEFAULT_POLICY = {
   leaseMs: 60 * 1000,
   stuckPolicy: "block" as const,
   fallbackTtlMs: null,
+  dedupes: false,
   retentionMs: 7 * 24 * 60 * 60 * 1000,
   fallbackDefaultTtlMs: 60 * 1000,
 };

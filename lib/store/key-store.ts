@@ -12,6 +12,12 @@ export interface BeginInput {
   executionId: string;
   /** a stuck reservation is taken over with a new token instead of being reported */
   takeoverStuck: boolean;
+  /**
+   * an unknown (and a stuck) reservation with the same fingerprint is taken over with a new token
+   * instead of being reported: the tool's service deduplicates on the forwarded key itself, so
+   * sending the call again cannot apply it twice
+   */
+  retryUnknown: boolean;
 }
 
 /**
@@ -35,6 +41,8 @@ export type BeginOutcome =
   | { kind: "replay"; record: KeyRecord }
   | { kind: "conflict"; record: KeyRecord }
   | { kind: "stuck"; record: KeyRecord }
+  /** the key's last call ended with an unknown outcome: held until a probe or an operator decides */
+  | { kind: "unknown"; record: KeyRecord }
   | { kind: "mismatch"; record: KeyRecord };
 
 export interface CompleteOptions {
@@ -47,10 +55,20 @@ export type CompleteOutcome =
   /** the reservation is gone or belongs to another token: the caller is a stale holder */
   | { ok: false; reason: "stale_token" | "absent"; current: KeyRecord | null };
 
-/** An operator's release or resolve: only inflight (including stuck) records change. */
+/**
+ * An operator's release or resolve: only stuck and unknown records change, and inflight ones whose
+ * lease is still valid when forced (their call may still complete). `not_inflight`: done or expired;
+ * `running`: inflight within its lease and not forced.
+ */
 export type OperatorOutcome =
   | { ok: true; before: KeyRecord; after: KeyRecord | null }
-  | { ok: false; reason: "absent" | "not_inflight"; current: KeyRecord | null };
+  | { ok: false; reason: "absent" | "not_inflight" | "running"; current: KeyRecord | null };
+
+export interface OperatorGuard {
+  nowMs: number;
+  /** also act on an inflight record whose lease is still valid */
+  force?: boolean;
+}
 
 export interface ListQuery {
   state?: KeyState;
@@ -85,12 +103,18 @@ export interface KeyStore {
     nowMs: number,
     options?: CompleteOptions,
   ): Promise<CompleteOutcome>;
-  /** the holder gives its reservation back (tool error); refused for another token */
+  /** the holder gives its reservation back (the tool said nothing happened); refused for another token */
   abandon(scope: string, key: string, token: number): Promise<boolean>;
-  /** operator: delete an inflight or stuck reservation */
-  release(scope: string, key: string): Promise<OperatorOutcome>;
-  /** operator: mark an inflight or stuck reservation done with the given result */
-  resolve(scope: string, key: string, result: StoredResult, ttlMs: number, nowMs: number): Promise<OperatorOutcome>;
+  /**
+   * the holder cannot tell whether its side effect happened: the inflight record under `token`
+   * becomes `unknown` (with `note` and `unknownAtMs = nowMs`) and blocks the key until a probe or an
+   * operator decides; refused (stale_token / absent) like complete
+   */
+  markUnknown(scope: string, key: string, token: number, note: string, nowMs: number): Promise<CompleteOutcome>;
+  /** operator: delete a stuck or unknown reservation (an inflight one only when forced) */
+  release(scope: string, key: string, guard: OperatorGuard): Promise<OperatorOutcome>;
+  /** operator: mark a stuck or unknown reservation done with the given result (an inflight one only when forced) */
+  resolve(scope: string, key: string, result: StoredResult, ttlMs: number, guard: OperatorGuard): Promise<OperatorOutcome>;
   get(scope: string, key: string): Promise<KeyRecord | null>;
   list(query: ListQuery): Promise<ListPage>;
   counts(nowMs: number, filter?: { tool?: string; scope?: string }): Promise<StateCounts>;
