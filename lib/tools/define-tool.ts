@@ -1,6 +1,7 @@
 import type { z } from "zod";
 import type { PrismaClient } from "@/generated/prisma/client";
-import { DEFAULT_POLICY, type ToolContext, type ToolPolicy, type ToolResult } from "@/lib/idempotency/tool";
+import { DEFAULT_POLICY, type ProbeAnswer, type ProbeContext, type ToolContext, type ToolPolicy, type ToolResult } from "@/lib/idempotency/tool";
+import type { SideEffect } from "./effects";
 
 /** Dotted lower-case segments: `payments.charge`, `crm.contacts.upsert`. They appear in URLs unescaped. */
 export const TOOL_NAME_PATTERN = /^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)*$/;
@@ -13,12 +14,25 @@ export interface InProcessContext extends ToolContext {
   db: PrismaClient;
 }
 
-/** A service Idemgate forwards calls to (lib/tools/upstream.ts), passing the idempotency key on. */
+/** What an in-process tool's status probe gets: the call's scope, key and execution, and the database. */
+export interface InProcessProbeContext extends ProbeContext {
+  db: PrismaClient;
+}
+
+/**
+ * A service Idemgate forwards calls to (lib/tools/upstream.ts), passing a key derived from the
+ * caller's scope and key on (`Idempotency-Key`), so the service can deduplicate too.
+ */
 export interface UpstreamConfig {
   url: string;
   timeoutMs: number;
   /** sent with every call, e.g. the upstream's own credentials */
   headers?: Record<string, string>;
+  /**
+   * `GET statusUrl` with the call's headers answers whether the call with that key was applied:
+   * `{"outcome":"applied","status":200,"body":…}`, `{"outcome":"not_applied"}` or `{"outcome":"unknown"}`
+   */
+  statusUrl?: string;
 }
 
 interface ToolSpec<S extends ArgsSchema> {
@@ -27,11 +41,18 @@ interface ToolSpec<S extends ArgsSchema> {
   schema: S;
   /** documents the result (JSON Schema, OpenAPI); results are not validated against it */
   resultSchema?: z.ZodType;
+  /**
+   * the side effects the tool committed at or after `since`, from its own records: the reconciler
+   * flags each one without an execution in the audit log (an unrecorded effect)
+   */
+  listEffects?(db: PrismaClient, since: Date): Promise<SideEffect[]>;
 }
 
 // `run` is declared as a method so definitions with specific argument types fit in one list.
 interface InProcessSource<S extends ArgsSchema> {
   run(args: z.output<S>, ctx: InProcessContext): Promise<ToolResult>;
+  /** whether the call with this scope and key applied its side effect, from the tool's own records */
+  probe?(ctx: InProcessProbeContext): Promise<ProbeAnswer>;
   upstream?: undefined;
 }
 
@@ -56,6 +77,11 @@ export type ToolInput<S extends ArgsSchema> = ToolSpec<S> &
      * candidate, so it is opt-in. `true` means the default window (60 s).
      */
     fallbackDedupe?: boolean | { ttlMs: number };
+    /**
+     * the service honours the forwarded key itself (as Stripe does): a call whose outcome is
+     * unknown (or stuck) is sent again with the same key instead of being held
+     */
+    dedupes?: boolean;
   };
 
 export class ToolDefinitionError extends Error {
@@ -71,7 +97,7 @@ function positiveMs(tool: string, field: string, value: number): number {
 }
 
 export function defineTool<S extends ArgsSchema>(input: ToolInput<S>): ToolDefinition<S> {
-  const { name, fallbackDedupe, ...rest } = input;
+  const { name, fallbackDedupe, dedupes, ...rest } = input;
   if (!TOOL_NAME_PATTERN.test(name)) {
     throw new ToolDefinitionError(name, "names are lower-case dotted segments of letters, digits and _ (e.g. payments.charge)");
   }
@@ -85,7 +111,15 @@ export function defineTool<S extends ArgsSchema>(input: ToolInput<S>): ToolDefin
       throw new ToolDefinitionError(name, `upstream.url is not a URL: ${input.upstream.url}`);
     }
     positiveMs(name, "upstream.timeoutMs", input.upstream.timeoutMs);
+    if (input.upstream.statusUrl !== undefined) {
+      try {
+        new URL(input.upstream.statusUrl);
+      } catch {
+        throw new ToolDefinitionError(name, `upstream.statusUrl is not a URL: ${input.upstream.statusUrl}`);
+      }
+    }
   }
+  if (input.dedupes && input.kind === "read") throw new ToolDefinitionError(name, "dedupes is for write tools");
 
   let fallbackTtlMs: number | null = DEFAULT_POLICY.fallbackTtlMs;
   if (fallbackDedupe) {
@@ -94,13 +128,20 @@ export function defineTool<S extends ArgsSchema>(input: ToolInput<S>): ToolDefin
     fallbackTtlMs = fallbackDedupe === true ? DEFAULT_POLICY.fallbackDefaultTtlMs : positiveMs(name, "fallbackDedupe.ttlMs", fallbackDedupe.ttlMs);
   }
 
+  const leaseMs = positiveMs(name, "leaseMs", input.leaseMs ?? DEFAULT_POLICY.leaseMs);
+  if (input.upstream && input.kind === "write" && input.upstream.timeoutMs >= leaseMs) {
+    // a call still waiting for its answer must never look stuck: takeover would send a second copy
+    throw new ToolDefinitionError(name, `upstream.timeoutMs (${input.upstream.timeoutMs}) must be below the lease (${leaseMs} ms)`);
+  }
+
   return {
     ...rest,
     name,
     ttlMs: positiveMs(name, "ttlMs", input.ttlMs ?? DEFAULT_POLICY.ttlMs),
-    leaseMs: positiveMs(name, "leaseMs", input.leaseMs ?? DEFAULT_POLICY.leaseMs),
+    leaseMs,
     stuckPolicy: input.stuckPolicy ?? DEFAULT_POLICY.stuckPolicy,
     fallbackTtlMs,
+    dedupes: dedupes ?? DEFAULT_POLICY.dedupes,
   } as ToolDefinition<S>;
 }
 

@@ -5,8 +5,8 @@ export { defineTool, defineTools, type ToolDefinition, type UpstreamConfig, type
 export type { ListEffects, SideEffect } from "./effects";
 export { ToolRegistry, type ToolDescription, type JsonSchema } from "./registry";
 export type { OpenApiDocument } from "./openapi";
-export { upstreamRunner } from "./upstream";
-export { demoTools, listDemoEffects } from "./demo";
+export { derivedKey, upstreamProber, upstreamRunner } from "./upstream";
+export { demoTools } from "./demo";
 
 let registry: ToolRegistry | undefined;
 

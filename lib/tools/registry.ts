@@ -1,10 +1,11 @@
 import type { PrismaClient } from "@/generated/prisma/client";
 import { InvalidArgumentsError, UnknownToolError } from "@/lib/idempotency/errors";
-import type { RunTool } from "@/lib/idempotency/tool";
+import type { ProbeTool, RunTool } from "@/lib/idempotency/tool";
 import { toJsonSchema, type JsonSchema, type ToolDescription } from "./api-schemas";
 import { defineTools, type ToolDefinition } from "./define-tool";
 import { buildOpenApiDocument, type OpenApiDocument } from "./openapi";
-import { upstreamRunner } from "./upstream";
+import type { SideEffect } from "./effects";
+import { upstreamProber, upstreamRunner } from "./upstream";
 
 export type { JsonSchema, ToolDescription };
 
@@ -66,6 +67,26 @@ export class ToolRegistry {
     if (tool.upstream) return upstreamRunner(tool.upstream, this.fetchImpl);
     const run = tool.run.bind(tool);
     return (args, ctx) => run(args as Record<string, unknown>, { ...ctx, db });
+  }
+
+  /**
+   * The tool's status probe, or null when it cannot tell whether a call happened: an upstream's
+   * `statusUrl`, or an in-process `probe` bound to `db`.
+   */
+  proberFor(tool: ToolDefinition, db: PrismaClient): ProbeTool | null {
+    if (tool.upstream) {
+      const { statusUrl } = tool.upstream;
+      return statusUrl ? upstreamProber({ ...tool.upstream, statusUrl }, this.fetchImpl) : null;
+    }
+    if (typeof tool.probe !== "function") return null;
+    const probe = tool.probe.bind(tool);
+    return (ctx) => probe({ ...ctx, db });
+  }
+
+  /** Every side effect the tools that can list theirs committed at or after `since`, oldest first. */
+  async listEffects(db: PrismaClient, since: Date): Promise<SideEffect[]> {
+    const lists = await Promise.all(this.list().flatMap((tool) => (tool.listEffects ? [tool.listEffects(db, since)] : [])));
+    return lists.flat().sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime());
   }
 
   describe(tool: ToolDefinition): ToolDescription {

@@ -11,12 +11,14 @@ const UpstreamToolSpec = z.strictObject({
   leaseMs: z.number().int().positive().optional(),
   stuckPolicy: z.enum(["block", "takeover"]).optional(),
   fallbackDedupe: z.boolean().optional(),
+  dedupes: z.boolean().optional(),
+  statusUrl: z.string().url().optional(),
   headers: z.record(z.string(), z.string()).optional(),
 });
 
 /**
  * Upstream tools declared without code: IDEMGATE_UPSTREAM_TOOLS holds a JSON array of
- * `{ name, url, kind?, timeoutMs?, ttlMs?, leaseMs?, stuckPolicy?, fallbackDedupe?, headers? }`.
+ * `{ name, url, kind?, timeoutMs?, ttlMs?, leaseMs?, stuckPolicy?, fallbackDedupe?, dedupes?, statusUrl?, headers? }`.
  * Their arguments are any JSON object (the service validates them); everything else is as for a
  * tool declared in config.ts.
  */
@@ -38,11 +40,12 @@ export function upstreamToolsFromEnv(raw: string | undefined = process.env.IDEMG
       kind: spec.kind,
       description: spec.description,
       schema: z.looseObject({}),
-      upstream: { url: spec.url, timeoutMs: spec.timeoutMs, headers: spec.headers },
+      upstream: { url: spec.url, timeoutMs: spec.timeoutMs, headers: spec.headers, statusUrl: spec.statusUrl },
       ttlMs: spec.ttlMs,
       leaseMs: spec.leaseMs,
       stuckPolicy: spec.stuckPolicy,
       fallbackDedupe: spec.fallbackDedupe,
+      dedupes: spec.dedupes,
     }),
   );
 }

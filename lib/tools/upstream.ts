@@ -1,22 +1,50 @@
-import { ToolFailedError, ToolTimeoutError } from "@/lib/idempotency/errors";
-import { FinalToolError, type RunTool, type ToolContext, type ToolResult } from "@/lib/idempotency/tool";
+import { createHash } from "node:crypto";
+import { z } from "zod";
+import {
+  FinalToolError,
+  NotRunError,
+  OutcomeUnknown,
+  type ProbeAnswer,
+  type ProbeContext,
+  type ProbeTool,
+  type RunTool,
+  type ToolContext,
+  type ToolResult,
+} from "@/lib/idempotency/tool";
 import type { UpstreamConfig } from "./define-tool";
 
 /**
- * 4xx answers are the upstream's final word and are stored, except these: they say "not now", so
- * storing one would replay a transient refusal for the whole TTL. They release the key like a 5xx.
+ * 4xx answers are the service's final word and are stored, except these: they say "not now"
+ * without applying anything, so the key is released and a retry runs.
  */
-const TRANSIENT_CLIENT_ERRORS = new Set([408, 425, 429]);
+const NOT_NOW_STATUSES = new Set([408, 425, 429]);
 
-const MESSAGE_SNIPPET_CHARS = 200;
+/** `Idemgate-Outcome: not-applied` on any answer: the service says it applied nothing. */
+export const OUTCOME_HEADER = "idemgate-outcome";
 
 /**
- * A runner that forwards a call to an HTTP service: POST the arguments as JSON, passing the
- * idempotency key on so the service can deduplicate too (a timed-out call may have run there).
- *
- * 2xx → the result (its status and body); 4xx → a final error, stored and replayed;
- * 5xx, redirects, network errors → ToolFailedError; no answer in time → ToolTimeoutError.
- * The last two release the key, so a retry runs again — with the same key upstream.
+ * Connection errors raised before a byte of the request could be sent: nothing reached the
+ * service. Anything else (a reset, a socket closed mid-answer) may have happened after it acted.
+ */
+const NOT_SENT_CODES = new Set(["ECONNREFUSED", "ENOTFOUND", "EAI_AGAIN", "EHOSTUNREACH", "ENETUNREACH", "UND_ERR_CONNECT_TIMEOUT"]);
+
+/**
+ * The key a service receives: a hash of the caller's scope and key, so two tenants that use the
+ * same key string never collide at a service that holds one credential for Idemgate. The same
+ * (scope, key) always derives the same key, so a service that deduplicates recognises a resend.
+ */
+export function derivedKey(scope: string, key: string): string {
+  const digest = createHash("sha256").update("idemgate/upstream-key/v1\0").update(scope).update("\0").update(key).digest("base64url");
+  return `idg_${digest}`;
+}
+
+/**
+ * A runner that forwards a call to an HTTP service: POST the arguments as JSON with the derived
+ * idempotency key. The answer decides the outcome class (DESIGN.md, upstream contract):
+ * - 2xx → the result; 4xx other than 408/425/429 → a final error, stored and replayed;
+ * - 408/425/429, `Idemgate-Outcome: not-applied`, or a connection that failed before the request
+ *   was sent → NotRunError: nothing happened, the key is released;
+ * - a timeout, a reset after sending, 5xx, 3xx → OutcomeUnknown: the key is held.
  */
 export function upstreamRunner(config: UpstreamConfig, fetchImpl: typeof fetch = fetch): RunTool {
   return async (args: unknown, ctx: ToolContext): Promise<ToolResult> => {
@@ -24,7 +52,6 @@ export function upstreamRunner(config: UpstreamConfig, fetchImpl: typeof fetch =
     const signal = ctx.signal ? AbortSignal.any([timeout, ctx.signal]) : timeout;
 
     let response: Response;
-    let text: string;
     try {
       response = await fetchImpl(config.url, {
         method: "POST",
@@ -34,19 +61,75 @@ export function upstreamRunner(config: UpstreamConfig, fetchImpl: typeof fetch =
         // Following a redirect would send the side effect somewhere nobody configured.
         redirect: "manual",
       });
-      text = await response.text();
     } catch (err) {
-      if (timeout.aborted) throw new ToolTimeoutError(config.timeoutMs);
-      const cause = err instanceof Error && err.cause instanceof Error ? `: ${err.cause.message}` : "";
-      throw new ToolFailedError(`upstream ${describeUrl(config.url)} unreachable: ${err instanceof Error ? err.message : String(err)}${cause}`);
+      if (timeout.aborted) throw new OutcomeUnknown(`timed out after ${config.timeoutMs} ms`, true);
+      const code = errorCode(err);
+      if (code !== null && NOT_SENT_CODES.has(code)) throw new NotRunError(`the service could not be reached (${code}); the request was not sent`);
+      throw new OutcomeUnknown(`the connection failed after the request was sent (${code ?? describeError(err)})`);
     }
 
-    const body = parseBody(text);
+    if (response.headers.get(OUTCOME_HEADER)?.trim().toLowerCase() === "not-applied") {
+      await response.body?.cancel().catch(() => {});
+      throw new NotRunError(`the service answered ${response.status} and applied nothing`, response.status);
+    }
     const status = response.status;
-    if (status >= 200 && status < 300) return { status, body };
-    if (status >= 400 && status < 500 && !TRANSIENT_CLIENT_ERRORS.has(status)) throw new FinalToolError(status, body);
-    const snippet = text.length > MESSAGE_SNIPPET_CHARS ? `${text.slice(0, MESSAGE_SNIPPET_CHARS)}…` : text;
-    throw new ToolFailedError(`upstream ${describeUrl(config.url)} answered ${status}${snippet ? `: ${snippet}` : ""}`, status);
+    if (NOT_NOW_STATUSES.has(status)) {
+      await response.body?.cancel().catch(() => {});
+      throw new NotRunError(`the service answered ${status} without applying the call`, status);
+    }
+    if (status < 200 || status >= 500 || (status >= 300 && status < 400)) {
+      await response.body?.cancel().catch(() => {});
+      throw new OutcomeUnknown(`the service answered ${status}`);
+    }
+
+    let text: string;
+    try {
+      text = await response.text();
+    } catch (err) {
+      if (timeout.aborted) throw new OutcomeUnknown(`timed out after ${config.timeoutMs} ms while reading the service's ${status} answer`, true);
+      throw new OutcomeUnknown(`the service's ${status} answer was cut off (${errorCode(err) ?? describeError(err)})`);
+    }
+    const body = parseBody(text);
+    if (status < 300) return { status, body };
+    throw new FinalToolError(status, body);
+  };
+}
+
+const StatusAnswer = z.discriminatedUnion("outcome", [
+  z.object({ outcome: z.literal("applied"), status: z.number().int().min(200).max(499).default(200), body: z.unknown() }),
+  z.object({ outcome: z.literal("not_applied") }),
+  z.object({ outcome: z.literal("unknown") }),
+]);
+
+/**
+ * The status probe of an upstream tool with a `statusUrl`: `GET statusUrl` with the headers the
+ * call was sent with. Anything but a well-formed 2xx answer is "unknown": only the service's own
+ * word resolves or releases a key.
+ */
+export function upstreamProber(config: UpstreamConfig & { statusUrl: string }, fetchImpl: typeof fetch = fetch): ProbeTool {
+  return async (ctx: ProbeContext): Promise<ProbeAnswer> => {
+    const timeout = AbortSignal.timeout(config.timeoutMs);
+    const signal = ctx.signal ? AbortSignal.any([timeout, ctx.signal]) : timeout;
+    const headers = forwardedHeaders(config, { scope: ctx.scope, key: ctx.key, session: null, executionId: ctx.executionId });
+    headers.delete("content-type");
+    let response: Response;
+    let text: string;
+    try {
+      response = await fetchImpl(config.statusUrl, { method: "GET", headers, signal, redirect: "manual" });
+      text = await response.text();
+    } catch (err) {
+      return { outcome: "unknown", note: timeout.aborted ? `the status probe timed out after ${config.timeoutMs} ms` : `the status probe failed (${errorCode(err) ?? describeError(err)})` };
+    }
+    if (response.status < 200 || response.status >= 300) return { outcome: "unknown", note: `the status probe answered ${response.status}` };
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      return { outcome: "unknown", note: "the status probe's answer is not JSON" };
+    }
+    const answer = StatusAnswer.safeParse(parsed);
+    if (!answer.success) return { outcome: "unknown", note: "the status probe's answer has no valid outcome" };
+    return answer.data.outcome === "applied" ? { outcome: "applied", status: answer.data.status, body: answer.data.body ?? null } : answer.data;
   };
 }
 
@@ -56,12 +139,31 @@ function forwardedHeaders(config: UpstreamConfig, ctx: ToolContext): Headers {
   headers.set("content-type", "application/json");
   headers.set("accept", "application/json");
   headers.set("idemgate-scope", ctx.scope);
-  if (ctx.key !== null) headers.set("idempotency-key", ctx.key);
-  else headers.delete("idempotency-key");
+  if (ctx.key !== null) {
+    headers.set("idempotency-key", derivedKey(ctx.scope, ctx.key));
+    headers.set("idemgate-key", ctx.key);
+  } else {
+    headers.delete("idempotency-key");
+    headers.delete("idemgate-key");
+  }
   if (ctx.session !== null) headers.set("idemgate-session", ctx.session);
   else headers.delete("idemgate-session");
   if (ctx.executionId !== null) headers.set("idemgate-execution-id", ctx.executionId);
+  else headers.delete("idemgate-execution-id");
   return headers;
+}
+
+/** The error code of a failed fetch (undici puts the socket's code on `cause`). */
+function errorCode(err: unknown): string | null {
+  for (let e: unknown = err, depth = 0; e && depth < 4; e = (e as { cause?: unknown }).cause, depth++) {
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === "string") return code;
+  }
+  return null;
+}
+
+function describeError(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
 }
 
 /** JSON when it parses, `{ text }` otherwise, null for an empty body. */
@@ -72,10 +174,4 @@ function parseBody(text: string): unknown {
   } catch {
     return { text };
   }
-}
-
-/** The origin and path only: a query string may hold credentials, and this goes into error messages. */
-function describeUrl(url: string): string {
-  const u = new URL(url);
-  return `${u.origin}${u.pathname}`;
 }

@@ -1,8 +1,6 @@
 import { z } from "zod";
-import type { PrismaClient } from "@/generated/prisma/client";
 import { defineTool, type ToolDefinition } from "../define-tool";
-import type { ListEffects } from "../effects";
-import { LIST_LIMIT, afterEffect, beforeEffect, newId, simulateSchema } from "./simulate";
+import { LIST_LIMIT, afterEffect, beforeEffect, newId, probeByKey, simulateSchema } from "./simulate";
 
 const address = z.email("must be an email address").max(320);
 const isoDate = z.iso.datetime();
@@ -30,9 +28,23 @@ export const send = defineTool({
       data: { id: newId("msg"), scope: ctx.scope, to: args.to, subject: args.subject, body: args.body, idempotencyKey: ctx.key, createdAt: new Date() },
     });
     await afterEffect(args.simulate, ctx);
-    return { body: { messageId: row.id, createdAt: row.createdAt.toISOString() } };
+    return { body: presentMessage(row) };
+  },
+  probe: (ctx) =>
+    probeByKey(() => ctx.db.demoEmail.findFirst({ where: { scope: ctx.scope, idempotencyKey: ctx.key }, orderBy: { createdAt: "desc" } }), presentMessage),
+  listEffects: async (db, since) => {
+    const rows = await db.demoEmail.findMany({
+      where: { createdAt: { gte: since } },
+      select: { id: true, scope: true, idempotencyKey: true, createdAt: true },
+      orderBy: { createdAt: "asc" },
+    });
+    return rows.map((r) => ({ tool: "email.send", scope: r.scope, key: r.idempotencyKey, effectId: r.id, createdAt: r.createdAt }));
   },
 });
+
+function presentMessage(row: { id: string; createdAt: Date }) {
+  return { messageId: row.id, createdAt: row.createdAt.toISOString() };
+}
 
 export const listOutbox = defineTool({
   name: "email.list_outbox",
@@ -55,12 +67,3 @@ export const listOutbox = defineTool({
 });
 
 export const tools: readonly ToolDefinition[] = [send, listOutbox];
-
-export const listEffects: ListEffects = async (db: PrismaClient, since: Date) => {
-  const rows = await db.demoEmail.findMany({
-    where: { createdAt: { gte: since } },
-    select: { id: true, scope: true, idempotencyKey: true, createdAt: true },
-    orderBy: { createdAt: "asc" },
-  });
-  return rows.map((r) => ({ tool: send.name, scope: r.scope, key: r.idempotencyKey, effectId: r.id, createdAt: r.createdAt }));
-};

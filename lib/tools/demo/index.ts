@@ -1,6 +1,4 @@
-import type { PrismaClient } from "@/generated/prisma/client";
 import type { ToolDefinition } from "../define-tool";
-import type { ListEffects, SideEffect } from "../effects";
 import * as email from "./email";
 import * as payments from "./payments";
 import * as tickets from "./tickets";
@@ -25,12 +23,3 @@ export const demoTools: readonly ToolDefinition[] = (() => {
   const tools = families.flatMap((family) => family.tools);
   return leaseMs ? tools.map((tool) => (tool.kind === "write" ? { ...tool, leaseMs } : tool)) : tools;
 })();
-
-/** Each demo family's reconcile hook. */
-export const demoEffectListers: readonly ListEffects[] = families.map((family) => family.listEffects);
-
-/** Every side effect the demo tools committed at or after `since`, oldest first. */
-export async function listDemoEffects(db: PrismaClient, since: Date): Promise<SideEffect[]> {
-  const lists = await Promise.all(demoEffectListers.map((list) => list(db, since)));
-  return lists.flat().sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime());
-}

@@ -1,9 +1,7 @@
 import { z } from "zod";
-import type { PrismaClient } from "@/generated/prisma/client";
 import { FinalToolError } from "@/lib/idempotency/tool";
 import { defineTool, type ToolDefinition } from "../define-tool";
-import type { ListEffects } from "../effects";
-import { LIST_LIMIT, afterEffect, beforeEffect, demoProblem, newId, simulateSchema } from "./simulate";
+import { LIST_LIMIT, afterEffect, beforeEffect, demoProblem, newId, probeByKey, simulateSchema } from "./simulate";
 
 const customerId = z.string().min(1).max(128).describe("the customer's id in your system");
 // Amounts stay well inside the int4 columns, so a large one is a 400, not a database error.
@@ -42,11 +40,23 @@ export const charge = defineTool({
       },
     });
     await afterEffect(args.simulate, ctx);
-    return {
-      body: { chargeId: row.id, customerId: row.customerId, amountCents: row.amountCents, currency: row.currency, createdAt: row.createdAt.toISOString() },
-    };
+    return { body: presentCharge(row) };
+  },
+  probe: (ctx) =>
+    probeByKey(() => ctx.db.demoCharge.findFirst({ where: { scope: ctx.scope, idempotencyKey: ctx.key }, orderBy: { createdAt: "desc" } }), presentCharge),
+  listEffects: async (db, since) => {
+    const rows = await db.demoCharge.findMany({ where: { createdAt: { gte: since } }, select: { id: true, scope: true, idempotencyKey: true, createdAt: true } });
+    return rows.map((r) => ({ tool: "payments.charge", scope: r.scope, key: r.idempotencyKey, effectId: r.id, createdAt: r.createdAt }));
   },
 });
+
+function presentCharge(row: { id: string; customerId: string; amountCents: number; currency: string; createdAt: Date }) {
+  return { chargeId: row.id, customerId: row.customerId, amountCents: row.amountCents, currency: row.currency, createdAt: row.createdAt.toISOString() };
+}
+
+function presentRefund(row: { id: string; chargeId: string; amountCents: number; createdAt: Date }) {
+  return { refundId: row.id, chargeId: row.chargeId, amountCents: row.amountCents, createdAt: row.createdAt.toISOString() };
+}
 
 export const refund = defineTool({
   name: "payments.refund",
@@ -88,7 +98,13 @@ export const refund = defineTool({
       });
     });
     await afterEffect(args.simulate, ctx);
-    return { body: { refundId: row.id, chargeId: row.chargeId, amountCents: row.amountCents, createdAt: row.createdAt.toISOString() } };
+    return { body: presentRefund(row) };
+  },
+  probe: (ctx) =>
+    probeByKey(() => ctx.db.demoRefund.findFirst({ where: { scope: ctx.scope, idempotencyKey: ctx.key }, orderBy: { createdAt: "desc" } }), presentRefund),
+  listEffects: async (db, since) => {
+    const rows = await db.demoRefund.findMany({ where: { createdAt: { gte: since } }, select: { id: true, scope: true, idempotencyKey: true, createdAt: true } });
+    return rows.map((r) => ({ tool: "payments.refund", scope: r.scope, key: r.idempotencyKey, effectId: r.id, createdAt: r.createdAt }));
   },
 });
 
@@ -155,14 +171,3 @@ export const getBalance = defineTool({
 });
 
 export const tools: readonly ToolDefinition[] = [charge, refund, listCharges, getBalance];
-
-export const listEffects: ListEffects = async (db: PrismaClient, since: Date) => {
-  const [charges, refunds] = await Promise.all([
-    db.demoCharge.findMany({ where: { createdAt: { gte: since } }, select: { id: true, scope: true, idempotencyKey: true, createdAt: true } }),
-    db.demoRefund.findMany({ where: { createdAt: { gte: since } }, select: { id: true, scope: true, idempotencyKey: true, createdAt: true } }),
-  ]);
-  return [
-    ...charges.map((r) => ({ tool: charge.name, scope: r.scope, key: r.idempotencyKey, effectId: r.id, createdAt: r.createdAt })),
-    ...refunds.map((r) => ({ tool: refund.name, scope: r.scope, key: r.idempotencyKey, effectId: r.id, createdAt: r.createdAt })),
-  ].sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime());
-};

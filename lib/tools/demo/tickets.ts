@@ -1,8 +1,6 @@
 import { z } from "zod";
-import type { PrismaClient } from "@/generated/prisma/client";
 import { defineTool, type ToolDefinition } from "../define-tool";
-import type { ListEffects } from "../effects";
-import { LIST_LIMIT, afterEffect, beforeEffect, newId, simulateSchema } from "./simulate";
+import { LIST_LIMIT, afterEffect, beforeEffect, newId, probeByKey, simulateSchema } from "./simulate";
 
 const isoDate = z.iso.datetime();
 
@@ -28,9 +26,23 @@ export const create = defineTool({
       data: { id: newId("tkt"), scope: ctx.scope, title: args.title, body: args.body ?? null, idempotencyKey: ctx.key, createdAt: new Date() },
     });
     await afterEffect(args.simulate, ctx);
-    return { body: { ticketId: row.id, createdAt: row.createdAt.toISOString() } };
+    return { body: presentTicket(row) };
+  },
+  probe: (ctx) =>
+    probeByKey(() => ctx.db.demoTicket.findFirst({ where: { scope: ctx.scope, idempotencyKey: ctx.key }, orderBy: { createdAt: "desc" } }), presentTicket),
+  listEffects: async (db, since) => {
+    const rows = await db.demoTicket.findMany({
+      where: { createdAt: { gte: since } },
+      select: { id: true, scope: true, idempotencyKey: true, createdAt: true },
+      orderBy: { createdAt: "asc" },
+    });
+    return rows.map((r) => ({ tool: "tickets.create", scope: r.scope, key: r.idempotencyKey, effectId: r.id, createdAt: r.createdAt }));
   },
 });
+
+function presentTicket(row: { id: string; createdAt: Date }) {
+  return { ticketId: row.id, createdAt: row.createdAt.toISOString() };
+}
 
 export const list = defineTool({
   name: "tickets.list",
@@ -47,12 +59,3 @@ export const list = defineTool({
 });
 
 export const tools: readonly ToolDefinition[] = [create, list];
-
-export const listEffects: ListEffects = async (db: PrismaClient, since: Date) => {
-  const rows = await db.demoTicket.findMany({
-    where: { createdAt: { gte: since } },
-    select: { id: true, scope: true, idempotencyKey: true, createdAt: true },
-    orderBy: { createdAt: "asc" },
-  });
-  return rows.map((r) => ({ tool: create.name, scope: r.scope, key: r.idempotencyKey, effectId: r.id, createdAt: r.createdAt }));
-};
