@@ -7,6 +7,7 @@ import { DEFAULT_POLICY } from "@/lib/idempotency/tool";
 import { defineTool, defineTools, ToolDefinitionError } from "./define-tool";
 import { demoTools } from "./demo";
 import { getRegistry } from "./index";
+import { derivedKey } from "./upstream";
 import { ToolRegistry } from "./registry";
 import { createTestPostgres, type TestPostgres } from "@/test/support/databases";
 
@@ -70,6 +71,10 @@ describe("defineTool", () => {
     expect(() => defineTool({ ...base, name: "x", leaseMs: 0 })).toThrow(/leaseMs/);
     expect(() => defineTool({ ...base, name: "x", ttlMs: 1.5 })).toThrow(/ttlMs/);
     expect(() => defineTool({ ...base, name: "x", kind: "read", fallbackDedupe: true })).toThrow(/write tools/);
+    expect(() => defineTool({ ...base, name: "x", kind: "read", dedupes: true })).toThrow(/write tools/);
+    // a call still waiting for its service must never look stuck
+    expect(() => defineTool({ ...base, run: undefined, name: "x", leaseMs: 5_000, upstream: { url: "http://x", timeoutMs: 5_000 } })).toThrow(/below the lease/);
+    expect(() => defineTool({ ...base, run: undefined, name: "x", upstream: { url: "http://x", timeoutMs: 1_000, statusUrl: "nope" } })).toThrow(/statusUrl/);
     expect(() => defineTools([echo, echo])).toThrow(/defined twice/);
   });
 });
@@ -163,7 +168,7 @@ describe("describe and JSON Schema", () => {
       properties: {
         amountCents: { type: "integer", exclusiveMinimum: 0 },
         currency: { type: "string", pattern: "^[A-Z]{3}$" },
-        simulate: { type: "object", properties: { outcome: { enum: ["ok", "decline", "error", "crash_after_effect"] }, latencyMs: { minimum: 0, maximum: 60_000 } } },
+        simulate: { type: "object", properties: { outcome: { enum: ["ok", "decline", "error", "throw_after_effect", "crash_after_effect"] }, latencyMs: { minimum: 0, maximum: 60_000 } } },
       },
     });
     expect(d.argumentsSchema).not.toHaveProperty("$schema");
@@ -315,7 +320,8 @@ describe("runnerFor", () => {
     const args = registry.parseArgs(hook, { event: "paid" });
     const result = await registry.runnerFor(hook, testDb.db.prisma)(args, { scope: "s1", key: "hook-1", session: null, executionId: null });
     expect(result).toEqual({ status: 200, body: { ok: true } });
-    expect(hits).toEqual([{ key: "hook-1", body: JSON.stringify({ event: "paid" }) }]);
+    // the service receives a key bound to the caller's scope, never the caller's raw key
+    expect(hits).toEqual([{ key: derivedKey("s1", "hook-1"), body: JSON.stringify({ event: "paid" }) }]);
   });
 });
 
@@ -325,6 +331,11 @@ describe("upstream tools from IDEMGATE_UPSTREAM_TOOLS", () => {
     const [tool] = upstreamToolsFromEnv(JSON.stringify([{ name: "billing.create_invoice", url: "http://127.0.0.1:4010/invoices" }]));
     expect(tool).toMatchObject({ name: "billing.create_invoice", kind: "write", upstream: { url: "http://127.0.0.1:4010/invoices", timeoutMs: 10_000 } });
     expect(tool.schema.safeParse({ anything: [1, 2] }).success).toBe(true);
+    expect(tool.dedupes).toBe(false);
+    const [dedupes] = upstreamToolsFromEnv(
+      JSON.stringify([{ name: "billing.charge", url: "http://127.0.0.1:4010/charges", dedupes: true, statusUrl: "http://127.0.0.1:4010/charges/status" }]),
+    );
+    expect(dedupes).toMatchObject({ dedupes: true, upstream: { statusUrl: "http://127.0.0.1:4010/charges/status" } });
     expect(upstreamToolsFromEnv("")).toEqual([]);
   });
 
@@ -333,5 +344,6 @@ describe("upstream tools from IDEMGATE_UPSTREAM_TOOLS", () => {
     expect(() => upstreamToolsFromEnv("[{")).toThrow(/not valid JSON/);
     expect(() => upstreamToolsFromEnv('[{"name":"x.y"}]')).toThrow(/url/);
     expect(() => upstreamToolsFromEnv('[{"name":"Bad Name","url":"http://a"}]')).toThrow(/lower-case dotted/);
+    expect(() => upstreamToolsFromEnv('[{"name":"x.y","url":"http://a","timeoutMs":70000}]')).toThrow(/below the lease/);
   });
 });

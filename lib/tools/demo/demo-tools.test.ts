@@ -2,9 +2,9 @@ import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import type { PrismaClient } from "@/generated/prisma/client";
 import { AbandonCall, FinalToolError, type ToolResult } from "@/lib/idempotency/tool";
-import { ToolRegistry } from "../registry";
 import { createTestPostgres, type TestPostgres } from "@/test/support/databases";
-import { demoTools, listDemoEffects } from ".";
+import { ToolRegistry } from "../registry";
+import { demoTools } from ".";
 
 const registry = new ToolRegistry(demoTools);
 let testDb: TestPostgres;
@@ -252,6 +252,30 @@ describe("simulate knobs are validated", () => {
     const tool = registry.get("tickets.create");
     expect(() => registry.parseArgs(tool, { title: "x", simulate: { latencyMs: 60_001 } })).toThrow(/simulate\.latencyMs/);
     expect(() => registry.parseArgs(tool, { title: "x", simulate: { outcome: "explode" } })).toThrow(/simulate\.outcome/);
+  });
+});
+
+const listDemoEffects = (prisma: PrismaClient, since: Date) => registry.listEffects(prisma, since);
+
+describe("status probes", () => {
+  const probe = (name: string, scope: string, key: string) => registry.proberFor(registry.get(name), db)!({ scope, key, executionId: null });
+
+  it("every demo write tool can be asked, and no read tool", () => {
+    for (const tool of registry.list()) expect(registry.proberFor(tool, db) !== null).toBe(tool.kind === "write");
+  });
+
+  it("answers applied with the result the call returned, from the tool's own table, and not_applied otherwise", async () => {
+    const scope = newScope();
+    const charge = await call(scope, "payments.charge", { customerId: "c", amountCents: 10, currency: "USD" }, "probe-charge");
+    expect(await probe("payments.charge", scope, "probe-charge")).toEqual({ outcome: "applied", status: 200, body: charge });
+    expect(await probe("payments.charge", scope, "never-sent")).toEqual({ outcome: "not_applied" });
+    expect(await probe("payments.charge", newScope(), "probe-charge")).toEqual({ outcome: "not_applied" });
+
+    const thrown = await failure(call(scope, "email.send", { to: "x@example.com", subject: "s", body: "b", simulate: { outcome: "throw_after_effect" } }, "probe-mail"));
+    expect((thrown as Error).message).toMatch(/after the side effect/);
+    expect(await probe("email.send", scope, "probe-mail")).toMatchObject({ outcome: "applied", body: { messageId: expect.stringMatching(/^msg_/) } });
+    await failure(call(scope, "tickets.create", { title: "t", simulate: { outcome: "error" } }, "probe-ticket"));
+    expect(await probe("tickets.create", scope, "probe-ticket")).toEqual({ outcome: "not_applied" });
   });
 });
 
