@@ -9,7 +9,7 @@ import { createTestPostgres, REDIS_TEST_URL } from "@/test/support/databases";
 import { deleteRedisPrefix } from "@/test/support/stores";
 import { median, timeSequential, type Row } from "./stats";
 
-const tool: ToolPolicy = { name: "bench.write", kind: "write", ttlMs: 86_400_000, leaseMs: 60_000, stuckPolicy: "block", fallbackTtlMs: null };
+const tool: ToolPolicy = { name: "bench.write", kind: "write", ttlMs: 86_400_000, leaseMs: 60_000, stuckPolicy: "block", fallbackTtlMs: null, dedupes: false };
 const noop = async () => ({ body: { ok: true } });
 const ARGS = { customerId: "cus_bench", amountCents: 1_000, currency: "EUR" };
 

@@ -22,7 +22,7 @@ export function metrics(): Metrics {
     registry,
     calls: new Counter({
       name: "idemgate_calls_total",
-      help: "Tool calls by result: executed, replayed, read, conflict, stuck, mismatch, missing_key, unavailable (fail-closed), tool_failed, abandoned, final_error",
+      help: "Tool calls by result: executed, replayed, read, conflict, stuck, mismatch, missing_key, unavailable (fail-closed), tool_failed (not run), outcome_unknown, unknown (duplicate of an unknown key), abandoned, final_error",
       labelNames: ["tool", "result"],
       registers: [registry],
     }),

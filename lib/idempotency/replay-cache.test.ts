@@ -10,7 +10,7 @@ import type { KeyRecord } from "./record";
 import { ReplayCache } from "./replay-cache";
 import type { RunTool, ToolPolicy } from "./tool";
 
-const charge: ToolPolicy = { name: "payments.charge", kind: "write", ttlMs: 60_000, leaseMs: 5_000, stuckPolicy: "block", fallbackTtlMs: null };
+const charge: ToolPolicy = { name: "payments.charge", kind: "write", ttlMs: 60_000, leaseMs: 5_000, stuckPolicy: "block", fallbackTtlMs: null, dedupes: false };
 
 function countingTool() {
   const calls: unknown[] = [];
@@ -38,7 +38,7 @@ function doneRecord(over: Partial<KeyRecord> = {}): KeyRecord {
   return {
     scope: "s", key: "k", tool: "t", fingerprint: "f", status: "done", token: 1, createdAtMs: 0, leaseUntilMs: null,
     completedAtMs: 1, expiresAtMs: 1_000, result: { status: 200, body: "{}", final: false }, fallback: false,
-    session: null, executionId: null, ...over,
+    session: null, executionId: null, outcomeNote: null, unknownAtMs: null, ...over,
   };
 }
 

@@ -305,6 +305,7 @@ describe("engine on the Redis Cluster store", () => {
     leaseMs: 5_000,
     stuckPolicy: "block",
     fallbackTtlMs: null,
+    dedupes: false,
   };
   const prefix = `idgtest-${randomUUID().slice(0, 8)}`;
   let pg: Awaited<ReturnType<typeof createTestPostgres>>;
