@@ -1,7 +1,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { IdemgateApiError, IdemgateClient, type AttemptEvent } from ".";
+import { IdemgateApiError, IdemgateClient, OutcomeUnknownError, type AttemptEvent } from ".";
 
 interface Seen {
   method: string;
@@ -56,9 +56,28 @@ function json(res: ServerResponse, status: number, body: unknown, headers: Recor
   res.end(JSON.stringify(body));
 }
 
-function problem(res: ServerResponse, status: number, code: string, headers: Record<string, string> = {}) {
+function problem(res: ServerResponse, status: number, code: string, headers: Record<string, string> = {}, extra: Record<string, unknown> = {}) {
   res.writeHead(status, { "Content-Type": "application/problem+json", ...headers });
-  res.end(JSON.stringify({ type: `/problems/${code}`, title: code, status, detail: `detail of ${code}` }));
+  res.end(JSON.stringify({ type: `/problems/${code}`, title: code, status, detail: `detail of ${code}`, ...extra }));
+}
+
+/** The gateway's answer to the call whose outcome is unknown (502, or 504 after a timeout). */
+function outcomeUnknown(res: ServerResponse, seen: Seen, status: 502 | 504, executionId = "exec-u1") {
+  problem(res, status, "outcome_unknown", {}, { key: seen.key ?? "fallback:abc", executionId, state: "unknown" });
+}
+
+/** The gateway's answer to a duplicate of that call: 409, the record's key, no execution id. */
+function outcomeUnknownDuplicate(res: ServerResponse, seen: Seen) {
+  problem(res, 409, "outcome_unknown", {}, { key: seen.key, tool: "t", state: "unknown", startedAt: new Date().toISOString() });
+}
+
+async function failure(call: Promise<unknown>): Promise<IdemgateApiError> {
+  const err = await call.then(
+    () => null,
+    (e: unknown) => e,
+  );
+  expect(err).toBeInstanceOf(IdemgateApiError);
+  return err as IdemgateApiError;
 }
 
 /** Answers as the gateway does for a fresh execution or a replay. */
@@ -143,10 +162,19 @@ describe("retries", () => {
     ]);
   });
 
-  it("retries a 500 (an abandoned call) and a 504", async () => {
-    handler = (_req, res, seen, i) => (i === 0 ? problem(res, 500, "abandoned") : i === 1 ? problem(res, 504, "tool_timeout") : result(res, seen, {}, true));
+  it("retries a gateway's internal error (500) with the same key", async () => {
+    handler = (_req, res, seen, i) => (i === 0 ? problem(res, 500, "internal") : result(res, seen, {}, true));
     const out = await client().invoke("t", {});
-    expect(out).toMatchObject({ replayed: true, attempts: 3 });
+    expect(out).toMatchObject({ replayed: true, attempts: 2 });
+    expect(requests[1].key).toBe(requests[0].key);
+  });
+
+  it("gives up on tool_failed after maxAttempts, every attempt under the same key", async () => {
+    handler = (_req, res) => problem(res, 502, "tool_failed");
+    const err = await failure(client().invoke("t", {}, { key: "k-502" }));
+    expect(err).not.toBeInstanceOf(OutcomeUnknownError);
+    expect(err).toMatchObject({ status: 502, code: "tool_failed", attempts: 4, key: "k-502" });
+    expect(requests.map((r) => r.key)).toEqual(["k-502", "k-502", "k-502", "k-502"]);
   });
 
   it("throws the problem once the attempts run out, carrying its body, the key and the count", async () => {
@@ -180,12 +208,15 @@ describe("retries", () => {
     expect(requests).toHaveLength(1);
   });
 
-  it("does not retry a stuck key: an operator must decide", async () => {
-    handler = (_req, res) => problem(res, 409, "stuck");
-    const err = (await client()
-      .invoke("t", {})
-      .catch((e: unknown) => e)) as IdemgateApiError;
-    expect(err.code).toBe("stuck");
+  it.each([
+    [409, "stuck"],
+    [500, "abandoned"],
+    [409, "invalid_state"],
+  ])("does not retry a %i %s: the key stays reserved until an operator decides", async (status, code) => {
+    handler = (_req, res) => problem(res, status, code);
+    const err = await failure(client().invoke("t", {}));
+    expect(err).not.toBeInstanceOf(OutcomeUnknownError);
+    expect(err).toMatchObject({ status, code, attempts: 1 });
     expect(requests).toHaveLength(1);
   });
 
@@ -230,6 +261,19 @@ describe("retries", () => {
     server.closeAllConnections();
   });
 
+  it("retries a connection broken before the answer, with the same key", async () => {
+    handler = (req, res, seen, i) => (i === 0 ? req.socket.destroy() : result(res, seen, { id: 1 }, true));
+    const events: AttemptEvent[] = [];
+    const out = await client({ onAttempt: (e) => events.push(e) }).invoke("t", {});
+    expect(out.replayed).toBe(true);
+    expect(requests).toHaveLength(2);
+    expect(requests[1].key).toBe(requests[0].key);
+    // a pooled connection the previous test closed may fail one more attempt before reaching the server
+    expect(events.slice(0, -1).every((e) => e.outcome === "network_error")).toBe(true);
+    expect(events.length).toBeGreaterThanOrEqual(2);
+    expect(events.at(-1)).toMatchObject({ outcome: "response", status: 200 });
+  });
+
   it("retries network errors and throws a network problem at the end", async () => {
     const dead = new IdemgateClient({ baseUrl: "http://127.0.0.1:1", token: "idg_x", retry: { ...fast, maxAttempts: 3 } });
     const err = (await dead.invoke("t", {}).catch((e: unknown) => e)) as IdemgateApiError;
@@ -246,6 +290,28 @@ describe("retries", () => {
     expect((await client().invoke("t", {})).attempts).toBe(2);
   });
 
+  it.each([
+    ["a JSON 504 (a load balancer's own answer)", 504, "application/json", '{"message":"Endpoint request timed out"}'],
+    ["a plain-text 503", 503, "text/plain", "upstream connect error"],
+    ["a problem+json 500 of a foreign type", 500, "application/problem+json", '{"type":"about:blank","title":"Internal Server Error","status":500}'],
+  ])("retries %s from something in front of the gateway, with the same key", async (_name, status, type, text) => {
+    handler = (_req, res, seen, i) => {
+      if (i === 0) {
+        res.writeHead(status, { "Content-Type": type });
+        res.end(text);
+      } else result(res, seen, { ok: true });
+    };
+    const out = await client().invoke("t", {});
+    expect(out).toMatchObject({ status: 200, attempts: 2 });
+    expect(requests[1].key).toBe(requests[0].key);
+  });
+
+  it("returns a 5xx that carries the gateway's headers: a stored tool result, not a proxy's page", async () => {
+    handler = (_req, res, seen) => result(res, seen, { note: "resolved by an operator" }, true, 500);
+    const out = await client().invoke("t", {});
+    expect(out).toMatchObject({ status: 500, replayed: true, attempts: 1, body: { note: "resolved by an operator" } });
+  });
+
   it("a caller's abort stops the retries and throws its reason", async () => {
     handler = (_req, res) => problem(res, 503, "unavailable");
     const controller = new AbortController();
@@ -257,6 +323,64 @@ describe("retries", () => {
     // a request aborted in flight may still reach the server: let it land before the next test
     await new Promise((resolve) => setTimeout(resolve, 100));
     expect(requests.length).toBeLessThan(10);
+  });
+});
+
+describe("outcome unknown", () => {
+  it.each([502, 504] as const)("a %i outcome_unknown is final: thrown with the key and execution id, never retried", async (status) => {
+    handler = (_req, res, seen) => outcomeUnknown(res, seen, status);
+    const events: AttemptEvent[] = [];
+    const err = await failure(client({ onAttempt: (e) => events.push(e) }).invoke("payments.charge", {}, { key: "order-77" }));
+    expect(err).toBeInstanceOf(OutcomeUnknownError);
+    expect(err).toMatchObject({ name: "OutcomeUnknownError", status, key: "order-77", executionId: "exec-u1", attempts: 1, code: "outcome_unknown" });
+    expect(err.problem).toMatchObject({ state: "unknown" });
+    expect(requests).toHaveLength(1);
+    expect(events).toMatchObject([{ attempt: 1, status, problemType: "/problems/outcome_unknown", retryInMs: null }]);
+  });
+
+  it("a 409 outcome_unknown (an earlier call's outcome is unknown) is final, without an execution id", async () => {
+    handler = (_req, res, seen) => outcomeUnknownDuplicate(res, seen);
+    const err = await failure(client().invoke("t", {}, { key: "order-78" }));
+    expect(err).toBeInstanceOf(OutcomeUnknownError);
+    expect(err).toMatchObject({ status: 409, key: "order-78", executionId: null, attempts: 1 });
+    expect(requests).toHaveLength(1);
+  });
+
+  it("names the key the gateway holds for a keyless call (its fallback key)", async () => {
+    handler = (_req, res, seen) => outcomeUnknown(res, seen, 502);
+    const err = (await failure(client().invoke("tickets.create", {}, { key: null }))) as OutcomeUnknownError;
+    expect(requests[0].key).toBeUndefined();
+    expect(err.key).toBe("fallback:abc");
+  });
+
+  it("takes the execution id from the header when the problem has none", async () => {
+    handler = (_req, res, seen) => problem(res, 502, "outcome_unknown", { "Idemgate-Execution-Id": "exec-h" }, { key: seen.key });
+    const err = (await failure(client().invoke("t", {}))) as OutcomeUnknownError;
+    expect(err.executionId).toBe("exec-h");
+    expect(err.key).toBe(requests[0].key);
+  });
+
+  it("stops at outcome_unknown after a timed-out attempt: the retry learns the first one's fate and runs nothing", async () => {
+    const pending: ServerResponse[] = [];
+    handler = (_req, res, seen, i) => {
+      if (i === 0) pending.push(res); // the first request outlives the client's timeout
+      else outcomeUnknownDuplicate(res, seen);
+    };
+    const err = await failure(client({ timeoutMs: 150 }).invoke("t", {}));
+    expect(err).toBeInstanceOf(OutcomeUnknownError);
+    expect(err).toMatchObject({ status: 409, attempts: 2 });
+    expect(requests).toHaveLength(2);
+    expect(requests[1].key).toBe(requests[0].key);
+    expect(err.key).toBe(requests[0].key);
+    pending.forEach((res) => res.destroy());
+  });
+
+  it("stops at outcome_unknown after conflicts while the first call ran", async () => {
+    handler = (_req, res, seen, i) => (i < 2 ? problem(res, 409, "conflict", { "Retry-After": "0" }) : outcomeUnknownDuplicate(res, seen));
+    const err = await failure(client().invoke("t", {}));
+    expect(err).toBeInstanceOf(OutcomeUnknownError);
+    expect(err.attempts).toBe(3);
+    expect(new Set(requests.map((r) => r.key)).size).toBe(1);
   });
 });
 

@@ -42,5 +42,37 @@ export class IdemgateApiError extends Error {
   }
 }
 
+export const OUTCOME_UNKNOWN_PROBLEM_TYPE = "/problems/outcome_unknown";
+
+/**
+ * The action may or may not have happened (`/problems/outcome_unknown`): the tool timed out, its
+ * service answered 5xx, the connection broke after the request was sent, or an in-process tool
+ * threw. The gateway holds the key in state `unknown` and will not run the action again with it
+ * until the tool's status probe or an operator decides (it happened: resolved, and a retry then
+ * gets the stored result; it did not: released, and a retry runs it).
+ *
+ * The client never retries this answer. Do not retry with a new key either: that is a second
+ * action. Keep `key` (and `executionId`) to look the call up in the console or to retry later
+ * with the same key.
+ *
+ * - `status` 502 or 504 (a timeout): this call's own execution ended without an outcome;
+ *   `executionId` names it.
+ * - `status` 409: an earlier call with this key ended that way (possibly this invoke()'s own first
+ *   attempt, when its answer was lost to a client timeout or a broken connection); `executionId`
+ *   is null.
+ */
+export class OutcomeUnknownError extends IdemgateApiError {
+  /** the key the gateway holds: the one sent, or the `fallback:` key of a keyless call */
+  declare readonly key: string | null;
+  /** the execution whose outcome is unknown, when this answer came from it (null on a 409) */
+  readonly executionId: string | null;
+
+  constructor(problem: Problem, key: string | null, executionId: string | null, attempts: number) {
+    super(problem, key, attempts);
+    this.name = "OutcomeUnknownError";
+    this.executionId = executionId;
+  }
+}
+
 export const NETWORK_PROBLEM_TYPE = "about:blank#network";
 export const TIMEOUT_PROBLEM_TYPE = "about:blank#timeout";

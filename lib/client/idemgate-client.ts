@@ -1,5 +1,5 @@
 import type { ToolDescription } from "@/lib/tools/api-schemas";
-import { IdemgateApiError, NETWORK_PROBLEM_TYPE, TIMEOUT_PROBLEM_TYPE, type Problem } from "./errors";
+import { IdemgateApiError, NETWORK_PROBLEM_TYPE, OUTCOME_UNKNOWN_PROBLEM_TYPE, OutcomeUnknownError, TIMEOUT_PROBLEM_TYPE, type Problem } from "./errors";
 import { DEFAULT_RETRY, parseRetryAfterMs, retryDelayMs, sleep, type RetryOptions } from "./retry";
 
 export type { ToolDescription };
@@ -11,7 +11,11 @@ export interface IdemgateClientOptions {
   token: string;
   /** default Idemgate-Session: the caller's run or conversation */
   session?: string;
-  /** per request, not per call: a call that times out is retried with the same key (default 30 s) */
+  /**
+   * per request, not per call (default 30 s). A request that times out is retried with the same key:
+   * the gateway answers it with the first request's outcome (a conflict while it still runs, then
+   * its stored result, or outcome_unknown), never with a second execution.
+   */
   timeoutMs?: number;
   retry?: Partial<RetryOptions>;
   fetch?: typeof fetch;
@@ -64,10 +68,22 @@ export interface AttemptEvent {
   retryInMs: number | null;
 }
 
-type Verdict = { kind: "final" } | { kind: "retry"; retryAfterMs: number | null } | { kind: "problem" };
+/** result: returned; problem, outcome_unknown: thrown; retry: sent again with the same key */
+type Verdict = "result" | "retry" | "problem" | "outcome_unknown";
 
-const NO_RETRY_409 = new Set(["/problems/stuck", "/problems/invalid_state"]);
-const RETRY_5XX = new Set([500, 502, 503, 504]);
+/**
+ * Gateway problems a retry with the same key may get past. Nothing in them ran the side effect, or
+ * the gateway still holds the key, so the retry cannot run it a second time:
+ * - conflict (409): a call with this key is still running; wait for `Retry-After`;
+ * - unavailable (503): the key store or the audit log was down; nothing ran;
+ * - tool_failed (502): the tool said nothing happened; the key was released;
+ * - internal (500): the gateway failed unexpectedly; the retry is answered from whatever state the
+ *   key was left in (a reservation that stayed is a conflict, then stuck).
+ */
+const RETRY_PROBLEMS = new Set(["/problems/conflict", "/problems/unavailable", "/problems/tool_failed", "/problems/internal"]);
+
+const GATEWAY_PROBLEM = /^\/problems\/[a-z_]+$/;
+const GATEWAY_HEADERS = ["idempotency-key", "idemgate-execution-id", "idempotent-replayed"];
 
 function isProblem(contentType: string | null): boolean {
   return contentType?.toLowerCase().startsWith("application/problem+json") ?? false;
@@ -78,21 +94,23 @@ function isJson(contentType: string | null): boolean {
 }
 
 /**
- * Gateway problems are retried when waiting can help: a call still running under the key (409
- * conflict) and server-side failures (5xx; the key was released or is still reserved, so the same
- * key is safe). A stuck key needs an operator, and every other 4xx would fail the same way again.
- * A tool's own answer (application/json, any status) is final.
+ * What one answer means for the call (the retry rules of IdemgateClient):
+ * - `/problems/outcome_unknown` (502, 504, 409): final, thrown as OutcomeUnknownError;
+ * - RETRY_PROBLEMS: retried with the same key;
+ * - every other gateway problem is final: stuck (409) and abandoned (500) keys stay reserved until
+ *   an operator decides, a mismatch (422) or any other 4xx would fail the same way again;
+ * - a 5xx that is not the gateway's (no gateway problem type and none of its headers: a proxy or
+ *   load balancer in front of it): retried with the same key, which the gateway behind it holds;
+ * - anything else is the tool's answer (any status, a declined card's 402 included): returned.
  */
-function verdictFor(response: Response, problem: Problem | null, nowMs: number): Verdict {
-  const retryAfterMs = parseRetryAfterMs(response.headers.get("retry-after"), nowMs);
-  if (problem) {
-    if (response.status === 409 && !NO_RETRY_409.has(problem.type)) return { kind: "retry", retryAfterMs };
-    if (RETRY_5XX.has(response.status)) return { kind: "retry", retryAfterMs };
-    return { kind: "problem" };
+function verdictFor(response: Response, problem: Problem | null): Verdict {
+  const gatewayProblem = problem !== null && GATEWAY_PROBLEM.test(problem.type);
+  if (gatewayProblem) {
+    if (problem.type === OUTCOME_UNKNOWN_PROBLEM_TYPE) return "outcome_unknown";
+    return RETRY_PROBLEMS.has(problem.type) ? "retry" : "problem";
   }
-  // A proxy's or framework's error page in front of the gateway: not a tool result.
-  if (RETRY_5XX.has(response.status) && !isJson(response.headers.get("content-type"))) return { kind: "retry", retryAfterMs };
-  return { kind: "final" };
+  if (response.status >= 500 && !GATEWAY_HEADERS.some((name) => response.headers.has(name))) return "retry";
+  return problem ? "problem" : "result";
 }
 
 function asProblem(body: unknown, response: Response): Problem {
@@ -120,6 +138,28 @@ function newKey(): string {
 /**
  * A typed client for the Idemgate gateway: fetch only, so it runs in Node 20 and in browsers.
  * One invoke() call is one logical action: every retry it makes reuses that action's key.
+ *
+ * Retry rules. The gateway holds the key of every write, so a retry with the same key can never run
+ * the side effect a second time: it gets the first call's stored result, a conflict while that call
+ * runs, or the answer that the outcome is unknown. The client therefore retries (same key, capped
+ * exponential backoff, `Retry-After` honoured up to `maxRetryAfterMs`, at most `maxAttempts`
+ * requests) what a retry can get past, and stops at what only a person or the tool can settle:
+ *
+ * | answer | meaning | client |
+ * |---|---|---|
+ * | the tool's answer (any status: 200, a replay, a declined card's 402) | done | returned |
+ * | 502/504/409 `/problems/outcome_unknown` | may have happened; the key is held | thrown as OutcomeUnknownError, never retried |
+ * | 409 `/problems/stuck`, 500 `/problems/abandoned` | the key stays reserved; an operator decides | thrown, not retried |
+ * | 422 `/problems/mismatch`, other 4xx problems | the same call would fail the same way | thrown, not retried |
+ * | 409 `/problems/conflict` | a call with this key is still running | retried after `Retry-After` |
+ * | 502 `/problems/tool_failed` | the tool said nothing happened; the key was released | retried |
+ * | 503 `/problems/unavailable` | key store or audit log down; nothing ran | retried |
+ * | 500 `/problems/internal` | the gateway failed unexpectedly | retried |
+ * | a 5xx without a gateway problem type or gateway headers | a proxy or load balancer in front of the gateway | retried |
+ * | no answer: timeout, refused or broken connection | the call may still be running | retried |
+ *
+ * When the retries run out the last answer is thrown (IdemgateApiError; `status` 0 for a timeout or
+ * a network error). Never retry an OutcomeUnknownError with a new key: that is a second action.
  */
 export class IdemgateClient {
   private readonly baseUrl: string;
@@ -155,9 +195,11 @@ export class IdemgateClient {
   }
 
   /**
-   * POST /api/v1/tools/{tool}/invoke. Returns the tool's answer (fresh or replayed, a final error
-   * such as a 402 included); throws IdemgateApiError when the gateway refused the call or the
-   * retries ran out.
+   * POST /api/v1/tools/{tool}/invoke, retried with the same key by the rules on IdemgateClient.
+   * Returns the tool's answer (fresh or replayed, a final error such as a 402 included). Throws
+   * OutcomeUnknownError (a subclass of IdemgateApiError, carrying `key` and `executionId`) when the
+   * action may have happened and the gateway holds the key, and IdemgateApiError when the gateway
+   * refused the call or the retries ran out.
    */
   async invoke<T = unknown>(tool: string, args: unknown = {}, options: InvokeOptions = {}): Promise<InvokeResult<T>> {
     const wanted = options.key === undefined ? "auto" : options.key;
@@ -221,15 +263,16 @@ export class IdemgateClient {
         continue;
       }
       const problem = isProblem(response.headers.get("content-type")) ? asProblem(body, response) : null;
-      const verdict = verdictFor(response, problem, Date.now());
+      const verdict = verdictFor(response, problem);
       const replayed = response.headers.get("idempotent-replayed") === "true";
-      const delay = verdict.kind === "retry" && !last ? retryDelayMs(attempt, verdict.retryAfterMs, retry, this.random) : null;
+      const retryAfterMs = parseRetryAfterMs(response.headers.get("retry-after"), Date.now());
+      const delay = verdict === "retry" && !last ? retryDelayMs(attempt, retryAfterMs, retry, this.random) : null;
       report({ outcome: "response", status: response.status, problemType: problem?.type, replayed, retryInMs: delay });
       if (delay !== null) {
         await sleep(delay, request.signal);
         continue;
       }
-      if (verdict.kind === "final") {
+      if (verdict === "result") {
         return {
           status: response.status,
           body: body as T,
@@ -239,6 +282,11 @@ export class IdemgateClient {
           executionId: response.headers.get("idemgate-execution-id"),
           headers: response.headers,
         };
+      }
+      if (verdict === "outcome_unknown" && problem) {
+        const heldKey = typeof problem.key === "string" ? problem.key : (response.headers.get("idempotency-key") ?? key);
+        const executionId = typeof problem.executionId === "string" ? problem.executionId : response.headers.get("idemgate-execution-id");
+        throw new OutcomeUnknownError(problem, heldKey, executionId, attempt);
       }
       throw new IdemgateApiError(problem ?? asProblem(body, response), key, attempt);
     }

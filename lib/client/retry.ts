@@ -1,5 +1,5 @@
 export interface RetryOptions {
-  /** requests per call, the first included (1: never retry) */
+  /** requests per call, the first included (1: never retry); IdemgateClient says which answers are retried */
   maxAttempts: number;
   /** the first backoff; it doubles with every attempt */
   baseDelayMs: number;
