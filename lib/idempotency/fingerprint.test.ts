@@ -53,7 +53,7 @@ describe("idempotency keys", () => {
   it("accepts 1 to 255 printable ASCII characters", () => {
     fc.assert(
       fc.property(fc.string({ unit: fc.constantFrom(...Array.from({ length: 95 }, (_, i) => String.fromCharCode(32 + i))), minLength: 1, maxLength: 255 }), (key) => {
-        fc.pre(!key.startsWith("fallback:"));
+        fc.pre(!key.startsWith("fallback:") && key !== "." && key !== "..");
         expect(validateKey(key)).toBe(key);
       }),
     );
@@ -64,5 +64,10 @@ describe("idempotency keys", () => {
       expect(() => validateKey(bad), JSON.stringify(bad)).toThrow(/Idempotency-Key/);
     }
     expect(fallbackKey("ab")).toBe("fallback:ab");
+  });
+
+  it('refuses "." and ".." (they cannot be URL path segments) and accepts keys that only contain dots', () => {
+    for (const bad of [".", ".."]) expect(() => validateKey(bad), bad).toThrow(/Idempotency-Key is invalid: ".*" is not allowed/);
+    for (const good of ["...", ".a", "a.", "./", "%2e", ". "]) expect(validateKey(good)).toBe(good);
   });
 });

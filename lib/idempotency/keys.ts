@@ -4,9 +4,15 @@ export const MAX_KEY_LENGTH = 255;
 const PRINTABLE_ASCII = /^[\x20-\x7e]+$/;
 export const FALLBACK_PREFIX = "fallback:";
 
-/** Keys are 1–255 printable ASCII characters; anything else is refused, never normalized. */
+/**
+ * Keys are 1–255 printable ASCII characters; anything else is refused, never normalized. "." and
+ * ".." are refused too: as a URL path segment (the console's /keys/{scope}/{key}, the API's
+ * /api/v1/keys/{scope}/{key}) they mean "this" and "parent" even when percent-encoded, so such a
+ * key could not be addressed.
+ */
 export function validateKey(key: string): string {
   if (key.length === 0) throw new InvalidKeyError("it is empty");
+  if (key === "." || key === "..") throw new InvalidKeyError(`"${key}" is not allowed: it cannot be a URL path segment`);
   if (key.length > MAX_KEY_LENGTH) throw new InvalidKeyError(`it is longer than ${MAX_KEY_LENGTH} characters`);
   if (!PRINTABLE_ASCII.test(key)) throw new InvalidKeyError("it may hold printable ASCII characters only");
   if (key.startsWith(FALLBACK_PREFIX)) throw new InvalidKeyError(`the prefix "${FALLBACK_PREFIX}" is reserved`);
