@@ -118,11 +118,14 @@ export function problemAnswer(err: unknown, instance?: string): HttpAnswer {
     body.startedAt = new Date(r.createdAtMs).toISOString();
     if (r.leaseUntilMs !== null) body.leaseUntil = new Date(r.leaseUntilMs).toISOString();
   }
-  if (known.code === "outcome_unknown" && typeof (known as { executionId?: unknown }).executionId === "string") {
-    // the first caller's answer: which execution to ask an operator about
-    body.key = (known as unknown as { key: string }).key;
-    body.executionId = (known as unknown as { executionId: string }).executionId;
-    body.state = "unknown";
+  const executionId = (known as { executionId?: unknown }).executionId;
+  if (typeof executionId === "string") {
+    // which execution to ask an operator about; the details stay in the console
+    body.executionId = executionId;
+    if (known.code === "outcome_unknown") {
+      body.key = (known as unknown as { key: string }).key;
+      body.state = "unknown";
+    }
   }
   if (known.code === "conflict" && typeof known.retryAfterMs === "number") {
     headers["Retry-After"] = String(Math.max(1, Math.ceil(known.retryAfterMs / 1000)));

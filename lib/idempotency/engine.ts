@@ -232,9 +232,10 @@ export class Engine {
       if (isNotRunError(err)) return { class: "not_run", message: err.message, upstreamStatus: err.upstreamStatus, durationMs: took() };
       if (err instanceof AbandonCall || (err as Error)?.name === "AbandonCall") return { class: "abandoned" };
       // Only the tool's own word that nothing happened frees a key: anything else may have happened.
-      if (isOutcomeUnknown(err)) return { class: "unknown", note: err.note, timedOut: err.timedOut, durationMs: took() };
+      if (isOutcomeUnknown(err)) return { class: "unknown", note: err.note, publicNote: err.note, timedOut: err.timedOut, durationMs: took() };
+      // the exception's message is for operators (key detail, audit log), not for the caller
       const message = err instanceof Error ? err.message : String(err);
-      return { class: "unknown", note: `the tool threw: ${message}`, timedOut: false, durationMs: took() };
+      return { class: "unknown", note: `the tool threw: ${message}`, publicNote: "the tool threw an exception after it started", timedOut: false, durationMs: took() };
     }
   }
 
@@ -249,7 +250,7 @@ export class Engine {
         await this.store.abandon(call.scope, call.key, token).catch(() => {});
         this.recordOutcome(call, "failed", ended.durationMs, null, ended.message);
         this.onCall({ tool: tool.name, result: "tool_failed", storeMs: call.storeMs, auditMs: call.auditMs });
-        throw new ToolFailedError(ended.message, ended.upstreamStatus);
+        throw new ToolFailedError(ended.message, ended.upstreamStatus, call.executionId);
       }
       case "unknown": {
         const t = performance.now();
@@ -260,7 +261,7 @@ export class Engine {
         const note = marked === null || marked.ok ? ended.note : `${ended.note}; the key had been released or taken over meanwhile`;
         this.recordOutcome(call, "unknown", ended.durationMs, null, note);
         this.onCall({ tool: tool.name, result: "outcome_unknown", storeMs: call.storeMs, auditMs: call.auditMs });
-        throw new OutcomeUnknownError(call.key, call.executionId, ended.note, ended.timedOut);
+        throw new OutcomeUnknownError(call.key, call.executionId, ended.publicNote, ended.timedOut);
       }
       case "done":
         return this.complete(call, token, ended.stored, ended.durationMs);
@@ -517,7 +518,8 @@ interface CallContext {
 type Ended =
   | { class: "done"; stored: StoredResult; durationMs: number }
   | { class: "not_run"; message: string; upstreamStatus?: number; durationMs: number }
-  | { class: "unknown"; note: string; timedOut: boolean; durationMs: number }
+  /** note: for operators; publicNote: what the caller is told */
+  | { class: "unknown"; note: string; publicNote: string; timedOut: boolean; durationMs: number }
   /** the handler abandoned the call as a crashed process would: nothing is written */
   | { class: "abandoned" };
 

@@ -109,12 +109,16 @@ export class UnavailableError extends IdemgateError {
   }
 }
 
-/** The tool said its side effect did not happen; the key was released so a retry runs it. */
+/**
+ * The tool said its side effect did not happen; the key was released so a retry runs it. The
+ * message is the tool's own (a NotRunError's), shown to the caller.
+ */
 export class ToolFailedError extends IdemgateError {
   readonly code = "tool_failed";
   constructor(
     message: string,
     readonly upstreamStatus?: number,
+    readonly executionId?: string,
   ) {
     super(message);
   }
