@@ -40,7 +40,7 @@ export class KeySpace {
     return `${this.base(bucket)}epoch`;
   }
 
-  /** stored status, scored by deadline (inflight: leaseUntilMs, done: expiresAtMs) */
+  /** stored status, scored by deadline (inflight: leaseUntilMs, unknown: unknownAtMs, done: expiresAtMs) */
   byStatus(bucket: number, status: StoredStatus): string {
     return `${this.base(bucket)}st:${status}`;
   }

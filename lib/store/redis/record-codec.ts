@@ -1,4 +1,4 @@
-import type { KeyRecord, StoredResult } from "@/lib/idempotency/record";
+import { STORED_STATUSES, type KeyRecord, type StoredResult, type StoredStatus } from "@/lib/idempotency/record";
 import { UnexpectedRedisReplyError } from "./errors";
 
 /**
@@ -19,6 +19,8 @@ export const RECORD_FIELDS = [
   "fallback",
   "session",
   "executionId",
+  "outcomeNote",
+  "unknownAtMs",
 ] as const;
 
 /** Fields read for list rows: everything but the result. */
@@ -32,13 +34,16 @@ export function pairsToHash(pairs: readonly unknown[]): Hash {
   return hash;
 }
 
+const isStoredStatus = (value: string | undefined): value is StoredStatus =>
+  value !== undefined && (STORED_STATUSES as readonly string[]).includes(value);
+
 const num = (value: string | undefined): number | null => (value === undefined || value === "" ? null : Number(value));
 
 export function hashToRecord(hash: Hash, withResult: boolean): KeyRecord {
   const { scope, key, tool, fingerprint, status, token, createdAtMs } = hash;
   if (
     scope === undefined || key === undefined || tool === undefined || fingerprint === undefined ||
-    (status !== "inflight" && status !== "done") || token === undefined || createdAtMs === undefined
+    !isStoredStatus(status) || token === undefined || createdAtMs === undefined
   ) {
     throw new UnexpectedRedisReplyError("record hash", hash);
   }
@@ -61,6 +66,8 @@ export function hashToRecord(hash: Hash, withResult: boolean): KeyRecord {
     fallback: hash.fallback === "1",
     session: hash.session ?? null,
     executionId: hash.executionId ?? null,
+    outcomeNote: hash.outcomeNote ?? null,
+    unknownAtMs: num(hash.unknownAtMs),
   };
 }
 

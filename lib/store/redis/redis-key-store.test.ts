@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { stateOf, type StoredResult } from "@/lib/idempotency/record";
+import { STORED_STATUSES, stateOf, type StoredResult } from "@/lib/idempotency/record";
 import { beginInputs, describeKeyStoreContract } from "../contract";
 import type { BeginInput, KeyStore } from "../key-store";
 import { InvalidCursorError, UnsupportedFilterError } from "./errors";
@@ -142,8 +142,8 @@ describe("RedisKeyStore", () => {
     expect(first.items.map((r) => memberOf(r.scope, r.key))).toEqual(expected.slice(0, 10));
     // remove the record the cursor points at, and one right after it
     const last = first.items[9];
-    await store.release(scope, last.key);
-    await store.release(scope, expected[10].split("\n")[1]);
+    await store.release(scope, last.key, { nowMs: T0, force: true });
+    await store.release(scope, expected[10].split("\n")[1], { nowMs: T0, force: true });
     const second = await store.list({ scope, limit: 10, cursor: first.nextCursor, nowMs: T0 });
     expect(second.items.map((r) => memberOf(r.scope, r.key))).toEqual(expected.slice(11, 21));
   });
@@ -160,9 +160,11 @@ describe("RedisKeyStore", () => {
     await store.complete(scope, "d", d.token, ok, 60_000, T0);
     const e = await reserve({ key: "e" });
     await store.complete(scope, "e", e.token, ok, 5, T0);
+    const u = await reserve({ key: "u" });
+    await store.markUnknown(scope, "u", u.token, "timed out after 50 ms", T0 + 50);
     const now = T0 + 100;
-    expect(await store.counts(now, { scope })).toEqual({ inflight: 1, stuck: 1, done: 1, expired: 1 });
-    for (const [state, key] of [["inflight", "i"], ["stuck", "s"], ["done", "d"], ["expired", "e"]] as const) {
+    expect(await store.counts(now, { scope })).toEqual({ inflight: 1, stuck: 1, unknown: 1, done: 1, expired: 1 });
+    for (const [state, key] of [["inflight", "i"], ["stuck", "s"], ["unknown", "u"], ["done", "d"], ["expired", "e"]] as const) {
       const page = await store.list({ scope, state, limit: 10, nowMs: now });
       expect(page.items.map((r) => r.key)).toEqual([key]);
       expect(stateOf(page.items[0], now)).toBe(state);
@@ -175,7 +177,9 @@ describe("RedisKeyStore", () => {
     const pairs = Array.from({ length: 64 }, (_, i) => ({ key: `tag-${i}`, tool: i % 2 ? "email.send" : "tickets.create" }));
     for (const { key, tool } of pairs) {
       const r = await reserve({ key, tool });
-      if (Number(key.slice(4)) % 3 === 0) await store.complete(scope, key, r.token, ok, 60_000, T0);
+      const i = Number(key.slice(4));
+      if (i % 3 === 0) await store.complete(scope, key, r.token, ok, 60_000, T0);
+      if (i % 3 === 1) await store.markUnknown(scope, key, r.token, "the service answered 502", T0 + 1);
     }
     const ks = new KeySpace(prefix);
     for (const { key, tool } of pairs) {
@@ -195,7 +199,18 @@ describe("RedisKeyStore", () => {
           expect(await redis.zscore(index, memberOf(scope, key))).not.toBeNull();
         }
       }
+      // scored by the status' deadline, and in no other status' indexes
+      const deadline = { inflight: record!.leaseUntilMs, unknown: record!.unknownAtMs, done: record!.expiresAtMs }[status];
+      expect(Number(await redis.zscore(ks.byStatus(bucket, status), memberOf(scope, key)))).toBe(deadline);
+      for (const other of STORED_STATUSES.filter((s) => s !== status)) {
+        for (const index of [ks.byStatus(bucket, other), ks.byStatusTool(bucket, other, tool), ks.byStatusScope(bucket, other, scope)]) {
+          expect(await redis.zscore(index, memberOf(scope, key))).toBeNull();
+        }
+      }
     }
+    expect(new Set(await Promise.all(pairs.map(async ({ key }) => (await store.get(scope, key))!.status)))).toEqual(
+      new Set(STORED_STATUSES),
+    );
     // and nothing the store wrote lies outside the 16 bucket tags
     const tags = new Set((await keysWithPrefix(redis, prefix)).map(hashTagOf));
     for (const tag of tags) expect(tag).toMatch(new RegExp(`^${prefix}:(\\d|1[0-5])$`));
@@ -225,7 +240,7 @@ describe("RedisKeyStore", () => {
     expect(await store.get(scope, "p-3")).toBeNull();
     expect(await store.get(scope, "p-25")).not.toBeNull();
     expect(await store.get(scope, "p-inflight")).not.toBeNull();
-    expect(await store.counts(T0 + 10_000, { scope })).toEqual({ inflight: 0, stuck: 1, done: 10, expired: 0 });
+    expect(await store.counts(T0 + 10_000, { scope })).toEqual({ inflight: 0, stuck: 1, unknown: 0, done: 10, expired: 0 });
     expect(await listAll({ scope, prefix: "p-", limit: 100, nowMs: T0 })).toHaveLength(11);
   });
 
@@ -237,7 +252,7 @@ describe("RedisKeyStore", () => {
     expect(again.record.tool).toBe("tickets.create");
     expect((await store.list({ scope, tool: "email.send", limit: 10, nowMs: T0 + 60 })).items).toEqual([]);
     expect((await store.list({ scope, prefix: "x", limit: 10, nowMs: T0 + 60 })).items.map((r) => r.createdAtMs)).toEqual([T0 + 50]);
-    expect(await store.counts(T0 + 60, { scope })).toEqual({ inflight: 1, stuck: 0, done: 0, expired: 0 });
+    expect(await store.counts(T0 + 60, { scope })).toEqual({ inflight: 1, stuck: 0, unknown: 0, done: 0, expired: 0 });
   });
 
   it("stores result bodies byte for byte", async () => {

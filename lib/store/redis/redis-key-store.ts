@@ -8,6 +8,7 @@ import type {
   KeyStore,
   ListPage,
   ListQuery,
+  OperatorGuard,
   OperatorOutcome,
   StateCounts,
 } from "../key-store";
@@ -15,7 +16,7 @@ import { decodeCursor, encodeCursor, mergeBucketPages, type BucketPage, type Pos
 import { UnexpectedRedisReplyError, UnsupportedFilterError } from "./errors";
 import { BUCKETS, KeySpace, bucketOf, MEMBER_SEPARATOR } from "./keys";
 import { LIST_FIELDS, listRowToRecord, pairsToRecord, resultArgs } from "./record-codec";
-import { defineScripts, type PageReply } from "./scripts";
+import { defineScripts, type CompleteReply, type PageReply } from "./scripts";
 
 export interface RedisKeyStoreOptions {
   /** key prefix, default "idg"; no braces (it is part of the cluster hash tag) */
@@ -27,13 +28,25 @@ const MAX_LIMIT = 1_000;
 const READ_BUDGET_FACTOR = 20;
 const DEFAULT_PURGE_BATCH = 500;
 
-/** Which stored status and deadline range a derived state is read from. */
-const STATE_RANGES: Record<KeyState, { status: StoredStatus; upper: boolean }> = {
-  inflight: { status: "inflight", upper: true }, // lease in the future
-  stuck: { status: "inflight", upper: false }, // lease passed
-  done: { status: "done", upper: true }, // expiry in the future
-  expired: { status: "done", upper: false }, // expiry passed
+/**
+ * Which stored status and deadline range a derived state is read from: the deadline after now
+ * ("future"), up to now ("past"), or any ("all": an unknown record is held whatever the time; its
+ * index is scored by unknownAtMs).
+ */
+const STATE_RANGES: Record<KeyState, { status: StoredStatus; range: "future" | "past" | "all" }> = {
+  inflight: { status: "inflight", range: "future" }, // lease in the future
+  stuck: { status: "inflight", range: "past" }, // lease passed
+  unknown: { status: "unknown", range: "all" },
+  done: { status: "done", range: "future" }, // expiry in the future
+  expired: { status: "done", range: "past" }, // expiry passed
 };
+
+/** ZCOUNT/ZRANGEBYSCORE bounds of a state's range at `nowMs`: [max, min] */
+function scoreBounds(range: "future" | "past" | "all", nowMs: number): [max: string, min: string] {
+  if (range === "future") return ["+inf", `(${nowMs}`];
+  if (range === "past") return [String(nowMs), "-inf"];
+  return ["+inf", "-inf"];
+}
 
 /** The part of one list query each bucket runs: an index and a score range, or the lex index. */
 type Plan =
@@ -93,6 +106,7 @@ export class RedisKeyStore implements KeyStore {
       input.executionId,
       input.takeoverStuck ? "1" : "0",
       String(bucket),
+      input.retryUnknown ? "1" : "0",
     );
     const [outcome, token, recordPairs, takenOverPairs, epochMs] = reply;
     const record = pairsToRecord(recordPairs);
@@ -103,6 +117,7 @@ export class RedisKeyStore implements KeyStore {
       case "replay":
       case "conflict":
       case "stuck":
+      case "unknown":
       case "mismatch":
         return { kind: outcome, record };
       default:
@@ -128,11 +143,7 @@ export class RedisKeyStore implements KeyStore {
       ...resultArgs(result),
       options.executionId ?? "",
     );
-    const [outcome, pairs] = reply;
-    const record = pairsToRecord(pairs);
-    if (outcome === "ok" && record !== null) return { ok: true, record };
-    if (outcome === "stale_token" || outcome === "absent") return { ok: false, reason: outcome, current: record };
-    throw new UnexpectedRedisReplyError("complete", reply);
+    return completeOutcome("complete", reply);
   }
 
   async abandon(scope: string, key: string, token: number): Promise<boolean> {
@@ -140,28 +151,45 @@ export class RedisKeyStore implements KeyStore {
     return Number(deleted) === 1;
   }
 
-  async release(scope: string, key: string): Promise<OperatorOutcome> {
-    const reply = await this.redis.idgRelease(this.keys.record(scope, key), this.keys.base(bucketOf(scope, key)));
+  async markUnknown(scope: string, key: string, token: number, note: string, nowMs: number): Promise<CompleteOutcome> {
+    const reply = await this.redis.idgMarkUnknown(
+      this.keys.record(scope, key),
+      this.keys.base(bucketOf(scope, key)),
+      String(token),
+      String(nowMs),
+      note,
+    );
+    return completeOutcome("markUnknown", reply);
+  }
+
+  async release(scope: string, key: string, guard: OperatorGuard): Promise<OperatorOutcome> {
+    const reply = await this.redis.idgRelease(
+      this.keys.record(scope, key),
+      this.keys.base(bucketOf(scope, key)),
+      String(guard.nowMs),
+      guard.force ? "1" : "0",
+    );
     const [outcome, beforePairs] = reply;
     const before = pairsToRecord(beforePairs);
     if (outcome === "ok" && before !== null) return { ok: true, before, after: null };
-    if (outcome === "absent" || outcome === "not_inflight") return { ok: false, reason: outcome, current: before };
+    if (isOperatorRefusal(outcome)) return { ok: false, reason: outcome, current: before };
     throw new UnexpectedRedisReplyError("release", reply);
   }
 
-  async resolve(scope: string, key: string, result: StoredResult, ttlMs: number, nowMs: number): Promise<OperatorOutcome> {
+  async resolve(scope: string, key: string, result: StoredResult, ttlMs: number, guard: OperatorGuard): Promise<OperatorOutcome> {
     const reply = await this.redis.idgResolve(
       this.keys.record(scope, key),
       this.keys.base(bucketOf(scope, key)),
-      String(nowMs),
-      String(nowMs + ttlMs),
+      String(guard.nowMs),
+      String(guard.nowMs + ttlMs),
       ...resultArgs(result),
+      guard.force ? "1" : "0",
     );
     const [outcome, beforePairs, afterPairs] = reply;
     const before = pairsToRecord(beforePairs);
     const after = pairsToRecord(afterPairs);
     if (outcome === "ok" && before !== null && after !== null) return { ok: true, before, after };
-    if (outcome === "absent" || outcome === "not_inflight") return { ok: false, reason: outcome, current: before };
+    if (isOperatorRefusal(outcome)) return { ok: false, reason: outcome, current: before };
     throw new UnexpectedRedisReplyError("resolve", reply);
   }
 
@@ -174,8 +202,8 @@ export class RedisKeyStore implements KeyStore {
 
   /**
    * Newest first. With a state filter the order is by that state's deadline, latest first
-   * (inflight and stuck: leaseUntilMs; done and expired: expiresAtMs), because the state indexes
-   * are scored by deadline; otherwise by createdAtMs. Ties are broken by scope and key, descending,
+   * (inflight and stuck: leaseUntilMs; unknown: unknownAtMs; done and expired: expiresAtMs),
+   * because the state indexes are scored by deadline; otherwise by createdAtMs. Ties are broken by scope and key, descending,
    * so the cursor is exact. A filter the chosen index does not cover (scope, prefix) is applied
    * while reading within a budget per bucket, so such a page may be short yet have a nextCursor.
    */
@@ -200,8 +228,8 @@ export class RedisKeyStore implements KeyStore {
     const { state, tool, scope } = query;
     const prefix = query.prefix ?? "";
     if (state !== undefined) {
-      const { status, upper } = STATE_RANGES[state];
-      const now = query.nowMs;
+      const { status, range } = STATE_RANGES[state];
+      const [max, min] = scoreBounds(range, query.nowMs);
       const index = tool !== undefined
         ? (b: number) => this.keys.byStatusTool(b, status, tool)
         : scope !== undefined
@@ -210,9 +238,9 @@ export class RedisKeyStore implements KeyStore {
       return {
         mode: "score",
         index,
-        max: upper ? Infinity : now,
+        max: max === "+inf" ? Infinity : Number(max),
         maxInclusive: true,
-        min: upper ? `(${now}` : "-inf",
+        min,
         scope: tool !== undefined ? (scope ?? "") : "",
         prefix,
       };
@@ -279,10 +307,10 @@ export class RedisKeyStore implements KeyStore {
     await Promise.all(
       BUCKETS.flatMap((bucket) =>
         KEY_STATES.map(async (state) => {
-          const { status, upper } = STATE_RANGES[state];
-          const index = indexOf(bucket, status);
-          const n = upper ? await this.redis.zcount(index, `(${nowMs}`, "+inf") : await this.redis.zcount(index, "-inf", nowMs);
-          counts[state] += n;
+          const { status, range } = STATE_RANGES[state];
+          const [max, min] = scoreBounds(range, nowMs);
+          const n = await this.redis.zcount(indexOf(bucket, status), min, max);
+          counts[state] += n; // after the await: `counts[state] += await …` would add to a value read before it
         }),
       ),
     );
@@ -329,6 +357,18 @@ export class RedisKeyStore implements KeyStore {
     // quit waits for replies under way; a connection that is already down just disconnects
     await this.redis.quit().catch(() => this.redis.disconnect());
   }
+}
+
+function completeOutcome(what: string, reply: CompleteReply): CompleteOutcome {
+  const [outcome, pairs] = reply;
+  const record = pairsToRecord(pairs);
+  if (outcome === "ok" && record !== null) return { ok: true, record };
+  if (outcome === "stale_token" || outcome === "absent") return { ok: false, reason: outcome, current: record };
+  throw new UnexpectedRedisReplyError(what, reply);
+}
+
+function isOperatorRefusal(outcome: string): outcome is "absent" | "not_inflight" | "running" {
+  return outcome === "absent" || outcome === "not_inflight" || outcome === "running";
 }
 
 function parsePage(reply: PageReply): BucketPage {

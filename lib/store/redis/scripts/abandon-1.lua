@@ -1,11 +1,11 @@
 --[[
-  The holder gives its reservation back (the tool failed before any side effect).
+  The holder gives its reservation back (the tool said its side effect did not happen).
   Input:
     KEYS[1] record hash
     ARGV[1] bucket base "{<prefix>:<bucket>}:"
     ARGV[2] token
   Output:
-    1 when deleted, 0 when the record is absent, done, or held under another token
+    1 when deleted, 0 when the record is absent, unknown, done, or held under another token
 ]]
 --- @include "keys"
 --- @include "record"

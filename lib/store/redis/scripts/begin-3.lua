@@ -17,10 +17,12 @@
     ARGV[11] executionId
     ARGV[12] take over a stuck reservation "1" | "0"
     ARGV[13] bucket number
+    ARGV[14] retry an unknown or stuck reservation (the tool's service deduplicates) "1" | "0"
   Output:
     { outcome, token, record (HGETALL pairs), takenOver (HGETALL pairs or empty), epochMs }
-    outcome: "reserved" | "replay" | "conflict" | "stuck" | "mismatch"; token 0 unless reserved.
-    An expired done record is replaced whatever its fingerprint; otherwise mismatch wins over state.
+    outcome: "reserved" | "replay" | "conflict" | "stuck" | "unknown" | "mismatch"; token 0 unless
+    reserved. An expired done record is replaced whatever its fingerprint; otherwise mismatch wins
+    over state.
 ]]
 --- @include "keys"
 --- @include "record"
@@ -55,8 +57,13 @@ if #current > 0 then
   if not expired then
     if rec.fingerprint ~= ARGV[5] then return { "mismatch", 0, current, {}, epoch } end
     if rec.status == "done" then return { "replay", 0, current, {}, epoch } end
-    if tonumber(rec.leaseUntilMs) > nowMs then return { "conflict", 0, current, {}, epoch } end
-    if ARGV[12] ~= "1" then return { "stuck", 0, current, {}, epoch } end
+    local retryUnknown = ARGV[14] == "1"
+    if rec.status == "unknown" then
+      if not retryUnknown then return { "unknown", 0, current, {}, epoch } end
+    else
+      if tonumber(rec.leaseUntilMs) > nowMs then return { "conflict", 0, current, {}, epoch } end
+      if ARGV[12] ~= "1" and not retryUnknown then return { "stuck", 0, current, {}, epoch } end
+    end
     takenOver = current
   end
   removeFromIndexes(base, rec)

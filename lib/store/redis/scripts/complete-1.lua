@@ -12,7 +12,8 @@
     ARGV[8] execution id to record instead of the reserving one ("" keeps it): restoring a result
   Output:
     { "ok" | "stale_token" | "absent", record (HGETALL pairs, empty when absent) }
-    A stuck reservation may still be completed by its holder: nobody else holds the token.
+    A stuck reservation may still be completed by its holder: nobody else holds the token. An
+    unknown one may not (stale_token): its holder already gave up on it.
 ]]
 --- @include "keys"
 --- @include "record"

@@ -8,6 +8,7 @@
     ARGV[3] batch size
   Output:
     number of index members removed (a batch-sized answer means: call again)
+  Inflight and unknown records are never purged: only the done index is read.
 ]]
 --- @include "keys"
 --- @include "record"

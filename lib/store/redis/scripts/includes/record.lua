@@ -8,8 +8,11 @@ local function hashToTable(flat)
   return t
 end
 
+-- The score of a record in its status indexes: inflight by leaseUntilMs (stuck once it passed),
+-- unknown by unknownAtMs (held whatever the time), done by expiresAtMs (expired once it passed).
 local function deadlineOf(rec)
   if rec.status == "inflight" then return rec.leaseUntilMs end
+  if rec.status == "unknown" then return rec.unknownAtMs end
   return rec.expiresAtMs
 end
 
@@ -36,7 +39,7 @@ local function addToIndexes(base, rec)
   redis.call("ZADD", lexIndexKey(base), 0, rec.key .. "\n" .. rec.scope .. "\n" .. rec.createdAtMs)
 end
 
--- A status change (inflight -> done) moves the record between the status-keyed indexes only; the
+-- A status change (inflight -> unknown -> done) moves the record between the status-keyed indexes only; the
 -- indexes keyed by creation time (created, tool, scope, lex) do not change. Half the writes of a
 -- full remove and add.
 local function changeStatus(base, rec, status, deadline)
