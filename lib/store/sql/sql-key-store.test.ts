@@ -109,10 +109,17 @@ async function countRows(db: Database, nowMs: number, filter: CountFilter): Prom
     SELECT
       count(*) FILTER (WHERE status = 'inflight' AND deadline_ms > ${now}::bigint) AS inflight,
       count(*) FILTER (WHERE status = 'inflight' AND deadline_ms <= ${now}::bigint) AS stuck,
+      count(*) FILTER (WHERE status = 'unknown') AS unknown,
       count(*) FILTER (WHERE status = 'done' AND deadline_ms > ${now}::bigint) AS done,
       count(*) FILTER (WHERE status = 'done' AND deadline_ms <= ${now}::bigint) AS expired
     FROM idempotency_keys ${where}`;
-  return { inflight: Number(row.inflight), stuck: Number(row.stuck), done: Number(row.done), expired: Number(row.expired) };
+  return {
+    inflight: Number(row.inflight),
+    stuck: Number(row.stuck),
+    unknown: Number(row.unknown),
+    done: Number(row.done),
+    expired: Number(row.expired),
+  };
 }
 
 /** counts() against the reference at every time and filter given, compared in one expect. */
@@ -132,12 +139,16 @@ async function expectCountsMatch(store: SqlKeyStore, db: Database, nows: number[
 /** Times around T0 where the counts' arithmetic changes: hour and half-hour boundaries, ±1 ms. */
 const EDGE_TIMES = [-HOUR, -HOUR / 2, 0, HOUR / 2, HOUR].flatMap((t) => [t - 1, t, t + 1].map((d) => T0 + d));
 
-/** `rows` keys in one INSERT … SELECT over scopes `<prefix>-a|b|c` and tools bt0–bt3, deadlines T0 ± 3 h. */
+/**
+ * `rows` keys in one INSERT … SELECT over scopes `<prefix>-a|b|c` and tools bt0–bt3, deadlines T0 ± 3 h,
+ * in all three stored statuses.
+ */
 async function insertBulk(db: Database, prefix: string, rows: number): Promise<string[]> {
   await db.prisma.$executeRaw`
     INSERT INTO idempotency_keys (scope, key, tool, fingerprint, status, token, created_at_ms, deadline_ms)
     SELECT ${prefix}::text || '-' || (ARRAY['a', 'b', 'c'])[i % 3 + 1], 'bulk-' || i, 'bt' || (i % 4), 'fp',
-      CASE WHEN i % 5 = 0 THEN 'inflight' ELSE 'done' END, nextval('idempotency_token_seq'), ${BigInt(T0)}::bigint,
+      CASE WHEN i % 5 = 0 THEN 'inflight' WHEN i % 7 = 0 THEN 'unknown' ELSE 'done' END,
+      nextval('idempotency_token_seq'), ${BigInt(T0)}::bigint,
       ${BigInt(T0 - 3 * HOUR)}::bigint + (i::bigint * 7919) % ${BigInt(6 * HOUR)}::bigint
     FROM generate_series(1, ${rows}::int) AS i`;
   return ["a", "b", "c"].map((s) => `${prefix}-${s}`);
@@ -188,6 +199,8 @@ for (const [name, open] of BACKENDS) {
         fallback: true,
         session: "sess-1",
         executionId: "exec-1",
+        outcomeNote: null,
+        unknownAtMs: null,
       });
       const done = await store.complete(scope, "k", r.token, ok, 60_000, T0 + 100);
       expect(done.ok).toBe(true);
@@ -297,7 +310,7 @@ for (const [name, open] of BACKENDS) {
     it("refuses a completion by the holder of a released and re-reserved key", async () => {
       newScope();
       const first = await reserve();
-      const released = await store.release(scope, "k");
+      const released = await store.release(scope, "k", { nowMs: T0, force: true });
       expect(released).toEqual({ ok: true, before: first.record, after: null });
       const second = await reserve({ nowMs: T0 + 10 });
       expect(second.token).toBeGreaterThan(first.token);
@@ -313,14 +326,14 @@ for (const [name, open] of BACKENDS) {
       newScope();
       const first = await reserve({ executionId: "e-1" });
       const manual: StoredResult = { status: 201, body: "{}", final: true };
-      const out = await store.resolve(scope, "k", manual, 10_000, T0 + 50_000);
+      const out = await store.resolve(scope, "k", manual, 10_000, { nowMs: T0 + 50_000 });
       expect(out).toEqual({
         ok: true,
         before: first.record,
         after: { ...first.record, status: "done", leaseUntilMs: null, completedAtMs: T0 + 50_000, expiresAtMs: T0 + 60_000, result: manual },
       });
-      expect(await store.resolve(scope, "k", manual, 10_000, T0)).toMatchObject({ ok: false, reason: "not_inflight" });
-      expect(await store.resolve(scope, "none", manual, 10_000, T0)).toEqual({ ok: false, reason: "absent", current: null });
+      expect(await store.resolve(scope, "k", manual, 10_000, { nowMs: T0 })).toMatchObject({ ok: false, reason: "not_inflight" });
+      expect(await store.resolve(scope, "none", manual, 10_000, { nowMs: T0 })).toEqual({ ok: false, reason: "absent", current: null });
     });
 
     it("pages with many rows sharing one millisecond, under every filter, without repeats or gaps", async () => {
@@ -393,9 +406,11 @@ for (const [name, open] of BACKENDS) {
       await store.complete(scope, "d", d.token, ok, 60_000, T0);
       const e = await reserve({ key: "e", tool: "t2" });
       await store.complete(scope, "e", e.token, ok, 10, T0);
-      expect(await store.counts(T0 + 100, { scope })).toEqual({ inflight: 1, stuck: 1, done: 1, expired: 1 });
-      expect(await store.counts(T0 + 100, { scope, tool: "t1" })).toEqual({ inflight: 1, stuck: 1, done: 0, expired: 0 });
-      expect(await store.counts(T0 + 100, { scope, tool: "none" })).toEqual({ inflight: 0, stuck: 0, done: 0, expired: 0 });
+      const u = await reserve({ key: "u", tool: "t1" });
+      await store.markUnknown(scope, "u", u.token, "timed out after 50 ms", T0 + 50);
+      expect(await store.counts(T0 + 100, { scope })).toEqual({ inflight: 1, stuck: 1, unknown: 1, done: 1, expired: 1 });
+      expect(await store.counts(T0 + 100, { scope, tool: "t1" })).toEqual({ inflight: 1, stuck: 1, unknown: 1, done: 0, expired: 0 });
+      expect(await store.counts(T0 + 100, { scope, tool: "none" })).toEqual({ inflight: 0, stuck: 0, unknown: 0, done: 0, expired: 0 });
     });
 
     it("purges in batches until nothing expired is left, and leaves other rows alone", async () => {
@@ -405,15 +420,17 @@ for (const [name, open] of BACKENDS) {
         await store.complete(scope, `p${i}`, r.token, ok, i < 23 ? 1_000 : 500_000, T0);
       }
       await reserve({ key: "inflight-old", leaseMs: 1 });
+      const u = await reserve({ key: "unknown-old", leaseMs: 1 });
+      await store.markUnknown(scope, "unknown-old", u.token, "timed out after 1 ms", T0 + 1);
       const purged = await store.purge(T0 + 100_000, 4);
       expect(purged).toBeGreaterThanOrEqual(23);
       const left = (await store.list({ scope, limit: 50, nowMs: T0 })).items.map((r) => r.key).sort();
-      expect(left).toEqual(["inflight-old", "p23", "p24"]);
+      expect(left).toEqual(["inflight-old", "p23", "p24", "unknown-old"]);
       expect(await store.purge(T0 + 100_000, 4)).toBe(0);
     });
 
     it("counts what a scan of the rows counts, after any sequence of operations", async () => {
-      const kinds = ["begin", "takeover", "complete", "release", "resolve", "abandon", "purge"] as const;
+      const kinds = ["begin", "takeover", "retry", "complete", "unknown", "release", "resolve", "abandon", "purge"] as const;
       const op = fc.record({
         kind: fc.constantFrom(...kinds),
         scope: fc.nat(2),
@@ -422,6 +439,7 @@ for (const [name, open] of BACKENDS) {
         fingerprint: fc.constantFrom("fp", "fp", "other"),
         at: fc.oneof(fc.integer({ min: -2 * HOUR, max: 2 * HOUR }), fc.constantFrom(...EDGE_TIMES.map((t) => t - T0))),
         span: fc.oneof(fc.constantFrom(1, 1_000, HOUR / 2, HOUR), fc.integer({ min: 1, max: 3 * HOUR })),
+        force: fc.boolean(),
       });
       const batches = fc.array(fc.array(op, { minLength: 1, maxLength: 4 }), { minLength: 1, maxLength: 8 });
       const extraNows = fc.array(fc.integer({ min: -3 * HOUR, max: 3 * HOUR }), { maxLength: 4 });
@@ -438,19 +456,25 @@ for (const [name, open] of BACKENDS) {
                 const token = tokens.get(`${s}/${key}`) ?? 0;
                 switch (o.kind) {
                   case "begin":
-                  case "takeover": {
+                  case "takeover":
+                  case "retry": {
                     const out = await store.begin(
-                      input({ scope: s, key, tool: `t${o.tool + 1}`, fingerprint: o.fingerprint, nowMs: at, leaseMs: o.span, takeoverStuck: o.kind === "takeover" }),
+                      input({
+                        scope: s, key, tool: `t${o.tool + 1}`, fingerprint: o.fingerprint, nowMs: at, leaseMs: o.span,
+                        takeoverStuck: o.kind === "takeover", retryUnknown: o.kind === "retry",
+                      }),
                     );
                     if (out.kind === "reserved") tokens.set(`${s}/${key}`, out.token);
                     return;
                   }
                   case "complete":
                     return store.complete(s, key, token, ok, o.span, at);
+                  case "unknown":
+                    return store.markUnknown(s, key, token, "timed out", at);
                   case "release":
-                    return store.release(s, key);
+                    return store.release(s, key, { nowMs: at, force: o.force });
                   case "resolve":
-                    return store.resolve(s, key, ok, o.span, at);
+                    return store.resolve(s, key, ok, o.span, { nowMs: at, force: o.force });
                   case "abandon":
                     return store.abandon(s, key, token);
                   case "purge":
@@ -479,6 +503,10 @@ for (const [name, open] of BACKENDS) {
         UPDATE idempotency_keys SET status = 'done', deadline_ms = deadline_ms + ${BigInt(HOUR)}::bigint
         WHERE scope IN (${Prisma.join(scopes)}) AND status = 'inflight' AND tool <> 'bt2'`;
       await expectCountsMatch(store, opened.db, times, filters);
+      await opened.db.prisma.$executeRaw`
+        UPDATE idempotency_keys SET status = 'unknown', deadline_ms = deadline_ms - ${BigInt(HOUR)}::bigint
+        WHERE scope IN (${Prisma.join(scopes)}) AND status = 'inflight' AND tool = 'bt2'`;
+      await expectCountsMatch(store, opened.db, times, filters);
       await opened.db.prisma.$executeRaw`DELETE FROM idempotency_keys WHERE scope = ${scopes[1]} AND deadline_ms < ${BigInt(T0)}::bigint`;
       await expectCountsMatch(store, opened.db, times, filters);
     });
@@ -499,7 +527,7 @@ for (const [name, open] of BACKENDS) {
       newScope();
       await reserve();
       await opened.db.prisma.$executeRawUnsafe("TRUNCATE idempotency_keys");
-      expect(await store.counts(T0)).toEqual({ inflight: 0, stuck: 0, done: 0, expired: 0 });
+      expect(await store.counts(T0)).toEqual({ inflight: 0, stuck: 0, unknown: 0, done: 0, expired: 0 });
       await reserve({ key: "after" });
       await expectCountsMatch(store, opened.db, EDGE_TIMES, [{}, { scope }]);
     });
@@ -534,19 +562,21 @@ describe("SqlKeyStore query plans on a PostgreSQL server", () => {
   beforeAll(async () => {
     opened = await openServerStore();
     store = opened.store;
-    // 20k rows over 20 scopes and 8 tools, in all four states, spread over time
+    // 20k rows over 20 scopes and 8 tools, in all five states, spread over time
     await opened.db.prisma.$executeRaw`
       INSERT INTO idempotency_keys (scope, key, tool, fingerprint, status, token, created_at_ms, lease_until_ms,
-        completed_at_ms, expires_at_ms, deadline_ms, result_status, result_body, final, fallback)
+        completed_at_ms, expires_at_ms, deadline_ms, result_status, result_body, final, fallback, outcome_note, unknown_at_ms)
       SELECT 'scope-' || (i % 20), 'key-' || i, 'tool-' || (i % 8), md5(i::text),
-        CASE WHEN i % 10 < 2 THEN 'inflight' ELSE 'done' END, nextval('idempotency_token_seq'),
+        CASE WHEN i % 10 < 2 THEN 'inflight' WHEN i % 10 = 2 THEN 'unknown' ELSE 'done' END, nextval('idempotency_token_seq'),
         ${BigInt(T0)}::bigint - i * 1000,
-        CASE WHEN i % 10 < 2 THEN ${BigInt(NOW)}::bigint + (i % 2 * 2 - 1) * i * 10 END,
-        CASE WHEN i % 10 >= 2 THEN ${BigInt(T0)}::bigint - i * 1000 END,
-        CASE WHEN i % 10 >= 2 THEN ${BigInt(NOW)}::bigint + (i % 2 * 2 - 1) * i * 10 END,
+        CASE WHEN i % 10 < 3 THEN ${BigInt(NOW)}::bigint + (i % 2 * 2 - 1) * i * 10 END,
+        CASE WHEN i % 10 >= 3 THEN ${BigInt(T0)}::bigint - i * 1000 END,
+        CASE WHEN i % 10 >= 3 THEN ${BigInt(NOW)}::bigint + (i % 2 * 2 - 1) * i * 10 END,
         ${BigInt(NOW)}::bigint + (i % 2 * 2 - 1) * i * 10,
-        CASE WHEN i % 10 >= 2 THEN 200 END,
-        CASE WHEN i % 10 >= 2 THEN repeat('x', 500) END, false, false
+        CASE WHEN i % 10 >= 3 THEN 200 END,
+        CASE WHEN i % 10 >= 3 THEN repeat('x', 500) END, false, false,
+        CASE WHEN i % 10 = 2 THEN 'timed out after 400 ms' END,
+        CASE WHEN i % 10 = 2 THEN ${BigInt(NOW)}::bigint + (i % 2 * 2 - 1) * i * 10 END
       FROM generate_series(1, ${ROWS}) AS i`;
     await opened.db.prisma.$executeRawUnsafe("ANALYZE idempotency_keys");
   });
@@ -561,7 +591,7 @@ describe("SqlKeyStore query plans on a PostgreSQL server", () => {
     return out;
   }
 
-  const states: KeyState[] = ["inflight", "stuck", "done", "expired"];
+  const states: KeyState[] = ["inflight", "stuck", "unknown", "done", "expired"];
 
   it.each(states)("lists state %s through an index", async (state) => {
     const p = await plan(store.listSql({ state, limit: 50, nowMs: NOW }));
@@ -572,10 +602,10 @@ describe("SqlKeyStore query plans on a PostgreSQL server", () => {
     expect(withTool).toMatch(/idempotency_keys_status_tool_deadline_ms_idx/);
   });
 
-  it("lists a later page through an index as well", async () => {
-    const first = await store.list({ state: "done", limit: 50, nowMs: NOW });
+  it.each(["done", "unknown"] as const)("lists a later page of state %s through an index as well", async (state) => {
+    const first = await store.list({ state, limit: 50, nowMs: NOW });
     expect(first.items).toHaveLength(50);
-    const p = await plan(store.listSql({ state: "done", limit: 50, nowMs: NOW, cursor: first.nextCursor }));
+    const p = await plan(store.listSql({ state, limit: 50, nowMs: NOW, cursor: first.nextCursor }));
     expect(p).not.toMatch(/Seq Scan/);
     expect(p).toMatch(/Index Cond: .*deadline_ms <=/);
   });
@@ -593,8 +623,8 @@ describe("SqlKeyStore query plans on a PostgreSQL server", () => {
     await opened.db.prisma.$executeRaw`
       INSERT INTO idempotency_keys (scope, key, tool, fingerprint, status, token, created_at_ms, deadline_ms)
       SELECT 'scope-' || (i % 20), 'spread-' || i, 'tool-' || (i % 8), md5(i::text),
-        CASE WHEN i % 10 < 2 THEN 'inflight' ELSE 'done' END, nextval('idempotency_token_seq'), ${BigInt(T0)}::bigint,
-        ${BigInt(NOW - 8 * 86_400_000)}::bigint + i::bigint * ${BigInt((16 * 86_400_000) / SPREAD)}::bigint
+        CASE WHEN i % 10 < 2 THEN 'inflight' WHEN i % 10 = 2 THEN 'unknown' ELSE 'done' END, nextval('idempotency_token_seq'),
+        ${BigInt(T0)}::bigint, ${BigInt(NOW - 8 * 86_400_000)}::bigint + i::bigint * ${BigInt((16 * 86_400_000) / SPREAD)}::bigint
       FROM generate_series(1, ${SPREAD}) AS i`;
     await opened.db.prisma.$executeRawUnsafe("ANALYZE idempotency_keys");
     const filters = [{}, { tool: "tool-2" }, { scope: "scope-4" }, { scope: "scope-4", tool: "tool-4" }];
@@ -612,8 +642,9 @@ describe("SqlKeyStore query plans on a PostgreSQL server", () => {
     }
     await expectCountsMatch(store, opened.db, [NOW, ...away, ...EDGE_TIMES], filters);
     const counts = await store.counts(NOW);
-    expect(counts.inflight + counts.stuck + counts.done + counts.expired).toBe(ROWS + SPREAD);
+    expect(counts.inflight + counts.stuck + counts.unknown + counts.done + counts.expired).toBe(ROWS + SPREAD);
     expect(counts.inflight + counts.stuck).toBe((ROWS + SPREAD) / 5);
+    expect(counts.unknown).toBe((ROWS + SPREAD) / 10);
   });
 
 

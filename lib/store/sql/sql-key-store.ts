@@ -1,6 +1,6 @@
 import { Prisma } from "@/generated/prisma/client";
 import type { Database } from "@/lib/db/database";
-import { stateOf, type KeyRecord, type KeyState, type StoredResult, type StoredStatus } from "@/lib/idempotency/record";
+import { STORED_STATUSES, stateOf, type KeyRecord, type KeyState, type StoredResult, type StoredStatus } from "@/lib/idempotency/record";
 import type {
   BeginInput,
   BeginOutcome,
@@ -9,6 +9,7 @@ import type {
   KeyStore,
   ListPage,
   ListQuery,
+  OperatorGuard,
   OperatorOutcome,
   StateCounts,
 } from "@/lib/store/key-store";
@@ -18,9 +19,10 @@ import type {
  * `idempotency_keys`. Every state change is one statement, so it needs no transaction and behaves
  * the same through a pool (server) or one shared connection (PGlite).
  *
- * `deadline_ms` is `lease_until_ms` while inflight and `expires_at_ms` once done, so the four
- * derived states are four ranges of the (status, deadline_ms) index. Triggers keep counts of the
- * rows (key_counts, key_deadline_counts: migration 20261129030000_key_counts) for `counts`.
+ * `deadline_ms` is `lease_until_ms` while inflight, `unknown_at_ms` while unknown and
+ * `expires_at_ms` once done, so the five derived states are ranges of the (status, deadline_ms)
+ * index (unknown: all of its status). Triggers keep counts of the rows (key_counts,
+ * key_deadline_counts: migration 20261129030000_key_counts) for `counts`.
  */
 
 export class InvalidCursorError extends Error {
@@ -53,6 +55,8 @@ interface Row {
   fallback: boolean;
   session: string | null;
   execution_id: string | null;
+  outcome_note: string | null;
+  unknown_at_ms: bigint | number | string | null;
 }
 
 const RECORD_COLUMNS = [
@@ -72,6 +76,8 @@ const RECORD_COLUMNS = [
   "fallback",
   "session",
   "execution_id",
+  "outcome_note",
+  "unknown_at_ms",
 ] as const;
 
 const ALL = Prisma.raw(RECORD_COLUMNS.join(", "));
@@ -85,6 +91,8 @@ const BEGIN_LOCK_SPACE = 0x1de3;
 
 /** A begin that keeps losing races is a bug, not load: give up loudly instead of spinning. */
 const MAX_BEGIN_ATTEMPTS = 50;
+/** An operator's action that keeps finding the key changed between its two statements: the same. */
+const MAX_OPERATOR_ATTEMPTS = 10;
 const DEFAULT_PURGE_BATCH = 1000;
 
 function num(v: bigint | number | string): number {
@@ -95,8 +103,13 @@ function numOrNull(v: bigint | number | string | null | undefined): number | nul
   return v === null || v === undefined ? null : num(v);
 }
 
+function storedStatus(value: string): StoredStatus {
+  if ((STORED_STATUSES as readonly string[]).includes(value)) return value as StoredStatus;
+  throw new Error(`idempotency_keys holds an unknown status ${JSON.stringify(value)}`);
+}
+
 function toRecord(row: Row, withResult: boolean): KeyRecord {
-  const status = row.status === "done" ? "done" : "inflight";
+  const status = storedStatus(row.status);
   const result: StoredResult | null =
     withResult && status === "done" && row.result_status !== null && row.result_status !== undefined
       ? { status: Number(row.result_status), body: row.result_body ?? "", final: row.final }
@@ -116,6 +129,8 @@ function toRecord(row: Row, withResult: boolean): KeyRecord {
     fallback: row.fallback,
     session: row.session,
     executionId: row.execution_id,
+    outcomeNote: row.outcome_note ?? null,
+    unknownAtMs: numOrNull(row.unknown_at_ms),
   };
 }
 
@@ -171,6 +186,15 @@ export function decodeCursor(cursor: string): Cursor {
   return { sort: parsed[0], scope: parsed[1], key: parsed[2] };
 }
 
+/**
+ * The rows an operator may release or resolve: stuck and unknown ones, and inflight ones within
+ * their lease only when forced (their call may still complete).
+ */
+function operable(guard: OperatorGuard): Prisma.Sql {
+  return Prisma.sql`(status = 'unknown' OR (status = 'inflight'
+    AND (${guard.force === true}::boolean OR lease_until_ms <= ${ms(guard.nowMs)}::bigint)))`;
+}
+
 /** Which rows each derived state is: a range of deadline_ms within one status. */
 function stateCondition(state: KeyState, now: bigint): Prisma.Sql {
   switch (state) {
@@ -178,6 +202,8 @@ function stateCondition(state: KeyState, now: bigint): Prisma.Sql {
       return Prisma.sql`status = 'inflight' AND deadline_ms > ${now}::bigint`;
     case "stuck":
       return Prisma.sql`status = 'inflight' AND deadline_ms <= ${now}::bigint`;
+    case "unknown":
+      return Prisma.sql`status = 'unknown'`;
     case "done":
       return Prisma.sql`status = 'done' AND deadline_ms > ${now}::bigint`;
     case "expired":
@@ -199,8 +225,8 @@ export class SqlKeyStore implements KeyStore {
 
   /**
    * One statement per attempt: a snapshot read of the existing row (`prev`) and an insert that,
-   * on conflict, replaces the row only if it is expired, or stuck and taken over with the same
-   * fingerprint. The replacement is also conditioned on the row still being the version `prev`
+   * on conflict, replaces the row only if it is expired, or stuck (takeoverStuck or retryUnknown)
+   * or unknown (retryUnknown) and taken over with the same fingerprint. The replacement is also conditioned on the row still being the version `prev`
    * saw (token and status identify a version: tokens are never reused), so `takenOver` is exactly
    * the record that was replaced. When nothing was written, `prev` is the answer (it was the
    * state at the statement's start); when `prev` is empty or no longer current, the next attempt
@@ -214,6 +240,7 @@ export class SqlKeyStore implements KeyStore {
   async begin(input: BeginInput): Promise<BeginOutcome> {
     const now = ms(input.nowMs);
     const leaseUntil = ms(input.nowMs + input.leaseMs);
+    const takeoverStuck = input.takeoverStuck || input.retryUnknown;
     for (let attempt = 0; attempt < MAX_BEGIN_ATTEMPTS; attempt++) {
       const rows = await this.prisma.$queryRaw<Record<string, unknown>[]>`
         WITH key_lock AS MATERIALIZED (
@@ -223,23 +250,25 @@ export class SqlKeyStore implements KeyStore {
         ), ins AS (
           INSERT INTO idempotency_keys AS k (scope, key, tool, fingerprint, status, token, created_at_ms,
             lease_until_ms, completed_at_ms, expires_at_ms, deadline_ms, result_status, result_body, final,
-            fallback, session, execution_id)
+            fallback, session, execution_id, outcome_note, unknown_at_ms)
           SELECT ${input.scope}::text, ${input.key}::text, ${input.tool}::text, ${input.fingerprint}::text,
             'inflight', nextval('idempotency_token_seq'), ${now}::bigint, ${leaseUntil}::bigint, NULL::bigint, NULL::bigint,
             ${leaseUntil}::bigint, NULL::integer, NULL::text, false, ${input.fallback}::boolean, ${input.session}::text,
-            ${input.executionId}::text
+            ${input.executionId}::text, NULL::text, NULL::bigint
           FROM key_lock
           ON CONFLICT (scope, key) DO UPDATE SET
             tool = EXCLUDED.tool, fingerprint = EXCLUDED.fingerprint, status = 'inflight', token = EXCLUDED.token,
             created_at_ms = EXCLUDED.created_at_ms, lease_until_ms = EXCLUDED.lease_until_ms,
             completed_at_ms = NULL, expires_at_ms = NULL, deadline_ms = EXCLUDED.deadline_ms,
             result_status = NULL, result_body = NULL, final = false, fallback = EXCLUDED.fallback,
-            session = EXCLUDED.session, execution_id = EXCLUDED.execution_id
+            session = EXCLUDED.session, execution_id = EXCLUDED.execution_id, outcome_note = NULL,
+            unknown_at_ms = NULL
           WHERE k.token = (SELECT token FROM prev) AND k.status = (SELECT status FROM prev)
             AND EXCLUDED.token > k.token
             AND ((k.status = 'done' AND k.expires_at_ms <= ${now}::bigint)
-              OR (${input.takeoverStuck}::boolean AND k.status = 'inflight' AND k.lease_until_ms <= ${now}::bigint
-                  AND k.fingerprint = EXCLUDED.fingerprint))
+              OR (${takeoverStuck}::boolean AND k.status = 'inflight' AND k.lease_until_ms <= ${now}::bigint
+                  AND k.fingerprint = EXCLUDED.fingerprint)
+              OR (${input.retryUnknown}::boolean AND k.status = 'unknown' AND k.fingerprint = EXCLUDED.fingerprint))
           RETURNING ${ALL}, (k.xmax <> 0) AS replaced
         )
         SELECT ${columnsOf("ins")}, ins.replaced, ${columnsOf("prev", "p_")}
@@ -250,7 +279,7 @@ export class SqlKeyStore implements KeyStore {
       if (row.scope !== null && row.scope !== undefined) {
         const record = toRecord(row as unknown as Row, true);
         // an update of the row prev saw (xmax set), not an insert after that row was deleted
-        const takenOver = row.replaced === true && prev && prev.status === "inflight" ? prev : null;
+        const takenOver = row.replaced === true && prev && prev.status !== "done" ? prev : null;
         // PostgreSQL keeps what it committed: nothing to recover from the audit log
         return { kind: "reserved", token: record.token, record, takenOver, storeEpochMs: null };
       }
@@ -262,8 +291,9 @@ export class SqlKeyStore implements KeyStore {
       if (prev.fingerprint !== input.fingerprint) return { kind: "mismatch", record: prev };
       if (state === "done") return { kind: "replay", record: prev };
       if (state === "inflight") return { kind: "conflict", record: prev };
-      if (!input.takeoverStuck) return { kind: "stuck", record: prev };
-      // stuck and to be taken over, but someone else changed it first: look again
+      if (state === "unknown" && !input.retryUnknown) return { kind: "unknown", record: prev };
+      if (state === "stuck" && !takeoverStuck) return { kind: "stuck", record: prev };
+      // stuck or unknown and to be taken over, but someone else changed it first: look again
     }
     throw new Error(`begin on ${input.scope}/${input.key} did not settle after ${MAX_BEGIN_ATTEMPTS} attempts`);
   }
@@ -294,30 +324,53 @@ export class SqlKeyStore implements KeyStore {
     return deleted > 0;
   }
 
-  async release(scope: string, key: string): Promise<OperatorOutcome> {
+  async markUnknown(scope: string, key: string, token: number, note: string, nowMs: number): Promise<CompleteOutcome> {
+    const now = ms(nowMs);
+    // lease_until_ms stays: when the call's lease ended
     const rows = await this.prisma.$queryRaw<Row[]>`
-      DELETE FROM idempotency_keys WHERE scope = ${scope}::text AND key = ${key}::text AND status = 'inflight'
+      UPDATE idempotency_keys SET status = 'unknown', outcome_note = ${note}::text, unknown_at_ms = ${now}::bigint,
+        deadline_ms = ${now}::bigint
+      WHERE scope = ${scope}::text AND key = ${key}::text AND status = 'inflight' AND token = ${BigInt(token)}::bigint
       RETURNING ${ALL}`;
-    if (rows.length > 0) return { ok: true, before: toRecord(rows[0], true), after: null };
-    return this.refused(scope, key);
+    if (rows.length > 0) return { ok: true, record: toRecord(rows[0], true) };
+    const current = await this.get(scope, key);
+    return { ok: false, reason: current ? "stale_token" : "absent", current };
   }
 
-  async resolve(scope: string, key: string, result: StoredResult, ttlMs: number, nowMs: number): Promise<OperatorOutcome> {
-    // the locked sub-select hands back the row as it was, which RETURNING alone cannot
-    const rows = await this.prisma.$queryRaw<Record<string, unknown>[]>`
-      UPDATE idempotency_keys AS k SET ${this.doneAssignments(result, ttlMs, nowMs)}
-      FROM (
-        SELECT ${ALL} FROM idempotency_keys
-        WHERE scope = ${scope}::text AND key = ${key}::text AND status = 'inflight'
-        FOR UPDATE
-      ) AS b
-      WHERE k.scope = b.scope AND k.key = b.key AND k.status = 'inflight'
-      RETURNING ${columnsOf("k")}, ${columnsOf("b", "b_")}`;
-    if (rows.length > 0) {
-      const before = toRecord(prefixed(rows[0], "b_")!, true);
-      return { ok: true, before, after: toRecord(rows[0] as unknown as Row, true) };
+  async release(scope: string, key: string, guard: OperatorGuard): Promise<OperatorOutcome> {
+    for (let attempt = 0; attempt < MAX_OPERATOR_ATTEMPTS; attempt++) {
+      const rows = await this.prisma.$queryRaw<Row[]>`
+        DELETE FROM idempotency_keys
+        WHERE scope = ${scope}::text AND key = ${key}::text AND ${operable(guard)}
+        RETURNING ${ALL}`;
+      if (rows.length > 0) return { ok: true, before: toRecord(rows[0], true), after: null };
+      const refused = await this.refused(scope, key, guard);
+      if (refused) return refused;
     }
-    return this.refused(scope, key);
+    throw new Error(`release of ${scope}/${key} did not settle after ${MAX_OPERATOR_ATTEMPTS} attempts`);
+  }
+
+  async resolve(scope: string, key: string, result: StoredResult, ttlMs: number, guard: OperatorGuard): Promise<OperatorOutcome> {
+    for (let attempt = 0; attempt < MAX_OPERATOR_ATTEMPTS; attempt++) {
+      // the locked sub-select hands back the row as it was, which RETURNING alone cannot; the
+      // update then applies to exactly that version (token and status identify a version)
+      const rows = await this.prisma.$queryRaw<Record<string, unknown>[]>`
+        UPDATE idempotency_keys AS k SET ${this.doneAssignments(result, ttlMs, guard.nowMs)}
+        FROM (
+          SELECT ${ALL} FROM idempotency_keys
+          WHERE scope = ${scope}::text AND key = ${key}::text AND ${operable(guard)}
+          FOR UPDATE
+        ) AS b
+        WHERE k.scope = b.scope AND k.key = b.key AND k.token = b.token AND k.status = b.status
+        RETURNING ${columnsOf("k")}, ${columnsOf("b", "b_")}`;
+      if (rows.length > 0) {
+        const before = toRecord(prefixed(rows[0], "b_")!, true);
+        return { ok: true, before, after: toRecord(rows[0] as unknown as Row, true) };
+      }
+      const refused = await this.refused(scope, key, guard);
+      if (refused) return refused;
+    }
+    throw new Error(`resolve of ${scope}/${key} did not settle after ${MAX_OPERATOR_ATTEMPTS} attempts`);
   }
 
   async get(scope: string, key: string): Promise<KeyRecord | null> {
@@ -377,14 +430,17 @@ export class SqlKeyStore implements KeyStore {
     };
     const inflight = split("inflight");
     const done = split("done");
-    return { inflight: inflight.live, stuck: inflight.due, done: done.live, expired: done.due };
+    // unknown is one state whatever its deadline: its total, never split
+    const unknown = num(rows.find((r) => r.status === "unknown")!.total);
+    return { inflight: inflight.live, stuck: inflight.due, unknown, done: done.live, expired: done.due };
   }
 
   /**
    * Per stored status: the total from key_counts, the rows from the hour boundary nearest to now
    * on (key_deadline_counts), and an index count of the rows between that boundary and now. Rows
    * due by now (stuck, expired) = total − from_cut + due_from_cut − live_before_cut; only one of
-   * the last two is ever non-zero. The cost depends on scopes × tools and on the deadlines in one
+   * the last two is ever non-zero. Unknown rows are not split by deadline: only their total is
+   * read (the other parts are skipped by a constant-false filter). The cost depends on scopes × tools and on the deadlines in one
    * half hour, not on the number of keys. Exposed for EXPLAIN in tests.
    */
   countsSql(nowMs: number, filter: { tool?: string; scope?: string } = {}): Prisma.Sql {
@@ -401,14 +457,15 @@ export class SqlKeyStore implements KeyStore {
       SELECT s.status,
         (SELECT coalesce(sum(c.n), 0)::bigint FROM key_counts c WHERE c.status = s.status${match("c")}) AS total,
         (SELECT coalesce(sum(h.n), 0)::bigint FROM key_deadline_counts h
-          WHERE h.status = s.status AND h.deadline_hour >= ${cutHour}::bigint${match("h")}) AS from_cut,
+          WHERE s.split AND h.status = s.status AND h.deadline_hour >= ${cutHour}::bigint${match("h")}) AS from_cut,
         (SELECT count(*) FROM idempotency_keys k
-          WHERE k.status = s.status AND k.deadline_ms >= ${cut}::bigint AND k.deadline_ms <= ${now}::bigint${match("k")}) AS due_from_cut,
+          WHERE s.split AND k.status = s.status AND k.deadline_ms >= ${cut}::bigint AND k.deadline_ms <= ${now}::bigint${match("k")}) AS due_from_cut,
         (SELECT count(*) FROM idempotency_keys k
-          WHERE k.status = s.status AND k.deadline_ms > ${now}::bigint AND k.deadline_ms < ${cut}::bigint${match("k")}) AS live_before_cut
-      FROM (VALUES ('inflight'), ('done')) AS s (status)`;
+          WHERE s.split AND k.status = s.status AND k.deadline_ms > ${now}::bigint AND k.deadline_ms < ${cut}::bigint${match("k")}) AS live_before_cut
+      FROM (VALUES ('inflight', true), ('unknown', false), ('done', true)) AS s (status, split)`;
   }
 
+  /** deletes done rows only: inflight and unknown keys stay whatever their age */
   async purge(olderThanMs: number, batch = DEFAULT_PURGE_BATCH): Promise<number> {
     const size = Math.max(1, Math.trunc(batch));
     const before = ms(olderThanMs);
@@ -445,12 +502,21 @@ export class SqlKeyStore implements KeyStore {
     return Prisma.sql`status = 'done', lease_until_ms = NULL, completed_at_ms = ${ms(nowMs)}::bigint,
       expires_at_ms = ${expires}::bigint, deadline_ms = ${expires}::bigint,
       result_status = ${Math.trunc(result.status)}::integer, result_body = ${result.body}::text,
-      final = ${result.final}::boolean`;
+      final = ${result.final}::boolean, outcome_note = NULL, unknown_at_ms = NULL`;
   }
 
-  private async refused(scope: string, key: string): Promise<OperatorOutcome> {
+  /**
+   * Why an operator's action found nothing to change, from the key as it is now; null when the
+   * key has become one it may change since (a call's outcome became unknown): try again.
+   */
+  private async refused(scope: string, key: string, guard: OperatorGuard): Promise<OperatorOutcome | null> {
     const current = await this.get(scope, key);
-    return { ok: false, reason: current ? "not_inflight" : "absent", current };
+    if (!current) return { ok: false, reason: "absent", current };
+    if (current.status === "done") return { ok: false, reason: "not_inflight", current };
+    if (current.status === "inflight" && !guard.force && (current.leaseUntilMs ?? 0) > guard.nowMs) {
+      return { ok: false, reason: "running", current };
+    }
+    return null;
   }
 
   private static pageSize(limit: number): number {
