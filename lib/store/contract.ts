@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { BeginInput, KeyStore } from "./key-store";
-import type { StoredResult } from "@/lib/idempotency/record";
+import { stateOf, type KeyState, type StoredResult } from "@/lib/idempotency/record";
 
 /**
  * A BeginInput maker for store tests: the defaults below, then the test's own (read on every call,
@@ -17,6 +17,7 @@ export function beginInputs(defaults: () => Partial<BeginInput> & Pick<BeginInpu
     session: null,
     executionId: randomUUID(),
     takeoverStuck: false,
+    retryUnknown: false,
     ...defaults(),
     ...over,
   });
@@ -99,7 +100,7 @@ export function describeKeyStoreContract(
       newScope();
       const first = await store.begin(input());
       if (first.kind !== "reserved") throw new Error("not reserved");
-      const released = await store.release(scope, "k1");
+      const released = await store.release(scope, "k1", { nowMs: T0, force: true });
       expect(released.ok).toBe(true);
       const second = await store.begin(input({ nowMs: T0 + 10 }));
       if (second.kind !== "reserved") throw new Error("not reserved");
@@ -144,26 +145,165 @@ export function describeKeyStoreContract(
       expect((await store.begin(input({ nowMs: T0 + 1 }))).kind).toBe("reserved");
     });
 
-    it("releases and resolves only inflight or stuck keys", async () => {
+    it("marks an unknown outcome under the holder's token, and answers unknown to every later call", async () => {
+      newScope();
+      const first = await store.begin(input({ executionId: "exec-1" }));
+      if (first.kind !== "reserved") throw new Error("not reserved");
+      const marked = await store.markUnknown(scope, "k1", first.token, "timed out after 400 ms", T0 + 400);
+      expect(marked.ok).toBe(true);
+      if (!marked.ok) return;
+      // an unknown record keeps its lease (when the call's lease ended) beside the unknown outcome
+      expect(marked.record).toEqual({
+        ...first.record,
+        status: "unknown",
+        outcomeNote: "timed out after 400 ms",
+        unknownAtMs: T0 + 400,
+        leaseUntilMs: T0 + 1_000,
+      });
+      expect(await store.get(scope, "k1")).toEqual(marked.record);
+      expect(stateOf(marked.record, T0 + 500)).toBe("unknown");
+
+      // held whatever the time: not stuck after the lease, and no stuck takeover applies
+      for (const over of [{ nowMs: T0 + 500 }, { nowMs: T0 + 5_000 }, { nowMs: T0 + 5_000, takeoverStuck: true }]) {
+        const again = await store.begin(input(over));
+        expect(again.kind).toBe("unknown");
+        if (again.kind === "unknown") expect(again.record).toEqual(marked.record);
+      }
+      // mismatch still wins over the state
+      expect((await store.begin(input({ fingerprint: "fp-b", nowMs: T0 + 500 }))).kind).toBe("mismatch");
+      expect((await store.begin(input({ fingerprint: "fp-b", nowMs: T0 + 500, retryUnknown: true }))).kind).toBe("mismatch");
+      // its holder gave up on it: it can neither complete nor abandon it any more
+      expect(await store.complete(scope, "k1", first.token, ok, 60_000, T0 + 600)).toMatchObject({ ok: false, reason: "stale_token" });
+      expect(await store.abandon(scope, "k1", first.token)).toBe(false);
+      expect(await store.markUnknown(scope, "k1", first.token, "again", T0 + 700)).toMatchObject({
+        ok: false,
+        reason: "stale_token",
+        current: { status: "unknown", outcomeNote: "timed out after 400 ms" },
+      });
+    });
+
+    it("refuses to mark unknown for a stale token, a done key or an absent key", async () => {
+      newScope();
+      const first = await store.begin(input());
+      if (first.kind !== "reserved") throw new Error("not reserved");
+      expect((await store.release(scope, "k1", { nowMs: T0, force: true })).ok).toBe(true);
+      const second = await store.begin(input({ nowMs: T0 + 10 }));
+      if (second.kind !== "reserved") throw new Error("not reserved");
+      const stale = await store.markUnknown(scope, "k1", first.token, "the service answered 502", T0 + 20);
+      expect(stale).toEqual({ ok: false, reason: "stale_token", current: second.record });
+      expect(await store.markUnknown(scope, "nope", first.token, "x", T0 + 20)).toEqual({ ok: false, reason: "absent", current: null });
+      await store.complete(scope, "k1", second.token, ok, 60_000, T0 + 30);
+      expect(await store.markUnknown(scope, "k1", second.token, "x", T0 + 40)).toMatchObject({
+        ok: false,
+        reason: "stale_token",
+        current: { status: "done", outcomeNote: null, unknownAtMs: null },
+      });
+    });
+
+    it("retries an unknown or stuck key with the same arguments when asked to, with a larger token", async () => {
+      newScope();
+      const first = await store.begin(input({ key: "u" }));
+      if (first.kind !== "reserved") throw new Error("not reserved");
+      const marked = await store.markUnknown(scope, "u", first.token, "connection reset", T0 + 100);
+      if (!marked.ok) throw new Error("not marked");
+      const retry = await store.begin(input({ key: "u", nowMs: T0 + 200, retryUnknown: true, leaseMs: 5_000 }));
+      expect(retry.kind).toBe("reserved");
+      if (retry.kind !== "reserved") return;
+      expect(retry.token).toBeGreaterThan(first.token);
+      expect(retry.takenOver).toEqual(marked.record);
+      expect(retry.record).toMatchObject({
+        status: "inflight", token: retry.token, leaseUntilMs: T0 + 5_200, outcomeNote: null, unknownAtMs: null, result: null,
+      });
+      // the new holder is the only one that can finish it
+      expect((await store.complete(scope, "u", first.token, ok, 60_000, T0 + 300)).ok).toBe(false);
+      expect((await store.complete(scope, "u", retry.token, ok, 60_000, T0 + 300)).ok).toBe(true);
+
+      // a stuck key too, but never one whose lease is still valid
+      const stuck = await store.begin(input({ key: "s" }));
+      if (stuck.kind !== "reserved") throw new Error("not reserved");
+      expect((await store.begin(input({ key: "s", nowMs: T0 + 10, retryUnknown: true }))).kind).toBe("conflict");
+      const taken = await store.begin(input({ key: "s", nowMs: T0 + 1_500, retryUnknown: true }));
+      expect(taken.kind).toBe("reserved");
+      if (taken.kind !== "reserved") return;
+      expect(taken.token).toBeGreaterThan(stuck.token);
+      expect(taken.takenOver).toEqual(stuck.record);
+    });
+
+    it("releases and resolves stuck and unknown keys, refuses done and absent ones", async () => {
       newScope();
       const a = await store.begin(input({ key: "a" }));
       await store.begin(input({ key: "b" }));
       if (a.kind !== "reserved") throw new Error("not reserved");
       await store.complete(scope, "a", a.token, ok, 60_000, T0);
-      expect(await store.release(scope, "a")).toMatchObject({ ok: false, reason: "not_inflight" });
-      expect(await store.resolve(scope, "a", ok, 60_000, T0)).toMatchObject({ ok: false, reason: "not_inflight" });
-      expect(await store.release(scope, "zz")).toMatchObject({ ok: false, reason: "absent" });
+      const at = { nowMs: T0 + 5_000 };
+      expect(await store.release(scope, "a", at)).toMatchObject({ ok: false, reason: "not_inflight", current: { status: "done" } });
+      expect(await store.resolve(scope, "a", ok, 60_000, at)).toMatchObject({ ok: false, reason: "not_inflight" });
+      // expired is refused too, even when forced
+      const late = { nowMs: T0 + 120_000, force: true };
+      expect(await store.release(scope, "a", late)).toMatchObject({ ok: false, reason: "not_inflight" });
+      expect(await store.release(scope, "zz", at)).toEqual({ ok: false, reason: "absent", current: null });
+      expect(await store.resolve(scope, "zz", ok, 60_000, at)).toEqual({ ok: false, reason: "absent", current: null });
 
+      // stuck (lease passed at T0 + 1_000)
       const manual: StoredResult = { status: 200, body: '{"resolved":true}', final: false };
-      const resolved = await store.resolve(scope, "b", manual, 60_000, T0 + 5_000);
+      const resolved = await store.resolve(scope, "b", manual, 60_000, at);
       expect(resolved.ok).toBe(true);
       if (resolved.ok) {
         expect(resolved.before.status).toBe("inflight");
-        expect(resolved.after).toMatchObject({ status: "done", expiresAtMs: T0 + 65_000 });
+        expect(resolved.after).toMatchObject({ status: "done", expiresAtMs: T0 + 65_000, leaseUntilMs: null, completedAtMs: T0 + 5_000 });
       }
       const replay = await store.begin(input({ key: "b", nowMs: T0 + 6_000 }));
       expect(replay.kind).toBe("replay");
       if (replay.kind === "replay") expect(replay.record.result).toEqual(manual);
+
+      // unknown, released within its former lease: the lease no longer matters
+      const u = await store.begin(input({ key: "u" }));
+      if (u.kind !== "reserved") throw new Error("not reserved");
+      await store.markUnknown(scope, "u", u.token, "timed out after 400 ms", T0 + 400);
+      const released = await store.release(scope, "u", { nowMs: T0 + 500 });
+      expect(released).toMatchObject({ ok: true, before: { status: "unknown", outcomeNote: "timed out after 400 ms" }, after: null });
+      expect(await store.get(scope, "u")).toBeNull();
+      expect((await store.begin(input({ key: "u", nowMs: T0 + 600 }))).kind).toBe("reserved");
+
+      // unknown, resolved: done with the operator's result, the unknown outcome gone
+      const v = await store.begin(input({ key: "v" }));
+      if (v.kind !== "reserved") throw new Error("not reserved");
+      const marked = await store.markUnknown(scope, "v", v.token, "the service answered 502", T0 + 300);
+      const out = await store.resolve(scope, "v", manual, 10_000, { nowMs: T0 + 500 });
+      expect(out.ok).toBe(true);
+      if (out.ok && marked.ok) {
+        expect(out.before).toEqual(marked.record);
+        expect(out.after).toEqual({
+          ...marked.record,
+          status: "done", leaseUntilMs: null, completedAtMs: T0 + 500, expiresAtMs: T0 + 10_500, result: manual,
+          outcomeNote: null, unknownAtMs: null,
+        });
+      }
+      expect(await store.resolve(scope, "v", manual, 10_000, { nowMs: T0 + 600, force: true })).toMatchObject({ ok: false, reason: "not_inflight" });
+    });
+
+    it("releases or resolves a running key only when forced", async () => {
+      newScope();
+      const r = await store.begin(input({ key: "r" }));
+      if (r.kind !== "reserved") throw new Error("not reserved");
+      const running = { nowMs: T0 + 999 };
+      expect(await store.release(scope, "r", running)).toEqual({ ok: false, reason: "running", current: r.record });
+      expect(await store.resolve(scope, "r", ok, 60_000, running)).toEqual({ ok: false, reason: "running", current: r.record });
+      expect(await store.get(scope, "r")).toEqual(r.record);
+      expect(await store.release(scope, "r", { ...running, force: false })).toMatchObject({ ok: false, reason: "running" });
+      expect(await store.release(scope, "r", { ...running, force: true })).toEqual({ ok: true, before: r.record, after: null });
+      expect(await store.get(scope, "r")).toBeNull();
+
+      const s = await store.begin(input({ key: "s" }));
+      if (s.kind !== "reserved") throw new Error("not reserved");
+      const forced = await store.resolve(scope, "s", ok, 60_000, { nowMs: T0 + 10, force: true });
+      expect(forced).toMatchObject({ ok: true, before: s.record, after: { status: "done", result: ok, expiresAtMs: T0 + 60_010 } });
+      // the holder finds its reservation gone
+      expect(await store.complete(scope, "s", s.token, ok, 60_000, T0 + 20)).toMatchObject({ ok: false, reason: "stale_token" });
+      // at the lease's end it is stuck: no force needed
+      const t = await store.begin(input({ key: "t" }));
+      expect((await store.release(scope, "t", { nowMs: T0 + 1_000 })).ok).toBe(true);
+      expect(t.kind).toBe("reserved");
     });
 
     it("stores a final error and replays it byte for byte", async () => {
@@ -178,10 +318,15 @@ export function describeKeyStoreContract(
 
     it("counts keys by state, overall and per tool", async () => {
       newScope();
-      // two inflight, one stuck, two done, one expired at T0 + 5_000
+      // two inflight, one stuck, two unknown, two done, one expired at T0 + 5_000
       await store.begin(input({ key: "i1", leaseMs: 60_000 }));
       await store.begin(input({ key: "i2", leaseMs: 60_000, tool: "email.send" }));
       await store.begin(input({ key: "s1", leaseMs: 1_000 }));
+      for (const [key, tool, at] of [["u1", "payments.charge", T0 + 100], ["u2", "email.send", T0 + 200]] as const) {
+        const r = await store.begin(input({ key, tool }));
+        if (r.kind !== "reserved") throw new Error("not reserved");
+        await store.markUnknown(scope, key, r.token, "timed out after 100 ms", at);
+      }
       for (const [key, ttl] of [["d1", 60_000], ["d2", 60_000], ["e1", 1_000]] as const) {
         const r = await store.begin(input({ key }));
         if (r.kind !== "reserved") throw new Error("not reserved");
@@ -189,17 +334,57 @@ export function describeKeyStoreContract(
       }
       const now = T0 + 5_000;
       const page = await store.list({ scope, limit: 50, nowMs: now });
-      expect(page.items).toHaveLength(6);
+      expect(page.items).toHaveLength(8);
+      expect(await store.counts(now, { scope })).toEqual({ inflight: 2, stuck: 1, unknown: 2, done: 2, expired: 1 });
       const counts = await store.counts(now, { tool: "email.send" });
       expect(counts.inflight).toBeGreaterThanOrEqual(1);
-      const byState = async (state: "inflight" | "stuck" | "done" | "expired") =>
+      expect(counts.unknown).toBeGreaterThanOrEqual(1);
+      const byState = async (state: KeyState) =>
         (await store.list({ scope, state, limit: 50, nowMs: now })).items.map((r) => r.key).sort();
       expect(await byState("inflight")).toEqual(["i1", "i2"]);
       expect(await byState("stuck")).toEqual(["s1"]);
+      expect(await byState("unknown")).toEqual(["u1", "u2"]);
       expect(await byState("done")).toEqual(["d1", "d2"]);
       expect(await byState("expired")).toEqual(["e1"]);
       expect((await store.list({ scope, state: "inflight", tool: "email.send", limit: 50, nowMs: now })).items.map((r) => r.key)).toEqual(["i2"]);
+      expect((await store.list({ scope, state: "unknown", tool: "email.send", limit: 50, nowMs: now })).items.map((r) => r.key)).toEqual(["u2"]);
+      expect((await store.list({ scope, state: "unknown", prefix: "u1", limit: 50, nowMs: now })).items.map((r) => r.key)).toEqual(["u1"]);
+      // an unknown list row carries its note and time (never the result)
+      const unknown = await store.list({ scope, state: "unknown", limit: 50, nowMs: now });
+      expect(unknown.items.map((r) => [r.key, r.status, r.outcomeNote, r.unknownAtMs])).toEqual([
+        ["u2", "unknown", "timed out after 100 ms", T0 + 200],
+        ["u1", "unknown", "timed out after 100 ms", T0 + 100],
+      ]);
       expect(page.items.every((r) => r.result === null)).toBe(true);
+    });
+
+    it("pages unknown keys newest outcome first, exactly once each, even when times tie", async () => {
+      newScope();
+      const keys = Array.from({ length: 31 }, (_, i) => `u-${String(i).padStart(2, "0")}`);
+      const reserved = await Promise.all(keys.map((key) => store.begin(input({ key, tool: "email.send" }))));
+      // three groups of equal unknownAtMs, marked in an order unrelated to their creation
+      await Promise.all(
+        reserved.map((r, i) => {
+          if (r.kind !== "reserved") throw new Error("not reserved");
+          return store.markUnknown(scope, keys[i], r.token, "the service answered 503", T0 + 100 + (i % 3));
+        }),
+      );
+      // newest outcome first; ties by key, descending
+      const expected = [...keys].sort((a, b) => {
+        const at = (k: string) => Number(k.slice(2)) % 3;
+        return at(b) - at(a) || (a < b ? 1 : -1);
+      });
+      for (const query of [{ scope }, { scope, tool: "email.send" }, { scope, prefix: "u-" }]) {
+        const seen: string[] = [];
+        let cursor: string | null = null;
+        let pages = 0;
+        do {
+          const page = await store.list({ ...query, state: "unknown", limit: 4, cursor, nowMs: T0 + 1_000 });
+          seen.push(...page.items.map((r) => r.key));
+          cursor = page.nextCursor;
+        } while (cursor && ++pages < 50);
+        expect(seen, JSON.stringify(query)).toEqual(expected);
+      }
     });
 
     it("counts match the lists across scopes", async () => {
@@ -208,9 +393,13 @@ export function describeKeyStoreContract(
       const before = await store.counts(now);
       await store.begin(input({ key: "c1", leaseMs: 60_000 }));
       await store.begin(input({ key: "c2", leaseMs: 10 }));
+      const c3 = await store.begin(input({ key: "c3", leaseMs: 60_000 }));
+      if (c3.kind !== "reserved") throw new Error("not reserved");
+      await store.markUnknown(scope, "c3", c3.token, "timed out after 400 ms", T0 + 400);
       const after = await store.counts(now);
       expect(after.inflight - before.inflight).toBe(1);
       expect(after.stuck - before.stuck).toBe(1);
+      expect(after.unknown - before.unknown).toBe(1);
     });
 
     it("pages newest first with a cursor, exactly once each, even when times tie", async () => {
@@ -265,19 +454,26 @@ export function describeKeyStoreContract(
       expect((await store.list({ scope: a, limit: 10, nowMs: T0 })).items.map((r) => r.scope)).toEqual([a]);
     });
 
-    it("purges records expired before the retention window, index entries included", async () => {
+    it("purges records expired before the retention window, index entries included, never unknown ones", async () => {
       newScope();
       for (const [key, ttl] of [["old", 1_000], ["recent", 100_000]] as const) {
         const r = await store.begin(input({ key }));
         if (r.kind !== "reserved") throw new Error("not reserved");
         await store.complete(scope, key, r.token, ok, ttl, T0);
       }
+      // unknown long before the cutoff: still held
+      const held = await store.begin(input({ key: "held", nowMs: T0 - 10 }));
+      if (held.kind !== "reserved") throw new Error("not reserved");
+      await store.markUnknown(scope, "held", held.token, "timed out after 400 ms", T0 - 5);
       const purged = await store.purge(T0 + 50_000, 100);
       expect(purged).toBeGreaterThanOrEqual(1);
       expect(await store.get(scope, "old")).toBeNull();
       expect(await store.get(scope, "recent")).not.toBeNull();
+      expect(await store.get(scope, "held")).toMatchObject({ status: "unknown", unknownAtMs: T0 - 5 });
+      expect((await store.list({ scope, state: "unknown", limit: 10, nowMs: T0 + 60_000 })).items.map((r) => r.key)).toEqual(["held"]);
+      expect((await store.counts(T0 + 60_000, { scope })).unknown).toBe(1);
       const listed = await store.list({ scope, limit: 10, nowMs: T0 + 60_000 });
-      expect(listed.items.map((r) => r.key)).toEqual(["recent"]);
+      expect(listed.items.map((r) => r.key)).toEqual(["recent", "held"]);
       expect((await store.list({ scope, prefix: "old", limit: 10, nowMs: T0 })).items).toEqual([]);
     });
 

@@ -105,7 +105,7 @@ function numOrNull(v: bigint | number | string | null | undefined): number | nul
 
 function storedStatus(value: string): StoredStatus {
   if ((STORED_STATUSES as readonly string[]).includes(value)) return value as StoredStatus;
-  throw new Error(`idempotency_keys holds an unknown status ${JSON.stringify(value)}`);
+  throw new Error(`idempotency_keys holds an unrecognised status ${JSON.stringify(value)}`);
 }
 
 function toRecord(row: Row, withResult: boolean): KeyRecord {
