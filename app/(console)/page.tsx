@@ -86,6 +86,7 @@ export default async function OverviewPage() {
                     <th scope="col" className="px-3 py-2 text-right font-medium">Replays</th>
                     <th scope="col" className="px-3 py-2 text-right font-medium">Conflicts</th>
                     <th scope="col" className="px-3 py-2 text-right font-medium">Stuck</th>
+                    <th scope="col" className="px-3 py-2 text-right font-medium">Unknown</th>
                     <th scope="col" className="px-5 py-2 text-right font-medium">Mismatches</th>
                   </tr>
                 </thead>
@@ -101,6 +102,7 @@ export default async function OverviewPage() {
                       <Num n={a.suppressions.replay} />
                       <Num n={a.suppressions.conflict} />
                       <Num n={a.suppressions.stuck} />
+                      <Num n={a.suppressions.unknown} />
                       <Num n={a.suppressions.mismatch} last />
                     </tr>
                   ))}

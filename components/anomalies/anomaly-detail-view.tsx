@@ -69,7 +69,7 @@ export function AnomalyDetailView(props: {
   const info = typeInfo(a.type);
   const nowMs = query.dataUpdatedAt || Date.now();
   const reasons = staleReasons(a);
-  const keyReserved = keyState.data === "inflight" || keyState.data === "stuck";
+  const keyReserved = keyState.data === "inflight" || keyState.data === "stuck" || keyState.data === "unknown";
   const keyActions = info.orphan && hasKey && keyReserved && (props.canRelease || props.canResolve);
   const readOnly = !props.canAcknowledge;
 
@@ -175,7 +175,7 @@ export function AnomalyDetailView(props: {
                 <p className="flex flex-wrap items-center gap-2 text-[13px] text-muted">
                   Now:{" "}
                   {keyState.data ? <StateBadge state={keyState.data} testId="key-state-now" /> : <span className="text-faint">{keyState.error ? "the key store did not answer" : "…"}</span>}
-                  {keyState.data === "stuck" && <span>retries get 409 until someone decides</span>}
+                  {(keyState.data === "stuck" || keyState.data === "unknown") && <span>retries get 409 until someone decides</span>}
                 </p>
                 <div className="flex flex-wrap gap-2">
                   <Link href={`${keyHref(scope, key)}#timeline-heading`} className={buttonClass("secondary", "sm")} data-testid="timeline-link">
@@ -183,17 +183,17 @@ export function AnomalyDetailView(props: {
                   </Link>
                   {keyActions && props.canRelease && (
                     <button type="button" className={buttonClass("secondary", "sm")} onClick={() => setKeyAction("release")} data-testid="key-release">
-                      Release key…
+                      It did not happen…
                     </button>
                   )}
                   {keyActions && props.canResolve && (
                     <button type="button" className={buttonClass("secondary", "sm")} onClick={() => setKeyAction("resolve")} data-testid="key-resolve">
-                      Resolve key…
+                      It happened…
                     </button>
                   )}
                 </div>
                 {info.orphan && hasKey && keyReserved && !readOnly && (
-                  <p className="text-xs text-muted">Release if the side effect did not happen; resolve with its result if it did.</p>
+                  <p className="text-xs text-muted">It did not happen: release the key, so the next retry runs it. It happened: resolve it with its result.</p>
                 )}
               </div>
             ) : (
@@ -232,6 +232,7 @@ export function AnomalyDetailView(props: {
           action={keyAction}
           scope={scope}
           keyName={key}
+          state={keyState.data ?? "absent"}
           onClose={() => setKeyAction(null)}
           onDone={(message) => {
             setKeyAction(null);

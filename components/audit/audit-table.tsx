@@ -28,9 +28,9 @@ function summary(snapshot: unknown): string {
   if ("released" in s) return `${s.released} released, ${s.refused} refused${s.more ? ", more left" : ""}`;
   if ("selected" in s) return `${s.selected} selected`;
   if ("filter" in s) {
-    const f = (s.filter ?? {}) as Record<string, string>;
+    const { state, ...f } = (s.filter ?? {}) as Record<string, string>;
     const parts = Object.entries(f).map(([k, v]) => `${k}=${v}`);
-    return `stuck keys matching ${parts.length ? parts.join(", ") : "anything"}`;
+    return `${state ?? "stuck/unknown"} keys matching ${parts.length ? parts.join(", ") : "anything"}`;
   }
   return "…";
 }

@@ -10,13 +10,23 @@ import { apiFetch } from "@/lib/client/api";
 import type { BulkReleaseResult } from "@/lib/keys/bulk-release-keys";
 import type { KeyPage } from "./keys-view";
 
-export type BulkTarget =
-  | { mode: "selected"; keys: { scope: string; key: string }[] }
-  | { mode: "filter"; filter: { tool: string | null; scope: string | null; prefix: string | null } };
+/** Keys held until someone decides; a bulk release acts only on these, never on a running call. */
+export const HELD_STATES: string[] = ["stuck", "unknown"];
+export type HeldState = "stuck" | "unknown";
+
+/** "stuck keys", "unknown keys", or both when no state was chosen */
+export function heldWords(state: HeldState | null, n?: number): string {
+  const noun = n === 1 ? "key" : "keys";
+  return state ? `${state} ${noun}` : `stuck and unknown ${noun}`;
+}
+
+type BulkFilter = { state: HeldState | null; tool: string | null; scope: string | null; prefix: string | null };
+
+export type BulkTarget = { mode: "selected"; keys: { scope: string; key: string }[] } | { mode: "filter"; filter: BulkFilter };
 
 const COUNT_LIMIT = 500;
 
-function describeFilter(f: { tool: string | null; scope: string | null; prefix: string | null }): string {
+function describeFilter(f: BulkFilter): string {
   const parts = [f.tool && `tool ${f.tool}`, f.scope && `scope ${f.scope}`, f.prefix && `keys starting with "${f.prefix}"`].filter(Boolean);
   return parts.length ? parts.join(", ") : "any tool, any scope";
 }
@@ -28,12 +38,18 @@ export function BulkReleaseDialog({ target, onClose, onDone }: { target: BulkTar
 
   // "all matching" is re-counted when the dialog opens, so the number shown is the number released
   const count = useQuery({
-    queryKey: ["stuck-count", filter],
+    queryKey: ["held-count", filter],
     enabled: filter !== null,
-    queryFn: ({ signal }) => {
-      const params = new URLSearchParams({ state: "stuck", limit: String(COUNT_LIMIT) });
-      for (const [k, v] of Object.entries(filter ?? {})) if (v) params.set(k, v);
-      return apiFetch<KeyPage>(`/api/v1/keys?${params}`, { signal });
+    queryFn: async ({ signal }) => {
+      const states = filter?.state ? [filter.state] : HELD_STATES;
+      const pages = await Promise.all(
+        states.map((state) => {
+          const params = new URLSearchParams({ limit: String(COUNT_LIMIT) });
+          for (const [k, v] of Object.entries({ ...filter, state })) if (v) params.set(k, v);
+          return apiFetch<KeyPage>(`/api/v1/keys?${params}`, { signal });
+        }),
+      );
+      return { n: pages.reduce((sum, p) => sum + p.items.length, 0), more: pages.some((p) => p.nextCursor !== null) };
     },
     staleTime: 0,
   });
@@ -52,11 +68,11 @@ export function BulkReleaseDialog({ target, onClose, onDone }: { target: BulkTar
 
   let howMany: string | null;
   if (target.mode === "selected") howMany = `${target.keys.length} selected key${target.keys.length === 1 ? "" : "s"}`;
-  else if (count.data) {
-    const n = count.data.items.length;
-    howMany = count.data.nextCursor ? `more than ${n} stuck keys` : `${n} stuck key${n === 1 ? "" : "s"}`;
+  else if (count.data && filter) {
+    const { n, more } = count.data;
+    howMany = more ? `more than ${n} ${heldWords(filter.state)}` : `${n} ${heldWords(filter.state, n)}`;
   } else howMany = null;
-  const nothing = target.mode === "filter" && count.data?.items.length === 0;
+  const nothing = target.mode === "filter" && count.data?.n === 0;
 
   return (
     <Dialog open onClose={onClose} title="Release keys" testId="bulk-release-dialog">
@@ -69,15 +85,18 @@ export function BulkReleaseDialog({ target, onClose, onDone }: { target: BulkTar
       >
         <div className="text-[13px]" data-testid="bulk-release-summary">
           {howMany === null ? (
-            count.error ? <ProblemAlert error={count.error} /> : <p className="text-muted">Counting stuck keys…</p>
+            count.error ? <ProblemAlert error={count.error} /> : <p className="text-muted">Counting {heldWords(filter?.state ?? null)}…</p>
           ) : (
             <p>
               This releases <strong data-testid="bulk-release-count">{howMany}</strong>
               {filter && <> matching {describeFilter(filter)}</>}. Each key&apos;s next retry will run the tool again: release only when you
-              believe the side effect did not happen.
+              believe the side effects did not happen.
             </p>
           )}
-          {target.mode === "filter" && <p className="mt-1 text-muted">Keys that are no longer stuck when the release runs are refused and listed.</p>}
+          <p className="mt-1 text-muted">
+            A call still running is never released in bulk: keys that are no longer {filter?.state ?? "stuck or unknown"} when the release runs are refused and
+            listed.
+          </p>
         </div>
         <ReasonField value={reason} onChange={setReason} />
         {mutation.error && <ProblemAlert error={mutation.error} />}

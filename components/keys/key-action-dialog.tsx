@@ -23,41 +23,56 @@ function parseStatus(text: string): { ok: true; value: number | undefined } | { 
   return Number.isInteger(n) && n >= 200 && n <= 499 ? { ok: true, value: n } : { ok: false, error: "A whole number from 200 to 499." };
 }
 
-/** Release or resolve one key, after the operator states why (and, to resolve, what the result was). */
+/**
+ * "It did not happen" (release) or "It happened" (resolve) for one key, after the operator states
+ * why (and, to resolve, what the result was). A key whose call is still within its lease (`inflight`)
+ * may still complete: acting on it needs the operator to tick that they accept this, and is sent
+ * with `force`.
+ */
 export function KeyActionDialog({
   action,
   scope,
   keyName,
+  state,
   onClose,
   onDone,
 }: {
   action: "release" | "resolve";
   scope: string;
   keyName: string;
+  /** the key's state as the page last read it */
+  state: string;
   onClose: () => void;
   onDone: (message: string) => void;
 }) {
+  const running = state === "inflight";
+  const [force, setForce] = useState(false);
   const [reason, setReason] = useState("");
   const [resultText, setResultText] = useState("");
   const [statusText, setStatusText] = useState("");
   const [touched, setTouched] = useState(false);
   const result = parseResult(resultText);
   const status = parseStatus(statusText);
-  const valid = reasonOk(reason) && (action === "release" || (result.ok && status.ok));
+  const valid = reasonOk(reason) && (action === "release" || (result.ok && status.ok)) && (!running || force);
 
   const mutation = useMutation({
     mutationFn: () =>
       action === "release"
-        ? apiFetch(`${keyPath(scope, keyName)}/release`, { method: "POST", json: { reason } })
+        ? apiFetch(`${keyPath(scope, keyName)}/release`, { method: "POST", json: { reason, ...(running ? { force } : {}) } })
         : apiFetch(`${keyPath(scope, keyName)}/resolve`, {
             method: "POST",
-            json: { reason, result: result.ok ? result.value : undefined, ...(status.ok && status.value !== undefined ? { status: status.value } : {}) },
+            json: {
+              reason,
+              result: result.ok ? result.value : undefined,
+              ...(status.ok && status.value !== undefined ? { status: status.value } : {}),
+              ...(running ? { force } : {}),
+            },
           }),
     onSuccess: () => onDone(action === "release" ? "Released: the next call with this key runs the tool." : "Resolved: duplicates now get the result you entered."),
   });
 
   return (
-    <Dialog open onClose={onClose} title={action === "release" ? "Release this key" : "Resolve this key"} testId={`${action}-dialog`} wide={action === "resolve"}>
+    <Dialog open onClose={onClose} title={action === "release" ? "It did not happen: release the key" : "It happened: resolve the key"} testId={`${action}-dialog`} wide={action === "resolve"}>
       <form
         className="space-y-4"
         onSubmit={(e) => {
@@ -123,12 +138,26 @@ export function KeyActionDialog({
             </div>
           </>
         )}
+        {running && (
+          <label className="flex items-start gap-2.5 rounded-lg border border-warn/40 bg-warn-soft px-3 py-2.5 text-[13px]" data-testid="force-field">
+            <input
+              type="checkbox"
+              checked={force}
+              onChange={(e) => setForce(e.target.checked)}
+              className="mt-0.5 size-4 shrink-0 accent-(--warn)"
+              data-testid="force-input"
+            />
+            <span>
+              The call may still be running: {action} anyway (its late result will be flagged)
+            </span>
+          </label>
+        )}
         {mutation.error && <ProblemAlert error={mutation.error} testId="action-error" />}
         <div className="flex justify-end gap-2">
           <button type="button" className={buttonClass("secondary")} onClick={onClose}>
             Cancel
           </button>
-          <button type="submit" className={buttonClass(action === "release" ? "danger" : "primary")} disabled={!reasonOk(reason) || mutation.isPending} data-testid={`confirm-${action}`}>
+          <button type="submit" className={buttonClass(action === "release" ? "danger" : "primary")} disabled={!reasonOk(reason) || (running && !force) || mutation.isPending} data-testid={`confirm-${action}`}>
             {mutation.isPending ? (action === "release" ? "Releasing…" : "Resolving…") : action === "release" ? "Release" : "Resolve"}
           </button>
         </div>

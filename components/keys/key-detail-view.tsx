@@ -7,13 +7,32 @@ import { buttonClass } from "@/components/ui/styles";
 import { apiFetch, keyPath } from "@/lib/client/api";
 import { formatRelative, formatTimestamp } from "@/lib/format";
 import type { KeyDetailView as Detail } from "@/lib/keys/present-key-detail";
+import { AskToolButton, ProbeAnswerNotice, useAskTool, type ProbeResult } from "./ask-tool";
 import { JsonView } from "./json-view";
 import { KeyActionDialog } from "./key-action-dialog";
 import { StateBadge } from "./state-badge";
 import { Timeline } from "./timeline";
 
-/** One key: its record, stored result and timeline; release/resolve for operators while it is inflight or stuck. */
-export function KeyDetailView({ initial, canRelease, canResolve }: { initial: Detail; canRelease: boolean; canResolve: boolean }) {
+/** States an operator may decide: held keys, and (forced) a call still within its lease. */
+const DECIDABLE = new Set(["inflight", "stuck", "unknown"]);
+/** States the tool's status probe is asked about: the call has ended or its holder is gone. */
+const PROBEABLE_STATES = new Set(["stuck", "unknown"]);
+
+/**
+ * One key: its record, stored result and timeline. For a held key, operators decide: "It happened"
+ * (resolve with the result), "It did not happen" (release), or "Ask the tool" (its status probe).
+ */
+export function KeyDetailView({
+  initial,
+  canRelease,
+  canResolve,
+  canProbe,
+}: {
+  initial: Detail;
+  canRelease: boolean;
+  canResolve: boolean;
+  canProbe: boolean;
+}) {
   const queryKey = ["key", initial.scope, initial.key];
   const queryClient = useQueryClient();
   const query = useQuery({
@@ -21,15 +40,26 @@ export function KeyDetailView({ initial, canRelease, canResolve }: { initial: De
     queryFn: ({ signal }) => apiFetch<Detail>(keyPath(initial.scope, initial.key), { signal }),
     initialData: initial,
     initialDataUpdatedAt: Date.now(),
-    // a running call finishes or becomes stuck on its own: keep watching it
-    refetchInterval: (q) => (q.state.data?.state === "inflight" || q.state.data?.state === "stuck" ? 5_000 : false),
+    // a running call finishes or becomes stuck on its own, and the reconciler may settle a held key: keep watching
+    refetchInterval: (q) => (DECIDABLE.has(q.state.data?.state ?? "") ? 5_000 : false),
   });
   const [action, setAction] = useState<"release" | "resolve" | null>(null);
   const [notice, setNotice] = useState<string | null>(null);
+  const [probeResult, setProbeResult] = useState<ProbeResult | null>(null);
+  const refresh = () => {
+    void queryClient.invalidateQueries({ queryKey });
+    void queryClient.invalidateQueries({ queryKey: ["keys"] });
+  };
+  const ask = useAskTool(initial.scope, initial.key, (result) => {
+    setNotice(null);
+    setProbeResult(result);
+    refresh();
+  });
   const detail = query.data;
   const r = detail.record;
   const nowMs = query.dataUpdatedAt || Date.now();
-  const actionable = detail.state === "inflight" || detail.state === "stuck";
+  const decidable = DECIDABLE.has(detail.state);
+  const showProbe = canProbe && detail.probeable && PROBEABLE_STATES.has(detail.state);
 
   return (
     <div className="space-y-6">
@@ -45,16 +75,17 @@ export function KeyDetailView({ initial, canRelease, canResolve }: { initial: De
             {r && <span>created {formatRelative(r.createdAt, nowMs)}</span>}
           </div>
         </div>
-        {actionable && (canRelease || canResolve) && (
-          <div className="flex gap-2">
+        {decidable && (canRelease || canResolve || showProbe) && (
+          <div className="flex flex-wrap gap-2" data-testid="key-actions">
+            {showProbe && <AskToolButton pending={ask.isPending} onClick={() => ask.mutate()} />}
             {canRelease && (
               <button type="button" className={buttonClass("secondary")} onClick={() => setAction("release")} data-testid="release-button">
-                Release
+                It did not happen
               </button>
             )}
             {canResolve && (
               <button type="button" className={buttonClass("primary")} onClick={() => setAction("resolve")} data-testid="resolve-button">
-                Resolve
+                It happened
               </button>
             )}
           </div>
@@ -62,11 +93,54 @@ export function KeyDetailView({ initial, canRelease, canResolve }: { initial: De
       </div>
 
       {detail.state === "stuck" && (
-        <p className="rounded-lg border border-warn/40 bg-warn-soft px-4 py-3 text-[13px]">
-          The lease passed without a result: the caller probably crashed, and the side effect may or may not have happened. Retries get 409 until an operator
-          decides. <strong>Release</strong> if it did not happen (the next retry runs it); <strong>Resolve</strong> with the result if it did.
+        <p className="rounded-lg border border-warn/40 bg-warn-soft px-4 py-3 text-[13px]" data-testid="held-explanation">
+          The lease passed without a result: the caller probably crashed, and the side effect may or may not have happened. Retries get 409 until someone
+          decides. <strong>It did not happen</strong> releases the key (the next retry runs it); <strong>It happened</strong> resolves it with the result.
         </p>
       )}
+      {detail.state === "unknown" && r && (
+        <div className="rounded-lg border border-unknown/40 bg-unknown-soft px-4 py-3 text-[13px]" data-testid="unknown-explanation">
+          <p>
+            <strong className="text-unknown">Outcome unknown</strong>
+            {r.outcomeNote && (
+              <>
+                : <span data-testid="outcome-note">{r.outcomeNote}</span>
+              </>
+            )}
+            {r.unknownAt && (
+              <span className="text-muted" title={formatTimestamp(r.unknownAt)}>
+                {" "}· {formatRelative(r.unknownAt, nowMs)}
+              </span>
+            )}
+          </p>
+          <p className="mt-1">
+            The action <strong>may have happened</strong>. It will not run again by itself: retries get 409 until someone decides.{" "}
+            {!canRelease && !canResolve ? (
+              <>An operator decides whether it happened (the key is resolved with its result) or not (the key is released and the next retry runs it).</>
+            ) : (
+              <>
+                {detail.probeable ? (
+                  <>
+                    <strong>Ask the tool</strong> first: if it can tell, the key is settled for you. Otherwise check the downstream system:{" "}
+                  </>
+                ) : (
+                  <>This tool cannot be asked whether it happened; check the downstream system: </>
+                )}
+                <strong>It happened</strong> resolves the key with the result, so retries get it; <strong>It did not happen</strong> releases the key, so the
+                next retry runs the tool.
+              </>
+            )}
+          </p>
+        </div>
+      )}
+      {detail.state === "inflight" && decidable && (canRelease || canResolve) && (
+        <p className="rounded-lg border border-line bg-surface-2 px-4 py-3 text-[13px] text-muted" data-testid="running-explanation">
+          The call is running and its lease is valid: it may still complete. Wait for it; deciding now needs an explicit confirmation, and a result that
+          arrives afterwards is flagged as a late completion.
+        </p>
+      )}
+      {probeResult && <ProbeAnswerNotice result={probeResult} onDismiss={() => setProbeResult(null)} />}
+      {ask.error && <ProblemAlert error={ask.error} testId="probe-error" />}
       {notice && (
         <p role="status" data-testid="action-notice" className="rounded-lg border border-ok/40 bg-ok-soft px-4 py-3 text-[13px]">
           {notice}
@@ -86,6 +160,8 @@ export function KeyDetailView({ initial, canRelease, canResolve }: { initial: De
               <Row label="Fencing token" mono>{r.token}</Row>
               <Row label="Created">{formatTimestamp(r.createdAt)}</Row>
               {r.leaseUntil && <Row label="Lease until">{formatTimestamp(r.leaseUntil)} <span className="text-muted">({formatRelative(r.leaseUntil, nowMs)})</span></Row>}
+              {r.unknownAt && <Row label="Unknown since">{formatTimestamp(r.unknownAt)} <span className="text-muted">({formatRelative(r.unknownAt, nowMs)})</span></Row>}
+              {r.outcomeNote && <Row label="Why unknown"><span className="text-unknown">{r.outcomeNote}</span></Row>}
               {r.completedAt && <Row label="Completed">{formatTimestamp(r.completedAt)}</Row>}
               {r.expiresAt && <Row label="Expires">{formatTimestamp(r.expiresAt)} <span className="text-muted">({formatRelative(r.expiresAt, nowMs)})</span></Row>}
               <Row label="Session" mono>{r.session ?? <span className="font-sans text-faint">none</span>}</Row>
@@ -111,7 +187,9 @@ export function KeyDetailView({ initial, canRelease, canResolve }: { initial: De
                 <JsonView value={r.result.body} />
               </details>
             ) : (
-              <p className="text-[13px] text-muted">{r ? "No result yet: the call has not completed." : "—"}</p>
+              <p className="text-[13px] text-muted">
+                {!r ? "—" : r.state === "unknown" ? "No result: the call ended without one, and whether it happened is unknown." : "No result yet: the call has not completed."}
+              </p>
             )}
           </div>
         </section>
@@ -127,12 +205,13 @@ export function KeyDetailView({ initial, canRelease, canResolve }: { initial: De
           action={action}
           scope={detail.scope}
           keyName={detail.key}
+          state={detail.state}
           onClose={() => setAction(null)}
           onDone={(message) => {
             setAction(null);
+            setProbeResult(null);
             setNotice(message);
-            void queryClient.invalidateQueries({ queryKey });
-            void queryClient.invalidateQueries({ queryKey: ["keys"] });
+            refresh();
           }}
         />
       )}

@@ -9,7 +9,7 @@ import { buttonClass } from "@/components/ui/styles";
 import { apiFetch } from "@/lib/client/api";
 import type { BulkReleaseResult } from "@/lib/keys/bulk-release-keys";
 import type { KeyView } from "@/lib/keys/present-key";
-import { BulkReleaseDialog, type BulkTarget } from "./bulk-release-dialog";
+import { BulkReleaseDialog, HELD_STATES, heldWords, type BulkTarget } from "./bulk-release-dialog";
 import { KeysFilters, KEY_STATES } from "./keys-filters";
 import { KeysEmpty } from "./keys-empty";
 import { KeysTable, rowId } from "./keys-table";
@@ -66,8 +66,9 @@ export function KeysView({ tools, canRelease, gatewayExample }: { tools: string[
   useEffect(() => setSelected(new Map()), [filterKey, cursor]);
 
   const items = useMemo(() => query.data?.items ?? [], [query.data]);
-  // selection only holds rows still releasable on this page
-  const releasable = useMemo(() => new Set(items.filter((k) => k.state === "stuck" || k.state === "inflight").map(rowId)), [items]);
+  // selection only holds rows still releasable on this page: held keys (a running call is never released in bulk)
+  const releasable = useMemo(() => new Set(items.filter((k) => HELD_STATES.includes(k.state)).map(rowId)), [items]);
+  const bulkState = state === "stuck" || state === "unknown" ? state : null;
   const selectedNow = [...selected.entries()].filter(([id]) => releasable.has(id)).map(([, v]) => v);
   const hasFilters = Boolean(state || tool || scope || prefix);
 
@@ -106,9 +107,14 @@ export function KeysView({ tools, canRelease, gatewayExample }: { tools: string[
           <button type="button" className={buttonClass("secondary")} disabled={selectedNow.length === 0} onClick={() => setBulk({ mode: "selected", keys: selectedNow })} data-testid="release-selected">
             Release selected{selectedNow.length > 0 ? ` (${selectedNow.length})` : ""}
           </button>
-          {(state === null || state === "stuck") && (
-            <button type="button" className={buttonClass("secondary")} onClick={() => setBulk({ mode: "filter", filter: { tool, scope, prefix } })} data-testid="release-all-stuck">
-              Release all stuck matching this filter
+          {(state === null || bulkState !== null) && (
+            <button
+              type="button"
+              className={buttonClass("secondary")}
+              onClick={() => setBulk({ mode: "filter", filter: { state: bulkState, tool, scope, prefix } })}
+              data-testid="release-all-held"
+            >
+              Release all {heldWords(bulkState)} matching this filter
             </button>
           )}
           <span className="text-xs text-muted">Release deletes the reservation so the next retry runs the tool again.</span>

@@ -3,7 +3,22 @@ import { formatDuration, formatTimestamp } from "@/lib/format";
 import type { TimelineEventView } from "@/lib/keys/present-key-detail";
 import { JsonView } from "./json-view";
 
-const OUTCOME_TONE: Record<string, string> = { succeeded: "text-ok", final_error: "text-warn", failed: "text-bad", late_completion: "text-warn", released: "text-muted" };
+const OUTCOME_TONE: Record<string, string> = {
+  succeeded: "text-ok",
+  final_error: "text-warn",
+  failed: "text-bad",
+  unknown: "text-unknown",
+  late_completion: "text-warn",
+  released: "text-muted",
+  resolved: "text-ok",
+  retried: "text-muted",
+};
+
+/** Outcome names as an operator reads them; the rest are shown with spaces for underscores. */
+const OUTCOME_WORDS: Record<string, string> = {
+  failed: "not run (the tool said nothing happened)",
+  unknown: "unknown (it may have happened)",
+};
 
 function Who({ caller, session }: { caller: string | null; session: string | null }) {
   if (!caller && !session) return null;
@@ -37,11 +52,15 @@ function Event({ e }: { e: TimelineEventView }) {
       return (
         <>
           <p>
-            <strong>Outcome:</strong> <span className={clsx("font-medium", OUTCOME_TONE[e.outcome])}>{e.outcome.replace(/_/g, " ")}</span>
+            <strong>Outcome:</strong> <span className={clsx("font-medium", OUTCOME_TONE[e.outcome])}>{OUTCOME_WORDS[e.outcome] ?? e.outcome.replace(/_/g, " ")}</span>
             {e.resultStatus !== null && <> · HTTP <span className="font-mono text-[12px]">{e.resultStatus}</span></>}
             {e.durationMs !== null && <span className="text-muted"> · took {formatDuration(e.durationMs)}</span>}
           </p>
-          {e.error && <p className={clsx("font-mono text-[12px]", e.outcome === "failed" ? "text-bad" : "text-muted")}>{e.error}</p>}
+          {e.error && (
+            <p className={clsx("font-mono text-[12px]", e.outcome === "failed" ? "text-bad" : e.outcome === "unknown" ? "text-unknown" : "text-muted")} data-testid="outcome-error">
+              {e.error}
+            </p>
+          )}
         </>
       );
     case "suppression": {

@@ -38,7 +38,13 @@ export default async function KeyPage({ params }: { params: Promise<Params> }) {
         <span aria-hidden="true" className="px-1.5">/</span>
         <Link href={`/keys?scope=${encodeURIComponent(scope)}`} className="font-mono text-[12.5px] hover:text-fg hover:underline">{scope}</Link>
       </nav>
-      <KeyDetailView initial={detail} canRelease={can(operator.role, "release")} canResolve={can(operator.role, "resolve")} />
+      <KeyDetailView
+        initial={detail}
+        canRelease={can(operator.role, "release")}
+        canResolve={can(operator.role, "resolve")}
+        // the probe resolves or releases the key on the tool's word: both permissions
+        canProbe={can(operator.role, "resolve") && can(operator.role, "release")}
+      />
     </div>
   );
 }

@@ -1,0 +1,99 @@
+"use client";
+
+import { useMutation } from "@tanstack/react-query";
+import clsx from "clsx";
+import { buttonClass } from "@/components/ui/styles";
+import { apiFetch, keyPath } from "@/lib/client/api";
+import type { KeyView } from "@/lib/keys/present-key";
+
+/** What POST /api/v1/keys/{scope}/{key}/probe answers: the tool's word, and what Idemgate did with it. */
+export interface ProbeResult {
+  answer: { outcome: "applied"; status?: number; body?: unknown } | { outcome: "not_applied" } | { outcome: "unknown"; note?: string };
+  action: "resolved" | "released" | "none";
+  record: KeyView | null;
+}
+
+/** Asks the key's tool (its status probe) whether the call happened; the answer resolves or releases the key. */
+export function useAskTool(scope: string, key: string, onAnswered: (result: ProbeResult) => void) {
+  return useMutation({
+    mutationFn: () => apiFetch<ProbeResult>(`${keyPath(scope, key)}/probe`, { method: "POST", json: {} }),
+    onSuccess: onAnswered,
+  });
+}
+
+export function AskToolButton({ pending, onClick }: { pending: boolean; onClick: () => void }) {
+  return (
+    <button type="button" className={buttonClass("secondary")} onClick={onClick} disabled={pending} data-testid="probe-button">
+      {pending ? "Asking the tool…" : "Ask the tool"}
+    </button>
+  );
+}
+
+function sentence(result: ProbeResult): { tone: "ok" | "unknown"; text: React.ReactNode } {
+  const { answer, action } = result;
+  if (answer.outcome === "applied" && action === "resolved") {
+    return {
+      tone: "ok",
+      text: (
+        <>
+          The tool says <strong>it happened</strong>: the key is resolved with the tool&apos;s result
+          {answer.status !== undefined && <> (HTTP <span className="font-mono">{answer.status}</span>)</>}, and retries get that result.
+        </>
+      ),
+    };
+  }
+  if (answer.outcome === "not_applied" && action === "released") {
+    return {
+      tone: "ok",
+      text: (
+        <>
+          The tool says <strong>it did not happen</strong>: the key is released, and the next call with it runs the tool.
+        </>
+      ),
+    };
+  }
+  if (answer.outcome === "unknown") {
+    return {
+      tone: "unknown",
+      text: (
+        <>
+          The tool <strong>cannot tell</strong> whether it happened{answer.note ? <> ({answer.note})</> : null}. The key stays held: check the downstream system, then
+          choose <strong>It happened</strong> or <strong>It did not happen</strong>.
+        </>
+      ),
+    };
+  }
+  // the tool answered, but the key had changed meanwhile (another operator, the reconciler, a late completion)
+  const said = answer.outcome === "applied" ? "it happened" : "it did not happen";
+  return {
+    tone: "unknown",
+    text: (
+      <>
+        The tool says {said}, but the key was left as it is{result.record ? <> (now {result.record.state})</> : <> (no longer in the key store)</>}: it changed
+        while the tool was asked.
+      </>
+    ),
+  };
+}
+
+/** The tool's answer, in words an operator acts on. */
+export function ProbeAnswerNotice({ result, onDismiss }: { result: ProbeResult; onDismiss: () => void }) {
+  const { tone, text } = sentence(result);
+  return (
+    <div
+      role="status"
+      data-testid="probe-answer"
+      data-outcome={result.answer.outcome}
+      data-action={result.action}
+      className={clsx(
+        "flex items-start justify-between gap-4 rounded-lg border px-4 py-3 text-[13px]",
+        tone === "ok" ? "border-ok/40 bg-ok-soft" : "border-unknown/40 bg-unknown-soft",
+      )}
+    >
+      <p>{text}</p>
+      <button type="button" className={buttonClass("ghost", "sm")} onClick={onDismiss} aria-label="Dismiss">
+        Dismiss
+      </button>
+    </div>
+  );
+}
