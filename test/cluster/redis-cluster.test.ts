@@ -195,7 +195,7 @@ describe("RedisKeyStore on a Redis Cluster", () => {
     for (const key of doneKeys) await store.complete(scope, key, tokens.get(key)!, ok, 60_000, T0 + 10);
 
     const counts = await store.counts(T0 + 20, { scope });
-    expect(counts).toEqual({ inflight: n - doneKeys.length, stuck: 0, done: doneKeys.length, expired: 0 });
+    expect(counts).toEqual({ inflight: n - doneKeys.length, stuck: 0, unknown: 0, done: doneKeys.length, expired: 0 });
 
     const seen: string[] = [];
     let cursor: string | null = null;
