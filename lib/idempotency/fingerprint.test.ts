@@ -1,6 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { canonicalJson, fingerprint } from "./fingerprint";
+import { InvalidArgumentsError } from "./errors";
+import { canonicalJson, fingerprint, MAX_JSON_DEPTH, nestsDeeperThan } from "./fingerprint";
 import { fallbackKey, validateKey } from "./keys";
 
 /** The same object with its keys inserted in another order, at every depth. */
@@ -46,6 +47,40 @@ describe("fingerprint", () => {
   it("writes numbers and strings the RFC 8785 way", () => {
     expect(canonicalJson({ b: 1.0, a: [1e21, 0.000001, -0], c: "é\u2028" })).toBe('{"a":[1e+21,0.000001,0],"b":1,"c":"é\u2028"}');
     expect(() => canonicalJson(undefined)).toThrow();
+  });
+});
+
+/** `levels` arrays inside each other, built without recursion */
+function nestedArrays(levels: number): unknown {
+  let value: unknown = 1;
+  for (let i = 0; i < levels; i++) value = [value];
+  return value;
+}
+
+describe("nesting limit", () => {
+  it(`fingerprints ${MAX_JSON_DEPTH} levels and refuses one more as invalid arguments (400), not a stack overflow`, () => {
+    expect(MAX_JSON_DEPTH).toBe(64);
+    expect(fingerprint("t", { a: nestedArrays(MAX_JSON_DEPTH - 1) })).toMatch(/^[0-9a-f]{64}$/);
+    for (const deep of [{ a: nestedArrays(MAX_JSON_DEPTH) }, nestedArrays(100_000)]) {
+      const err = (() => {
+        try {
+          fingerprint("t", deep);
+        } catch (e) {
+          return e;
+        }
+      })();
+      expect(err).toBeInstanceOf(InvalidArgumentsError);
+      expect(err).toMatchObject({ code: "invalid_arguments", message: expect.stringContaining("more than 64 levels") });
+    }
+  });
+
+  it("counts objects and arrays alike, and a cycle as too deep", () => {
+    expect(nestsDeeperThan({ a: [{ b: [] }] }, 4)).toBe(false);
+    expect(nestsDeeperThan({ a: [{ b: [] }] }, 3)).toBe(true);
+    expect(nestsDeeperThan("text", 0)).toBe(false);
+    const cycle: Record<string, unknown> = {};
+    cycle.self = cycle;
+    expect(() => canonicalJson(cycle)).toThrow(InvalidArgumentsError);
   });
 });
 
