@@ -1,4 +1,7 @@
+import { InvalidArgumentsError } from "@/lib/idempotency/errors";
+import { MAX_JSON_DEPTH } from "@/lib/idempotency/fingerprint";
 import type { HeaderSource } from "./answer";
+import { scanJson } from "./json-limits";
 import { HttpError, badRequest } from "./problem";
 
 export const MAX_BODY_BYTES = 1024 * 1024;
@@ -36,7 +39,12 @@ export function checkJsonHeaders(headers: HeaderSource, limit = MAX_BODY_BYTES):
   }
 }
 
-/** A whole body's bytes as JSON: over `limit` is a 413, empty or blank is `undefined`. */
+/**
+ * A whole body's bytes as JSON: over `limit` is a 413, empty or blank is `undefined`. Refused with
+ * a 400 as well (lib/http/json-limits.ts says why): nesting deeper than MAX_JSON_DEPTH (64) levels
+ * (`invalid_json`, found before parsing), and integers beyond ±(2^53 − 1), which JSON.parse would
+ * round (`invalid_arguments`, each with its path: send such numbers as strings).
+ */
 export function parseJsonBytes(bytes: Uint8Array, limit = MAX_BODY_BYTES): unknown {
   if (bytes.byteLength > limit) throw tooLarge(limit);
   if (bytes.byteLength === 0) return undefined;
@@ -47,11 +55,27 @@ export function parseJsonBytes(bytes: Uint8Array, limit = MAX_BODY_BYTES): unkno
     throw badRequest("invalid_json", "the body is not valid UTF-8");
   }
   if (text.trim() === "") return undefined;
+  const scan = scanJson(text, { maxDepth: MAX_JSON_DEPTH });
+  if (scan.tooDeep) throw badRequest("invalid_json", `the body nests arrays and objects more than ${MAX_JSON_DEPTH} levels deep`);
+  let value: unknown;
   try {
-    return JSON.parse(text);
+    value = JSON.parse(text);
   } catch (err) {
     throw badRequest("invalid_json", `the body is not valid JSON: ${(err as Error).message}`);
   }
+  if (scan.unsafeIntegers.length > 0) throw unsafeIntegers(scan.unsafeIntegers);
+  return value;
+}
+
+function unsafeIntegers(found: { path: string; literal: string }[]): InvalidArgumentsError {
+  const issues = found.map(({ path, literal }) => ({
+    path,
+    message: `${literal.length > 40 ? literal.slice(0, 40) + "…" : literal} is beyond ±(2^53 − 1) and would be rounded; send it as a string`,
+  }));
+  return new InvalidArgumentsError(
+    `integers beyond ±(2^53 − 1) cannot be carried exactly (send them as strings): ${issues.map((i) => i.path).join(", ")}`,
+    issues,
+  );
 }
 
 function tooLarge(limit: number): HttpError {
