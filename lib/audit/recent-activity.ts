@@ -1,7 +1,7 @@
 import { Prisma, type PrismaClient } from "@/generated/prisma/client";
 import type { SuppressionKind } from "@/lib/idempotency/audit-port";
 
-export const SUPPRESSION_KINDS: SuppressionKind[] = ["replay", "conflict", "stuck", "unknown", "mismatch"];
+export const SUPPRESSION_KINDS: SuppressionKind[] = ["replay", "conflict", "stuck", "unknown", "mismatch", "fresh_key"];
 
 export interface ToolActivity {
   tool: string;
@@ -35,7 +35,7 @@ export async function recentActivity(prisma: PrismaClient, sinceMs: number): Pro
   const entry = (tool: string) => {
     let a = byTool.get(tool);
     if (!a) {
-      a = { tool, executions: 0, suppressions: { replay: 0, conflict: 0, stuck: 0, unknown: 0, mismatch: 0 }, suppressionsTotal: 0 };
+      a = { tool, executions: 0, suppressions: { replay: 0, conflict: 0, stuck: 0, unknown: 0, mismatch: 0, fresh_key: 0 }, suppressionsTotal: 0 };
       byTool.set(tool, a);
     }
     return a;

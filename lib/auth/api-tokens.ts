@@ -6,6 +6,8 @@ import { isValidScope } from "@/lib/idempotency/keys";
 export interface TokenPrincipal {
   tokenId: string;
   scope: string;
+  /** keys sent with this token are advisory (minted by a model) unless a call says otherwise */
+  advisoryKeys?: boolean;
 }
 
 const TOKEN_PREFIX = "idg_";

@@ -1,5 +1,5 @@
 import type { TokenPrincipal } from "@/lib/auth/api-tokens";
-import type { InvokeResult } from "@/lib/idempotency/engine";
+import type { InvokeResult, KeySource } from "@/lib/idempotency/engine";
 import type { HeaderSource, HttpAnswer } from "@/lib/http/answer";
 import { badRequest } from "@/lib/http/problem";
 import { readJsonBody } from "@/lib/http/read-body";
@@ -25,6 +25,18 @@ export function sessionHeader(headers: HeaderSource): string | null {
   return raw;
 }
 
+/**
+ * `Idemgate-Key-Source: model` marks the key as minted by a model (advisory); `orchestrator` (the
+ * default) as authoritative. Without the header, a token created with advisory keys makes it model.
+ */
+export function keySourceHeader(headers: HeaderSource, principal: TokenPrincipal): KeySource {
+  const raw = headers.get("idemgate-key-source");
+  if (raw === null) return principal.advisoryKeys ? "model" : "orchestrator";
+  const value = raw.trim().toLowerCase();
+  if (value === "model" || value === "orchestrator") return value;
+  throw badRequest("invalid_header", "Idemgate-Key-Source must be `model` (the key was minted by a model: advisory) or `orchestrator`");
+}
+
 /** A gateway call as the handler needs it: headers, and the JSON body, read only when asked for. */
 export interface GatewayRequest {
   headers: HeaderSource;
@@ -40,6 +52,7 @@ export async function invokeTool(request: GatewayRequest, toolName: string, prin
   const tool = runtime.registry.get(toolName);
   const key = idempotencyKeyHeader(request.headers);
   const session = sessionHeader(request.headers);
+  const keySource = keySourceHeader(request.headers, principal);
   const args = runtime.registry.parseArgs(tool, await request.json());
   const result = await runtime.engine.invoke(tool, runtime.registry.runnerFor(tool, runtime.db.prisma), {
     scope: principal.scope,
@@ -47,6 +60,7 @@ export async function invokeTool(request: GatewayRequest, toolName: string, prin
     args,
     session,
     caller: principal.tokenId,
+    keySource,
   });
   return resultAnswer(result);
 }

@@ -42,7 +42,12 @@ export interface OutcomeEntry {
   error: string | null;
 }
 
-export type SuppressionKind = "replay" | "conflict" | "stuck" | "unknown" | "mismatch";
+/**
+ * replay, conflict, stuck, unknown, mismatch: the record under the call's key; fresh_key: an
+ * advisory (model-minted) key met an identical call under another key within the tool's arguments
+ * window, and got that call's result.
+ */
+export type SuppressionKind = "replay" | "conflict" | "stuck" | "unknown" | "mismatch" | "fresh_key";
 
 export interface SuppressionEntry {
   id: string;

@@ -19,7 +19,7 @@ import {
   UnavailableError,
   UnknownOutcomeKeyError,
 } from "./errors";
-import { AbandonCall, FinalToolError, NotRunError, OutcomeUnknown, type RunTool, type ToolPolicy } from "./tool";
+import { AbandonCall, DEFAULT_POLICY, FinalToolError, NotRunError, OutcomeUnknown, type RunTool, type ToolPolicy } from "./tool";
 
 const charge: ToolPolicy = {
   name: "payments.charge",
@@ -278,6 +278,51 @@ describe.each(STORE_KINDS)("engine on the %s store", (kind) => {
     const [late] = await t.db.prisma.execution.findMany({ where: { scope: s, key: "r" } });
     expect(late.outcome).toBe("late_completion");
     expect(late.error).toMatch(/released/);
+  });
+
+  it("checks an advisory key also by its arguments: one action under three fresh model keys runs once", async () => {
+    const s = scope();
+    const tool = countingTool();
+    const args = { customerId: "c1", amountCents: 500 };
+    const answers = [];
+    for (const key of ["model-1", "model-2", "model-3"]) {
+      answers.push(await engine.invoke(charge, tool.run, { scope: s, key, args, keySource: "model" }));
+      clock += 1_000;
+    }
+    expect(tool.calls).toHaveLength(1);
+    expect(answers.map((a) => a.kind)).toEqual(["executed", "replayed", "replayed"]);
+    expect(new Set(answers.map((a) => a.body))).toEqual(new Set(['{"chargeId":"ch_1"}']));
+    // each fresh key now answers like the first call
+    expect(await engine.invoke(charge, tool.run, { scope: s, key: "model-2", args, keySource: "model" })).toMatchObject({ kind: "replayed", body: '{"chargeId":"ch_1"}' });
+    await audit.flush();
+    expect(await t.db.prisma.suppression.count({ where: { scope: s, kind: "fresh_key" } })).toBe(2);
+
+    // past the window the same arguments are a new action
+    clock += DEFAULT_POLICY.fallbackDefaultTtlMs;
+    expect(await engine.invoke(charge, tool.run, { scope: s, key: "model-4", args, keySource: "model" })).toMatchObject({ kind: "executed" });
+    // keys from the orchestrator are authoritative: never matched by arguments
+    for (const key of ["orch-1", "orch-2"]) await engine.invoke(charge, tool.run, { scope: s, key, args });
+    expect(tool.calls).toHaveLength(4);
+  });
+
+  it("holds an advisory call's arguments window with its key: an unknown outcome blocks fresh keys too", async () => {
+    const s = scope();
+    let effects = 0;
+    const boom: RunTool = async () => {
+      effects++;
+      throw new Error("reset after the charge");
+    };
+    await expect(engine.invoke(charge, boom, { scope: s, key: "m-1", args: { a: 1 }, keySource: "model" })).rejects.toBeInstanceOf(OutcomeUnknownError);
+    await expect(engine.invoke(charge, boom, { scope: s, key: "m-2", args: { a: 1 }, keySource: "model" })).rejects.toBeInstanceOf(UnknownOutcomeKeyError);
+    expect(effects).toBe(1);
+    // the second key was given back: it is not held by anything of its own
+    expect(await t.store.get(s, "m-2")).toBeNull();
+    // a tool that says nothing happened frees both
+    const refuses: RunTool = async () => {
+      throw new NotRunError("refused");
+    };
+    await expect(engine.invoke(charge, refuses, { scope: s, key: "m-3", args: { b: 1 }, keySource: "model" })).rejects.toBeInstanceOf(ToolFailedError);
+    expect(await engine.invoke(charge, countingTool().run, { scope: s, key: "m-4", args: { b: 1 }, keySource: "model" })).toMatchObject({ kind: "executed" });
   });
 
   it("refuses and records a completion whose fencing token went stale", async () => {

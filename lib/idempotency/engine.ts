@@ -17,7 +17,7 @@ import { fingerprint as fingerprintOf } from "./fingerprint";
 import { fallbackKey, validateKey } from "./keys";
 import type { KeyRecord, StoredResult } from "./record";
 import type { ReplayCache } from "./replay-cache";
-import { AbandonCall, isFinalToolError, isNotRunError, isOutcomeUnknown, type RunTool, type ToolPolicy, type ToolResult } from "./tool";
+import { AbandonCall, DEFAULT_POLICY, isFinalToolError, isNotRunError, isOutcomeUnknown, type RunTool, type ToolPolicy, type ToolResult } from "./tool";
 
 export interface InvokeRequest {
   scope: string;
@@ -27,7 +27,14 @@ export interface InvokeRequest {
   session?: string | null;
   /** who called (an API token's id), for the audit log */
   caller?: string | null;
+  /**
+   * who minted the key: the orchestration layer (authoritative, the default) or a model
+   * (advisory: also checked against the tool's arguments window, see DESIGN.md)
+   */
+  keySource?: KeySource;
 }
+
+export type KeySource = "orchestrator" | "model";
 
 export type InvokeResult =
   | { kind: "executed"; status: number; body: string; key: string; executionId: string; fallback: boolean; lateCompletion: boolean }
@@ -121,6 +128,7 @@ export class Engine {
     } else {
       key = validateKey(request.key);
     }
+    const advisory = !fallback && request.keySource === "model";
     return {
       tool,
       scope: request.scope,
@@ -134,6 +142,7 @@ export class Engine {
       arrivedMs: this.now(),
       storeMs: 0,
       auditMs: 0,
+      window: advisory ? { key: fallbackKey(fingerprint), ttlMs: tool.fallbackTtlMs ?? DEFAULT_POLICY.fallbackDefaultTtlMs, token: null } : null,
     };
   }
 
@@ -191,6 +200,11 @@ export class Engine {
         .catch(() => false);
     }
 
+    if (call.window) {
+      const answered = await this.reserveWindow(call, token);
+      if (answered) return answered;
+    }
+
     const t1 = performance.now();
     try {
       await this.audit.intent({
@@ -209,6 +223,7 @@ export class Engine {
     } catch (err) {
       // No intent, no side effect: give the key back so a retry can run once the log is back.
       await this.store.abandon(call.scope, call.key, token).catch(() => {});
+      await this.settleWindow(call, { class: "not_run" });
       if (err instanceof OpenExecutionError || (err as Error)?.name === "OpenExecutionError") {
         // The store lost the reservation of a call that is still running; the log caught it.
         return this.suppressed("conflict", begun.record, { ...call, auditMs: performance.now() - t1 });
@@ -218,6 +233,69 @@ export class Engine {
     }
     call.auditMs += performance.now() - t1;
     return { token };
+  }
+
+  /**
+   * An advisory key's second check: the (tool, arguments) window, under the fallback key of the
+   * call's fingerprint. An identical call under another fresh key within the window is this call's
+   * duplicate: its own key then becomes an alias of that call's result (or is given back while that
+   * call runs or is held), and nothing runs. Returns the answer, or null when this call may run.
+   */
+  private async reserveWindow(call: CallContext, token: number): Promise<InvokeResult | null> {
+    const window = call.window!;
+    let begun: BeginOutcome;
+    const t = performance.now();
+    try {
+      begun = await this.store.begin({
+        scope: call.scope,
+        key: window.key,
+        tool: call.tool.name,
+        fingerprint: call.fingerprint,
+        leaseMs: call.tool.leaseMs,
+        nowMs: call.arrivedMs,
+        fallback: true,
+        session: call.session,
+        executionId: call.executionId,
+        takeoverStuck: false,
+        retryUnknown: false,
+      });
+    } catch (err) {
+      await this.store.abandon(call.scope, call.key, token).catch(() => {});
+      this.onCall({ tool: call.tool.name, result: "unavailable", storeMs: call.storeMs + performance.now() - t, auditMs: call.auditMs });
+      throw new UnavailableError("key_store", err);
+    }
+    call.storeMs += performance.now() - t;
+    if (begun.kind === "reserved") {
+      window.token = begun.token;
+      return null;
+    }
+    const first = begun.record;
+    if (begun.kind === "replay" && first.result) {
+      // the call's own key answers like the first call from now on
+      const aliased = await this.store
+        .complete(call.scope, call.key, token, first.result, call.ttlMs, call.arrivedMs, { executionId: first.executionId ?? undefined })
+        .catch(() => null);
+      if (!aliased?.ok) await this.store.abandon(call.scope, call.key, token).catch(() => {});
+      return this.suppressed("fresh_key", first, call);
+    }
+    await this.store.abandon(call.scope, call.key, token).catch(() => {});
+    return this.suppressed(begun.kind === "replay" ? "conflict" : begun.kind, first, { ...call, fallback: true });
+  }
+
+  /** Gives an advisory call's window reservation the outcome of its own key. */
+  private async settleWindow(call: CallContext, ended: { class: "done"; stored: StoredResult } | { class: "not_run" } | { class: "unknown"; note: string }): Promise<void> {
+    const window = call.window;
+    if (!window || window.token === null) return;
+    const { key, token, ttlMs } = window;
+    const now = this.now();
+    const settled =
+      ended.class === "done"
+        ? this.store.complete(call.scope, key, token, ended.stored, ttlMs, now)
+        : ended.class === "not_run"
+          ? this.store.abandon(call.scope, key, token)
+          : this.store.markUnknown(call.scope, key, token, ended.note, now);
+    // a window reservation that cannot be settled turns stuck after its lease: still held
+    await settled.catch(() => {});
   }
 
   /** Step 3: runs the tool and sorts how it ended into the outcome classes. */
@@ -248,6 +326,7 @@ export class Engine {
         throw new CallAbandonedError();
       case "not_run": {
         await this.store.abandon(call.scope, call.key, token).catch(() => {});
+        await this.settleWindow(call, ended);
         this.recordOutcome(call, "failed", ended.durationMs, null, ended.message);
         this.onCall({ tool: tool.name, result: "tool_failed", storeMs: call.storeMs, auditMs: call.auditMs });
         throw new ToolFailedError(ended.message, ended.upstreamStatus, call.executionId);
@@ -255,6 +334,7 @@ export class Engine {
       case "unknown": {
         const t = performance.now();
         const marked = await this.store.markUnknown(call.scope, call.key, token, ended.note, this.now()).catch(() => null);
+        await this.settleWindow(call, ended);
         call.storeMs += performance.now() - t;
         // Not marked: the key was released or taken over meanwhile (recorded as such), or the
         // store is down (the reservation stays inflight and turns stuck: still held).
@@ -288,6 +368,7 @@ export class Engine {
       // the reconciler sees a succeeded execution without a done record (lost completion).
       completionError = `${COMPLETION_NOT_STORED}: ${err instanceof Error ? err.message : String(err)}`;
     }
+    await this.settleWindow(call, { class: "done", stored });
     call.storeMs += performance.now() - t;
 
     this.audit.outcome({
@@ -390,7 +471,8 @@ export class Engine {
     });
     this.onCall({ tool: call.tool.name, result: kind, storeMs: call.storeMs, auditMs: call.auditMs, cached: call.cached ?? false });
     switch (kind) {
-      case "replay": {
+      case "replay":
+      case "fresh_key": {
         const result = record.result;
         if (!result) throw new Error(`done record without a result: ${call.scope}/${call.key}`);
         return { kind: "replayed", status: result.status, body: result.body, key: call.key, record, gapMs, fallback: call.fallback };
@@ -512,6 +594,8 @@ interface CallContext {
   storeMs: number;
   auditMs: number;
   cached?: boolean;
+  /** an advisory key's (tool, arguments) window: its fallback key, how long, and its reservation once held */
+  window: { key: string; ttlMs: number; token: number | null } | null;
 }
 
 /** How a tool call ended, sorted into the outcome classes (DESIGN.md). */
