@@ -95,7 +95,8 @@ export function KeyDetailView({
       {detail.state === "stuck" && (
         <p className="rounded-lg border border-warn/40 bg-warn-soft px-4 py-3 text-[13px]" data-testid="held-explanation">
           The lease passed without a result: the caller probably crashed, and the side effect may or may not have happened. Retries get 409 until someone
-          decides. <strong>It did not happen</strong> releases the key (the next retry runs it); <strong>It happened</strong> resolves it with the result.
+          decides.{showProbe && <> <strong>Ask the tool</strong> first: if it can tell, the key is settled for you.</>} <strong>It did not happen</strong> releases
+          the key (the next retry runs it); <strong>It happened</strong> resolves it with the result.
         </p>
       )}
       {detail.state === "unknown" && r && (
