@@ -1,7 +1,7 @@
 import type { TokenPrincipal } from "@/lib/auth/api-tokens";
-import type { InvokeResult, KeySource } from "@/lib/idempotency/engine";
+import { MAX_WAIT_MS, type InvokeResult, type KeySource } from "@/lib/idempotency/engine";
 import type { HeaderSource, HttpAnswer } from "@/lib/http/answer";
-import { badRequest } from "@/lib/http/problem";
+import { badRequest, problemAnswer } from "@/lib/http/problem";
 import { readJsonBody } from "@/lib/http/read-body";
 import type { Runtime } from "@/lib/runtime";
 
@@ -53,16 +53,44 @@ export async function invokeTool(request: GatewayRequest, toolName: string, prin
   const key = idempotencyKeyHeader(request.headers);
   const session = sessionHeader(request.headers);
   const keySource = keySourceHeader(request.headers, principal);
+  const waitSeconds = tool.kind === "write" ? preferredWaitSeconds(request.headers) : null;
   const args = runtime.registry.parseArgs(tool, await request.json());
-  const result = await runtime.engine.invoke(tool, runtime.registry.runnerFor(tool, runtime.db.prisma), {
+  const invoked = runtime.engine.invoke(tool, runtime.registry.runnerFor(tool, runtime.db.prisma), {
     scope: principal.scope,
     key,
     args,
     session,
     caller: principal.tokenId,
     keySource,
+    waitMs: waitSeconds === null ? undefined : waitSeconds * 1000,
   });
-  return resultAnswer(result);
+  if (waitSeconds === null) return resultAnswer(await invoked);
+  // the preference was honoured whatever the answer: say so on results and problems alike
+  const applied = { "Preference-Applied": `wait=${waitSeconds}` };
+  let answer: HttpAnswer;
+  try {
+    answer = resultAnswer(await invoked);
+  } catch (err) {
+    answer = problemAnswer(err, `/api/v1/tools/${encodeURIComponent(toolName)}/invoke`);
+  }
+  return { ...answer, headers: { ...answer.headers, ...applied } };
+}
+
+/**
+ * `Prefer: wait=N` (RFC 7240): how long a duplicate of a running call may be held for its result,
+ * at most 60 s; null when the header asks for no wait. Other preferences are ignored.
+ */
+export function preferredWaitSeconds(headers: HeaderSource): number | null {
+  const raw = headers.get("prefer");
+  if (raw === null) return null;
+  for (const part of raw.split(",")) {
+    const match = /^\s*wait\s*=\s*"?(\d{1,9})"?\s*(?:;.*)?$/i.exec(part);
+    if (match) {
+      const seconds = Math.min(Number(match[1]), MAX_WAIT_MS / 1000);
+      return seconds > 0 ? seconds : null;
+    }
+  }
+  return null;
 }
 
 export function resultAnswer(result: InvokeResult): HttpAnswer {

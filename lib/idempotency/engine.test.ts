@@ -325,6 +325,86 @@ describe.each(STORE_KINDS)("engine on the %s store", (kind) => {
     expect(await engine.invoke(charge, countingTool().run, { scope: s, key: "m-4", args: { b: 1 }, keySource: "model" })).toMatchObject({ kind: "executed" });
   });
 
+  describe("Prefer: wait", () => {
+    function held() {
+      const gate = deferred();
+      const started = deferred();
+      let effects = 0;
+      const run: RunTool = async () => {
+        effects++;
+        started.resolve();
+        await gate.promise;
+        return { body: { chargeId: "ch_waited" } };
+      };
+      return { gate, started, run, effects: () => effects };
+    }
+
+    it("holds a duplicate until the running call ends and answers it with the stored result", async () => {
+      const s = scope();
+      const first = held();
+      const a = engine.invoke(charge, first.run, { scope: s, key: "w", args: {} });
+      await first.started.promise;
+      const b = engine.invoke(charge, first.run, { scope: s, key: "w", args: {}, waitMs: 10_000 });
+      let answered = false;
+      void b.then(() => (answered = true));
+      await new Promise((r) => setTimeout(r, 200));
+      expect(answered).toBe(false);
+      first.gate.resolve();
+      const [x, y] = await Promise.all([a, b]);
+      expect(x).toMatchObject({ kind: "executed", body: '{"chargeId":"ch_waited"}' });
+      expect(y).toMatchObject({ kind: "replayed", body: '{"chargeId":"ch_waited"}' });
+      expect(first.effects()).toBe(1);
+      await audit.flush();
+      // one suppression for the waiting call, none for its wake-ups
+      expect(await t.db.prisma.suppression.findMany({ where: { scope: s }, select: { kind: true } })).toEqual([{ kind: "replay" }]);
+    });
+
+    it("answers 409 once the wait is over while the call still runs, and the unknown answer when it ends so", async () => {
+      const s = scope();
+      const first = held();
+      const a = engine.invoke(charge, first.run, { scope: s, key: "w", args: {} });
+      await first.started.promise;
+      const t0 = performance.now();
+      await expect(engine.invoke(charge, first.run, { scope: s, key: "w", args: {}, waitMs: 300 })).rejects.toBeInstanceOf(ConflictError);
+      expect(performance.now() - t0).toBeGreaterThanOrEqual(250);
+      first.gate.resolve();
+      await a;
+
+      const gate = deferred();
+      const started = deferred();
+      const u = engine.invoke(charge, async () => { started.resolve(); await gate.promise; throw new OutcomeUnknown("the service answered 502"); }, { scope: s, key: "u", args: {} });
+      await started.promise;
+      const waiting = engine.invoke(charge, countingTool().run, { scope: s, key: "u", args: {}, waitMs: 10_000 });
+      setTimeout(() => gate.resolve(), 100);
+      await expect(u).rejects.toBeInstanceOf(OutcomeUnknownError);
+      await expect(waiting).rejects.toBeInstanceOf(UnknownOutcomeKeyError);
+    });
+
+    it("ends the wait with the stuck answer when the holder never finishes (a crash sends nothing)", async () => {
+      const s = scope();
+      await engine.invoke(charge, async () => { throw new AbandonCall(); }, { scope: s, key: "c", args: {} }).catch(() => {});
+      const waiting = engine.invoke(charge, countingTool().run, { scope: s, key: "c", args: {}, waitMs: 20_000 });
+      await new Promise((r) => setTimeout(r, 100));
+      clock += charge.leaseMs; // the lease passes while it waits
+      await expect(waiting).rejects.toBeInstanceOf(StuckKeyError);
+    });
+
+    it("holds at most maxWaiters calls per process; beyond, 503 and nothing runs", async () => {
+      const s = scope();
+      const small = new Engine({ store: t.store, audit, now: () => clock, maxWaiters: 1 });
+      const first = held();
+      const a = small.invoke(charge, first.run, { scope: s, key: "w", args: {} });
+      await first.started.promise;
+      const b = small.invoke(charge, first.run, { scope: s, key: "w", args: {}, waitMs: 10_000 });
+      await new Promise((r) => setTimeout(r, 100));
+      await expect(small.invoke(charge, first.run, { scope: s, key: "w", args: {}, waitMs: 10_000 })).rejects.toMatchObject({ code: "unavailable" });
+      first.gate.resolve();
+      await expect(b).resolves.toMatchObject({ kind: "replayed" });
+      await a;
+      expect(first.effects()).toBe(1);
+    });
+  });
+
   it("refuses and records a completion whose fencing token went stale", async () => {
     const s = scope();
     const gate = deferred();

@@ -10,6 +10,7 @@ import {
   OutcomeUnknownError,
   StuckKeyError,
   ToolFailedError,
+  TooManyWaitersError,
   UnavailableError,
   UnknownOutcomeKeyError,
 } from "./errors";
@@ -27,6 +28,11 @@ export interface InvokeRequest {
   session?: string | null;
   /** who called (an API token's id), for the audit log */
   caller?: string | null;
+  /**
+   * `Prefer: wait`: while a call with this key runs, hold this one up to this long (at most 60 s)
+   * and answer it as a retry arriving when that call ends would be answered
+   */
+  waitMs?: number;
   /**
    * who minted the key: the orchestration layer (authoritative, the default) or a model
    * (advisory: also checked against the tool's arguments window, see DESIGN.md)
@@ -49,6 +55,8 @@ export interface EngineOptions {
   onCall?: (event: CallEvent) => void;
   /** answers duplicates of done keys this process has seen without a store round trip */
   replayCache?: ReplayCache | null;
+  /** calls this process may hold at once for `Prefer: wait` (default 1,000); beyond, 503 */
+  maxWaiters?: number;
 }
 
 export interface CallEvent {
@@ -86,8 +94,11 @@ export class Engine {
   private readonly replayCache: ReplayCache | null;
   /** per store epoch: until when results from before it may be asked for */
   private readonly recoveryEnds = new Map<number, Promise<number | null>>();
+  private readonly maxWaiters: number;
+  private waiters = 0;
 
   constructor(options: EngineOptions) {
+    this.maxWaiters = options.maxWaiters ?? DEFAULT_MAX_WAITERS;
     this.store = options.store;
     this.audit = options.audit;
     this.now = options.now ?? Date.now;
@@ -105,10 +116,36 @@ export class Engine {
     const cached = this.replayCache?.get(call.scope, call.key, call.arrivedMs);
     if (cached) return this.suppressed(cached.fingerprint === call.fingerprint ? "replay" : "mismatch", cached, { ...call, cached: true });
 
-    const reservation = await this.reserve(call);
-    if (!("token" in reservation)) return reservation;
-    const ended = await this.execute(call, run, request.args);
-    return this.settle(call, reservation.token, ended);
+    const waitUntil = request.waitMs ? performance.now() + Math.min(request.waitMs, MAX_WAIT_MS) : null;
+    let waiting = false;
+    try {
+      for (;;) {
+        const reservation = await this.reserve(call, waitUntil !== null);
+        if ("token" in reservation) {
+          const ended = await this.execute(call, run, request.args);
+          return await this.settle(call, reservation.token, ended);
+        }
+        if (!("running" in reservation)) return reservation;
+        // Prefer: wait — hold the duplicate until the running call ends, then answer it as a retry
+        // arriving then would be answered (the result, or the unknown/stuck answer).
+        const remaining = waitUntil! - performance.now();
+        if (remaining <= 0) return this.suppressed("conflict", reservation.running, call);
+        if (!waiting) {
+          if (this.waiters >= this.maxWaiters) throw new TooManyWaitersError(this.maxWaiters);
+          this.waiters++;
+          waiting = true;
+        }
+        // woken by the store when the record changes; re-read at least when its lease ends (a
+        // crashed holder sends nothing) and every FALLBACK_POLL_MS in case a notice was lost
+        const untilLeaseEnds = (reservation.running.leaseUntilMs ?? Infinity) - this.now() + 1;
+        const t = performance.now();
+        await this.store.waitForChange(call.scope, call.key, Math.max(1, Math.min(remaining, FALLBACK_POLL_MS, untilLeaseEnds)));
+        call.waitedMs += performance.now() - t;
+        call.arrivedMs = this.now();
+      }
+    } finally {
+      if (waiting) this.waiters--;
+    }
   }
 
   /** The call's key (its own, or the fallback key of its arguments) and what the log needs of it. */
@@ -142,6 +179,7 @@ export class Engine {
       arrivedMs: this.now(),
       storeMs: 0,
       auditMs: 0,
+      waitedMs: 0,
       window: advisory ? { key: fallbackKey(fingerprint), ttlMs: tool.fallbackTtlMs ?? DEFAULT_POLICY.fallbackDefaultTtlMs, token: null } : null,
     };
   }
@@ -150,7 +188,7 @@ export class Engine {
    * Steps 1 and 2 of the write order: reserve the key (or answer the record in the way) and write
    * the execution's intent. Returns the reservation's token, or the answer when nothing may run.
    */
-  private async reserve(call: CallContext): Promise<{ token: number } | InvokeResult> {
+  private async reserve(call: CallContext, mayWait = false): Promise<{ token: number } | { running: KeyRecord } | InvokeResult> {
     const { tool } = call;
     let begun: BeginOutcome;
     const t0 = performance.now();
@@ -174,6 +212,7 @@ export class Engine {
       throw new UnavailableError("key_store", err);
     }
     call.storeMs += performance.now() - t0;
+    if (begun.kind === "conflict" && mayWait) return { running: begun.record };
     if (begun.kind !== "reserved") return this.suppressed(begun.kind, begun.record, call);
 
     const token = begun.token;
@@ -573,6 +612,14 @@ export class Engine {
  */
 const INTENT_SETTLE_MS = 10_000;
 
+/** The longest `Prefer: wait` honoured (RFC 7240 leaves the bound to the server). */
+export const MAX_WAIT_MS = 60_000;
+
+/** A waiting duplicate re-reads its key at least this often, in case a change notice was lost. */
+const FALLBACK_POLL_MS = 1_000;
+
+const DEFAULT_MAX_WAITERS = 1_000;
+
 /** What a 409 for a running call asks the caller to wait (Retry-After). */
 const CONFLICT_RETRY_AFTER_MS = 1_000;
 
@@ -594,6 +641,8 @@ interface CallContext {
   storeMs: number;
   auditMs: number;
   cached?: boolean;
+  /** time spent waiting for a running call with the same key (Prefer: wait) */
+  waitedMs: number;
   /** an advisory key's (tool, arguments) window: its fallback key, how long, and its reservation once held */
   window: { key: string; ttlMs: number; token: number | null } | null;
 }

@@ -109,6 +109,14 @@ export class UnavailableError extends IdemgateError {
   }
 }
 
+/** `Prefer: wait` asked of a process already holding as many waiting calls as it may: nothing ran. */
+export class TooManyWaitersError extends IdemgateError {
+  readonly code = "unavailable";
+  constructor(readonly limit: number) {
+    super(`this server already holds ${limit} calls waiting for a running call's result; nothing was run, retry with the same key shortly`);
+  }
+}
+
 /**
  * The tool said its side effect did not happen; the key was released so a retry runs it. The
  * message is the tool's own (a NotRunError's), shown to the caller.
