@@ -8,6 +8,8 @@ interface Seen {
   url: string;
   key: string | undefined;
   session: string | undefined;
+  prefer: string | undefined;
+  keySource: string | undefined;
   authorization: string | undefined;
   body: string;
   atMs: number;
@@ -30,6 +32,8 @@ beforeAll(async () => {
         url: req.url ?? "",
         key: req.headers["idempotency-key"] as string | undefined,
         session: req.headers["idemgate-session"] as string | undefined,
+        prefer: req.headers.prefer as string | undefined,
+        keySource: req.headers["idemgate-key-source"] as string | undefined,
         authorization: req.headers.authorization,
         body,
         atMs: Date.now(),
@@ -124,6 +128,20 @@ describe("invoke", () => {
     expect(requests[1].key).toBeUndefined();
     expect(requests[1].session).toBeUndefined();
     expect(keyless.key).toBe("fallback:abc");
+  });
+
+  it("asks the gateway to hold a retry for a running first attempt (Prefer: wait), and marks model-minted keys", async () => {
+    handler = (_req, res, seen) => result(res, seen, {});
+    await client().invoke("t", {}, { key: "k1" });
+    await client({ waitSeconds: 3 }).invoke("t", {}, { key: "k2", keySource: "model" });
+    await client().invoke("t", {}, { key: "k3", waitSeconds: 0 });
+    await client().invoke("tickets.create", {}, { key: null });
+    expect(requests.map((r) => [r.prefer, r.keySource])).toEqual([
+      ["wait=10", undefined],
+      ["wait=3", "model"],
+      [undefined, undefined],
+      [undefined, undefined],
+    ]);
   });
 
   it("reports a replay", async () => {

@@ -17,6 +17,12 @@ export interface IdemgateClientOptions {
    * its stored result, or outcome_unknown), never with a second execution.
    */
   timeoutMs?: number;
+  /**
+   * `Prefer: wait=N` sent with every keyed call (default 10 s; 0 sends none): a retry that meets
+   * its first attempt still running is held by the gateway until that attempt ends and gets its
+   * result, instead of a 409 to wait out. Keep it below `timeoutMs`.
+   */
+  waitSeconds?: number;
   retry?: Partial<RetryOptions>;
   fetch?: typeof fetch;
   /** backoff jitter source (tests make it deterministic) */
@@ -34,6 +40,13 @@ export interface InvokeOptions {
   key?: string | "auto" | null;
   session?: string | null;
   timeoutMs?: number;
+  /** overrides the client's `waitSeconds` for this call */
+  waitSeconds?: number;
+  /**
+   * who minted the key: "orchestrator" (default; authoritative) or "model" (advisory: the gateway
+   * also answers an identical call within the tool's arguments window as a duplicate)
+   */
+  keySource?: "orchestrator" | "model";
   retry?: Partial<RetryOptions>;
   /** cancels the call, retries included; the abort reason is thrown as is */
   signal?: AbortSignal;
@@ -67,6 +80,9 @@ export interface AttemptEvent {
   /** the wait before the next attempt; null when this attempt ends the call */
   retryInMs: number | null;
 }
+
+/** `Prefer: wait` sent by default: well inside the default request timeout of 30 s. */
+export const DEFAULT_WAIT_SECONDS = 10;
 
 /** result: returned; problem, outcome_unknown: thrown; retry: sent again with the same key */
 type Verdict = "result" | "retry" | "problem" | "outcome_unknown";
@@ -165,6 +181,7 @@ export class IdemgateClient {
   private readonly baseUrl: string;
   private readonly token: string;
   private readonly session: string | undefined;
+  private readonly waitSeconds: number;
   private readonly timeoutMs: number;
   private readonly retry: RetryOptions;
   private readonly fetchImpl: typeof fetch;
@@ -176,6 +193,7 @@ export class IdemgateClient {
     this.baseUrl = options.baseUrl.replace(/\/+$/, "");
     this.token = options.token;
     this.session = options.session;
+    this.waitSeconds = options.waitSeconds ?? DEFAULT_WAIT_SECONDS;
     this.timeoutMs = options.timeoutMs ?? 30_000;
     this.retry = { ...DEFAULT_RETRY, ...options.retry };
     this.fetchImpl = options.fetch ?? globalThis.fetch.bind(globalThis);
@@ -205,7 +223,12 @@ export class IdemgateClient {
     const wanted = options.key === undefined ? "auto" : options.key;
     const key = wanted === "auto" ? (this.kinds.get(tool) === "read" ? null : newKey()) : wanted;
     const headers: Record<string, string> = { "Content-Type": "application/json" };
-    if (key !== null) headers["Idempotency-Key"] = key;
+    if (key !== null) {
+      headers["Idempotency-Key"] = key;
+      const wait = Math.floor(options.waitSeconds ?? this.waitSeconds);
+      if (wait > 0) headers.Prefer = `wait=${wait}`;
+      if (options.keySource) headers["Idemgate-Key-Source"] = options.keySource;
+    }
     const session = options.session === undefined ? this.session : options.session;
     if (session) headers["Idemgate-Session"] = session;
     return this.send<T>("POST", `/api/v1/tools/${encodeURIComponent(tool)}/invoke`, tool, key, {
