@@ -1,3 +1,6 @@
+/** How a call reached Idemgate: the HTTP gateway or the MCP endpoint. */
+export type Transport = "http" | "mcp";
+
 /** What the engine writes to the audit log. lib/audit implements it over Prisma. */
 export interface IntentEntry {
   id: string;
@@ -8,6 +11,8 @@ export interface IntentEntry {
   token: number;
   session: string | null;
   caller: string | null;
+  /** optional for writers of other origins (the default is http) */
+  transport?: Transport;
   fallback: boolean;
   startedAt: Date;
   leaseUntil: Date;
@@ -59,6 +64,7 @@ export interface SuppressionEntry {
   gapMs: number | null;
   session: string | null;
   caller: string | null;
+  transport?: Transport;
   originalSession: string | null;
   originalExecutionId: string | null;
   at: Date;

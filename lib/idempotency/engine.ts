@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type { BeginOutcome, KeyStore } from "@/lib/store/key-store";
-import { COMPLETION_NOT_STORED, OpenExecutionError, type AuditWriter, type PriorExecution, type SuppressionKind } from "./audit-port";
+import { COMPLETION_NOT_STORED, OpenExecutionError, type AuditWriter, type PriorExecution, type SuppressionKind, type Transport } from "./audit-port";
 import {
   CallAbandonedError,
   ConflictError,
@@ -28,6 +28,8 @@ export interface InvokeRequest {
   session?: string | null;
   /** who called (an API token's id), for the audit log */
   caller?: string | null;
+  /** how the call came in, recorded with its execution or suppression (default http) */
+  transport?: Transport;
   /**
    * `Prefer: wait`: while a call with this key runs, hold this one up to this long (at most 60 s)
    * and answer it as a retry arriving when that call ends would be answered
@@ -41,6 +43,8 @@ export interface InvokeRequest {
 }
 
 export type KeySource = "orchestrator" | "model";
+
+export type { Transport };
 
 export type InvokeResult =
   | { kind: "executed"; status: number; body: string; key: string; executionId: string; fallback: boolean; lateCompletion: boolean }
@@ -175,6 +179,7 @@ export class Engine {
       fallback,
       session: request.session ?? null,
       caller: request.caller ?? null,
+      transport: request.transport ?? "http",
       executionId: randomUUID(),
       arrivedMs: this.now(),
       storeMs: 0,
@@ -255,6 +260,7 @@ export class Engine {
         token,
         session: call.session,
         caller: call.caller,
+        transport: call.transport,
         fallback: call.fallback,
         startedAt: new Date(call.arrivedMs),
         leaseUntil: new Date(call.arrivedMs + tool.leaseMs),
@@ -504,6 +510,7 @@ export class Engine {
       gapMs,
       session: call.session,
       caller: call.caller,
+      transport: call.transport,
       originalSession: record.session,
       originalExecutionId: record.executionId,
       at: new Date(call.arrivedMs),
@@ -637,6 +644,7 @@ interface CallContext {
   fallback: boolean;
   session: string | null;
   caller: string | null;
+  transport: Transport;
   arrivedMs: number;
   storeMs: number;
   auditMs: number;
