@@ -52,6 +52,12 @@ const TEXT: Record<string, Omit<ProblemDoc, "code" | "status" | "title">> = {
     todo: "Read `detail` and `errors`, correct the request and send it again.",
     retry: "with changes",
   },
+  invalid_cursor: {
+    happened:
+      "The `cursor` of a list request is not one this server handed out for this listing: it was changed, it comes from a listing with other filters (scope, tool, state, prefix), or the server's secret (IDEMGATE_SECRET) changed since. Cursors are sealed and opaque; nothing was read.",
+    todo: "Pass back a `nextCursor` unchanged, with the same filters it came with; otherwise start again from the first page (no cursor).",
+    retry: "with changes",
+  },
   unauthorized: {
     happened: "No API token was sent, or the token is unknown or revoked (for console routes: no signed-in session).",
     todo: "Send `Authorization: Bearer <token>`. Create a token with `npx idemgate token create --scope NAME`.",

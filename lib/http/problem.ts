@@ -28,6 +28,7 @@ const PROBLEMS: Record<string, { status: number; title: string }> = {
   invalid_json: { status: 400, title: "Malformed JSON body" },
   invalid_header: { status: 400, title: "Invalid header" },
   invalid_request: { status: 400, title: "Invalid request" },
+  invalid_cursor: { status: 400, title: "Invalid list cursor" },
   unauthorized: { status: 401, title: "Authentication required" },
   forbidden: { status: 403, title: "Not allowed" },
   unknown_tool: { status: 404, title: "Unknown tool" },

@@ -178,3 +178,15 @@ export class InvalidStateError extends IdemgateError {
 export class NotFoundError extends IdemgateError {
   readonly code = "not_found";
 }
+
+/**
+ * A list cursor this server did not hand out for this listing: malformed, tampered with, sealed
+ * under another secret, or issued for another filter (another scope, tool, state or prefix).
+ */
+export class InvalidCursorError extends IdemgateError {
+  readonly code = "invalid_cursor";
+  constructor() {
+    super("the cursor is not one this server issued for this listing; start again from the first page (no cursor)");
+    this.name = "InvalidCursorError";
+  }
+}

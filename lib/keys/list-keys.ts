@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { KEY_STATES, type KeyState } from "@/lib/idempotency/record";
 import type { Runtime } from "@/lib/runtime";
+import { cursorSeal } from "./list-cursor";
 import { presentKey, type KeyView } from "./present-key";
 
 export const KeyListQuery = z.object({
@@ -13,9 +14,22 @@ export const KeyListQuery = z.object({
 });
 export type KeyListQuery = z.output<typeof KeyListQuery>;
 
-/** A page of keys, newest first, straight from the store's indexes. */
-export async function listKeys(runtime: Runtime, query: KeyListQuery): Promise<{ items: KeyView[]; nextCursor: string | null }> {
+/**
+ * A page of keys, newest first, straight from the store's indexes. The store's cursor is sealed
+ * for this listing's filters (lib/keys/list-cursor.ts): it names no key, and a cursor that was not
+ * handed out for these filters is refused (InvalidCursorError, 400).
+ */
+export async function listKeys(
+  runtime: Pick<Runtime, "config" | "store">,
+  query: KeyListQuery,
+): Promise<{ items: KeyView[]; nextCursor: string | null }> {
   const nowMs = Date.now();
-  const page = await runtime.store.list({ ...query, nowMs });
-  return { items: page.items.map((r) => presentKey(r, nowMs)), nextCursor: page.nextCursor };
+  const seal = cursorSeal(runtime.config);
+  const filter = { state: query.state, tool: query.tool, scope: query.scope, prefix: query.prefix };
+  const cursor = query.cursor === undefined ? undefined : seal.open(query.cursor, filter);
+  const page = await runtime.store.list({ ...query, cursor, nowMs });
+  return {
+    items: page.items.map((r) => presentKey(r, nowMs)),
+    nextCursor: page.nextCursor === null ? null : seal.seal(page.nextCursor, filter),
+  };
 }

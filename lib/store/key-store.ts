@@ -77,7 +77,10 @@ export interface ListQuery {
   /** key prefix, matched case-sensitively */
   prefix?: string;
   limit: number;
-  /** opaque, from a previous page's nextCursor */
+  /**
+   * from a previous page's nextCursor with the same filters. A store's cursor is a raw position
+   * (it may name a record of another scope); it leaves the server only sealed (lib/keys/list-cursor.ts).
+   */
   cursor?: string | null;
   nowMs: number;
 }

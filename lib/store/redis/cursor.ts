@@ -1,4 +1,4 @@
-import { InvalidCursorError } from "./errors";
+import { InvalidCursorError } from "@/lib/idempotency/errors";
 
 /** A position in a list: index score and member ("scope \n key"). */
 export interface Position {
@@ -32,7 +32,7 @@ export function decodeCursor(cursor: string | null | undefined): Position | null
   } catch {
     // fall through
   }
-  throw new InvalidCursorError(cursor);
+  throw new InvalidCursorError();
 }
 
 /** One bucket's answer: its matches in list order, and how far it read. */

@@ -6,14 +6,6 @@ export class UnexpectedRedisReplyError extends Error {
   }
 }
 
-/** A list cursor that this store did not produce. */
-export class InvalidCursorError extends Error {
-  constructor(cursor: string) {
-    super(`invalid list cursor ${JSON.stringify(cursor.slice(0, 100))}`);
-    this.name = "InvalidCursorError";
-  }
-}
-
 /** A filter combination the Redis indexes cannot answer cheaply. */
 export class UnsupportedFilterError extends Error {
   constructor(detail: string) {

@@ -4,7 +4,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { STORED_STATUSES, stateOf, type StoredResult } from "@/lib/idempotency/record";
 import { beginInputs, describeKeyStoreContract } from "../contract";
 import type { BeginInput, KeyStore } from "../key-store";
-import { InvalidCursorError, UnsupportedFilterError } from "./errors";
+import { InvalidCursorError } from "@/lib/idempotency/errors";
+import { UnsupportedFilterError } from "./errors";
 import { BUCKET_COUNT, KeySpace, bucketOf, hashTagOf, memberOf } from "./keys";
 import { RedisKeyStore } from "./redis-key-store";
 

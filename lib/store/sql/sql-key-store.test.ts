@@ -11,7 +11,8 @@ import { applyMigrations, readMigrations } from "@/lib/db/migrate";
 import type { KeyState, StoredResult } from "@/lib/idempotency/record";
 import { beginInputs, describeKeyStoreContract } from "@/lib/store/contract";
 import type { BeginInput, ListQuery, StateCounts } from "@/lib/store/key-store";
-import { InvalidCursorError, SqlKeyStore } from "./sql-key-store";
+import { InvalidCursorError } from "@/lib/idempotency/errors";
+import { SqlKeyStore } from "./sql-key-store";
 
 // A PostgreSQL server must be running: an unreachable server fails these tests, it never skips them.
 const SERVER_URL = process.env.TEST_POSTGRES_URL ?? "postgresql://postgres@127.0.0.1:5432";

@@ -1,5 +1,6 @@
 import { Prisma } from "@/generated/prisma/client";
 import type { Database } from "@/lib/db/database";
+import { InvalidCursorError } from "@/lib/idempotency/errors";
 import { STORED_STATUSES, stateOf, type KeyRecord, type KeyState, type StoredResult, type StoredStatus } from "@/lib/idempotency/record";
 import type {
   BeginInput,
@@ -24,13 +25,6 @@ import type {
  * index (unknown: all of its status). Triggers keep counts of the rows (key_counts,
  * key_deadline_counts: migration 20261129030000_key_counts) for `counts`.
  */
-
-export class InvalidCursorError extends Error {
-  constructor() {
-    super("invalid list cursor");
-    this.name = "InvalidCursorError";
-  }
-}
 
 export interface SqlKeyStoreOptions {
   /** close the database with the store; off by default because the audit log shares it */
