@@ -29,7 +29,7 @@ export function AskToolButton({ pending, onClick }: { pending: boolean; onClick:
   );
 }
 
-function sentence(result: ProbeResult): { tone: "ok" | "unknown"; text: React.ReactNode } {
+function sentence(result: ProbeResult): { tone: "ok" | "neutral"; text: React.ReactNode } {
   const { answer, action } = result;
   if (answer.outcome === "applied" && action === "resolved") {
     return {
@@ -54,7 +54,7 @@ function sentence(result: ProbeResult): { tone: "ok" | "unknown"; text: React.Re
   }
   if (answer.outcome === "unknown") {
     return {
-      tone: "unknown",
+      tone: "neutral",
       text: (
         <>
           The tool <strong>cannot tell</strong> whether it happened{answer.note ? <> ({answer.note})</> : null}. The key stays held: check the downstream system, then
@@ -66,7 +66,7 @@ function sentence(result: ProbeResult): { tone: "ok" | "unknown"; text: React.Re
   // the tool answered, but the key had changed meanwhile (another operator, the reconciler, a late completion)
   const said = answer.outcome === "applied" ? "it happened" : "it did not happen";
   return {
-    tone: "unknown",
+    tone: "neutral",
     text: (
       <>
         The tool says {said}, but the key was left as it is{result.record ? <> (now {result.record.state})</> : <> (no longer in the key store)</>}: it changed
@@ -87,7 +87,7 @@ export function ProbeAnswerNotice({ result, onDismiss }: { result: ProbeResult; 
       data-action={result.action}
       className={clsx(
         "flex items-start justify-between gap-4 rounded-lg border px-4 py-3 text-[13px]",
-        tone === "ok" ? "border-ok/40 bg-ok-soft" : "border-unknown/40 bg-unknown-soft",
+        tone === "ok" ? "border-ok/40 bg-ok-soft" : "border-line-strong bg-surface",
       )}
     >
       <p>{text}</p>

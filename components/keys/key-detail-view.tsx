@@ -160,9 +160,9 @@ export function KeyDetailView({
               <Row label="Fingerprint" mono><span className="break-all">{r.fingerprint}</span></Row>
               <Row label="Fencing token" mono>{r.token}</Row>
               <Row label="Created">{formatTimestamp(r.createdAt)}</Row>
-              {r.leaseUntil && <Row label="Lease until">{formatTimestamp(r.leaseUntil)} <span className="text-muted">({formatRelative(r.leaseUntil, nowMs)})</span></Row>}
+              {/* an unknown record keeps its lease, but the lease no longer decides anything */}
+              {r.leaseUntil && r.state !== "unknown" && <Row label="Lease until">{formatTimestamp(r.leaseUntil)} <span className="text-muted">({formatRelative(r.leaseUntil, nowMs)})</span></Row>}
               {r.unknownAt && <Row label="Unknown since">{formatTimestamp(r.unknownAt)} <span className="text-muted">({formatRelative(r.unknownAt, nowMs)})</span></Row>}
-              {r.outcomeNote && <Row label="Why unknown"><span className="text-unknown">{r.outcomeNote}</span></Row>}
               {r.completedAt && <Row label="Completed">{formatTimestamp(r.completedAt)}</Row>}
               {r.expiresAt && <Row label="Expires">{formatTimestamp(r.expiresAt)} <span className="text-muted">({formatRelative(r.expiresAt, nowMs)})</span></Row>}
               <Row label="Session" mono>{r.session ?? <span className="font-sans text-faint">none</span>}</Row>

@@ -112,6 +112,9 @@ function Event({ e }: { e: TimelineEventView }) {
 }
 
 const DOT: Record<TimelineEventView["type"], string> = { intent: "bg-accent", outcome: "bg-ok", suppression: "bg-warn", operator: "bg-fg" };
+/** an outcome's dot takes its tone: green only for a stored result */
+const OUTCOME_DOT: Record<string, string> = { failed: "bg-bad", unknown: "bg-unknown", final_error: "bg-warn", late_completion: "bg-warn", released: "bg-faint", retried: "bg-faint" };
+const dotOf = (e: TimelineEventView) => (e.type === "outcome" ? (OUTCOME_DOT[e.outcome] ?? DOT.outcome) : DOT[e.type]);
 const LABEL: Record<TimelineEventView["type"], string> = { intent: "intent", outcome: "outcome", suppression: "suppression", operator: "operator action" };
 
 /** One history for the key, oldest first: executions, their outcomes, suppressed duplicates and operator actions. */
@@ -128,7 +131,7 @@ export function Timeline({ events }: { events: TimelineEventView[] }) {
             <div className="text-faint">{LABEL[e.type]}</div>
           </div>
           <div className="relative space-y-0.5 border-l border-line pl-4 text-[13px]">
-            <span aria-hidden="true" className={clsx("absolute top-1.5 -left-[4.5px] size-2 rounded-full", DOT[e.type])} />
+            <span aria-hidden="true" className={clsx("absolute top-1.5 -left-[4.5px] size-2 rounded-full", dotOf(e))} />
             <Event e={e} />
           </div>
         </li>
