@@ -7,14 +7,16 @@ import { releaseKey } from "@/lib/keys/release-key";
 
 export const dynamic = "force-dynamic";
 
-// POST /api/v1/keys/{scope}/{key}/release – { reason }: the side effect did not happen, let the next retry run it
+// POST /api/v1/keys/{scope}/{key}/release – { reason, force? }: the side effect did not happen, let the next retry run it
+// (an inflight key whose lease is still valid only with force: its call may still complete, and that late result is flagged)
 export const POST = withPrincipal<{ scope: string; key: string }>("release", async (request, { params, principal, runtime }) => {
-  const { reason } = await parseBody(request, z.object({ reason: z.string() }));
+  const { reason, force } = await parseBody(request, z.object({ reason: z.string(), force: z.boolean().optional() }));
   const before = await releaseKey(runtime, {
     scope: decodeURIComponent(params.scope),
     key: decodeURIComponent(params.key),
     actor: actorOf(principal),
     reason,
+    force: force ?? false,
   });
   return Response.json({ released: true, before: presentKey(before, Date.now()) });
 });

@@ -7,9 +7,12 @@ import { resolveKey } from "@/lib/keys/resolve-key";
 
 export const dynamic = "force-dynamic";
 
-// POST /api/v1/keys/{scope}/{key}/resolve – { reason, result, status? }: the side effect happened; duplicates get this result
+const Body = z.object({ reason: z.string(), result: z.unknown(), status: z.number().int().optional(), force: z.boolean().optional() });
+
+// POST /api/v1/keys/{scope}/{key}/resolve – { reason, result, status?, force? }: the side effect happened; duplicates get this result
+// (an inflight key whose lease is still valid only with force: its call may still complete, and that late result is flagged)
 export const POST = withPrincipal<{ scope: string; key: string }>("resolve", async (request, { params, principal, runtime }) => {
-  const body = await parseBody(request, z.object({ reason: z.string(), result: z.unknown(), status: z.number().int().optional() }));
+  const body = await parseBody(request, Body);
   const after = await resolveKey(runtime, {
     scope: decodeURIComponent(params.scope),
     key: decodeURIComponent(params.key),
@@ -17,6 +20,7 @@ export const POST = withPrincipal<{ scope: string; key: string }>("resolve", asy
     reason: body.reason,
     result: body.result,
     status: body.status,
+    force: body.force ?? false,
   });
   return Response.json({ resolved: true, record: after ? presentKey(after, Date.now(), true) : null });
 });
