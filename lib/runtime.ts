@@ -60,7 +60,8 @@ export async function openRuntime(options: OpenRuntimeOptions = {}): Promise<Run
     engine,
     registry: getRegistry(),
     async close() {
-      await audit.close().catch(() => {});
+      // writes the queued audit rows; says how many are lost when the database does not take them
+      await audit.close().catch((err) => console.error(`idemgate: ${err instanceof Error ? err.message : String(err)}`));
       await store.close().catch(() => {});
       await db.close();
     },

@@ -1,7 +1,8 @@
 import { randomUUID } from "node:crypto";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import pg from "pg";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import type { Database } from "@/lib/db/database";
-import { createTestPglite, createTestPostgres } from "@/test/support/databases";
+import { createTestPglite, createTestPostgres, type TestPostgres } from "@/test/support/databases";
 import { PrismaAuditWriter, type AuditWriterOptions } from "./audit-writer";
 
 // The same statements through the database driver (as the server runs them) and through Prisma.
@@ -54,5 +55,156 @@ describe.each([
     await writer.close();
     expect(await pg.db.prisma.execution.count({ where: { key: "b" } })).toBe(2);
     expect(await pg.db.prisma.execution.findUnique({ where: { id: i.id } })).toMatchObject({ outcome: "succeeded" });
+  });
+
+  it("in async mode never writes an outcome before its intent: one queued ahead of its intent's batch waits for that batch", async () => {
+    // batches of two: the first is written as soon as two intents are queued, the rest wait for it
+    const writer = newWriter({ mode: "async", flushIntervalMs: 60_000, maxBatch: 2 });
+    const intents = [1, 2, 3, 4, 5].map((n) => intent(`order-${n}`));
+    await Promise.all(intents.map((i) => writer.intent(i)));
+    // the newest execution ends first: its intent is two batches away when its outcome is queued
+    for (const n of [4, 2, 0]) writer.outcome(outcome(intents[n].id));
+    await writer.close();
+    const rows = await pg.db.prisma.execution.findMany({ where: { id: { in: intents.map((i) => i.id) } } });
+    const byId = new Map(rows.map((r) => [r.id, r.outcome]));
+    expect(intents.map((i) => byId.get(i.id))).toEqual(["succeeded", null, "succeeded", null, "succeeded"]);
+  });
+
+  it("in async mode inserts the next execution of a key in the batch that finishes the one before", async () => {
+    const writer = newWriter({ mode: "async", flushIntervalMs: 60_000 });
+    const first = intent("next");
+    await writer.intent(first);
+    await writer.flush();
+    // one batch: the first execution's outcome, and the next execution of the same key
+    writer.outcome({ ...outcome(first.id), outcome: "failed", resultStatus: null, resultBody: null, resultFinal: null, expiresAt: null });
+    const second = intent("next");
+    await writer.intent(second);
+    writer.outcome(outcome(second.id));
+    await writer.close();
+    const rows = await pg.db.prisma.execution.findMany({ where: { key: "next" }, orderBy: { startedAt: "asc" } });
+    expect(rows.map((r) => [r.id, r.outcome])).toEqual([
+      [first.id, "failed"],
+      [second.id, "succeeded"],
+    ]);
+  });
+
+  it("in async mode records an operator's decision on an execution whose intent is still queued", async () => {
+    const writer = newWriter({ mode: "async", flushIntervalMs: 60_000 });
+    const i = intent("decided");
+    await writer.intent(i);
+    expect(await writer.closeOpenExecution(i.id, "released", "it did not happen")).toBe(true);
+    expect(await pg.db.prisma.execution.findUnique({ where: { id: i.id } })).toMatchObject({ outcome: "released" });
+    // the call's result arriving afterwards is a late completion, as when the intent was written at once
+    writer.outcome({ ...outcome(i.id), error: "completion not stored: the reservation was released" });
+    await writer.close();
+    expect(await pg.db.prisma.execution.findUnique({ where: { id: i.id } })).toMatchObject({ outcome: "late_completion", resultBody: '{"ok":1}' });
+  });
+
+  it("close() writes every queued row, and rows reported after it are written at once", async () => {
+    for (const mode of ["async", "durable"] as const) {
+      const writer = newWriter({ mode, flushIntervalMs: 60_000, maxBatch: 3 });
+      const intents = Array.from({ length: 7 }, (_, n) => intent(`close-${mode}-${n}`));
+      for (const i of intents) await writer.intent(i);
+      for (const i of intents) writer.outcome(outcome(i.id));
+      for (const i of intents) {
+        writer.suppression({ id: randomUUID(), scope: "s", key: i.key, tool: "t", kind: "replay", fallback: false, gapMs: 1, session: null, caller: null, originalSession: null, originalExecutionId: i.id, at: new Date() });
+      }
+      expect(writer.pending).toBeGreaterThan(0);
+      await writer.close();
+      expect(writer.pending).toBe(0);
+      const keys = intents.map((i) => i.key);
+      expect(await pg.db.prisma.execution.count({ where: { key: { in: keys }, outcome: "succeeded" } })).toBe(7);
+      expect(await pg.db.prisma.suppression.count({ where: { key: { in: keys } } })).toBe(7);
+
+      // a call that ends after the writer closed: its intent goes in at once, its outcome right after
+      const late = intent(`close-${mode}-late`);
+      await writer.intent(late);
+      expect(await pg.db.prisma.execution.findUnique({ where: { id: late.id } })).toMatchObject({ outcome: null });
+      writer.outcome(outcome(late.id));
+      await vi.waitFor(async () => expect(await pg.db.prisma.execution.findUnique({ where: { id: late.id } })).toMatchObject({ outcome: "succeeded" }));
+    }
+  });
+});
+
+describe("audit writer bound, on PostgreSQL", () => {
+  let server: TestPostgres;
+  let locker: pg.Client;
+  beforeAll(async () => {
+    server = await createTestPostgres("audit_bound");
+    locker = new pg.Client({ connectionString: server.url });
+    await locker.connect();
+  });
+  afterAll(async () => {
+    await locker?.end();
+    await server?.drop();
+  });
+
+  it("holds at most maxQueued rows while the database does not take them: intents wait, extra suppressions are dropped, nothing else is lost", async () => {
+    const warn = vi.spyOn(console, "warn").mockImplementation(() => {});
+    const errors: unknown[] = [];
+    const writer = new PrismaAuditWriter(server.db.prisma, {
+      mode: "async", execute: server.db.execute, flushIntervalMs: 5, maxBatch: 20, maxQueued: 50, onError: (e) => errors.push(e),
+    });
+    const at = new Date();
+    const intents = Array.from({ length: 200 }, (_, n) => ({
+      id: randomUUID(), scope: "burst", key: `k-${n}`, tool: "t", fingerprint: "f", token: 1, session: null, caller: null, fallback: false,
+      startedAt: at, leaseUntil: new Date(at.getTime() + 60_000),
+    }));
+    // the database stops taking rows: the writer's batches wait on the lock
+    await locker.query("BEGIN");
+    await locker.query("LOCK TABLE executions, suppressions IN EXCLUSIVE MODE");
+    let accepted = 0;
+    let maxPending = 0;
+    const calls = intents.map((i) => {
+      const call = writer.intent(i).then(() => {
+        accepted++;
+        maxPending = Math.max(maxPending, writer.pending);
+      });
+      maxPending = Math.max(maxPending, writer.pending);
+      return call;
+    });
+    for (const i of intents.slice(0, 100)) {
+      writer.suppression({ id: randomUUID(), scope: "burst", key: i.key, tool: "t", kind: "replay", fallback: false, gapMs: 1, session: null, caller: null, originalSession: null, originalExecutionId: i.id, at });
+      maxPending = Math.max(maxPending, writer.pending);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(writer.pending).toBe(50);
+    expect(accepted).toBe(50); // the other 150 callers wait for room
+    expect(writer.droppedSuppressions).toBe(100);
+
+    await locker.query("COMMIT");
+    await Promise.all(calls);
+    for (const i of intents) writer.outcome({ id: i.id, outcome: "succeeded", finishedAt: new Date(), durationMs: 1, resultStatus: 200, resultBody: "{}", resultFinal: false, expiresAt: null, error: null });
+    await writer.close();
+    expect(maxPending).toBeLessThanOrEqual(50);
+    expect(accepted).toBe(200);
+    expect(await server.db.prisma.execution.count({ where: { scope: "burst", outcome: "succeeded" } })).toBe(200);
+    expect(errors).toEqual([]);
+    expect(warn).toHaveBeenCalled();
+    warn.mockRestore();
+  });
+
+  it("an intent waiting for room fails when the batch cannot be written, as a durable intent would", async () => {
+    const errors: unknown[] = [];
+    const writer = new PrismaAuditWriter(server.db.prisma, {
+      mode: "async", execute: server.db.execute, flushIntervalMs: 60_000, maxBatch: 5, maxQueued: 5, onError: (e) => errors.push(e),
+    });
+    const at = new Date();
+    const make = (n: number) => ({
+      id: randomUUID(), scope: "refused", key: `k-${n}`, tool: "t", fingerprint: "f", token: 1, session: null, caller: null, fallback: false,
+      startedAt: at, leaseUntil: new Date(at.getTime() + 60_000),
+    });
+    // the database refuses the batches
+    await locker.query("ALTER TABLE executions RENAME TO executions_away");
+    try {
+      for (let n = 0; n < 5; n++) await writer.intent(make(n));
+      await expect(writer.intent(make(5))).rejects.toThrow(/executions/);
+      expect(writer.pending).toBe(5);
+    } finally {
+      await locker.query("ALTER TABLE executions_away RENAME TO executions");
+    }
+    expect(errors.length).toBeGreaterThan(0);
+    await writer.close();
+    expect(await server.db.prisma.execution.count({ where: { scope: "refused" } })).toBe(5);
   });
 });

@@ -7,12 +7,26 @@ export type AuditMode = "durable" | "async";
 /** After a key-store loss, an unfinished call keeps its key blocked (through the log) this long. */
 const OPEN_CALL_RECOVERY_MS = 7 * 24 * 60 * 60 * 1000;
 
+/** Rows a writer holds in memory at most (queued or being written); see AuditWriterOptions.maxQueued. */
+export const DEFAULT_MAX_QUEUED = 10_000;
+
 export interface AuditWriterOptions {
   mode?: AuditMode;
   /** how often queued rows are written */
   flushIntervalMs?: number;
   /** a batch this large is written at once */
   maxBatch?: number;
+  /**
+   * Rows held in memory at most, queued or being written (default DEFAULT_MAX_QUEUED). When the
+   * database falls behind and this many are held: an async-mode intent waits until a batch has
+   * made room (and fails, so nothing runs, when the batch cannot be written), as a durable intent
+   * would; a suppression is dropped and counted (`droppedSuppressions`). Outcomes are always kept:
+   * each belongs to a call whose intent was let in, so they stay within this bound plus the calls
+   * in flight.
+   */
+  maxQueued?: number;
+  /** how long close() keeps trying to write what is queued before it gives up (and says how much is lost) */
+  closeTimeoutMs?: number;
   /** told about a batch that could not be written (kept queued and tried again) */
   onError?: (err: unknown) => void;
   /**
@@ -27,7 +41,14 @@ export interface AuditWriterOptions {
  * Writes the audit log. In `durable` mode (the default) an execution's intent is in the database
  * before the tool runs; outcomes and suppressions are queued and written in batches off the hot
  * path. In `async` mode intents are batched too: faster, but a crash can lose an intent, so orphan
- * detection is weaker there.
+ * detection is weaker there. Either way a crash loses what is queued (at most one flush interval's
+ * rows while the database keeps up); close() writes it, and the server closes the writer on
+ * SIGTERM/SIGINT (lib/start-server.ts).
+ *
+ * Order: an outcome is never written before its execution's intent. An intent and its outcome in
+ * the same batch become one row; an outcome whose intent is still queued for a later batch waits
+ * for that batch; and within a batch, outcomes are applied before new intents, so an execution they
+ * finish no longer holds its key open when the next execution of the key is inserted.
  */
 export class PrismaAuditWriter implements AuditWriter {
   readonly mode: AuditMode;
@@ -37,10 +58,15 @@ export class PrismaAuditWriter implements AuditWriter {
   private timer: NodeJS.Timeout | null = null;
   private flushing: Promise<void> | null = null;
   /** the batch being written: out of the queues, maybe not yet in the database */
-  private writing: { intents: IntentEntry[]; outcomes: OutcomeEntry[] } = { intents: [], outcomes: [] };
+  private writing: { intents: IntentEntry[]; outcomes: OutcomeEntry[]; suppressions: number } = { intents: [], outcomes: [], suppressions: 0 };
   private closed = false;
+  private dropped = 0;
+  /** suppressions dropped since the last warning about it */
+  private droppedUnreported = 0;
   private readonly flushIntervalMs: number;
   private readonly maxBatch: number;
+  private readonly maxQueued: number;
+  private readonly closeTimeoutMs: number;
   private readonly onError: (err: unknown) => void;
   private readonly execute: (sql: string, params: readonly unknown[]) => Promise<number>;
 
@@ -51,15 +77,24 @@ export class PrismaAuditWriter implements AuditWriter {
     this.mode = options.mode ?? "durable";
     this.flushIntervalMs = options.flushIntervalMs ?? 50;
     this.maxBatch = options.maxBatch ?? 500;
+    this.maxQueued = options.maxQueued ?? DEFAULT_MAX_QUEUED;
+    this.closeTimeoutMs = options.closeTimeoutMs ?? 3_000;
+    if (!(this.maxQueued >= 1)) throw new RangeError(`maxQueued must be at least 1, got ${this.maxQueued}`);
     this.onError = options.onError ?? ((err) => console.error("audit log write failed; will retry", err));
     this.execute = options.execute ?? ((sql, params) => prisma.$executeRawUnsafe(sql, ...params));
   }
 
   async intent(entry: IntentEntry): Promise<void> {
     if (this.mode === "async") {
-      this.intents.push(entry);
-      this.schedule();
-      return;
+      // The queue is bounded: when full, the caller waits for a batch to make room, and fails (the
+      // call is refused, nothing runs) when the database cannot take it, as in durable mode.
+      while (!this.closed && this.pending >= this.maxQueued) await this.writeNextBatch();
+      if (!this.closed) {
+        this.intents.push(entry);
+        this.schedule();
+        return;
+      }
+      // closed: nothing would write a queued row any more
     }
     try {
       await this.insertIntent(entry);
@@ -91,8 +126,22 @@ export class PrismaAuditWriter implements AuditWriter {
   }
 
   suppression(entry: SuppressionEntry): void {
+    if (this.pending >= this.maxQueued) {
+      // Bounded: a duplicate's record is the one row that may go when the database falls behind
+      // (it feeds statistics and stale-suppression checks, never a key's state or an anomaly).
+      this.dropped++;
+      if (this.droppedUnreported++ === 0) {
+        console.warn(`idemgate: the audit log is ${this.pending} rows behind (at most ${this.maxQueued} are held); duplicates' suppression rows are dropped until it catches up`);
+      }
+      return;
+    }
     this.suppressions.push(entry);
     this.schedule();
+  }
+
+  /** suppression rows dropped because the queue was full, since this writer started */
+  get droppedSuppressions(): number {
+    return this.dropped;
   }
 
   async priorExecution(scope: string, key: string, since: Date): Promise<PriorExecution | null> {
@@ -161,6 +210,9 @@ export class PrismaAuditWriter implements AuditWriter {
     reason: string,
     result?: { status: number; body: string; final: boolean; expiresAt: Date },
   ): Promise<boolean> {
+    // an intent still queued here (async mode) goes in first, or this decision would match nothing
+    const queued = (i: IntentEntry) => i.id === executionId;
+    if (this.intents.some(queued) || this.writing.intents.some(queued)) await this.flush();
     const out = await this.prisma.execution.updateMany({
       where: { id: executionId, OR: [{ outcome: null }, { outcome: "unknown" }] },
       data: {
@@ -182,7 +234,12 @@ export class PrismaAuditWriter implements AuditWriter {
   }
 
 
+  /** Rows not yet known to be in the database: queued, or in the batch being written. */
   get pending(): number {
+    return this.queued + this.writing.intents.length + this.writing.outcomes.length + this.writing.suppressions;
+  }
+
+  private get queued(): number {
     return this.intents.length + this.outcomes.length + this.suppressions.length;
   }
 
@@ -194,24 +251,45 @@ export class PrismaAuditWriter implements AuditWriter {
         await this.flushing.catch(() => {});
         continue;
       }
-      if (this.pending === 0) return;
-      this.flushing = this.writeBatch().finally(() => {
-        this.flushing = null;
-      });
-      await this.flushing;
+      if (this.queued === 0) return;
+      await this.writeNextBatch();
     }
   }
 
+  /** Waits for the batch being written, or writes the next one; rejects when that batch fails. */
+  private writeNextBatch(): Promise<void> {
+    this.flushing ??= this.writeBatch().finally(() => {
+      this.flushing = null;
+    });
+    return this.flushing;
+  }
+
+  /**
+   * Writes what is queued, trying again for up to closeTimeoutMs while the database refuses; then
+   * rejects saying how many rows are lost. Rows reported after close are written at once.
+   */
   async close(): Promise<void> {
     this.closed = true;
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
-    await this.flush();
+    const deadline = Date.now() + this.closeTimeoutMs;
+    for (;;) {
+      try {
+        await this.flush();
+        return;
+      } catch (err) {
+        const left = deadline - Date.now();
+        if (left <= 0) {
+          throw new Error(`${this.pending} audit rows could not be written before closing and are lost`, { cause: err });
+        }
+        this.onError(err);
+        await new Promise((resolve) => setTimeout(resolve, Math.min(100, left)));
+      }
+    }
   }
 
   private schedule(): void {
-    if (this.closed) return;
-    if (this.pending >= this.maxBatch) {
+    if (this.closed || this.queued >= Math.min(this.maxBatch, this.maxQueued)) {
       void this.flush().catch(this.onError);
       return;
     }
@@ -228,9 +306,18 @@ export class PrismaAuditWriter implements AuditWriter {
 
   private async writeBatch(): Promise<void> {
     const intents = this.intents.splice(0, this.maxBatch);
-    const outcomes = this.outcomes.splice(0, this.maxBatch);
+    // An outcome goes out with its intent or after it: one whose intent is still queued for a
+    // later batch (async mode, more intents queued than one batch takes) waits for that batch.
+    const later = new Set(this.intents.map((i) => i.id));
+    const outcomes: OutcomeEntry[] = [];
+    const waiting: OutcomeEntry[] = [];
+    for (const o of this.outcomes) {
+      if (outcomes.length < this.maxBatch && !later.has(o.id)) outcomes.push(o);
+      else waiting.push(o);
+    }
+    this.outcomes = waiting;
     const suppressions = this.suppressions.splice(0, this.maxBatch);
-    this.writing = { intents, outcomes };
+    this.writing = { intents, outcomes, suppressions: suppressions.length };
     try {
       // An outcome whose intent is in the same batch (async mode) is written with it as one row;
       // the others update rows already written. Each kind is one statement over a JSON array:
@@ -248,14 +335,18 @@ export class PrismaAuditWriter implements AuditWriter {
         JSON.stringify(updates.map(outcomeJson)),
         JSON.stringify(suppressions.map(suppressionJson)),
       ]);
+      if (this.droppedUnreported > 0 && this.queued < this.maxQueued / 2) {
+        console.warn(`idemgate: the audit log caught up; ${this.droppedUnreported} suppression rows were dropped meanwhile`);
+        this.droppedUnreported = 0;
+      }
     } catch (err) {
-      // keep them for the next attempt, in order
+      // keep them for the next attempt, in order (the outcomes kept back belong to other executions)
       this.intents.unshift(...intents);
       this.outcomes.unshift(...outcomes);
       this.suppressions.unshift(...suppressions);
       throw err;
     } finally {
-      this.writing = { intents: [], outcomes: [] };
+      this.writing = { intents: [], outcomes: [], suppressions: 0 };
     }
   }
 
@@ -266,23 +357,14 @@ const INSERT_INTENT = `
   VALUES ($1, $2, $3, $4, $5, $6::bigint, $7, $8, $9::boolean, $10::timestamptz, $11::timestamptz)`;
 
 /**
- * A batch: new executions (with their outcome when it is in the same batch), outcomes of executions
- * written before, and suppressions, each a JSON array ($1, $2, $3) read by jsonb_to_recordset; the
- * data-modifying CTEs run whether or not anything reads them.
+ * A batch: outcomes of executions written before, new executions (with their outcome when it is in
+ * the same batch), and suppressions, each a JSON array ($2, $1, $3) read by jsonb_to_recordset; the
+ * data-modifying CTEs run whether or not anything reads them. The insert reads the update's count,
+ * so the update runs first: an execution it finishes no longer holds its key open
+ * (executions_one_open_per_key) when the key's next execution is inserted.
  */
 const WRITE_BATCH = `
-  WITH new_executions AS (
-    INSERT INTO executions (id, scope, key, tool, fingerprint, token, session, caller, fallback, started_at, lease_until,
-                            outcome, finished_at, duration_ms, result_status, result_body, result_final, expires_at, error)
-    SELECT id, scope, key, tool, fingerprint, token, session, caller, fallback, started_at, lease_until,
-           outcome, finished_at, duration_ms, result_status, result_body, result_final, expires_at, error
-    FROM jsonb_to_recordset($1::jsonb) AS v(
-      id text, scope text, key text, tool text, fingerprint text, token bigint, session text, caller text, fallback boolean,
-      started_at timestamptz, lease_until timestamptz, outcome text, finished_at timestamptz, duration_ms int,
-      result_status int, result_body text, result_final boolean, expires_at timestamptz, error text)
-    ON CONFLICT DO NOTHING
-    RETURNING 1
-  ), outcomes AS (
+  WITH outcomes AS (
     -- an execution released by an operator while it ran keeps its release; a result arriving
     -- after it is a late completion (it has no done record, and a retry may run it again)
     UPDATE executions AS e SET
@@ -296,6 +378,18 @@ const WRITE_BATCH = `
       result_body text, result_final boolean, expires_at timestamptz, error text)
     WHERE e.id = v.id
       AND (e.outcome IS NULL OR (e.outcome = 'released' AND v.outcome IN ('succeeded', 'final_error', 'late_completion')))
+    RETURNING 1
+  ), new_executions AS (
+    INSERT INTO executions (id, scope, key, tool, fingerprint, token, session, caller, fallback, started_at, lease_until,
+                            outcome, finished_at, duration_ms, result_status, result_body, result_final, expires_at, error)
+    SELECT id, scope, key, tool, fingerprint, token, session, caller, fallback, started_at, lease_until,
+           outcome, finished_at, duration_ms, result_status, result_body, result_final, expires_at, error
+    FROM jsonb_to_recordset($1::jsonb) AS v(
+      id text, scope text, key text, tool text, fingerprint text, token bigint, session text, caller text, fallback boolean,
+      started_at timestamptz, lease_until timestamptz, outcome text, finished_at timestamptz, duration_ms int,
+      result_status int, result_body text, result_final boolean, expires_at timestamptz, error text)
+    WHERE (SELECT count(*) FROM outcomes) >= 0
+    ON CONFLICT DO NOTHING
     RETURNING 1
   )
   INSERT INTO suppressions (id, scope, key, tool, kind, fallback, gap_ms, session, caller, original_session, original_execution_id, at)
