@@ -21,10 +21,11 @@ export interface AnomalyTypeInfo {
 export const TYPE_INFO = {
   orphan_unknown_outcome: {
     label: "Unknown outcome",
-    explanation: "A call started and never reported back; its side effect may or may not have happened.",
-    watches: "calls that started and never reported an outcome after their lease passed",
+    explanation:
+      "A call never reported back, or ended without knowing whether it worked (a timeout, a 5xx, an exception); its side effect may or may not have happened.",
+    watches: "calls that started and never reported an outcome after their lease passed, and calls whose outcome is unknown",
     todo:
-      "Check the downstream system (for a payment: the PSP's dashboard) for this key's action. If the side effect exists, resolve the key with its result, so retries get that result instead of running it again. If it does not, release the key, so the next retry runs it. Then mark this anomaly resolved.",
+      "Open the key. If its tool can be asked, choose Ask the tool: its answer settles the key. Otherwise check the downstream system (for a payment: the PSP's dashboard) for this key's action. If the side effect exists, choose It happened and enter its result, so retries get that result instead of running it again. If it does not, choose It did not happen, so the next retry runs it. Either decision closes this anomaly.",
     orphan: true,
   },
   orphan_lost_completion: {

@@ -80,16 +80,29 @@ function rowsFor(a: AnomalyView, nowMs: number): { rows: Row[]; used: string[] }
     case "orphan_unknown_outcome": {
       const lease = between(e.startedAt, e.leaseUntil);
       const silent = between(e.leaseUntil, a.detectedAt);
+      // reported: the call ended saying it cannot tell whether it happened; silent: it never reported (a crash)
+      const reported = e.cause === "reported";
       return {
-        used: ["executionId", "token", "session", "startedAt", "leaseUntil", "keyState", "keyHeldBy", "releasedByOperator"],
+        used: ["executionId", "token", "session", "startedAt", "leaseUntil", "keyState", "keyHeldBy", "releasedByOperator", "cause", "note", "unknownAt"],
         rows: [
           { label: "Started", value: <Time at={e.startedAt} note={formatRelative(str(e.startedAt), nowMs)} /> },
-          { label: "Lease ended", value: <Time at={e.leaseUntil} note={lease !== null ? `after a lease of ${formatDuration(lease)}` : undefined} /> },
-          {
-            label: "Silent for",
-            testId: "evidence-silent",
-            value: silent !== null ? `${formatDuration(silent)} past its lease without an outcome when the reconciler looked` : <Faint>unknown</Faint>,
-          },
+          ...(reported
+            ? [
+                { label: "Ended", value: <Time at={e.unknownAt} note="without knowing whether it happened" /> } satisfies Row,
+                {
+                  label: "Why unknown",
+                  testId: "evidence-note",
+                  value: str(e.note) ? <span className="text-unknown">{str(e.note)}</span> : <Faint>not recorded</Faint>,
+                } satisfies Row,
+              ]
+            : [
+                { label: "Lease ended", value: <Time at={e.leaseUntil} note={lease !== null ? `after a lease of ${formatDuration(lease)}` : undefined} /> } satisfies Row,
+                {
+                  label: "Silent for",
+                  testId: "evidence-silent",
+                  value: silent !== null ? `${formatDuration(silent)} past its lease without an outcome when the reconciler looked` : <Faint>unknown</Faint>,
+                } satisfies Row,
+              ]),
           executionRow(e),
           { label: "Fencing token", mono: true, value: num(e.token) ?? <Faint>unknown</Faint> },
           { label: "Session", mono: true, value: str(e.session) ?? <Faint>none</Faint> },
