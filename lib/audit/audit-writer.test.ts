@@ -57,6 +57,21 @@ describe.each([
     expect(await pg.db.prisma.execution.findUnique({ where: { id: i.id } })).toMatchObject({ outcome: "succeeded" });
   });
 
+  it("records how each call came in (http by default, mcp when said), in both modes", async () => {
+    for (const mode of ["durable", "async"] as const) {
+      const writer = newWriter({ mode, flushIntervalMs: 60_000 });
+      const viaMcp = { ...intent(`t-${mode}-mcp`), transport: "mcp" as const };
+      const viaHttp = intent(`t-${mode}-http`);
+      await writer.intent(viaMcp);
+      await writer.intent(viaHttp);
+      writer.suppression({ id: randomUUID(), scope: "s", key: viaMcp.key, tool: "t", kind: "replay", fallback: false, gapMs: 1, session: null, caller: null, transport: "mcp", originalSession: null, originalExecutionId: viaMcp.id, at: new Date() });
+      await writer.close();
+      expect(await pg.db.prisma.execution.findUnique({ where: { id: viaMcp.id } })).toMatchObject({ transport: "mcp" });
+      expect(await pg.db.prisma.execution.findUnique({ where: { id: viaHttp.id } })).toMatchObject({ transport: "http" });
+      expect(await pg.db.prisma.suppression.findFirst({ where: { key: viaMcp.key } })).toMatchObject({ transport: "mcp" });
+    }
+  });
+
   it("in async mode never writes an outcome before its intent: one queued ahead of its intent's batch waits for that batch", async () => {
     // batches of two: the first is written as soon as two intents are queued, the rest wait for it
     const writer = newWriter({ mode: "async", flushIntervalMs: 60_000, maxBatch: 2 });

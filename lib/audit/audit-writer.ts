@@ -116,7 +116,7 @@ export class PrismaAuditWriter implements AuditWriter {
     // one statement, one round trip: no implicit transaction around it
     const i = intentJson(entry);
     await this.execute(INSERT_INTENT, [
-      i.id, i.scope, i.key, i.tool, i.fingerprint, String(i.token), i.session, i.caller, i.fallback, i.started_at, i.lease_until,
+      i.id, i.scope, i.key, i.tool, i.fingerprint, String(i.token), i.session, i.caller, i.transport, i.fallback, i.started_at, i.lease_until,
     ]);
   }
 
@@ -353,8 +353,8 @@ export class PrismaAuditWriter implements AuditWriter {
 }
 
 const INSERT_INTENT = `
-  INSERT INTO executions (id, scope, key, tool, fingerprint, token, session, caller, fallback, started_at, lease_until)
-  VALUES ($1, $2, $3, $4, $5, $6::bigint, $7, $8, $9::boolean, $10::timestamptz, $11::timestamptz)`;
+  INSERT INTO executions (id, scope, key, tool, fingerprint, token, session, caller, transport, fallback, started_at, lease_until)
+  VALUES ($1, $2, $3, $4, $5, $6::bigint, $7, $8, $9, $10::boolean, $11::timestamptz, $12::timestamptz)`;
 
 /**
  * A batch: outcomes of executions written before, new executions (with their outcome when it is in
@@ -380,22 +380,22 @@ const WRITE_BATCH = `
       AND (e.outcome IS NULL OR (e.outcome = 'released' AND v.outcome IN ('succeeded', 'final_error', 'late_completion')))
     RETURNING 1
   ), new_executions AS (
-    INSERT INTO executions (id, scope, key, tool, fingerprint, token, session, caller, fallback, started_at, lease_until,
+    INSERT INTO executions (id, scope, key, tool, fingerprint, token, session, caller, transport, fallback, started_at, lease_until,
                             outcome, finished_at, duration_ms, result_status, result_body, result_final, expires_at, error)
-    SELECT id, scope, key, tool, fingerprint, token, session, caller, fallback, started_at, lease_until,
+    SELECT id, scope, key, tool, fingerprint, token, session, caller, transport, fallback, started_at, lease_until,
            outcome, finished_at, duration_ms, result_status, result_body, result_final, expires_at, error
     FROM jsonb_to_recordset($1::jsonb) AS v(
-      id text, scope text, key text, tool text, fingerprint text, token bigint, session text, caller text, fallback boolean,
+      id text, scope text, key text, tool text, fingerprint text, token bigint, session text, caller text, transport text, fallback boolean,
       started_at timestamptz, lease_until timestamptz, outcome text, finished_at timestamptz, duration_ms int,
       result_status int, result_body text, result_final boolean, expires_at timestamptz, error text)
     WHERE (SELECT count(*) FROM outcomes) >= 0
     ON CONFLICT DO NOTHING
     RETURNING 1
   )
-  INSERT INTO suppressions (id, scope, key, tool, kind, fallback, gap_ms, session, caller, original_session, original_execution_id, at)
-  SELECT id, scope, key, tool, kind, fallback, gap_ms, session, caller, original_session, original_execution_id, at
+  INSERT INTO suppressions (id, scope, key, tool, kind, fallback, gap_ms, session, caller, transport, original_session, original_execution_id, at)
+  SELECT id, scope, key, tool, kind, fallback, gap_ms, session, caller, transport, original_session, original_execution_id, at
   FROM jsonb_to_recordset($3::jsonb) AS v(
-    id text, scope text, key text, tool text, kind text, fallback boolean, gap_ms int, session text, caller text,
+    id text, scope text, key text, tool text, kind text, fallback boolean, gap_ms int, session text, caller text, transport text,
     original_session text, original_execution_id text, at timestamptz)
   ON CONFLICT DO NOTHING`;
 
@@ -423,6 +423,7 @@ function intentJson(e: IntentEntry) {
     token: e.token,
     session: e.session,
     caller: e.caller,
+    transport: e.transport ?? "http",
     fallback: e.fallback,
     started_at: e.startedAt.toISOString(),
     lease_until: e.leaseUntil.toISOString(),
@@ -440,6 +441,7 @@ function suppressionJson(s: SuppressionEntry) {
     gap_ms: s.gapMs,
     session: s.session,
     caller: s.caller,
+    transport: s.transport ?? "http",
     original_session: s.originalSession,
     original_execution_id: s.originalExecutionId,
     at: s.at.toISOString(),
