@@ -1,6 +1,7 @@
 import os from "node:os";
 import { Command } from "commander";
 import { presentKey } from "@/lib/keys/present-key";
+import { probeKey, type ProbeKeyResult } from "@/lib/keys/probe-key";
 import { releaseKey } from "@/lib/keys/release-key";
 import { resolveKey } from "@/lib/keys/resolve-key";
 import { CliError } from "../errors";
@@ -10,7 +11,7 @@ import { withRuntime } from "../with-runtime";
 const actor = () => `cli:${os.userInfo().username}@${os.hostname()}`;
 
 export function keyCommand(): Command {
-  const key = new Command("key").description("show, release or resolve one idempotency key (recorded in the operator audit trail)");
+  const key = new Command("key").description("show, release, resolve or probe one idempotency key (recorded in the operator audit trail)");
 
   key
     .command("show")
@@ -29,8 +30,9 @@ export function keyCommand(): Command {
     .requiredOption("--scope <scope>")
     .requiredOption("--key <key>")
     .requiredOption("--reason <text>", "why (kept in the audit trail)")
-    .action(async (opts: { scope: string; key: string; reason: string }) => {
-      const before = await withRuntime((rt) => releaseKey(rt, { ...opts, actor: actor() }));
+    .option("--force", "also a call that is still running (inflight within its lease): it may still complete, and its late result is then flagged")
+    .action(async (opts: { scope: string; key: string; reason: string; force?: boolean }) => {
+      const before = await withRuntime((rt) => releaseKey(rt, { ...opts, force: opts.force ?? false, actor: actor() }));
       console.log(`Released ${opts.scope}/${opts.key} (was ${presentKey(before, Date.now()).state}); the next call with this key runs the tool.`);
     });
 
@@ -42,16 +44,50 @@ export function keyCommand(): Command {
     .requiredOption("--reason <text>", "why (kept in the audit trail)")
     .requiredOption("--result <json>", "the response body duplicates get, as JSON")
     .option("--status <code>", "the response status duplicates get", "200")
-    .action(async (opts: { scope: string; key: string; reason: string; result: string; status: string }) => {
+    .option("--force", "also a call that is still running (inflight within its lease): it may still complete, and its late result is then flagged")
+    .action(async (opts: { scope: string; key: string; reason: string; result: string; status: string; force?: boolean }) => {
       let result: unknown;
       try {
         result = JSON.parse(opts.result);
       } catch (err) {
         throw new CliError(`--result is not JSON: ${(err as Error).message}`);
       }
-      await withRuntime((rt) => resolveKey(rt, { ...opts, result, status: Number(opts.status), actor: actor() }));
+      await withRuntime((rt) => resolveKey(rt, { ...opts, result, status: Number(opts.status), force: opts.force ?? false, actor: actor() }));
       console.log(`Resolved ${opts.scope}/${opts.key}: duplicates now get ${opts.status} with the given result.`);
     });
 
+  key
+    .command("probe")
+    .description("ask a stuck or unknown key's tool whether its call happened: applied resolves the key with the tool's result, not applied releases it, otherwise nothing changes")
+    .requiredOption("--scope <scope>")
+    .requiredOption("--key <key>")
+    .option("--json", "print the answer and what was done as JSON")
+    .action(async (opts: { scope: string; key: string; json?: boolean }) => {
+      const out = await withRuntime((rt) => probeKey(rt, { scope: opts.scope, key: opts.key, actor: actor() }));
+      if (opts.json) {
+        const record = out.record ? presentKey(out.record, Date.now(), true) : null;
+        console.log(JSON.stringify({ answer: out.answer, action: out.action, record }, null, 2));
+        return;
+      }
+      console.log(probeSentence(`${opts.scope}/${opts.key}`, out));
+    });
+
   return key;
+}
+
+/** The tool's answer and what it did to the key, in one line. */
+function probeSentence(name: string, out: ProbeKeyResult): string {
+  const { answer, action } = out;
+  if (answer.outcome === "applied" && action === "resolved") {
+    return `The tool says it happened: ${name} is resolved with its result (HTTP ${answer.status}); retries get that result.`;
+  }
+  if (answer.outcome === "not_applied" && action === "released") {
+    return `The tool says it did not happen: ${name} is released; the next call with this key runs the tool.`;
+  }
+  const now = out.record ? presentKey(out.record, Date.now()).state : "absent";
+  if (answer.outcome === "unknown") {
+    return `The tool cannot tell whether it happened${answer.note ? ` (${answer.note})` : ""}; ${name} stays ${now}: check the downstream system, then release or resolve it.`;
+  }
+  const said = answer.outcome === "applied" ? "it happened" : "it did not happen";
+  return `The tool says ${said}, but ${name} changed while it was asked (now ${now}); it was left as it is.`;
 }

@@ -1,9 +1,13 @@
+import { closeKeyAnomalies } from "@/lib/anomalies/close-key-anomalies";
 import { recordOperatorAction, recordSnapshot } from "@/lib/audit/operator-actions";
 import { InvalidArgumentsError } from "@/lib/idempotency/errors";
 import type { KeyRecord } from "@/lib/idempotency/record";
 import type { Runtime } from "@/lib/runtime";
 
 export const MAX_REASON_LENGTH = 1_000;
+
+/** What deciding about a key needs of the runtime. */
+export type KeyRuntime = Pick<Runtime, "db" | "store" | "engine" | "registry">;
 
 export function requireReason(reason: unknown): string {
   const text = typeof reason === "string" ? reason.trim() : "";
@@ -14,11 +18,17 @@ export function requireReason(reason: unknown): string {
 
 /**
  * The operator believes the side effect did not happen: delete the reservation so the next retry
- * runs it. Recorded with the actor, the reason and the state before.
+ * runs it. Stuck and unknown keys; a running one (inflight within its lease) only with `force`, as
+ * its call may still complete. Recorded with the actor, the reason and the state before; the key's
+ * open unknown-outcome anomalies are closed by it.
  */
-export async function releaseKey(runtime: Runtime, input: { scope: string; key: string; actor: string; reason: string }): Promise<KeyRecord> {
+export async function releaseKey(
+  runtime: KeyRuntime,
+  input: { scope: string; key: string; actor: string; reason: string; force?: boolean },
+): Promise<KeyRecord> {
   const reason = requireReason(input.reason);
-  const { before } = await runtime.engine.release({ ...input, reason });
+  const force = input.force ?? false;
+  const { before } = await runtime.engine.release({ scope: input.scope, key: input.key, actor: input.actor, reason, force });
   await recordOperatorAction(runtime.db.prisma, {
     actor: input.actor,
     action: "release",
@@ -26,7 +36,8 @@ export async function releaseKey(runtime: Runtime, input: { scope: string; key: 
     scope: input.scope,
     key: input.key,
     before: recordSnapshot(before),
-    after: { state: "absent" },
+    after: force ? { state: "absent", forced: true } : { state: "absent" },
   });
+  await closeKeyAnomalies(runtime.db.prisma, { scope: input.scope, key: input.key, actor: input.actor, reason, decision: "released" });
   return before;
 }

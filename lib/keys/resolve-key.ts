@@ -1,27 +1,36 @@
+import { closeKeyAnomalies } from "@/lib/anomalies/close-key-anomalies";
 import { recordOperatorAction, recordSnapshot } from "@/lib/audit/operator-actions";
 import { InvalidArgumentsError } from "@/lib/idempotency/errors";
 import type { KeyRecord } from "@/lib/idempotency/record";
 import { DEFAULT_POLICY } from "@/lib/idempotency/tool";
-import type { Runtime } from "@/lib/runtime";
-import { requireReason } from "./release-key";
+import { requireReason, type KeyRuntime } from "./release-key";
 
 /**
  * The operator confirmed the side effect happened: the key becomes done with the result they
- * supply, and duplicates get that result from now on.
+ * supply, and duplicates get that result from now on. Stuck and unknown keys; a running one only
+ * with `force`. The key's open unknown-outcome anomalies are closed by it.
  */
 export async function resolveKey(
-  runtime: Runtime,
-  input: { scope: string; key: string; actor: string; reason: string; result: unknown; status?: number },
+  runtime: KeyRuntime,
+  input: { scope: string; key: string; actor: string; reason: string; result: unknown; status?: number; force?: boolean },
 ): Promise<KeyRecord | null> {
   const reason = requireReason(input.reason);
   if (input.result === undefined) throw new InvalidArgumentsError("a result is required: the response duplicates will get", [{ path: "result", message: "required" }]);
   const status = input.status ?? 200;
-  if (!Number.isInteger(status) || status < 200 || status > 499) {
+  if (!isResultStatus(status)) {
     throw new InvalidArgumentsError("status must be a whole number from 200 to 499", [{ path: "status", message: "out of range" }]);
   }
-  const tool = (await runtime.store.get(input.scope, input.key))?.tool;
-  const ttlMs = tool && runtime.registry.has(tool) ? runtime.registry.get(tool).ttlMs : DEFAULT_POLICY.ttlMs;
-  const { before, after } = await runtime.engine.resolve({ ...input, reason, status, ttlMs });
+  const force = input.force ?? false;
+  const { before, after } = await runtime.engine.resolve({
+    scope: input.scope,
+    key: input.key,
+    actor: input.actor,
+    reason,
+    result: input.result,
+    status,
+    ttlMs: await resultTtlMs(runtime, input.scope, input.key),
+    force,
+  });
   await recordOperatorAction(runtime.db.prisma, {
     actor: input.actor,
     action: "resolve",
@@ -29,7 +38,19 @@ export async function resolveKey(
     scope: input.scope,
     key: input.key,
     before: recordSnapshot(before),
-    after: recordSnapshot(after),
+    after: force ? { ...(recordSnapshot(after) as Record<string, unknown> | null), forced: true } : recordSnapshot(after),
   });
+  await closeKeyAnomalies(runtime.db.prisma, { scope: input.scope, key: input.key, actor: input.actor, reason, decision: "resolved" });
   return after;
+}
+
+/** A status a resolved key may replay: a result or a final error, never a server error. */
+export function isResultStatus(status: number): boolean {
+  return Number.isInteger(status) && status >= 200 && status <= 499;
+}
+
+/** How long a resolved key replays its result: its tool's TTL. */
+export async function resultTtlMs(runtime: KeyRuntime, scope: string, key: string): Promise<number> {
+  const tool = (await runtime.store.get(scope, key))?.tool;
+  return tool && runtime.registry.has(tool) ? runtime.registry.get(tool).ttlMs : DEFAULT_POLICY.ttlMs;
 }

@@ -1,0 +1,159 @@
+import { closeKeyAnomalies } from "@/lib/anomalies/close-key-anomalies";
+import { recordOperatorAction, recordSnapshot } from "@/lib/audit/operator-actions";
+import { InvalidStateError, NotFoundError } from "@/lib/idempotency/errors";
+import { stateOf, type KeyRecord } from "@/lib/idempotency/record";
+import type { ProbeAnswer, ProbeContext, ProbeTool } from "@/lib/idempotency/tool";
+import type { KeyRuntime } from "./release-key";
+import { isResultStatus, resultTtlMs } from "./resolve-key";
+
+/** How long a status probe may take before its answer counts as "cannot tell". */
+export const PROBE_TIMEOUT_MS = 10_000;
+
+export interface ProbeKeyResult {
+  /** what the tool said */
+  answer: ProbeAnswer;
+  /** what was done with it: `none` when the tool cannot tell, or the key changed while it was asked */
+  action: "resolved" | "released" | "none";
+  /** the key's record now (null: released, or gone) */
+  record: KeyRecord | null;
+  /** the operator action that recorded the answer and the decision */
+  actionId: string;
+}
+
+/**
+ * Asks a stuck or unknown key's tool (its status probe) whether the call happened, and acts on the
+ * answer: applied → the key is resolved with the tool's result; not applied → released, so the
+ * next call runs; cannot tell → nothing changes. Every answer is recorded with the actor (an
+ * operator, or the reconciler) and the tool's answer as evidence.
+ * @throws NotFoundError when the key has no record; InvalidStateError when it is not stuck or
+ * unknown, or its tool cannot be asked
+ */
+export async function probeKey(
+  runtime: KeyRuntime,
+  input: { scope: string; key: string; actor: string; nowMs?: number; timeoutMs?: number },
+): Promise<ProbeKeyResult> {
+  const { scope, key, actor } = input;
+  const before = await runtime.store.get(scope, key);
+  if (!before) throw new NotFoundError(`there is no record under ${scope}/${key}`);
+  const state = stateOf(before, input.nowMs ?? Date.now());
+  if (state !== "stuck" && state !== "unknown") {
+    throw new InvalidStateError(`only stuck or unknown keys are asked about; this key is ${state}`, before);
+  }
+  const prober = runtime.registry.has(before.tool) ? runtime.registry.proberFor(runtime.registry.get(before.tool), runtime.db.prisma) : null;
+  if (!prober) {
+    throw new InvalidStateError(
+      `${before.tool} cannot be asked whether a call happened: it has no status probe (a statusUrl or a probe function); check the downstream system, then release or resolve the key`,
+      before,
+    );
+  }
+
+  const answer = await ask(prober, { scope, key, executionId: before.executionId }, input.timeoutMs ?? PROBE_TIMEOUT_MS);
+  const said = describeAnswer(before.tool, answer);
+  let action: ProbeKeyResult["action"] = "none";
+  let record: KeyRecord | null = before;
+  let refused: string | null = null;
+  try {
+    if (answer.outcome === "applied") {
+      const ttlMs = await resultTtlMs(runtime, scope, key);
+      record = (await runtime.engine.resolve({ scope, key, actor, reason: said, result: answer.body, status: answer.status, ttlMs })).after;
+      action = "resolved";
+    } else if (answer.outcome === "not_applied") {
+      await runtime.engine.release({ scope, key, actor, reason: said });
+      record = null;
+      action = "released";
+    }
+  } catch (err) {
+    // the key changed while the tool was asked (a late completion, an operator, another probe)
+    if (!(err instanceof InvalidStateError)) throw err;
+    refused = err.message;
+    record = await runtime.store.get(scope, key);
+  }
+
+  const reason =
+    action === "resolved"
+      ? `${said}: resolved with its result`
+      : action === "released"
+        ? `${said}: released, so the next call runs it`
+        : refused
+          ? `${said}, but the key was left as it is: ${refused}`
+          : `${said}: the key stays ${state}`;
+  const actionId = await recordOperatorAction(runtime.db.prisma, {
+    actor,
+    action: action === "resolved" ? "resolve" : action === "released" ? "release" : "probe",
+    reason,
+    scope,
+    key,
+    before: recordSnapshot(before),
+    after: { ...((recordSnapshot(record) as Record<string, unknown> | null) ?? { state: "absent" }), probe: answerEvidence(answer) },
+  });
+  if (action !== "none") await closeKeyAnomalies(runtime.db.prisma, { scope, key, actor, reason, decision: action });
+  return { answer, action, record, actionId };
+}
+
+/**
+ * The probe's answer, within the timeout. A probe that throws, hangs or answers something that is
+ * not an answer cannot tell: only the tool's own word resolves or releases a key.
+ */
+async function ask(prober: ProbeTool, ctx: Omit<ProbeContext, "signal">, timeoutMs: number): Promise<ProbeAnswer> {
+  const controller = new AbortController();
+  let timer: NodeJS.Timeout | undefined;
+  const timedOut = new Promise<ProbeAnswer>((resolve) => {
+    timer = setTimeout(() => {
+      controller.abort();
+      resolve({ outcome: "unknown", note: `the tool did not answer within ${timeoutMs} ms` });
+    }, timeoutMs);
+  });
+  const asked = prober({ ...ctx, signal: controller.signal }).then(checkAnswer, (err: unknown) => ({
+    outcome: "unknown" as const,
+    note: `the status probe failed: ${err instanceof Error ? err.message : String(err)}`,
+  }));
+  try {
+    return await Promise.race([asked, timedOut]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+function checkAnswer(answer: unknown): ProbeAnswer {
+  const a = answer as Partial<ProbeAnswer> | null;
+  switch (a?.outcome) {
+    case "applied": {
+      const status = (a as { status?: unknown }).status ?? 200;
+      if (typeof status !== "number" || !isResultStatus(status)) {
+        return { outcome: "unknown", note: `the status probe answered applied with status ${String(status)}, which is not a result (200 to 499)` };
+      }
+      return { outcome: "applied", status, body: (a as { body?: unknown }).body ?? null };
+    }
+    case "not_applied":
+      return { outcome: "not_applied" };
+    case "unknown": {
+      const note = (a as { note?: unknown }).note;
+      return typeof note === "string" && note !== "" ? { outcome: "unknown", note } : { outcome: "unknown" };
+    }
+    default:
+      return { outcome: "unknown", note: "the status probe's answer has no valid outcome" };
+  }
+}
+
+function describeAnswer(tool: string, answer: ProbeAnswer): string {
+  switch (answer.outcome) {
+    case "applied":
+      return `${tool} answered its status probe: applied (HTTP ${answer.status})`;
+    case "not_applied":
+      return `${tool} answered its status probe: not applied`;
+    case "unknown":
+      return `${tool} answered its status probe: cannot tell${answer.note ? ` (${answer.note})` : ""}`;
+  }
+}
+
+/** The answer as the trail keeps it; an applied answer's body is the key's result now, kept there. */
+function answerEvidence(answer: ProbeAnswer) {
+  switch (answer.outcome) {
+    case "applied":
+      return { outcome: answer.outcome, status: answer.status };
+    case "not_applied":
+      return { outcome: answer.outcome };
+    case "unknown":
+      return { outcome: answer.outcome, note: answer.note ?? null };
+  }
+}
