@@ -114,6 +114,36 @@ describe("migrate and seed", () => {
   });
 });
 
+describe("key probe", () => {
+  it("asks the key's tool: a demo charge that exists resolves its unknown key; an absent key is a readable error", async () => {
+    await idemgate(["migrate"], db());
+    const now = Date.now();
+    // what a charge whose answer was lost leaves behind: the charge, and its key held as unknown
+    await admin(async (c) => {
+      await c.query(
+        `INSERT INTO idempotency_keys (scope, key, tool, fingerprint, status, token, created_at_ms, lease_until_ms, deadline_ms, execution_id, outcome_note, unknown_at_ms)
+         VALUES ('cli', 'order-1', 'payments.charge', 'fp', 'unknown', 1, $1, $2, $1, 'ex-1', 'the tool threw: socket hang up', $1)`,
+        [now, now + 60_000],
+      );
+      await c.query(
+        `INSERT INTO demo_charges (id, scope, customer_id, amount_cents, currency, idempotency_key, created_at) VALUES ('ch_cli', 'cli', 'cus_cli', 500, 'EUR', 'order-1', now())`,
+      );
+    }, database);
+
+    const run = await idemgate(["key", "probe", "--scope", "cli", "--key", "order-1"], db());
+    expect(run.stderr).toBe("");
+    expect(run.code).toBe(0);
+    expect(run.stdout.trim()).toBe("The tool says it happened: cli/order-1 is resolved with its result (HTTP 200); retries get that result.");
+    const shown = JSON.parse((await idemgate(["key", "show", "--scope", "cli", "--key", "order-1"], db())).stdout);
+    expect(shown).toMatchObject({ state: "done" });
+    const trail = await admin((c) => c.query(`SELECT actor, action FROM operator_actions WHERE scope = 'cli' AND key = 'order-1'`), database);
+    expect(trail.rows).toEqual([{ actor: expect.stringMatching(/^cli:/), action: "resolve" }]);
+
+    expectReadableError(await idemgate(["key", "probe", "--scope", "cli", "--key", "order-2"], db()), /^idemgate: there is no record under cli\/order-2/);
+    expectReadableError(await idemgate(["key", "probe", "--scope", "cli", "--key", "order-1"], db()), /^idemgate: only stuck or unknown keys are asked about; this key is done/);
+  });
+});
+
 describe("token", () => {
   it("create prints the token once with its id; list shows it without the secret; revoke revokes it", async () => {
     const created = await idemgate(["token", "create", "--scope", "acme", "--label", "ci runner"], db());

@@ -5,7 +5,7 @@ import { withRuntime } from "../with-runtime";
 
 export function reconcileCommand(): Command {
   return new Command("reconcile")
-    .description("one reconciler pass: flag orphaned side effects and stale suppressions, and print them")
+    .description("one reconciler pass: flag orphaned side effects and stale suppressions, ask the tools that can tell about unknown and stuck keys, and print what it found")
     .option("--json", "print the report as JSON")
     .action(async (opts: { json?: boolean }) => {
       const report = await withRuntime((rt) => reconcileRuntime(rt));
@@ -15,6 +15,10 @@ export function reconcileCommand(): Command {
       }
       const { executions, suppressions, effects } = report.examined;
       console.log(`Examined ${executions} executions, ${suppressions} replays and ${effects} side effects; filled in ${report.backfilled} lost outcomes.`);
+      if (report.probed.length > 0) {
+        const n = (action: string) => report.probed.filter((p) => p.action === action).length;
+        console.log(`Asked the tools about ${report.probed.length} unknown or stuck keys: ${n("resolved")} resolved, ${n("released")} released, ${n("none")} left as they are.`);
+      }
       if (report.flagged.length === 0) {
         console.log("Nothing flagged.");
         return;

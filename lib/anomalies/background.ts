@@ -2,13 +2,28 @@ import { recordOperatorAction } from "@/lib/audit/operator-actions";
 import { purgeAuditRows } from "@/lib/audit/purge-audit";
 import { purgeLoginFailures } from "@/lib/auth/login-limiter";
 import { describeError } from "@/lib/health";
+import { probeKey } from "@/lib/keys/probe-key";
 import type { Runtime } from "@/lib/runtime";
-import { listDemoEffects } from "@/lib/tools";
-import { reconcile, type ReconcileReport } from "./reconcile";
+import { reconcile, RECONCILER_ACTOR, type ReconcileDeps, type ReconcileOptions, type ReconcileReport } from "./reconcile";
+
+/** What the reconciler reads and asks, from the runtime: the tools' side effects and status probes. */
+export function reconcileDeps(runtime: Pick<Runtime, "db" | "store" | "engine" | "registry">): ReconcileDeps {
+  const { registry } = runtime;
+  const db = runtime.db.prisma;
+  return {
+    prisma: db,
+    store: runtime.store,
+    listEffects: (prisma, since) => registry.listEffects(prisma, since),
+    probes: {
+      tools: registry.list().filter((tool) => tool.kind === "write" && registry.proberFor(tool, db) !== null).map((tool) => tool.name),
+      ask: (target, nowMs) => probeKey(runtime, { ...target, actor: RECONCILER_ACTOR, nowMs }),
+    },
+  };
+}
 
 /** One reconciler pass over the runtime's audit log and key store. */
-export function reconcileRuntime(runtime: Runtime, options: { nowMs?: number } = {}): Promise<ReconcileReport> {
-  return reconcile({ prisma: runtime.db.prisma, store: runtime.store, listEffects: listDemoEffects }, options);
+export function reconcileRuntime(runtime: Runtime, options: ReconcileOptions = {}): Promise<ReconcileReport> {
+  return reconcile(reconcileDeps(runtime), options);
 }
 
 /** An operator asked for a pass from the console: run it and record who did. */
@@ -19,7 +34,14 @@ export async function reconcileOnDemand(runtime: Runtime, actor: string): Promis
     actor,
     action: "reconcile",
     reason: "reconciler pass requested from the console",
-    after: { flagged: report.flagged.length, created: report.created, backfilled: report.backfilled },
+    after: {
+      flagged: report.flagged.length,
+      created: report.created,
+      backfilled: report.backfilled,
+      probed: report.probed.length,
+      resolved: report.probed.filter((p) => p.action === "resolved").length,
+      released: report.probed.filter((p) => p.action === "released").length,
+    },
   });
   return report;
 }

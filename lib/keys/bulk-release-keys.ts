@@ -1,15 +1,18 @@
 import { recordOperatorAction } from "@/lib/audit/operator-actions";
 import { InvalidArgumentsError, isIdemgateError } from "@/lib/idempotency/errors";
-import type { Runtime } from "@/lib/runtime";
-import { releaseKey, requireReason } from "./release-key";
+import { releaseKey, requireReason, type KeyRuntime } from "./release-key";
 
 /** One request releases at most this many keys; the answer says whether more remain. */
 export const BULK_RELEASE_LIMIT = 5_000;
 
+/** Keys held until someone decides: what a bulk release acts on. */
+export const HELD_STATES = ["stuck", "unknown"] as const;
+export type HeldState = (typeof HELD_STATES)[number];
+
 export type BulkTarget =
   | { keys: { scope: string; key: string }[] }
-  /** every key stuck now that matches the filter */
-  | { filter: { tool?: string; scope?: string; prefix?: string } };
+  /** every key in `state` now (stuck or unknown; both when not given) that matches the filter */
+  | { filter: { state?: HeldState; tool?: string; scope?: string; prefix?: string } };
 
 export interface BulkReleaseResult {
   released: number;
@@ -18,7 +21,7 @@ export interface BulkReleaseResult {
   more: boolean;
 }
 
-export async function bulkReleaseKeys(runtime: Runtime, input: BulkTarget & { actor: string; reason: string }): Promise<BulkReleaseResult> {
+export async function bulkReleaseKeys(runtime: KeyRuntime, input: BulkTarget & { actor: string; reason: string }): Promise<BulkReleaseResult> {
   const reason = requireReason(input.reason);
   let targets: { scope: string; key: string }[];
   let more = false;
@@ -28,19 +31,25 @@ export async function bulkReleaseKeys(runtime: Runtime, input: BulkTarget & { ac
     targets = input.keys;
   } else {
     targets = [];
-    let cursor: string | null = null;
-    do {
-      const page = await runtime.store.list({ ...input.filter, state: "stuck", limit: 500, cursor, nowMs: Date.now() });
-      targets.push(...page.items.map((r) => ({ scope: r.scope, key: r.key })));
-      cursor = page.nextCursor;
-    } while (cursor && targets.length < BULK_RELEASE_LIMIT);
-    more = cursor !== null || targets.length > BULK_RELEASE_LIMIT;
+    const { state, ...filter } = input.filter;
+    for (const held of state ? [state] : HELD_STATES) {
+      let cursor: string | null = null;
+      do {
+        const page = await runtime.store.list({ ...filter, state: held, limit: 500, cursor, nowMs: Date.now() });
+        targets.push(...page.items.map((r) => ({ scope: r.scope, key: r.key })));
+        cursor = page.nextCursor;
+      } while (cursor && targets.length < BULK_RELEASE_LIMIT);
+      more ||= cursor !== null;
+      if (targets.length >= BULK_RELEASE_LIMIT) break;
+    }
+    more ||= targets.length > BULK_RELEASE_LIMIT;
     targets = targets.slice(0, BULK_RELEASE_LIMIT);
   }
   const refused: BulkReleaseResult["refused"] = [];
   let released = 0;
   for (const target of targets) {
     try {
+      // never forced: a call still running is refused ("running") and listed, not released
       await releaseKey(runtime, { ...target, actor: input.actor, reason });
       released++;
     } catch (err) {

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { PrismaAuditWriter } from "@/lib/audit/audit-writer";
 import { Engine } from "@/lib/idempotency/engine";
+import type { ProbeAnswer } from "@/lib/idempotency/tool";
 import { CallAbandonedError, InvalidStateError, NotFoundError, OutcomeUnknownError, UnknownOutcomeKeyError } from "@/lib/idempotency/errors";
 import { defineTool, demoTools, ToolRegistry, type ToolDefinition } from "@/lib/tools";
 import { openTestStore, type StoreUnderTest } from "@/test/support/stores";
@@ -10,7 +11,7 @@ import { probeKey } from "./probe-key";
 
 // A ledger whose own records cannot say whether a posting went through, one whose status probe
 // never answers, one that answers nonsense, and one without a probe.
-const ledgerTool = (name: string, probe?: ToolDefinition["probe"]) =>
+const ledgerTool = (name: string, probe?: () => Promise<ProbeAnswer>) =>
   defineTool({
     name,
     kind: "write",

@@ -1,0 +1,99 @@
+import type { KeyState } from "@/lib/idempotency/record";
+
+export const ANOMALY_TYPES = [
+  "orphan_unknown_outcome",
+  "orphan_lost_completion",
+  "orphan_late_completion",
+  "orphan_unrecorded_effect",
+  "stale_suppression",
+] as const;
+export type AnomalyType = (typeof ANOMALY_TYPES)[number];
+
+/** Times in evidence are ISO strings: it is stored as JSON and read by people. */
+type Iso = string;
+
+/** The key as the reconciler found it: its state, and which execution holds it. */
+interface KeyAtDetection {
+  keyState: KeyState | "absent";
+  keyHeldBy: string | null;
+}
+
+/** A call whose side effect may or may not have happened, with no decision about its key yet. */
+export interface UnknownOutcomeEvidence extends KeyAtDetection {
+  executionId: string;
+  token: number;
+  session: string | null;
+  startedAt: Iso;
+  leaseUntil: Iso;
+  /**
+   * reported: the call ended saying it cannot tell (a timeout, a 5xx, an exception), flagged at once;
+   * silent: it never reported an outcome and its lease passed (a crash)
+   */
+  cause: "reported" | "silent";
+  /** reported: why the outcome is unknown ("timed out after 400 ms", "the service answered 502") */
+  note: string | null;
+  /** reported: when the call ended */
+  unknownAt: Iso | null;
+}
+
+export interface LostCompletionEvidence extends KeyAtDetection {
+  executionId: string;
+  finishedAt: Iso | null;
+  expiresAt: Iso | null;
+  resultStatus: number | null;
+  error: string | null;
+}
+
+export interface LateCompletionEvidence {
+  executionId: string;
+  token: number;
+  startedAt: Iso;
+  finishedAt: Iso | null;
+  leaseUntil: Iso;
+  error: string | null;
+}
+
+export interface UnrecordedEffectEvidence {
+  effectId: string;
+  createdAt: Iso;
+  key: string | null;
+}
+
+export interface StaleSuppressionEvidence {
+  suppressionId: string;
+  at: Iso;
+  gapMs: number | null;
+  session: string | null;
+  originalSession: string | null;
+  originalExecutionId: string | null;
+  fallback: boolean;
+  /** each one sentence, the first one is the summary's */
+  reasons: string[];
+  staleThresholdMs: number;
+  /** replays of the tool the threshold was derived from */
+  samples: number;
+}
+
+export interface EvidenceByType {
+  orphan_unknown_outcome: UnknownOutcomeEvidence;
+  orphan_lost_completion: LostCompletionEvidence;
+  orphan_late_completion: LateCompletionEvidence;
+  orphan_unrecorded_effect: UnrecordedEffectEvidence;
+  stale_suppression: StaleSuppressionEvidence;
+}
+
+/** A finding of one check, stored once by its dedupe key; the evidence's shape follows its type. */
+export type NewAnomaly = {
+  [T in AnomalyType]: {
+    type: T;
+    dedupeKey: string;
+    tool: string;
+    scope: string | null;
+    key: string | null;
+    summary: string;
+    evidence: EvidenceByType[T];
+  };
+}[AnomalyType];
+
+/** The finding of one type, for code that builds or reads only that type. */
+export type AnomalyOf<T extends AnomalyType> = Extract<NewAnomaly, { type: T }>;

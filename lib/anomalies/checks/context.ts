@@ -1,0 +1,48 @@
+import type { PrismaClient } from "@/generated/prisma/client";
+import type { KeyRecord } from "@/lib/idempotency/record";
+import type { KeyStore } from "@/lib/store/key-store";
+import type { NewAnomaly } from "../anomaly-types";
+import type { Position, ScanCursor, ScanName } from "../scan-cursor";
+
+/** What every check of a pass gets. */
+export interface CheckContext {
+  prisma: PrismaClient;
+  store: KeyStore;
+  nowMs: number;
+  /** the beginning of the lookback window */
+  since: Date;
+  /** rows a scan examines per pass */
+  batch: number;
+  /** rows older than this have been written (see nextPosition) */
+  settledAt: Date;
+  /** the stored cursor of a scan, as the previous pass left it */
+  cursor(name: ScanName): ScanCursor | undefined;
+}
+
+export interface CheckResult {
+  /** rows (or side effects) this check read */
+  examined: number;
+  flagged: NewAnomaly[];
+  /** intents whose lost outcome was filled in from the key store */
+  backfilled?: number;
+  /** where its scans continue next pass; saved once its findings are stored */
+  cursors: Partial<Record<ScanName, ScanCursor>>;
+}
+
+export const iso = (d: Date | null): string | null => (d ? d.toISOString() : null);
+
+export const positionOf = <T extends { id: string }>(rows: T[], time: (row: T) => Date): Position | null =>
+  rows.length ? { at: time(rows[rows.length - 1]), id: rows[rows.length - 1].id } : null;
+
+/** The key store's records of some keys, by `scope\nkey`, a hundred reads at a time. */
+export async function storeRecords(store: KeyStore, pairs: { scope: string; key: string }[]): Promise<Map<string, KeyRecord | null>> {
+  const out = new Map<string, KeyRecord | null>();
+  for (let i = 0; i < pairs.length; i += 100) {
+    const chunk = pairs.slice(i, i + 100);
+    const records = await Promise.all(chunk.map((p) => store.get(p.scope, p.key)));
+    chunk.forEach((p, j) => out.set(recordKey(p), records[j]));
+  }
+  return out;
+}
+
+export const recordKey = (p: { scope: string; key: string }) => `${p.scope}\n${p.key}`;

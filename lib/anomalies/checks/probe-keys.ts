@@ -1,0 +1,100 @@
+import { isIdemgateError } from "@/lib/idempotency/errors";
+import type { KeyRecord } from "@/lib/idempotency/record";
+import type { ProbeAnswer } from "@/lib/idempotency/tool";
+import type { ProbeKeyResult } from "@/lib/keys/probe-key";
+import { recordKey, type CheckContext } from "./context";
+
+/** How the trail names the reconciler when it acts on a tool's answer. */
+export const RECONCILER_ACTOR = "reconciler";
+
+/** The tools' status probes, as the reconciler uses them. */
+export interface ReconcileProbes {
+  /** the tools that have a status probe */
+  tools: readonly string[];
+  /** asks a key's tool and acts on its answer (lib/keys/probe-key.ts, with the reconciler as actor) */
+  ask(target: { scope: string; key: string }, nowMs: number): Promise<ProbeKeyResult>;
+}
+
+export interface ProbeOptions {
+  /** keys asked about per pass (default 20) */
+  maxProbes?: number;
+  /** probes running at once (default 4) */
+  concurrency?: number;
+  /** a key whose tool could not tell is asked again after this long (default 10 minutes) */
+  reprobeAfterMs?: number;
+  /**
+   * a stuck key is asked about once it has been stuck this long (default 1 minute): its holder may
+   * only be slow, and a "not applied" given before it commits would free the key for a second run
+   */
+  stuckProbeAfterMs?: number;
+}
+
+export interface ProbedKey {
+  scope: string;
+  key: string;
+  tool: string;
+  /** the key's state when it was asked about */
+  state: "unknown" | "stuck";
+  answer: ProbeAnswer["outcome"];
+  action: ProbeKeyResult["action"];
+}
+
+const PAGES_PER_LIST = 5;
+
+/**
+ * Asks the tools that can tell whether their unknown and stuck keys' calls happened, and lets
+ * their answers resolve or release those keys (probeKey records each answer with the reconciler as
+ * actor). Bounded per pass; a key whose tool could not tell is not asked again for a while.
+ */
+export async function probeHeldKeys(ctx: CheckContext, probes: ReconcileProbes, options: ProbeOptions = {}): Promise<{ examined: number; probed: ProbedKey[] }> {
+  const maxProbes = options.maxProbes ?? 20;
+  if (maxProbes <= 0 || probes.tools.length === 0) return { examined: 0, probed: [] };
+  const recent = await recentlyAsked(ctx, options.reprobeAfterMs ?? 10 * 60_000);
+  const stuckFor = options.stuckProbeAfterMs ?? 60_000;
+
+  const targets: { record: KeyRecord; state: "unknown" | "stuck" }[] = [];
+  collect: for (const tool of probes.tools) {
+    for (const state of ["unknown", "stuck"] as const) {
+      let cursor: string | null = null;
+      for (let page = 0; page < PAGES_PER_LIST; page++) {
+        const listed = await ctx.store.list({ tool, state, limit: 100, cursor, nowMs: ctx.nowMs });
+        for (const record of listed.items) {
+          if (recent.has(recordKey(record))) continue;
+          if (state === "stuck" && (record.leaseUntilMs ?? 0) + stuckFor > ctx.nowMs) continue;
+          targets.push({ record, state });
+          if (targets.length >= maxProbes) break collect;
+        }
+        cursor = listed.nextCursor;
+        if (!cursor) break;
+      }
+    }
+  }
+
+  const probed: ProbedKey[] = [];
+  let failure: unknown = null;
+  let next = 0;
+  const worker = async () => {
+    while (next < targets.length && failure === null) {
+      const { record, state } = targets[next++];
+      try {
+        const out = await probes.ask({ scope: record.scope, key: record.key }, ctx.nowMs);
+        probed.push({ scope: record.scope, key: record.key, tool: record.tool, state, answer: out.answer.outcome, action: out.action });
+      } catch (err) {
+        // decided or gone since it was listed: nothing to ask any more
+        if (!isIdemgateError(err)) failure = err;
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(options.concurrency ?? 4, targets.length) }, worker));
+  if (failure !== null) throw failure;
+  return { examined: targets.length, probed };
+}
+
+/** Keys the reconciler asked about recently whose tool could not tell (the trail is stamped with the wall clock). */
+async function recentlyAsked(ctx: CheckContext, withinMs: number): Promise<Set<string>> {
+  const rows = await ctx.prisma.operatorAction.findMany({
+    where: { actor: RECONCILER_ACTOR, action: "probe", at: { gte: new Date(Date.now() - withinMs) } },
+    select: { scope: true, key: true },
+  });
+  return new Set(rows.filter((r) => r.scope !== null && r.key !== null).map((r) => recordKey({ scope: r.scope!, key: r.key! })));
+}

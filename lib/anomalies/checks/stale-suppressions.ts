@@ -1,0 +1,87 @@
+import type { Suppression } from "@/generated/prisma/client";
+import type { AnomalyOf } from "../anomaly-types";
+import { analyzeGaps, fmt, type GapAnalysis } from "../retry-gaps";
+import { advance, rowsAfter, startOf } from "../scan-cursor";
+import { positionOf, type CheckContext, type CheckResult } from "./context";
+
+/** A fallback (keyless, args-hash) replay later than this is a stale-suppression candidate. */
+export const FALLBACK_STALE_GAP_MS = 10_000;
+
+/**
+ * Replays that were probably new actions answered as duplicates: far outside the tool's retry gaps
+ * (see retry-gaps.ts), answered to another session than the original's, or matched only by their
+ * arguments (a fallback key) later than the tool's retry cluster.
+ */
+export async function findStaleSuppressions(ctx: CheckContext): Promise<CheckResult> {
+  const start = startOf(ctx.cursor("stale_suppressions"), ctx.since);
+  const replays = await ctx.prisma.suppression.findMany({
+    where: { kind: "replay", ...rowsAfter("at", start) },
+    orderBy: [{ at: "asc" }, { id: "asc" }],
+    take: ctx.batch,
+  });
+  const analyses = new Map<string, GapAnalysis>();
+  for (const tool of new Set(replays.map((r) => r.tool))) analyses.set(tool, await gapsOf(ctx, tool));
+  const flagged: AnomalyOf<"stale_suppression">[] = [];
+  for (const s of replays) {
+    const analysis = analyses.get(s.tool)!;
+    const reasons = staleReasons(s, analysis);
+    if (reasons.length > 0) flagged.push(staleSuppression(s, analysis, reasons));
+  }
+  const next = advance(start, positionOf(replays, (s) => s.at), replays.length, ctx.batch, ctx.settledAt);
+  return { examined: replays.length, flagged, cursors: { stale_suppressions: next } };
+}
+
+/** The tool's replay gaps of the last seven days. */
+async function gapsOf(ctx: CheckContext, tool: string): Promise<GapAnalysis> {
+  const gaps = await ctx.prisma.suppression.findMany({
+    where: { tool, kind: "replay", gapMs: { not: null }, at: { gte: new Date(ctx.nowMs - 7 * 86_400_000) } },
+    select: { gapMs: true },
+    orderBy: { at: "desc" },
+    take: 20_000,
+  });
+  return analyzeGaps(gaps.map((g) => g.gapMs!));
+}
+
+function staleReasons(s: Suppression, analysis: GapAnalysis): string[] {
+  const reasons: string[] = [];
+  const gap = s.gapMs ?? 0;
+  if (gap > analysis.staleThresholdMs) {
+    reasons.push(`arrived ${fmt(gap)} after the original, beyond this tool's stale threshold of ${fmt(analysis.staleThresholdMs)} (${analysis.reasoning})`);
+  }
+  if (s.session && s.originalSession && s.session !== s.originalSession) {
+    reasons.push(`answered to session ${s.session} with the result of session ${s.originalSession}`);
+  }
+  if (s.fallback) {
+    // keyless matches are candidates past a short retry window, shorter still when the tool's own
+    // gaps show where its retries end
+    const limit =
+      analysis.firstRepeatGapMs !== null && analysis.retryClusterMaxMs !== null
+        ? Math.min(FALLBACK_STALE_GAP_MS, Math.max(analysis.retryClusterMaxMs, 1_000))
+        : FALLBACK_STALE_GAP_MS;
+    if (gap > limit) reasons.push(`matched only by its arguments (no idempotency key) ${fmt(gap)} after the original, beyond the retry window of ${fmt(limit)}`);
+  }
+  return reasons;
+}
+
+function staleSuppression(s: Suppression, analysis: GapAnalysis, reasons: string[]): AnomalyOf<"stale_suppression"> {
+  return {
+    type: "stale_suppression",
+    dedupeKey: `stale:${s.id}`,
+    tool: s.tool,
+    scope: s.scope,
+    key: s.key,
+    summary: `a ${s.tool} call was answered as a duplicate but was probably a new action: ${reasons[0]}`,
+    evidence: {
+      suppressionId: s.id,
+      at: s.at.toISOString(),
+      gapMs: s.gapMs,
+      session: s.session,
+      originalSession: s.originalSession,
+      originalExecutionId: s.originalExecutionId,
+      fallback: s.fallback,
+      reasons,
+      staleThresholdMs: analysis.staleThresholdMs,
+      samples: analysis.samples,
+    },
+  };
+}
