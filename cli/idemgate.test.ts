@@ -1,6 +1,6 @@
 import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -224,21 +224,34 @@ describe("operator create", () => {
 describe("the embedded database held by a running server", () => {
   it("refuses with the lock's message and exit code 1, and leaves the lock alone", async () => {
     const held = await mkdtemp(path.join(tmpdir(), "idemgate-held-"));
+    // another process holds the lock of <IDEMGATE_DATA_DIR>/pglite, as a running server does
+    const holder = spawn(process.execPath, ["--import", "tsx", path.join(ROOT, "test", "support", "lock-holder.ts"), "lock", path.join(held, "pglite")], {
+      cwd: ROOT,
+      stdio: ["pipe", "pipe", "inherit"],
+    });
     try {
-      // the lock file is `<dataDir>.lock`, with <dataDir> = <IDEMGATE_DATA_DIR>/pglite; this test's own pid is alive
-      const lockFile = path.join(held, "pglite.lock");
-      await writeFile(lockFile, String(process.pid));
+      const answer = await new Promise<string>((resolve, reject) => {
+        let out = "";
+        holder.stdout.on("data", (chunk) => {
+          out += chunk;
+          const won = out.split("\n").find((line) => line.includes('"won"'));
+          if (won) resolve(won);
+        });
+        holder.on("close", () => reject(new Error(`the lock holder exited: ${out}`)));
+      });
+      expect(JSON.parse(answer)).toEqual({ won: true, pid: holder.pid });
       for (const args of [["token", "list"], ["migrate"], ["token", "create", "--scope", "demo"]]) {
         const run = await idemgate(args, { env: { IDEMGATE_DATA_DIR: held } });
         expect(run.code).toBe(1);
         expect(run.stderr.trim()).toBe(
-          `idemgate: the embedded database in ${path.join(held, "pglite")} is open in another process (pid ${process.pid}). ` +
+          `idemgate: the embedded database in ${path.join(held, "pglite")} is open in another process (pid ${holder.pid}). ` +
             `Stop that process, or run this command through the running server, or set DATABASE_URL to use a PostgreSQL server.`,
         );
         expect(run.stdout).toBe("");
       }
-      expect(await readFile(lockFile, "utf8")).toBe(String(process.pid));
+      expect((await readFile(path.join(held, "pglite.lock"), "utf8")).trim()).toBe(String(holder.pid));
     } finally {
+      holder.kill("SIGKILL");
       await rm(held, { recursive: true, force: true });
     }
   });

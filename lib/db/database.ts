@@ -107,9 +107,13 @@ async function openEmbedded(dataDir: string): Promise<Database> {
       },
       withSession: (fn) => fn(raw),
       async close() {
-        await prisma.$disconnect();
-        await pglite.close();
-        await lock.release();
+        try {
+          await prisma.$disconnect();
+          await pglite.close();
+        } finally {
+          // the lock goes last: another process may open the directory as soon as it is free
+          await lock.release();
+        }
       },
     };
   } catch (err) {
