@@ -19,8 +19,13 @@ test("the status page says the key store is unreachable, and why", async ({ page
   await page.screenshot({ path: `e2e/screenshots/status-${testInfo.project.name}.png`, fullPage: true, animations: "disabled" });
 });
 
-test("GET /api/health answers 503 with the key store's error", async ({ request }) => {
-  const res = await request.get("/api/health");
+test("GET /api/health answers 503: the status to anyone, the key store's error to a signed-in operator", async ({ page, request }, testInfo) => {
+  const anonymous = await request.get("/api/health");
+  expect(anonymous.status()).toBe(503);
+  expect(await anonymous.json()).toEqual({ status: "degraded" });
+
+  await signIn(page, testInfo);
+  const res = await page.request.get("/api/health");
   expect(res.status()).toBe(503);
   expect(await res.json()).toMatchObject({
     status: "degraded",

@@ -40,9 +40,15 @@ test("the status page shows the configured stores, both reachable", async ({ pag
   await page.screenshot({ path: `e2e/screenshots/status-${name}-dark.png`, fullPage: true, animations: "disabled" });
 });
 
-test("GET /api/health reports both stores ok", async ({ request }, testInfo) => {
+test("GET /api/health: the status to anyone, both stores' details to a signed-in operator", async ({ page, request }, testInfo) => {
   const expected = testInfo.project.metadata as Expected;
-  const res = await request.get("/api/health");
+  const anonymous = await request.get("/api/health");
+  expect(anonymous.status()).toBe(200);
+  expect(await anonymous.json()).toEqual({ status: "ok" });
+
+  await signIn(page, testInfo);
+  // page.request carries the browser's session cookie
+  const res = await page.request.get("/api/health");
   expect(res.status()).toBe(200);
   const body = await res.json();
   expect(body).toMatchObject({

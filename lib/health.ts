@@ -1,11 +1,12 @@
 import packageJson from "@/package.json";
 import type { AuditMode } from "@/lib/audit/audit-writer";
+import type { OperatorIdentity } from "@/lib/auth/operators";
 import { redactUrl } from "@/lib/redact-url";
 import type { Runtime } from "@/lib/runtime";
 
 export interface ComponentHealth<Kind extends string> {
   kind: Kind;
-  /** a URL without its password, or "embedded" / the embedded data directory */
+  /** a URL without user info or query string (lib/redact-url.ts), or "embedded" */
   location: string;
   ok: boolean;
   latencyMs: number;
@@ -74,8 +75,13 @@ export function describeError(err: unknown): string {
   return String(err);
 }
 
-function keyStoreLocation(runtime: Runtime): string {
-  if (runtime.store.kind === "redis") return runtime.config.redisUrl ? redactUrl(runtime.config.redisUrl) : "redis";
+/** Where the key store lives, fit to show: a redacted URL, a cluster's seed nodes, or the audit database's location. */
+export function keyStoreLocation(runtime: Runtime): string {
+  if (runtime.store.kind === "redis") {
+    if (runtime.config.redisUrl) return redactUrl(runtime.config.redisUrl);
+    const nodes = runtime.config.redisClusterNodes;
+    return nodes ? `cluster ${nodes.map((n) => (n.host.includes(":") ? `[${n.host}]:${n.port}` : `${n.host}:${n.port}`)).join(",")}` : "redis";
+  }
   // the SQL key store lives in the audit database
   return runtime.db.kind === "pglite" ? "embedded" : runtime.db.location;
 }
@@ -99,4 +105,45 @@ export async function checkHealth(runtime: Runtime, timeoutMs = HEALTH_TIMEOUT_M
     auditMode: runtime.config.auditMode,
     version: packageJson.version,
   };
+}
+
+/** What `GET /api/health` tells a caller who is not a signed-in operator: up or not, nothing else. */
+export interface PublicHealth {
+  status: Health["status"];
+}
+
+/**
+ * `GET /api/health`: 200 when the key store and the audit database both answer, else 503. Anyone
+ * (a load balancer, a tenant's API token) gets the status alone; a signed-in operator, as on
+ * /status, gets the details: kinds, redacted locations, latencies, errors, audit mode, version.
+ * `identify` finds the operator of the request's session; it runs beside the probes, bounded by the
+ * same timeout, and when it fails (the database is down) the caller is treated as anonymous, so the
+ * answer is still the status rather than an error.
+ */
+export async function healthResponse(
+  runtime: Runtime,
+  identify: () => Promise<OperatorIdentity | null>,
+  timeoutMs = HEALTH_TIMEOUT_MS,
+): Promise<Response> {
+  const [health, operator] = await Promise.all([
+    checkHealth(runtime, timeoutMs),
+    probeIdentity(identify, timeoutMs),
+  ]);
+  const body: Health | PublicHealth = operator ? health : { status: health.status };
+  return Response.json(body, {
+    status: health.status === "ok" ? 200 : 503,
+    headers: { "Cache-Control": "no-store" },
+  });
+}
+
+async function probeIdentity(identify: () => Promise<OperatorIdentity | null>, timeoutMs: number): Promise<OperatorIdentity | null> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<null>((resolve) => {
+    timer = setTimeout(() => resolve(null), timeoutMs);
+  });
+  try {
+    return await Promise.race([identify().catch(() => null), timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
 }

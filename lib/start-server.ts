@@ -1,4 +1,6 @@
 import os from "node:os";
+import { keyStoreLocation } from "@/lib/health";
+import type { Runtime } from "@/lib/runtime";
 
 /** a hung store must not keep a stopping server alive */
 const CLOSE_TIMEOUT_MS = 5_000;
@@ -29,10 +31,7 @@ export async function startServer(): Promise<void> {
       stopJobs();
       await runtime.close();
     });
-    console.log(
-      `idemgate: key store ${runtime.store.kind}, audit database ${runtime.db.kind} (${runtime.db.location}), ` +
-        `audit mode ${runtime.config.auditMode}; ready in ${Date.now() - startedMs} ms`,
-    );
+    console.log(readyLine(runtime, Date.now() - startedMs));
     if (seeded.created && seeded.credentials) {
       console.log(`\n${seeded.credentials.trimEnd()}\n(also written to ${runtime.config.dataDir}/credentials.txt)\n`);
     }
@@ -42,6 +41,17 @@ export async function startServer(): Promise<void> {
     if (process.env.IDEMGATE_DEBUG && err instanceof Error) console.error(err.stack);
     process.exit(1);
   }
+}
+
+/**
+ * The start-up log's summary. Locations are redacted as on /status (no user info, no query string),
+ * so no password reaches the log, whichever part of the URL it was given in.
+ */
+export function readyLine(runtime: Runtime, readyMs: number): string {
+  return (
+    `idemgate: key store ${runtime.store.kind} (${keyStoreLocation(runtime)}), audit database ${runtime.db.kind} (${runtime.db.location}), ` +
+    `audit mode ${runtime.config.auditMode}; ready in ${readyMs} ms`
+  );
 }
 
 /**

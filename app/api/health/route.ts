@@ -1,13 +1,11 @@
-import { checkHealth } from "@/lib/health";
+import { currentOperator } from "@/lib/auth/session";
+import { healthResponse } from "@/lib/health";
 import { getRuntime } from "@/lib/runtime";
 
 export const dynamic = "force-dynamic";
 
-// GET /api/health – key store and audit database reachability; 200 when both answer, else 503
+// GET /api/health – 200 when the key store and the audit database both answer, else 503; the body
+// is the status alone, and the details (locations, latencies, errors) for a signed-in operator
 export async function GET() {
-  const health = await checkHealth(await getRuntime());
-  return Response.json(health, {
-    status: health.status === "ok" ? 200 : 503,
-    headers: { "Cache-Control": "no-store" },
-  });
+  return healthResponse(await getRuntime(), currentOperator);
 }
