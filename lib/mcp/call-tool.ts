@@ -1,0 +1,157 @@
+import { ErrorCode, McpError, type CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import type { TokenPrincipal } from "@/lib/auth/api-tokens";
+import { idempotencyKeyHeader, keySourceHeader, preferredWaitSeconds, sessionHeader } from "@/lib/gateway/invoke-tool";
+import type { InvokeResult, KeySource } from "@/lib/idempotency/engine";
+import { InvalidKeyError } from "@/lib/idempotency/errors";
+import { isFinalToolError } from "@/lib/idempotency/tool";
+import type { HeaderSource } from "@/lib/http/answer";
+import { problemAnswer, type ProblemBody } from "@/lib/http/problem";
+import type { Runtime } from "@/lib/runtime";
+import { advertisesKeyArgument, KEY_ARGUMENT, META_KEY_FIELD } from "./tools";
+
+/** How long a duplicate of a running call is held for its result, as `Prefer: wait=10` would (DESIGN.md). */
+export const MCP_WAIT_MS = 10_000;
+
+/** `tools/call` params as sent: `idempotencyKey` is not in the SDK's schema yet, so it is read here. */
+export interface CallParams {
+  name: string;
+  arguments?: Record<string, unknown>;
+  idempotencyKey?: unknown;
+  _meta?: Record<string, unknown>;
+}
+
+/** Who calls and how: the API token's principal and the HTTP request's headers. */
+export interface McpCaller {
+  principal: TokenPrincipal;
+  headers: HeaderSource;
+}
+
+/** The `_meta` of a result: what Idemgate did with the call. */
+export const RESULT_META_FIELD = "io.idemgate/result";
+
+const HOW_TO_SEND_A_KEY =
+  `Send one as tools/call \`params.idempotencyKey\` (or \`params._meta["${META_KEY_FIELD}"]\`, or the HTTP request's Idempotency-Key header), ` +
+  `or as the \`${KEY_ARGUMENT}\` argument: one key per logical action, the same key on every retry of that action.`;
+
+/**
+ * `tools/call` through the engine, exactly as the HTTP gateway calls it (same scope, key rules,
+ * audit), with transport `mcp`. Answers are MCP tool results: the tool's JSON body as text (and as
+ * `structuredContent` when it is an object); refusals and errors are tool errors (`isError`) with
+ * the gateway's problem body. An unknown tool is a protocol error (JSON-RPC invalid params).
+ */
+export async function callTool(params: CallParams, caller: McpCaller, runtime: Runtime): Promise<CallToolResult> {
+  if (!runtime.registry.has(params.name)) throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${params.name}`);
+  const tool = runtime.registry.get(params.name);
+  let waitSeconds: number | null = null;
+  try {
+    const args: Record<string, unknown> = { ...(params.arguments ?? {}) };
+    const modelKey = advertisesKeyArgument(tool) ? takeKeyArgument(args) : undefined;
+    let key: string | null = null;
+    let keySource: KeySource = "orchestrator";
+    if (tool.kind === "write") {
+      const orchestratorKey = keyValue(params.idempotencyKey, "params.idempotencyKey") ?? keyValue(params._meta?.[META_KEY_FIELD], `_meta["${META_KEY_FIELD}"]`) ?? idempotencyKeyHeader(caller.headers);
+      if (orchestratorKey !== null) {
+        key = orchestratorKey;
+        keySource = keySourceHeader(caller.headers, caller.principal);
+      } else if (modelKey !== undefined) {
+        key = modelKey;
+        keySource = "model";
+      }
+      waitSeconds = preferredWaitSeconds(caller.headers) ?? MCP_WAIT_MS / 1000;
+    }
+    const session = sessionHeader(caller.headers);
+    const parsed = runtime.registry.parseArgs(tool, args);
+    const result = await runtime.engine.invoke(tool, runtime.registry.runnerFor(tool, runtime.db.prisma), {
+      scope: caller.principal.scope,
+      key,
+      args: parsed,
+      session,
+      caller: caller.principal.tokenId,
+      keySource,
+      waitMs: waitSeconds === null ? undefined : waitSeconds * 1000,
+      transport: "mcp",
+    });
+    return toolResult(result);
+  } catch (err) {
+    return errorResult(err, tool.name, waitSeconds);
+  }
+}
+
+/** Removes the advisory key argument; undefined when the model sent none. */
+function takeKeyArgument(args: Record<string, unknown>): string | undefined {
+  if (!Object.hasOwn(args, KEY_ARGUMENT)) return undefined;
+  const value = args[KEY_ARGUMENT];
+  delete args[KEY_ARGUMENT];
+  if (value === undefined || value === null) return undefined;
+  if (typeof value !== "string") throw new InvalidKeyError(`the ${KEY_ARGUMENT} argument must be a string`);
+  return value;
+}
+
+function keyValue(value: unknown, where: string): string | null {
+  if (value === undefined || value === null) return null;
+  if (typeof value !== "string") throw new InvalidKeyError(`${where} must be a string`);
+  return value;
+}
+
+function toolResult(result: InvokeResult): CallToolResult {
+  const out: CallToolResult = { content: [{ type: "text", text: result.body }] };
+  const structured = jsonObject(result.body);
+  if (structured) out.structuredContent = structured;
+  // a final error (a declined card) is the action's result, stored and replayed like any other
+  if (result.status >= 400) out.isError = true;
+  out._meta = {
+    [RESULT_META_FIELD]:
+      result.kind === "read"
+        ? { status: result.status }
+        : {
+            status: result.status,
+            key: result.key,
+            replayed: result.kind === "replayed",
+            ...(result.kind === "executed" ? { executionId: result.executionId } : { executionId: result.record.executionId }),
+          },
+  };
+  return out;
+}
+
+function jsonObject(text: string): Record<string, unknown> | null {
+  try {
+    const value: unknown = JSON.parse(text);
+    return typeof value === "object" && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : null;
+  } catch {
+    return null;
+  }
+}
+
+/** A refusal or failure as an MCP tool error: the gateway's problem body, its detail worded for MCP. */
+function errorResult(err: unknown, tool: string, waitSeconds: number | null): CallToolResult {
+  if (isFinalToolError(err)) {
+    // a read tool's final answer (writes store theirs and return them as results)
+    const text = JSON.stringify(err.body ?? null);
+    const structured = jsonObject(text);
+    return { content: [{ type: "text", text }], ...(structured ? { structuredContent: structured } : {}), isError: true };
+  }
+  const answer = problemAnswer(err, "/mcp");
+  const body = JSON.parse(answer.body) as ProblemBody;
+  const code = body.type.replace(/^\/problems\//, "");
+  switch (code) {
+    case "missing_key":
+      body.detail = `${tool} changes something and needs an idempotency key naming this action; nothing was run. ${HOW_TO_SEND_A_KEY}`;
+      break;
+    case "conflict":
+      body.detail =
+        `A call with this idempotency key is still in progress${waitSeconds ? ` (waited ${waitSeconds} s for it)` : ""}; nothing was run again. ` +
+        `Call again later with the same key to get its result; do not use a new key for the same action.`;
+      break;
+    case "outcome_unknown":
+      body.detail =
+        `The outcome of this action is unknown${outcomeNote(err)}: it may have happened. The key is held: calling again with it will not run the action ` +
+        `until the tool's status probe or an operator decides whether it happened. Do not retry it with a new key.`;
+      break;
+  }
+  return { content: [{ type: "text", text: JSON.stringify(body) }], structuredContent: body, isError: true };
+}
+
+function outcomeNote(err: unknown): string {
+  const note = (err as { note?: unknown; record?: { outcomeNote?: unknown } }).note ?? (err as { record?: { outcomeNote?: unknown } }).record?.outcomeNote;
+  return typeof note === "string" && note ? ` (${note})` : "";
+}

@@ -1,0 +1,75 @@
+import type { Tool } from "@modelcontextprotocol/sdk/types.js";
+import type { ToolDefinition } from "@/lib/tools/define-tool";
+import type { ToolRegistry } from "@/lib/tools/registry";
+
+/** The `_meta` field of `tools/call` params that carries the orchestrator's idempotency key. */
+export const META_KEY_FIELD = "io.idemgate/idempotency-key";
+
+/**
+ * The optional argument every write tool advertises to models. A key a model writes there is
+ * advisory (DESIGN.md § Keys from models are advisory): it is removed from the arguments before
+ * validation, and identical calls within the tool's window count as one action whatever the key.
+ */
+export const KEY_ARGUMENT = "idempotency_key";
+
+const KEY_ARGUMENT_SCHEMA = {
+  type: "string",
+  minLength: 1,
+  maxLength: 255,
+  description:
+    "Optional. A name for this one action, such as a UUID you make up once for it: send the same value again if you retry this same action, " +
+    "a new value for a new action. A retried action with the same value is not run again; its first result is returned.",
+};
+
+/** How a write tool's description tells a model (and its developer) what the gateway does. */
+const WRITE_NOTE =
+  "Changes something and runs once per idempotency key: send the key as tools/call `params.idempotencyKey` " +
+  "(or the `idempotency_key` argument); a retry with the same key returns the first result without running again.";
+
+/** Whether the gateway may use `idempotency_key` for itself: only when the tool has no argument of that name. */
+export function advertisesKeyArgument(tool: ToolDefinition): boolean {
+  return tool.kind === "write" && !Object.hasOwn(tool.schema.shape as object, KEY_ARGUMENT);
+}
+
+const cache = new WeakMap<ToolRegistry, Tool[]>();
+
+/** `tools/list`: every tool with its input schema, description and annotations. Computed once per registry. */
+export function listMcpTools(registry: ToolRegistry): Tool[] {
+  let tools = cache.get(registry);
+  if (!tools) {
+    tools = registry.list().map((tool) => describeForMcp(registry, tool));
+    cache.set(registry, tools);
+  }
+  return tools;
+}
+
+function describeForMcp(registry: ToolRegistry, tool: ToolDefinition): Tool {
+  const described = registry.describe(tool);
+  const schema = { ...described.argumentsSchema } as Record<string, unknown>;
+  if (schema.type !== "object") schema.type = "object";
+  if (advertisesKeyArgument(tool)) {
+    schema.properties = { ...(schema.properties as Record<string, unknown> | undefined), [KEY_ARGUMENT]: KEY_ARGUMENT_SCHEMA };
+  }
+  const write = tool.kind === "write";
+  return {
+    name: tool.name,
+    description: write ? `${tool.description}\n\n${WRITE_NOTE}` : tool.description,
+    inputSchema: schema as Tool["inputSchema"],
+    annotations: write
+      ? {
+          readOnlyHint: false,
+          // Repeating an action under the same key has no further effect; the same arguments under a
+          // new key are a new action (a second charge), which is what this hint is about.
+          idempotentHint: false,
+          // What a tool changes is not declared with it yet: assume the worst, as MCP's default does.
+          destructiveHint: true,
+          openWorldHint: tool.upstream !== undefined,
+        }
+      : { readOnlyHint: true, openWorldHint: tool.upstream !== undefined },
+    _meta: {
+      "io.idemgate/kind": tool.kind,
+      // required: a keyless call is refused; optional: keyless calls are deduplicated by their arguments
+      "io.idemgate/idempotency-key": described.idempotencyKey,
+    },
+  };
+}
