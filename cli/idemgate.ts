@@ -1,6 +1,7 @@
 import { pathToFileURL } from "node:url";
 import { Command, CommanderError } from "commander";
 import { keyCommand } from "./commands/key";
+import { mcpCommand } from "./commands/mcp";
 import { migrateCommand } from "./commands/migrate";
 import { operatorCommand } from "./commands/operator";
 import { reconcileCommand } from "./commands/reconcile";
@@ -18,6 +19,7 @@ const COMMANDS: (() => Command)[] = [
   keyCommand,
   reconcileCommand,
   simulateCommand,
+  mcpCommand,
 ];
 
 export function buildProgram(): Command {
