@@ -75,6 +75,19 @@ export class KeySpace {
     return `${this.base(bucket)}lex`;
   }
 
+  /**
+   * The pub/sub channel on which the scripts announce every change of a record's state
+   * (PUBLISH, message: the new stored status or "absent"): `{<prefix>:<bucket>}:chg:<scope>\n<key>`.
+   * Nothing is stored under it. It is unique per store and record: the prefix has no braces, so the
+   * hash tag ends it, and scopes and keys never contain "\n"; waiters SUBSCRIBE to exact names, so
+   * glob characters in a key mean nothing. Named in its bucket's hash slot, so sharded pub/sub
+   * (SPUBLISH from the scripts) would be possible without renaming. The Lua include keys.lua
+   * builds the same name (changeChannelOf).
+   */
+  changeChannel(scope: string, key: string): string {
+    return `${this.base(bucketOf(scope, key))}chg:${memberOf(scope, key)}`;
+  }
+
   /** Every index key a record with these fields is listed under (for tests and tooling). */
   indexesOf(scope: string, key: string, tool: string, status: StoredStatus): string[] {
     const b = bucketOf(scope, key);

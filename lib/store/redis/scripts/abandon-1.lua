@@ -6,6 +6,7 @@
     ARGV[2] token
   Output:
     1 when deleted, 0 when the record is absent, unknown, done, or held under another token
+  Publishes "absent" on the record's change channel when deleted.
 ]]
 --- @include "keys"
 --- @include "record"
@@ -17,4 +18,5 @@ local rec = hashToTable(current)
 if rec.status ~= "inflight" or rec.token ~= ARGV[2] then return 0 end
 removeFromIndexes(base, rec)
 redis.call("DEL", KEYS[1])
+announceChange(base, rec, "absent")
 return 1

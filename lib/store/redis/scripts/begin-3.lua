@@ -23,6 +23,8 @@
     outcome: "reserved" | "replay" | "conflict" | "stuck" | "unknown" | "mismatch"; token 0 unless
     reserved. An expired done record is replaced whatever its fingerprint; otherwise mismatch wins
     over state.
+  Publishes "inflight" on the record's change channel when it replaces a record (expired, or
+  taken over); a new record is not announced (nobody waits on a record that does not exist).
 ]]
 --- @include "keys"
 --- @include "record"
@@ -50,6 +52,7 @@ if not epoch then
 end
 local current = redis.call("HGETALL", KEYS[1])
 local takenOver = {}
+local replaced = nil
 
 if #current > 0 then
   local rec = hashToTable(current)
@@ -68,6 +71,7 @@ if #current > 0 then
   end
   removeFromIndexes(base, rec)
   redis.call("DEL", KEYS[1])
+  replaced = rec
 end
 
 local token = nextToken(KEYS[2], tonumber(ARGV[13]))
@@ -84,4 +88,5 @@ for name, value in pairs(fresh) do
 end
 redis.call("HSET", KEYS[1], unpack(fields))
 addToIndexes(base, fresh)
+if replaced then announceChange(base, replaced, "inflight") end
 return { "reserved", token, fields, takenOver, epoch }

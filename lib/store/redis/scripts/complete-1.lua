@@ -14,6 +14,7 @@
     { "ok" | "stale_token" | "absent", record (HGETALL pairs, empty when absent) }
     A stuck reservation may still be completed by its holder: nobody else holds the token. An
     unknown one may not (stale_token): its holder already gave up on it.
+  Publishes "done" on the record's change channel when ok.
 ]]
 --- @include "keys"
 --- @include "record"
@@ -32,4 +33,5 @@ redis.call("HDEL", KEYS[1], "leaseUntilMs")
 redis.call("HSET", KEYS[1], "status", "done", "completedAtMs", ARGV[3], "expiresAtMs", ARGV[4],
   "resultStatus", ARGV[5], "resultBody", ARGV[6], "resultFinal", ARGV[7])
 if ARGV[8] and ARGV[8] ~= "" then redis.call("HSET", KEYS[1], "executionId", ARGV[8]) end
+announceChange(base, rec, "done")
 return { "ok", redis.call("HGETALL", KEYS[1]) }

@@ -11,6 +11,7 @@
   Output:
     { "ok" | "stale_token" | "absent", record (HGETALL pairs, empty when absent) }
     Like complete: refused unless the record is inflight (or stuck) under the token.
+  Publishes "unknown" on the record's change channel when ok.
 ]]
 --- @include "keys"
 --- @include "record"
@@ -23,4 +24,5 @@ if rec.status ~= "inflight" or rec.token ~= ARGV[2] then return { "stale_token",
 
 changeStatus(base, rec, "unknown", ARGV[3])
 redis.call("HSET", KEYS[1], "status", "unknown", "unknownAtMs", ARGV[3], "outcomeNote", ARGV[4])
+announceChange(base, rec, "unknown")
 return { "ok", redis.call("HGETALL", KEYS[1]) }

@@ -9,6 +9,7 @@
   Output:
     number of index members removed (a batch-sized answer means: call again)
   Inflight and unknown records are never purged: only the done index is read.
+  Publishes "absent" on the change channel of each record deleted.
 ]]
 --- @include "keys"
 --- @include "record"
@@ -23,6 +24,7 @@ for _, member in ipairs(members) do
   if #current > 0 and rec.status == "done" then
     removeFromIndexes(base, rec)
     redis.call("DEL", recordKey)
+    announceChange(base, rec, "absent")
   end
   -- a member without its done record is a leftover: drop it so purge cannot loop on it
   redis.call("ZREM", KEYS[1], member)

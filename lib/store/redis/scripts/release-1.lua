@@ -8,6 +8,7 @@
     ARGV[3] force "1" | "0"
   Output:
     { "ok" | "absent" | "not_inflight" | "running", record before (HGETALL pairs, empty when absent) }
+  Publishes "absent" on the record's change channel when ok.
 ]]
 --- @include "keys"
 --- @include "record"
@@ -21,4 +22,5 @@ local refusal = operatorRefusal(rec, tonumber(ARGV[2]), ARGV[3] == "1")
 if refusal then return { refusal, current } end
 removeFromIndexes(base, rec)
 redis.call("DEL", KEYS[1])
+announceChange(base, rec, "absent")
 return { "ok", current }

@@ -13,6 +13,7 @@
   Output:
     { "ok" | "absent" | "not_inflight" | "running", record before (pairs, empty when absent),
       record after (pairs, empty unless ok) }
+  Publishes "done" on the record's change channel when ok.
 ]]
 --- @include "keys"
 --- @include "record"
@@ -30,4 +31,5 @@ changeStatus(base, rec, "done", ARGV[3])
 redis.call("HDEL", KEYS[1], "leaseUntilMs", "unknownAtMs", "outcomeNote")
 redis.call("HSET", KEYS[1], "status", "done", "completedAtMs", ARGV[2], "expiresAtMs", ARGV[3],
   "resultStatus", ARGV[4], "resultBody", ARGV[5], "resultFinal", ARGV[6])
+announceChange(base, rec, "done")
 return { "ok", current, redis.call("HGETALL", KEYS[1]) }

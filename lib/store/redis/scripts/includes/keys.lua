@@ -10,6 +10,8 @@ local function toolIndexKey(base, tool) return base .. "tool:" .. tool end
 local function scopeIndexKey(base, scope) return base .. "scope:" .. scope end
 local function lexIndexKey(base) return base .. "lex" end
 local function recordKeyOf(base, scope, key) return base .. "r:" .. scope .. ":" .. key end
+-- a pub/sub channel, not a key: see KeySpace.changeChannel
+local function changeChannelOf(base, scope, key) return base .. "chg:" .. scope .. "\n" .. key end
 
 --[[
   Redis Cluster. A script declares in KEYS only the keys its caller can name; the index keys above

@@ -52,3 +52,11 @@ local function changeStatus(base, rec, status, deadline)
   redis.call("ZADD", statusScopeIndexKey(base, status, rec.scope), deadline, member)
   rec.status = status
 end
+
+-- Tells the processes waiting for this record (KeyStore.waitForChange) that it changed; `status`
+-- is the new stored status or "absent". PUBLISH to a channel nobody listens on costs next to
+-- nothing; on a cluster it is broadcast to every node, whose subscribers then read the record on
+-- its master, where this script's writes are already applied.
+local function announceChange(base, rec, status)
+  redis.call("PUBLISH", changeChannelOf(base, rec.scope, rec.key), status)
+end
