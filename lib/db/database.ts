@@ -22,6 +22,11 @@ export interface Database {
   execute(sql: string, params: readonly unknown[]): Promise<number>;
   /** one session of the raw driver, for multi-statement SQL and session locks (migrations) */
   withSession<T>(fn: (conn: SqlConnection) => Promise<T>): Promise<T>;
+  /**
+   * A server only: a new connection outside the pool, not yet connected, that the caller owns and
+   * ends (the key store LISTENs on one).
+   */
+  newConnection?(): pg.Client;
   close(): Promise<void>;
 }
 
@@ -60,6 +65,12 @@ async function openServer(url: string, poolSize: number): Promise<Database> {
     appliedMigrations: [],
     async execute(sql, params) {
       return (await pool.query(sql, params as unknown[])).rowCount ?? 0;
+    },
+    newConnection() {
+      const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 5_000, keepAlive: true });
+      // a dropped connection must not crash the process; its owner listens for "end"
+      client.on("error", () => {});
+      return client;
     },
     async withSession(fn) {
       const client = await pool.connect();

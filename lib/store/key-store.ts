@@ -123,6 +123,19 @@ export interface KeyStore {
   counts(nowMs: number, filter?: { tool?: string; scope?: string }): Promise<StateCounts>;
   /** deletes records expired before `olderThanMs`; returns how many */
   purge(olderThanMs: number, batch?: number): Promise<number>;
+  /**
+   * Resolves true as soon as the record of (scope, key) may have changed — completed, marked unknown,
+   * abandoned, released, resolved, replaced — by any process using the same store; false after
+   * timeoutMs or when `signal` aborts. Never rejects (a broken feed just waits out the timeout, the
+   * caller re-reads the store). No busy loop on the store.
+   *
+   * For a caller that saw the record inflight: once the store listens for the key it reads the
+   * record's status once, and a record that is no longer inflight (done, unknown, gone) counts as
+   * changed, so a change between the caller's read and the start of the wait is not missed. A purge
+   * of expired records need not be announced (no call waits on a done record). Spurious wakes are
+   * possible (the caller re-reads anyway).
+   */
+  waitForChange(scope: string, key: string, timeoutMs: number, signal?: AbortSignal): Promise<boolean>;
   ping(): Promise<void>;
   close(): Promise<void>;
 }

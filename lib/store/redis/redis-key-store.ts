@@ -13,6 +13,7 @@ import type {
   StateCounts,
 } from "../key-store";
 import { decodeCursor, encodeCursor, mergeBucketPages, type BucketPage, type Position } from "./cursor";
+import { ChangeWaiters, type Watch } from "../change-waiters";
 import { UnexpectedRedisReplyError, UnsupportedFilterError } from "./errors";
 import { BUCKETS, KeySpace, bucketOf, MEMBER_SEPARATOR } from "./keys";
 import { LIST_FIELDS, listRowToRecord, pairsToRecord, resultArgs } from "./record-codec";
@@ -58,6 +59,13 @@ type Plan =
  * script on one bucket (one cluster slot, routed by the script's first key); lists and counts ask
  * every bucket in parallel (auto-pipelined per node) and merge. The store owns the client: close()
  * quits it.
+ *
+ * Changes are announced by the scripts themselves (PUBLISH on the record's change channel, see
+ * KeySpace.changeChannel), so announcing costs no round trip. Waiters share one subscriber
+ * connection, opened on the first wait: a duplicate of the client on one server; on a cluster the
+ * Cluster client's own subscriber connection (to one node; PUBLISH reaches every node). It
+ * subscribes to a record's channel while someone waits on it, and ioredis subscribes again after
+ * a reconnect; what is published while it is down is lost, and its waiters wait out their timeouts.
  */
 export class RedisKeyStore implements KeyStore {
   readonly kind = "redis" as const;
@@ -72,6 +80,9 @@ export class RedisKeyStore implements KeyStore {
   }
 
   private epochsMarked: Promise<unknown> | null = null;
+  private readonly waiters = new ChangeWaiters((channel) => this.watch(channel));
+  /** the connection waiters listen on; null until the first wait */
+  private subscriberClient: Redis | Cluster | null = null;
 
   /**
    * Every bucket gets its epoch when the store is first used, not when the bucket is first
@@ -334,6 +345,52 @@ export class RedisKeyStore implements KeyStore {
     return perBucket.reduce((a, b) => a + b, 0);
   }
 
+  async waitForChange(scope: string, key: string, timeoutMs: number, signal?: AbortSignal): Promise<boolean> {
+    const recordKey = this.keys.record(scope, key);
+    return this.waiters.wait(this.keys.changeChannel(scope, key), timeoutMs, signal, async () => {
+      return (await this.redis.hget(recordKey, "status")) === "inflight";
+    });
+  }
+
+  /** Channels subscribed for waiters now (for tests and status). */
+  get watchedChannels(): number {
+    return this.waiters.watching;
+  }
+
+  private watch(channel: string): Watch {
+    const subscriber = this.subscriber();
+    return {
+      ready: subscriber.subscribe(channel).then(() => {}),
+      stop: () => {
+        subscriber.unsubscribe(channel).catch(() => {}); // a closed connection has no subscriptions left
+      },
+    };
+  }
+
+  private subscriber(): Redis | Cluster {
+    if (this.subscriberClient) return this.subscriberClient;
+    let subscriber: Redis | Cluster;
+    if (this.redis instanceof Cluster) {
+      // The Cluster client already sends (UN)SUBSCRIBE over a connection of their own to one node,
+      // opened on the first one, and moves them to another node when that one goes away.
+      subscriber = this.redis;
+    } else {
+      // Commands wait for the connection instead of failing (a SUBSCRIBE sent while Redis is away
+      // applies when it is back); the store's own connection fails fast instead.
+      subscriber = this.redis.duplicate({
+        enableOfflineQueue: true,
+        maxRetriesPerRequest: null,
+        autoResubscribe: true,
+        // CLIENT LIST shows what the connection is for
+        connectionName: `idemgate:${this.keys.prefix}:changes`.replace(/[^\w:.-]/g, "_"),
+      });
+      subscriber.on("error", () => {}); // the store's connection reports Redis being away
+    }
+    subscriber.on("message", (channel: string) => this.waiters.notify(channel));
+    this.subscriberClient = subscriber;
+    return subscriber;
+  }
+
   /** Resolves once connected, or after `timeoutMs` (the caller then serves 503s until Redis is back). */
   async waitUntilReady(timeoutMs: number): Promise<boolean> {
     if (this.redis.status === "ready") return true;
@@ -354,6 +411,10 @@ export class RedisKeyStore implements KeyStore {
   }
 
   async close(): Promise<void> {
+    this.waiters.close();
+    const subscriber = this.subscriberClient;
+    this.subscriberClient = null;
+    if (subscriber && subscriber !== this.redis) subscriber.disconnect();
     // quit waits for replies under way; a connection that is already down just disconnects
     await this.redis.quit().catch(() => this.redis.disconnect());
   }

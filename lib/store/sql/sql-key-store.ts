@@ -1,3 +1,4 @@
+import { EventEmitter } from "node:events";
 import { Prisma } from "@/generated/prisma/client";
 import type { Database } from "@/lib/db/database";
 import { InvalidCursorError } from "@/lib/idempotency/errors";
@@ -14,6 +15,8 @@ import type {
   OperatorOutcome,
   StateCounts,
 } from "@/lib/store/key-store";
+import { ChangeWaiters, type Watch } from "../change-waiters";
+import { CHANGE_CHANNEL, PgChangeListener, WAIT_LOCK_SPACE } from "./change-listener";
 
 /**
  * The key store on PostgreSQL (a server, or PGlite embedded): one row per (scope, key) in
@@ -24,6 +27,12 @@ import type {
  * `expires_at_ms` once done, so the five derived states are ranges of the (status, deadline_ms)
  * index (unknown: all of its status). Triggers keep counts of the rows (key_counts,
  * key_deadline_counts: migration 20261129030000_key_counts) for `counts`.
+ *
+ * Changes for waiters (waitForChange): after every statement that changes a record's state the
+ * store tells the other stores of the same Database object in this process (an in-process
+ * emitter: all PGlite needs, one process owns its data directory); on a PostgreSQL server the
+ * statement itself also notifies other processes that wait on that key (see change-listener.ts).
+ * Purge is not announced: it deletes expired done records, on which no call waits.
  */
 
 export interface SqlKeyStoreOptions {
@@ -88,6 +97,33 @@ const MAX_BEGIN_ATTEMPTS = 50;
 /** An operator's action that keeps finding the key changed between its two statements: the same. */
 const MAX_OPERATOR_ATTEMPTS = 10;
 const DEFAULT_PURGE_BATCH = 1000;
+
+/** per Database object: the changes made through any of its stores in this process (`scope \n key`) */
+const localChanges = new WeakMap<Database, EventEmitter>();
+
+function changesIn(db: Database): EventEmitter {
+  let emitter = localChanges.get(db);
+  if (!emitter) {
+    emitter = new EventEmitter();
+    emitter.setMaxListeners(0);
+    localChanges.set(db, emitter);
+  }
+  return emitter;
+}
+
+const changeId = (scope: string, key: string) => `${scope}\n${key}`;
+
+/**
+ * A column for a statement's changed rows (`alias` has scope and key): on a PostgreSQL server it
+ * notifies the processes waiting on the row's key (they hold the shared lock the statement fails
+ * to take exclusively), and is true then; false otherwise. `when`: only for rows it holds for.
+ */
+function announceColumn(alias: string, when: Prisma.Sql = Prisma.sql`true`): Prisma.Sql {
+  const a = Prisma.raw(alias);
+  return Prisma.sql`CASE WHEN NOT coalesce(${when}, false) THEN false
+      WHEN pg_try_advisory_xact_lock(${WAIT_LOCK_SPACE}::int, hashtext(${a}.scope || E'\n' || ${a}.key)) THEN false
+      ELSE (SELECT true FROM pg_notify(${CHANGE_CHANNEL}::text, ${a}.scope || E'\n' || ${a}.key)) END AS announced`;
+}
 
 function num(v: bigint | number | string): number {
   return typeof v === "number" ? v : Number(v);
@@ -208,6 +244,11 @@ function stateCondition(state: KeyState, now: bigint): Prisma.Sql {
 export class SqlKeyStore implements KeyStore {
   readonly kind: "postgres" | "pglite";
   private readonly prisma: Database["prisma"];
+  private readonly waiters = new ChangeWaiters((id) => this.watch(id));
+  /** this store's ear on the in-process changes, from the first wait to close() */
+  private onLocalChange: ((id: string) => void) | null = null;
+  /** PostgreSQL server: the connection that hears other processes' changes, opened on the first wait */
+  private listener: PgChangeListener | null = null;
 
   constructor(
     private readonly db: Database,
@@ -215,6 +256,16 @@ export class SqlKeyStore implements KeyStore {
   ) {
     this.kind = db.kind;
     this.prisma = db.prisma;
+  }
+
+  /** The notifying column of a changing statement's result rows; nothing on PGlite (one process). */
+  private announce(alias: string, when?: Prisma.Sql): Prisma.Sql {
+    return this.kind === "postgres" ? Prisma.sql`, ${announceColumn(alias, when)}` : Prisma.empty;
+  }
+
+  /** Tells this process's waiters (of any store of this Database) that the record changed. */
+  private changed(scope: string, key: string): void {
+    changesIn(this.db).emit("change", changeId(scope, key));
   }
 
   /**
@@ -265,7 +316,7 @@ export class SqlKeyStore implements KeyStore {
               OR (${input.retryUnknown}::boolean AND k.status = 'unknown' AND k.fingerprint = EXCLUDED.fingerprint))
           RETURNING ${ALL}, (k.xmax <> 0) AS replaced
         )
-        SELECT ${columnsOf("ins")}, ins.replaced, ${columnsOf("prev", "p_")}
+        SELECT ${columnsOf("ins")}, ins.replaced, ${columnsOf("prev", "p_")}${this.announce("ins", Prisma.sql`ins.replaced`)}
         FROM (SELECT 1) AS one LEFT JOIN ins ON true LEFT JOIN prev ON true`;
       const row = rows[0];
       const prevRow = prefixed(row, "p_");
@@ -274,6 +325,7 @@ export class SqlKeyStore implements KeyStore {
         const record = toRecord(row as unknown as Row, true);
         // an update of the row prev saw (xmax set), not an insert after that row was deleted
         const takenOver = row.replaced === true && prev && prev.status !== "done" ? prev : null;
+        if (row.replaced === true) this.changed(record.scope, record.key);
         // PostgreSQL keeps what it committed: nothing to recover from the audit log
         return { kind: "reserved", token: record.token, record, takenOver, storeEpochMs: null };
       }
@@ -302,31 +354,49 @@ export class SqlKeyStore implements KeyStore {
     options: CompleteOptions = {},
   ): Promise<CompleteOutcome> {
     const rows = await this.prisma.$queryRaw<Row[]>`
-      UPDATE idempotency_keys SET ${this.doneAssignments(result, ttlMs, nowMs)},
-        execution_id = COALESCE(${options.executionId ?? null}::text, execution_id)
-      WHERE scope = ${scope}::text AND key = ${key}::text AND status = 'inflight' AND token = ${BigInt(token)}::bigint
-      RETURNING ${ALL}`;
-    if (rows.length > 0) return { ok: true, record: toRecord(rows[0], true) };
+      WITH changed AS (
+        UPDATE idempotency_keys SET ${this.doneAssignments(result, ttlMs, nowMs)},
+          execution_id = COALESCE(${options.executionId ?? null}::text, execution_id)
+        WHERE scope = ${scope}::text AND key = ${key}::text AND status = 'inflight' AND token = ${BigInt(token)}::bigint
+        RETURNING ${ALL}
+      )
+      SELECT changed.*${this.announce("changed")} FROM changed`;
+    if (rows.length > 0) {
+      this.changed(scope, key);
+      return { ok: true, record: toRecord(rows[0], true) };
+    }
     const current = await this.get(scope, key);
     return { ok: false, reason: current ? "stale_token" : "absent", current };
   }
 
   async abandon(scope: string, key: string, token: number): Promise<boolean> {
-    const deleted = await this.prisma.$executeRaw`
-      DELETE FROM idempotency_keys
-      WHERE scope = ${scope}::text AND key = ${key}::text AND status = 'inflight' AND token = ${BigInt(token)}::bigint`;
-    return deleted > 0;
+    const rows = await this.prisma.$queryRaw<unknown[]>`
+      WITH changed AS (
+        DELETE FROM idempotency_keys
+        WHERE scope = ${scope}::text AND key = ${key}::text AND status = 'inflight' AND token = ${BigInt(token)}::bigint
+        RETURNING scope, key
+      )
+      SELECT changed.scope${this.announce("changed")} FROM changed`;
+    if (rows.length === 0) return false;
+    this.changed(scope, key);
+    return true;
   }
 
   async markUnknown(scope: string, key: string, token: number, note: string, nowMs: number): Promise<CompleteOutcome> {
     const now = ms(nowMs);
     // lease_until_ms stays: when the call's lease ended
     const rows = await this.prisma.$queryRaw<Row[]>`
-      UPDATE idempotency_keys SET status = 'unknown', outcome_note = ${note}::text, unknown_at_ms = ${now}::bigint,
-        deadline_ms = ${now}::bigint
-      WHERE scope = ${scope}::text AND key = ${key}::text AND status = 'inflight' AND token = ${BigInt(token)}::bigint
-      RETURNING ${ALL}`;
-    if (rows.length > 0) return { ok: true, record: toRecord(rows[0], true) };
+      WITH changed AS (
+        UPDATE idempotency_keys SET status = 'unknown', outcome_note = ${note}::text, unknown_at_ms = ${now}::bigint,
+          deadline_ms = ${now}::bigint
+        WHERE scope = ${scope}::text AND key = ${key}::text AND status = 'inflight' AND token = ${BigInt(token)}::bigint
+        RETURNING ${ALL}
+      )
+      SELECT changed.*${this.announce("changed")} FROM changed`;
+    if (rows.length > 0) {
+      this.changed(scope, key);
+      return { ok: true, record: toRecord(rows[0], true) };
+    }
     const current = await this.get(scope, key);
     return { ok: false, reason: current ? "stale_token" : "absent", current };
   }
@@ -334,10 +404,16 @@ export class SqlKeyStore implements KeyStore {
   async release(scope: string, key: string, guard: OperatorGuard): Promise<OperatorOutcome> {
     for (let attempt = 0; attempt < MAX_OPERATOR_ATTEMPTS; attempt++) {
       const rows = await this.prisma.$queryRaw<Row[]>`
-        DELETE FROM idempotency_keys
-        WHERE scope = ${scope}::text AND key = ${key}::text AND ${operable(guard)}
-        RETURNING ${ALL}`;
-      if (rows.length > 0) return { ok: true, before: toRecord(rows[0], true), after: null };
+        WITH changed AS (
+          DELETE FROM idempotency_keys
+          WHERE scope = ${scope}::text AND key = ${key}::text AND ${operable(guard)}
+          RETURNING ${ALL}
+        )
+        SELECT changed.*${this.announce("changed")} FROM changed`;
+      if (rows.length > 0) {
+        this.changed(scope, key);
+        return { ok: true, before: toRecord(rows[0], true), after: null };
+      }
       const refused = await this.refused(scope, key, guard);
       if (refused) return refused;
     }
@@ -349,15 +425,19 @@ export class SqlKeyStore implements KeyStore {
       // the locked sub-select hands back the row as it was, which RETURNING alone cannot; the
       // update then applies to exactly that version (token and status identify a version)
       const rows = await this.prisma.$queryRaw<Record<string, unknown>[]>`
-        UPDATE idempotency_keys AS k SET ${this.doneAssignments(result, ttlMs, guard.nowMs)}
-        FROM (
-          SELECT ${ALL} FROM idempotency_keys
-          WHERE scope = ${scope}::text AND key = ${key}::text AND ${operable(guard)}
-          FOR UPDATE
-        ) AS b
-        WHERE k.scope = b.scope AND k.key = b.key AND k.token = b.token AND k.status = b.status
-        RETURNING ${columnsOf("k")}, ${columnsOf("b", "b_")}`;
+        WITH changed AS (
+          UPDATE idempotency_keys AS k SET ${this.doneAssignments(result, ttlMs, guard.nowMs)}
+          FROM (
+            SELECT ${ALL} FROM idempotency_keys
+            WHERE scope = ${scope}::text AND key = ${key}::text AND ${operable(guard)}
+            FOR UPDATE
+          ) AS b
+          WHERE k.scope = b.scope AND k.key = b.key AND k.token = b.token AND k.status = b.status
+          RETURNING ${columnsOf("k")}, ${columnsOf("b", "b_")}
+        )
+        SELECT changed.*${this.announce("changed")} FROM changed`;
       if (rows.length > 0) {
+        this.changed(scope, key);
         const before = toRecord(prefixed(rows[0], "b_")!, true);
         return { ok: true, before, after: toRecord(rows[0] as unknown as Row, true) };
       }
@@ -487,7 +567,41 @@ export class SqlKeyStore implements KeyStore {
     await this.prisma.$queryRaw`SELECT 1`;
   }
 
+  async waitForChange(scope: string, key: string, timeoutMs: number, signal?: AbortSignal): Promise<boolean> {
+    if (!this.onLocalChange) {
+      const onLocalChange = (id: string) => this.waiters.notify(id);
+      changesIn(this.db).on("change", onLocalChange);
+      this.onLocalChange = onLocalChange;
+    }
+    return this.waiters.wait(changeId(scope, key), timeoutMs, signal, async () => {
+      const rows = await this.prisma.$queryRaw<{ status: string }[]>`
+        SELECT status FROM idempotency_keys WHERE scope = ${scope}::text AND key = ${key}::text`;
+      return rows[0]?.status === "inflight";
+    });
+  }
+
+  /** Keys waited on now (for tests and status). */
+  get watchedKeys(): number {
+    return this.waiters.watching;
+  }
+
+  private watch(id: string): Watch {
+    // PGlite, or a Database that cannot open a connection of its own: this process's changes only
+    if (this.kind !== "postgres" || !this.db.newConnection) return { ready: Promise.resolve(), stop() {} };
+    this.listener ??= new PgChangeListener(
+      () => this.db.newConnection!(),
+      (id) => this.waiters.notify(id),
+      () => this.waiters.forgetWatches(),
+    );
+    return this.listener.watch(id);
+  }
+
   async close(): Promise<void> {
+    this.waiters.close();
+    if (this.onLocalChange) changesIn(this.db).off("change", this.onLocalChange);
+    this.onLocalChange = null;
+    await this.listener?.close();
+    this.listener = null;
     if (this.options.closeDatabase) await this.db.close();
   }
 
