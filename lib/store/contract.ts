@@ -23,16 +23,34 @@ export function beginInputs(defaults: () => Partial<BeginInput> & Pick<BeginInpu
   });
 }
 
+export interface StoreUnderContract {
+  store: KeyStore;
+  /** closes `store` and `peer`, and removes what they wrote */
+  cleanup: () => Promise<void>;
+  /**
+   * Another store on the same backend, standing in for another server process: another
+   * RedisKeyStore on the same prefix, another SqlKeyStore on the same PostgreSQL database through
+   * a pool of its own. Without it (PGlite: one process) `store` changes its own records.
+   */
+  peer?: KeyStore;
+  /**
+   * What `store` and `peer` still hold for waiters, in the store and on the backend (Redis:
+   * subscribed change channels; PostgreSQL: waiters' advisory locks): 0 once no one waits.
+   */
+  listening?: () => Promise<number>;
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
 /**
  * The behaviour every KeyStore implementation must have. Each store's test file calls this with a
  * factory that opens the store on a real server (or the embedded database) and cleans up after.
  */
-export function describeKeyStoreContract(
-  name: string,
-  makeStore: () => Promise<{ store: KeyStore; cleanup: () => Promise<void> }>,
-): void {
+export function describeKeyStoreContract(name: string, makeStore: () => Promise<StoreUnderContract>): void {
   describe(`KeyStore contract: ${name}`, () => {
     let store: KeyStore;
+    let peer: KeyStore;
+    let listening: (() => Promise<number>) | undefined;
     let cleanup: () => Promise<void>;
     // Every test works in a scope of its own, so tests never see each other's keys.
     let scope: string;
@@ -40,7 +58,9 @@ export function describeKeyStoreContract(
     const ok: StoredResult = { status: 200, body: '{"chargeId":"ch_1","amountCents":500}', final: false };
 
     beforeAll(async () => {
-      ({ store, cleanup } = await makeStore());
+      const made = await makeStore();
+      ({ store, cleanup, listening } = made);
+      peer = made.peer ?? made.store;
     });
     afterAll(async () => {
       await cleanup?.();
@@ -498,6 +518,129 @@ export function describeKeyStoreContract(
 
     it("answers ping", async () => {
       await expect(store.ping()).resolves.toBeUndefined();
+    });
+
+    describe("waitForChange", () => {
+      // Generous: a notice arrives within milliseconds; this bound only ends a wait nobody woke.
+      const WAIT_MS = 5_000;
+
+      /** Until `n` or more keys are listened for, then a moment for the waits' own reads to finish. */
+      async function listeningFor(n: number): Promise<void> {
+        if (listening) {
+          for (let tries = 0; (await listening()) < n; tries++) {
+            if (tries > 250) throw new Error(`still not listening for ${n} key(s)`);
+            await sleep(20);
+          }
+        }
+        // so that only a notice, not the read at the start of the wait, can see the change
+        await sleep(listening ? 100 : 300);
+      }
+
+      /** Nothing left subscribed or locked once every wait has ended (unsubscribing may take a moment). */
+      async function expectNothingListening(): Promise<void> {
+        if (!listening) return;
+        let left = await listening();
+        for (let tries = 0; left > 0 && tries < 100; tries++) {
+          await sleep(20);
+          left = await listening();
+        }
+        expect(left).toBe(0);
+      }
+
+      async function reserve(key: string): Promise<number> {
+        const r = await store.begin(input({ key }));
+        if (r.kind !== "reserved") throw new Error(`expected reserved, got ${r.kind}`);
+        return r.token;
+      }
+
+      const changes: [string, (key: string, token: number) => Promise<unknown>][] = [
+        ["completes", async (key, token) => expect((await peer.complete(scope, key, token, ok, 60_000, T0 + 100)).ok).toBe(true)],
+        ["marks unknown", async (key, token) => expect((await peer.markUnknown(scope, key, token, "timed out after 400 ms", T0 + 100)).ok).toBe(true)],
+        ["abandons", async (key, token) => expect(await peer.abandon(scope, key, token)).toBe(true)],
+        ["releases", async (key) => expect((await peer.release(scope, key, { nowMs: T0 + 100, force: true })).ok).toBe(true)],
+        ["resolves", async (key) => expect((await peer.resolve(scope, key, ok, 60_000, { nowMs: T0 + 100, force: true })).ok).toBe(true)],
+        // still inflight afterwards (under a new token): only the notice can tell the waiter
+        ["takes over (stuck)", async (key) => expect((await peer.begin(input({ key, nowMs: T0 + 5_000, takeoverStuck: true }))).kind).toBe("reserved")],
+      ];
+      for (const [what, change] of changes) {
+        it(`wakes a waiter on an inflight key when another store instance ${what} it`, async () => {
+          newScope();
+          const token = await reserve("w");
+          const waiting = store.waitForChange(scope, "w", WAIT_MS);
+          await listeningFor(1);
+          await change("w", token);
+          expect(await waiting).toBe(true);
+          await expectNothingListening();
+        });
+      }
+
+      it("wakes every waiter of a key, in both store instances", async () => {
+        newScope();
+        const token = await reserve("many");
+        const waiting = [
+          ...Array.from({ length: 40 }, () => store.waitForChange(scope, "many", WAIT_MS)),
+          ...Array.from({ length: 40 }, () => peer.waitForChange(scope, "many", WAIT_MS)),
+        ];
+        await listeningFor(1);
+        await peer.complete(scope, "many", token, ok, 60_000, T0 + 100);
+        expect(await Promise.all(waiting)).toEqual(waiting.map(() => true));
+        await expectNothingListening();
+      });
+
+      it("answers false after the timeout when the key does not change, even when another key does", async () => {
+        newScope();
+        await reserve("idle");
+        const other = await reserve("busy");
+        const waiting = store.waitForChange(scope, "idle", 600);
+        await listeningFor(1);
+        await peer.complete(scope, "busy", other, ok, 60_000, T0 + 100);
+        expect(await waiting).toBe(false);
+        expect(await store.waitForChange(scope, "idle", 50)).toBe(false);
+        await expectNothingListening();
+      });
+
+      it("tells keys apart that differ only after pattern characters", async () => {
+        newScope();
+        const star = await reserve("order:*");
+        const one = await reserve("order:1");
+        await reserve("order:[1]");
+        const waitStar = store.waitForChange(scope, "order:*", 800);
+        const waitOne = store.waitForChange(scope, "order:1", WAIT_MS);
+        const waitBracket = store.waitForChange(scope, "order:[1]", 800);
+        await listeningFor(3);
+        await peer.complete(scope, "order:1", one, ok, 60_000, T0 + 100);
+        expect(await waitOne).toBe(true);
+        expect(await waitStar).toBe(false);
+        expect(await waitBracket).toBe(false);
+        const again = store.waitForChange(scope, "order:*", WAIT_MS);
+        await listeningFor(1);
+        await peer.abandon(scope, "order:*", star);
+        expect(await again).toBe(true);
+        await expectNothingListening();
+      });
+
+      it("answers true at once for a key that is no longer inflight when the wait starts", async () => {
+        newScope();
+        const token = await reserve("d");
+        await peer.complete(scope, "d", token, ok, 60_000, T0 + 100);
+        // the caller saw it inflight; it changed before the wait began
+        expect(await store.waitForChange(scope, "d", WAIT_MS)).toBe(true);
+        expect(await store.waitForChange(scope, "never-there", WAIT_MS)).toBe(true);
+        await expectNothingListening();
+      });
+
+      it("answers false when the signal aborts, and at once when it already has", async () => {
+        newScope();
+        await reserve("a");
+        const controller = new AbortController();
+        // longer than the test's own timeout: only the abort can end it in time
+        const waiting = store.waitForChange(scope, "a", 120_000, controller.signal);
+        await listeningFor(1);
+        controller.abort();
+        expect(await waiting).toBe(false);
+        expect(await store.waitForChange(scope, "a", 120_000, AbortSignal.abort())).toBe(false);
+        await expectNothingListening();
+      });
     });
   });
 }

@@ -108,10 +108,22 @@ it("takes the cluster from REDIS_CLUSTER_NODES, never together with REDIS_URL", 
 describeKeyStoreContract("redis cluster", async () => {
   const prefix = `idgtest-${randomUUID().slice(0, 8)}`;
   const store = createRedisClusterKeyStore(cluster.nodes, { prefix });
+  // another process's store: a cluster client of its own on the same prefix
+  const peer = createRedisClusterKeyStore(cluster.nodes, { prefix });
   await store.ping();
+  await peer.ping();
   return {
     store: store as KeyStore,
+    peer: peer as KeyStore,
+    // each subscriber connection is to one node: the change channels subscribed on any master
+    listening: () =>
+      withMasters(async (masters) => {
+        let n = store.watchedChannels + peer.watchedChannels;
+        for (const { redis } of masters) n += (await redis.pubsub("CHANNELS", `{${prefix}:*}:chg:*`)).length;
+        return n;
+      }),
     cleanup: async () => {
+      await peer.close();
       await store.close();
       await deletePrefix(prefix);
     },
@@ -272,6 +284,49 @@ describe("RedisKeyStore on a Redis Cluster", () => {
     if (first.kind !== "reserved") throw new Error("not reserved");
     expect((await store.complete(scope, "after-flush-0", first.token, ok, 60_000, T0)).ok).toBe(true);
     expect((await store.begin(input({ key: "after-flush-0" }))).kind).toBe("replay");
+  });
+
+  it("wakes waiters on keys of every master through one subscriber connection to one node", async () => {
+    newScope();
+    const other = new RedisKeyStore(clusterClient(), { prefix }); // another process's store
+    try {
+      const channelsPerNode = () =>
+        withMasters((masters) => Promise.all(masters.map(async ({ redis }) => (await redis.pubsub("CHANNELS", `{${prefix}:*}:chg:*`)).length)));
+      // a key on each master: the scripts run there, the subscriber listens on one node only
+      const picked = await withMasters(async (masters) => {
+        const byPort = new Map<number, string>();
+        for (let i = 0; byPort.size < masters.length; i++) {
+          const key = `node-${i}`;
+          const port = await portOfSlot(masters, keys.record(scope, key));
+          if (!byPort.has(port)) byPort.set(port, key);
+          if (i > 500) throw new Error("no key found for every master");
+        }
+        return [...byPort.values()];
+      });
+      const tokens = new Map<string, number>();
+      for (const key of picked) {
+        const out = await store.begin(input({ key }));
+        if (out.kind !== "reserved") throw new Error(`not reserved: ${out.kind}`);
+        tokens.set(key, out.token);
+      }
+      const waiting = picked.map((key) => store.waitForChange(scope, key, 5_000));
+      for (let tries = 0; (await channelsPerNode()).reduce((a, b) => a + b, 0) < picked.length; tries++) {
+        if (tries > 250) throw new Error("the waits never subscribed");
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      // all on one node: one subscriber connection
+      expect((await channelsPerNode()).filter((n) => n > 0)).toEqual([picked.length]);
+      await new Promise((resolve) => setTimeout(resolve, 100)); // the waits' own reads are done
+      for (const key of picked) expect((await other.complete(scope, key, tokens.get(key)!, ok, 60_000, T0 + 1)).ok).toBe(true);
+      expect(await Promise.all(waiting)).toEqual(picked.map(() => true));
+      for (let tries = 0; (await channelsPerNode()).some((n) => n > 0) && tries < 100; tries++) {
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      expect(await channelsPerNode()).toEqual(picked.map(() => 0));
+      expect(store.watchedChannels).toBe(0);
+    } finally {
+      await other.close();
+    }
   });
 
   it("refuses a script call whose keys lie outside the bucket it names, and the server refuses cross-slot keys", async () => {

@@ -59,10 +59,17 @@ async function openStore(prefix: string, db = 0): Promise<{ store: RedisKeyStore
 describeKeyStoreContract("redis", async () => {
   const prefix = `idgtest:${randomUUID().slice(0, 8)}`;
   const { store, redis } = await openStore(prefix);
+  // another process's store: a client of its own on the same prefix
+  const { store: peer } = await openStore(prefix);
   return {
     store: store as KeyStore,
+    peer: peer as KeyStore,
+    // the change channels Redis has subscribers for (KeySpace.changeChannel), and the stores' own count
+    listening: async () =>
+      (await redis.pubsub("CHANNELS", `{${prefix}:*}:chg:*`)).length + store.watchedChannels + peer.watchedChannels,
     cleanup: async () => {
       await deletePrefix(redis, prefix);
+      await peer.close();
       await store.close();
     },
   };
@@ -335,5 +342,84 @@ describe("RedisKeyStore", () => {
     expect(race.filter((o) => o.kind === "reserved")).toHaveLength(1);
     const many = await Promise.all(Array.from({ length: 200 }, (_, i) => store.begin(input({ key: `m-${i}` }))));
     expect(many.filter((o) => o.kind === "reserved")).toHaveLength(200);
+  });
+
+  it("announces each change of a record on its channel, named alike in Lua and TypeScript", async () => {
+    newScope();
+    const keys = new KeySpace(prefix);
+    expect(keys.changeChannel(scope, "a:b*")).toBe(`{${prefix}:${bucketOf(scope, "a:b*")}}:chg:${scope}\na:b*`);
+    const heard: [string, string][] = [];
+    const listener = redis.duplicate();
+    listener.on("message", (channel: string, message: string) => heard.push([channel, message]));
+    try {
+      const names = ["c", "u", "a", "rel", "res", "stuck", "exp"];
+      await listener.subscribe(...names.map((k) => keys.changeChannel(scope, k)));
+      const c = await reserve({ key: "c" });
+      await store.complete(scope, "c", c.token, ok, 1_000, T0);
+      const u = await reserve({ key: "u" });
+      await store.markUnknown(scope, "u", u.token, "timed out after 400 ms", T0);
+      const a = await reserve({ key: "a" });
+      expect(await store.abandon(scope, "a", a.token + 1)).toBe(false); // refused: no notice
+      await store.abandon(scope, "a", a.token);
+      await reserve({ key: "rel" });
+      await store.release(scope, "rel", { nowMs: T0, force: true });
+      await reserve({ key: "res" });
+      await store.resolve(scope, "res", ok, 60_000, { nowMs: T0, force: true });
+      await reserve({ key: "stuck", leaseMs: 10 });
+      await reserve({ key: "stuck", nowMs: T0 + 20, takeoverStuck: true });
+      await reserve({ key: "exp" }); // a new record: no notice
+      await store.purge(T0 + 1_001);
+      await store.ping();
+      const want: [string, string][] = [
+        ["c", "done"], ["u", "unknown"], ["a", "absent"], ["rel", "absent"], ["res", "done"], ["stuck", "inflight"], ["c", "absent"],
+      ];
+      for (let tries = 0; heard.length < want.length && tries < 100; tries++) await new Promise((r) => setTimeout(r, 20));
+      expect(heard).toEqual(want.map(([k, m]) => [keys.changeChannel(scope, k), m]));
+    } finally {
+      listener.disconnect();
+    }
+  });
+
+  it("keeps its waiters through a dropped subscriber connection: ioredis subscribes again", async () => {
+    newScope();
+    const r = await reserve({ key: "drop" });
+    const waiting = store.waitForChange(scope, "drop", 10_000);
+    const channel = store.keys.changeChannel(scope, "drop");
+    const subscribed = async () => (await redis.pubsub("NUMSUB", channel))[1] === 1;
+    for (let tries = 0; !(await subscribed()); tries++) {
+      if (tries > 250) throw new Error("never subscribed");
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    const name = `idemgate:${prefix}:changes`;
+    const line = String(await redis.call("CLIENT", "LIST", "TYPE", "pubsub")).split("\n").find((l) => l.includes(` name=${name} `));
+    expect(line).toBeDefined();
+    await redis.client("KILL", "ID", /\bid=(\d+)/.exec(line!)![1]);
+    expect(await subscribed()).toBe(false);
+    for (let tries = 0; !(await subscribed()); tries++) {
+      if (tries > 250) throw new Error("never subscribed again");
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    await store.complete(scope, "drop", r.token, ok, 60_000, T0);
+    expect(await waiting).toBe(true);
+  });
+
+  it("ends its waits with false on close, and closes the subscriber connection", async () => {
+    newScope();
+    const own = `idgtest:${randomUUID().slice(0, 8)}`;
+    const { store: closing } = await openStore(own);
+    const r = await closing.begin(input({ key: "c" }));
+    expect(r.kind).toBe("reserved");
+    const waiting = closing.waitForChange(scope, "c", 60_000);
+    const named = async () => String(await redis.call("CLIENT", "LIST", "TYPE", "pubsub")).includes(` name=idemgate:${own}:changes `);
+    for (let tries = 0; !(await named()); tries++) {
+      if (tries > 250) throw new Error("no subscriber connection");
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    await closing.close();
+    expect(await waiting).toBe(false);
+    expect(await closing.waitForChange(scope, "c", 60_000)).toBe(false);
+    for (let tries = 0; (await named()) && tries < 100; tries++) await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(await named()).toBe(false);
+    await deletePrefix(redis, own);
   });
 });

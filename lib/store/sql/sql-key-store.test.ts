@@ -12,6 +12,7 @@ import type { KeyState, StoredResult } from "@/lib/idempotency/record";
 import { beginInputs, describeKeyStoreContract } from "@/lib/store/contract";
 import type { BeginInput, ListQuery, StateCounts } from "@/lib/store/key-store";
 import { InvalidCursorError } from "@/lib/idempotency/errors";
+import { CHANGE_CHANNEL, LISTENER_NAME, WAIT_LOCK_SPACE } from "./change-listener";
 import { SqlKeyStore } from "./sql-key-store";
 
 // A PostgreSQL server must be running: an unreachable server fails these tests, it never skips them.
@@ -37,6 +38,8 @@ interface Opened {
   db: Database;
   store: SqlKeyStore;
   cleanup: () => Promise<void>;
+  /** a PostgreSQL server's database */
+  url?: string;
 }
 
 /** A database of its own on the server, dropped afterwards. */
@@ -54,6 +57,7 @@ async function openServerStore(options: { migrate?: boolean } = {}): Promise<Ope
   return {
     db,
     store,
+    url: serverUrl(name),
     async cleanup() {
       await store.close();
       await db.close();
@@ -89,8 +93,49 @@ const BACKENDS: [string, (options?: { migrate?: boolean }) => Promise<Opened>][]
   ["pglite", openEmbeddedStore],
 ];
 
+/** the waiters' advisory locks held on the database (change-listener.ts) */
+async function waitLocks(db: Database): Promise<number> {
+  const rows = await db.withSession((c) =>
+    c.query(
+      `SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND classid = $1 AND objsubid = 2
+         AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`,
+      [WAIT_LOCK_SPACE],
+    ),
+  );
+  return Number((rows[0] as { n: number }).n);
+}
+
 for (const [name, open] of BACKENDS) {
-  describeKeyStoreContract(`sql (${name})`, open);
+  describeKeyStoreContract(`sql (${name})`, async () => {
+    const opened = await open();
+    const { db, store, url } = opened;
+    if (url === undefined) {
+      // PGlite: one process; another store on the same database hears its changes in-process
+      const peer = new SqlKeyStore(db);
+      return {
+        store,
+        peer,
+        listening: async () => store.watchedKeys + peer.watchedKeys,
+        async cleanup() {
+          await peer.close();
+          await opened.cleanup();
+        },
+      };
+    }
+    // another process's store: a pool of its own on the same database, so only NOTIFY reaches it
+    const peerDb = await openDatabase({ url, migrate: false });
+    const peer = new SqlKeyStore(peerDb);
+    return {
+      store,
+      peer,
+      listening: async () => (await waitLocks(db)) + store.watchedKeys + peer.watchedKeys,
+      async cleanup() {
+        await peer.close();
+        await peerDb.close();
+        await opened.cleanup();
+      },
+    };
+  });
 }
 
 const T0 = 1_800_000_000_000; // an hour boundary
@@ -534,6 +579,132 @@ for (const [name, open] of BACKENDS) {
     });
   });
 }
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** polls `check` every 20 ms until it holds; throws after about 5 s */
+async function until(what: string, check: () => Promise<boolean>): Promise<void> {
+  for (let tries = 0; !(await check()); tries++) {
+    if (tries > 250) throw new Error(`never: ${what}`);
+    await sleep(20);
+  }
+}
+
+describe("SqlKeyStore change notices on a PostgreSQL server", () => {
+  let opened: Opened;
+  let store: SqlKeyStore;
+  let peerDb: Database;
+  /** another process's store: a pool of its own, so only NOTIFY reaches `store` */
+  let peer: SqlKeyStore;
+  let scope: string;
+  const newScope = () => (scope = `n${randomUUID().slice(0, 8)}`);
+  const input = beginInputs(() => ({ scope, nowMs: T0, leaseMs: 60_000 }));
+  const reserve = async (key: string) => {
+    const out = await store.begin(input({ key }));
+    if (out.kind !== "reserved") throw new Error(`expected reserved, got ${out.kind}`);
+    return out.token;
+  };
+  const listeners = async () => {
+    const [{ n }] = await opened.db.prisma.$queryRaw<{ n: number }[]>`
+      SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND application_name = ${LISTENER_NAME}`;
+    return n;
+  };
+
+  beforeAll(async () => {
+    opened = await openServerStore();
+    store = opened.store;
+    peerDb = await openDatabase({ url: opened.url!, migrate: false });
+    peer = new SqlKeyStore(peerDb);
+  });
+  afterAll(async () => {
+    await peer?.close();
+    await peerDb?.close();
+    await opened?.cleanup();
+  });
+
+  it("notifies only for keys someone waits on, from the changing statement itself", async () => {
+    newScope();
+    const heard: string[] = [];
+    const raw = new pg.Client({ connectionString: opened.url });
+    await raw.connect();
+    try {
+      await raw.query(`LISTEN ${CHANGE_CHANNEL}`);
+      raw.on("notification", (msg) => heard.push(msg.payload ?? ""));
+      const quiet = await reserve("quiet");
+      const watched = await reserve("watched");
+      expect((await peer.complete(scope, "quiet", quiet, ok, 60_000, T0 + 1)).ok).toBe(true); // nobody waits
+      const waiting = store.waitForChange(scope, "watched", 5_000);
+      await until("the waiter holds its lock", async () => (await waitLocks(opened.db)) === 1);
+      expect((await peer.complete(scope, "watched", watched, ok, 60_000, T0 + 1)).ok).toBe(true);
+      expect(await waiting).toBe(true);
+      await until("the notice arrives", async () => heard.length > 0);
+      await raw.query("SELECT 1"); // notices come in commit order: the first change's would be here by now
+      expect(heard).toEqual([`${scope}\nwatched`]);
+    } finally {
+      await raw.end();
+    }
+  });
+
+  it("waits for a change that is being committed on the key, then sees it", async () => {
+    newScope();
+    await reserve("busy");
+    const raw = new pg.Client({ connectionString: opened.url });
+    await raw.connect();
+    try {
+      // what a changing statement holds until its commit when nobody waits yet
+      await raw.query("BEGIN");
+      await raw.query("SELECT pg_advisory_xact_lock($1::int, hashtext($2::text))", [WAIT_LOCK_SPACE, `${scope}\nbusy`]);
+      await raw.query(
+        `UPDATE idempotency_keys SET status = 'done', lease_until_ms = NULL, completed_at_ms = $3::bigint,
+           expires_at_ms = $3::bigint + 60000, deadline_ms = $3::bigint + 60000, result_status = 200, result_body = '{}'
+         WHERE scope = $1 AND key = $2`,
+        [scope, "busy", T0 + 1],
+      );
+      const waiting = store.waitForChange(scope, "busy", 5_000);
+      await sleep(200); // it finds the key's lock taken and tries again
+      await raw.query("COMMIT");
+      expect(await waiting).toBe(true);
+    } finally {
+      await raw.end();
+    }
+    await until("no lock left", async () => (await waitLocks(opened.db)) === 0);
+  });
+
+  it("hears changes again after its listening connection drops; waits meanwhile run out", async () => {
+    newScope();
+    await reserve("a");
+    const b = await reserve("b");
+    const waiting = store.waitForChange(scope, "a", 1_000);
+    await until("the waiter holds its lock", async () => (await waitLocks(opened.db)) === 1);
+    const killed = await opened.db.prisma.$queryRaw<unknown[]>`
+      SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND application_name = ${LISTENER_NAME}`;
+    expect(killed).toHaveLength(1);
+    expect(await waiting).toBe(false); // never rejects
+    expect(await waitLocks(opened.db)).toBe(0); // they went with the connection
+    await sleep(1_100); // the listener opens a new connection a second after losing one
+    const again = store.waitForChange(scope, "b", 5_000);
+    await until("the waiter holds its lock again", async () => (await waitLocks(opened.db)) === 1);
+    await sleep(100);
+    expect((await peer.complete(scope, "b", b, ok, 60_000, T0 + 1)).ok).toBe(true);
+    expect(await again).toBe(true);
+    expect(await listeners()).toBe(1);
+  });
+
+  it("opens its listening connection on the first wait, and closes it with the store", async () => {
+    newScope();
+    const closing = new SqlKeyStore(opened.db);
+    const before = await listeners();
+    await reserve("c");
+    await closing.get(scope, "c");
+    expect(await listeners()).toBe(before);
+    const waiting = closing.waitForChange(scope, "c", 60_000);
+    await until("it listens", async () => (await listeners()) === before + 1);
+    await closing.close();
+    expect(await waiting).toBe(false);
+    expect(await closing.waitForChange(scope, "c", 60_000)).toBe(false);
+    await until("its connection is gone", async () => (await listeners()) === before);
+  });
+});
 
 for (const [name, open] of BACKENDS) {
   describe(`key_counts migration on ${name}`, () => {
