@@ -1,7 +1,7 @@
 import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { mkdtemp, readFile, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import os, { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import pg from "pg";
@@ -160,7 +160,8 @@ describe("token", () => {
     expect(row).toMatch(/acme .* ci runner .* active$/);
     expect(listed.stdout).not.toContain(token!);
 
-    const revoked = await idemgate(["token", "revoke", id!], db());
+    expectReadableError(await idemgate(["token", "revoke", id!], db()), /required option '--reason <text>' not specified/);
+    const revoked = await idemgate(["token", "revoke", id!, "--reason", "the runner was retired"], db());
     expect(revoked.code).toBe(0);
     expect(revoked.stdout).toContain(`Revoked API token ${id}`);
 
@@ -168,8 +169,19 @@ describe("token", () => {
     const rows = JSON.parse(json.stdout) as { id: string; revokedAt: string | null }[];
     expect(rows.find((r) => r.id === id)?.revokedAt).toEqual(expect.any(String));
 
-    expectReadableError(await idemgate(["token", "revoke", id!], db()), /^idemgate: no active API token with id /);
-  });
+    expectReadableError(await idemgate(["token", "revoke", id!, "--reason", "again"], db()), /^idemgate: no active API token with id /);
+
+    // both recorded in the operator audit trail with the command line's actor; the failed revoke is not
+    const trail = await admin(
+      (c) => c.query(`SELECT actor, action, scope, reason, state_after->>'tokenId' AS "tokenId" FROM operator_actions WHERE state_after->>'tokenId' = $1 ORDER BY at`, [id]),
+      database,
+    );
+    const actor = `cli:${os.userInfo().username}@${os.hostname()}`;
+    expect(trail.rows).toEqual([
+      { actor, action: "token_create", scope: "acme", reason: "ci runner", tokenId: id },
+      { actor, action: "token_revoke", scope: "acme", reason: "the runner was retired", tokenId: id },
+    ]);
+  }, 120_000);
 
   it("create --json prints machine-readable output", async () => {
     const created = await idemgate(["token", "create", "--scope", "json-scope", "--json"], db());

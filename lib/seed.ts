@@ -37,7 +37,7 @@ async function seedFirstOperator(runtime: Runtime): Promise<{ created: boolean; 
   if ((await prisma.operator.count()) > 0) return { created: false };
   const password = randomBytes(12).toString("base64url");
   await createOperator(prisma, { email: DEMO_OPERATOR_EMAIL, password, role: "operator" });
-  const token = await createApiToken(prisma, { scope: DEMO_SCOPE, label: "demo token (created on first start)" });
+  const token = await createApiToken(prisma, { scope: DEMO_SCOPE, label: "demo token (created on first start)", actor: "idemgate:first-start" });
   const credentials = [
     "Idemgate first start: keep these, they are shown once.",
     `  console:   http://localhost:${runtime.config.port}`,

@@ -1,5 +1,7 @@
 import { Command } from "commander";
 import { createApiToken, listApiTokens, revokeApiToken } from "@/lib/auth/api-tokens";
+import { requireReason } from "@/lib/keys/release-key";
+import { cliActor } from "../actor";
 import { CliError } from "../errors";
 import { formatTable } from "../format-table";
 import { withRuntime } from "../with-runtime";
@@ -9,12 +11,12 @@ export function tokenCommand(): Command {
 
   token
     .command("create")
-    .description("create an API token for one scope; the token is printed once")
+    .description("create an API token for one scope; the token is printed once (recorded in the operator audit trail)")
     .requiredOption("--scope <name>", "the namespace its keys live in (a tenant)")
     .option("--label <text>", "what the token is for")
     .option("--json", "print { id, token, scope, prefix } as JSON")
     .action(async (opts: { scope: string; label?: string; json?: boolean }) => {
-      const created = await withRuntime((rt) => createApiToken(rt.db.prisma, { scope: opts.scope, label: opts.label ?? null }));
+      const created = await withRuntime((rt) => createApiToken(rt.db.prisma, { scope: opts.scope, label: opts.label ?? null, actor: cliActor() }));
       if (opts.json) {
         console.log(JSON.stringify(created));
         return;
@@ -51,10 +53,12 @@ export function tokenCommand(): Command {
 
   token
     .command("revoke")
-    .description("revoke an API token by its id (the server notices within seconds)")
+    .description("revoke an API token by its id (the server notices within seconds; recorded in the operator audit trail)")
     .argument("<id>", "the token's id, as `token list` shows it")
-    .action(async (id: string) => {
-      const revoked = await withRuntime((rt) => revokeApiToken(rt.db.prisma, id));
+    .requiredOption("--reason <text>", "why (kept in the audit trail)")
+    .action(async (id: string, opts: { reason: string }) => {
+      const reason = requireReason(opts.reason);
+      const revoked = await withRuntime((rt) => revokeApiToken(rt.db.prisma, { id, actor: cliActor(), reason }));
       if (!revoked) throw new CliError(`no active API token with id ${id} (see: idemgate token list)`);
       console.log(`Revoked API token ${id}.`);
     });

@@ -29,7 +29,8 @@ export function recordSnapshot(record: KeyRecord | null, nowMs = Date.now()): Pr
   };
 }
 
-export async function recordOperatorAction(prisma: PrismaClient, input: OperatorActionInput): Promise<string> {
+/** Writes one row of the operator audit trail; `prisma` may be a transaction's client, to commit it with the action. */
+export async function recordOperatorAction(prisma: Pick<PrismaClient, "operatorAction">, input: OperatorActionInput): Promise<string> {
   const id = randomUUID();
   await prisma.operatorAction.create({
     data: {

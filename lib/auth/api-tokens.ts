@@ -1,5 +1,6 @@
 import { createHash, randomBytes, randomUUID } from "node:crypto";
 import type { PrismaClient } from "@/generated/prisma/client";
+import { recordOperatorAction } from "@/lib/audit/operator-actions";
 import { InvalidArgumentsError } from "@/lib/idempotency/errors";
 import { isValidScope } from "@/lib/idempotency/keys";
 
@@ -24,31 +25,62 @@ export class InvalidScopeError extends InvalidArgumentsError {
   }
 }
 
-/** Creates a token for one scope. The token is returned once and only its hash is stored. */
+/**
+ * Creates a token for one scope, and its `token_create` row in the operator audit trail in the same
+ * transaction, whoever asks (the console's API, the CLI, the first start's seed). The token is
+ * returned once and only its hash is stored.
+ */
 export async function createApiToken(
   prisma: PrismaClient,
-  input: { scope: string; label?: string | null },
+  input: { scope: string; label?: string | null; actor: string },
 ): Promise<{ id: string; token: string; scope: string; prefix: string }> {
   if (!isValidScope(input.scope)) throw new InvalidScopeError(input.scope);
   const token = TOKEN_PREFIX + randomBytes(32).toString("base64url");
-  const row = await prisma.apiToken.create({
-    data: {
-      id: randomUUID(),
-      scope: input.scope,
-      label: input.label ?? null,
-      prefix: token.slice(0, TOKEN_PREFIX.length + 6),
-      hash: hashToken(token),
-      createdAt: new Date(),
-    },
+  const row = await prisma.$transaction(async (tx) => {
+    const created = await tx.apiToken.create({
+      data: {
+        id: randomUUID(),
+        scope: input.scope,
+        label: input.label ?? null,
+        prefix: token.slice(0, TOKEN_PREFIX.length + 6),
+        hash: hashToken(token),
+        createdAt: new Date(),
+      },
+    });
+    await recordOperatorAction(tx, {
+      actor: input.actor,
+      action: "token_create",
+      reason: input.label ?? "API token created",
+      scope: created.scope,
+      after: { tokenId: created.id, prefix: created.prefix },
+    });
+    return created;
   });
   tokenCache.clear();
   return { id: row.id, token, scope: row.scope, prefix: row.prefix };
 }
 
-export async function revokeApiToken(prisma: PrismaClient, id: string): Promise<boolean> {
-  const out = await prisma.apiToken.updateMany({ where: { id, revokedAt: null }, data: { revokedAt: new Date() } });
+/**
+ * Revokes an active token and records `token_revoke` with the actor and reason, in one transaction.
+ * False (and nothing recorded) when there is no active token with this id.
+ */
+export async function revokeApiToken(prisma: PrismaClient, input: { id: string; actor: string; reason: string }): Promise<boolean> {
+  const revoked = await prisma.$transaction(async (tx) => {
+    const token = await tx.apiToken.findFirst({ where: { id: input.id, revokedAt: null }, select: { scope: true, prefix: true } });
+    if (!token) return false;
+    const out = await tx.apiToken.updateMany({ where: { id: input.id, revokedAt: null }, data: { revokedAt: new Date() } });
+    if (out.count === 0) return false;
+    await recordOperatorAction(tx, {
+      actor: input.actor,
+      action: "token_revoke",
+      reason: input.reason,
+      scope: token.scope,
+      after: { tokenId: input.id, prefix: token.prefix },
+    });
+    return true;
+  });
   tokenCache.clear();
-  return out.count > 0;
+  return revoked;
 }
 
 export function listApiTokens(prisma: PrismaClient) {

@@ -121,7 +121,7 @@ describe("the invoke endpoint refuses what it cannot carry exactly", () => {
       },
     };
     holder.__idemgateRuntime = Promise.resolve(runtime);
-    token = (await createApiToken(pg.db.prisma, { scope: "tenant-a" })).token;
+    token = (await createApiToken(pg.db.prisma, { scope: "tenant-a", actor: "test" })).token;
 
     gateway = createServer((req, res) => {
       if (!handleInvoke(req, res)) {

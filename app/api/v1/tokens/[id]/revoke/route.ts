@@ -1,5 +1,4 @@
 import { z } from "zod";
-import { recordOperatorAction } from "@/lib/audit/operator-actions";
 import { revokeApiToken } from "@/lib/auth/api-tokens";
 import { actorOf } from "@/lib/http/actor";
 import { withPrincipal } from "@/lib/http/guard";
@@ -9,11 +8,10 @@ import { requireReason } from "@/lib/keys/release-key";
 
 export const dynamic = "force-dynamic";
 
-// POST /api/v1/tokens/{id}/revoke – { reason }: the token gets 401 from now on
+// POST /api/v1/tokens/{id}/revoke – { reason }: the token gets 401 from now on (recorded in the audit trail)
 export const POST = withPrincipal<{ id: string }>("manage_tokens", async (request, { params, principal, runtime }) => {
   const { reason } = await parseBody(request, z.object({ reason: z.string() }));
   const text = requireReason(reason);
-  if (!(await revokeApiToken(runtime.db.prisma, params.id))) throw notFound("no active token with this id");
-  await recordOperatorAction(runtime.db.prisma, { actor: actorOf(principal), action: "token_revoke", reason: text, after: { tokenId: params.id } });
+  if (!(await revokeApiToken(runtime.db.prisma, { id: params.id, actor: actorOf(principal), reason: text }))) throw notFound("no active token with this id");
   return Response.json({ revoked: true });
 });
