@@ -60,6 +60,15 @@ export const TYPE_INFO = {
       "Ask whether the caller meant a new action. If it did, it is reusing idempotency keys (for example one per conversation instead of one per action): it should mint one key per logical action, and redo this action with a fresh key. For a fallback-key suppression, shorten the tool's fallback-dedupe window or have the caller send keys.",
     orphan: false,
   },
+  fresh_key_duplicate: {
+    label: "Fresh-key duplicate",
+    explanation:
+      "A tool ran twice for identical arguments under two different keys within its retry window: probably one action retried under a fresh key, so its side effect happened twice.",
+    watches: "identical calls of one tool in one scope under different keys, closer together than the tool's retries",
+    todo:
+      "Compare the two executions below (sessions, callers, results). If the caller meant one action, it is a duplicate that got through: reverse the second side effect (for a charge: refund it), have the caller reuse its key when it retries (or send model-minted keys with Idemgate-Key-Source: model, so identical calls within the window are answered as duplicates), and choose A duplicate that got through. If the caller really meant the same action twice, choose A genuine repeat.",
+    orphan: false,
+  },
 } as const satisfies Record<AnomalyType, AnomalyTypeInfo>;
 
 export const TYPES = Object.keys(TYPE_INFO) as AnomalyType[];

@@ -13,7 +13,7 @@ export function OpenCounts({ counts, activeType, onPick }: { counts: Record<stri
         Open, by type
       </h2>
       {counts === null && <p className="mb-2 text-[13px] text-bad">The audit database did not answer; counts are unavailable.</p>}
-      <ul className="grid grid-cols-2 gap-2 sm:grid-cols-3 sm:gap-3 lg:grid-cols-5">
+      <ul className="grid grid-cols-2 gap-2 sm:grid-cols-3 sm:gap-3 xl:grid-cols-6">
         {TYPES.map((type) => {
           const n = counts?.[type] ?? 0;
           const active = activeType === type;

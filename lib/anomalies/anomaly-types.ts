@@ -6,6 +6,7 @@ export const ANOMALY_TYPES = [
   "orphan_late_completion",
   "orphan_unrecorded_effect",
   "stale_suppression",
+  "fresh_key_duplicate",
 ] as const;
 export type AnomalyType = (typeof ANOMALY_TYPES)[number];
 
@@ -74,12 +75,51 @@ export interface StaleSuppressionEvidence {
   samples: number;
 }
 
+/** One of the two executions of a fresh-key duplicate, as the audit log has it. */
+export interface FreshKeyExecution {
+  executionId: string;
+  key: string;
+  /** the key was a fallback (arguments-hash) key: the call sent none */
+  fallback: boolean;
+  session: string | null;
+  /** the API token that called */
+  caller: string | null;
+  startedAt: Iso;
+  /** succeeded | final_error | unknown | late_completion | resolved, or null: no outcome past its lease */
+  outcome: string | null;
+  resultStatus: number | null;
+  /** the stored result's body, at most FRESH_KEY_BODY_LIMIT characters */
+  resultBody: string | null;
+  resultBodyTruncated: boolean;
+}
+
+/**
+ * One tool in one scope ran twice for identical arguments under two keys within its retry window:
+ * a retry under a fresh key, so the side effect probably happened twice.
+ */
+export interface FreshKeyDuplicateEvidence {
+  fingerprint: string;
+  /** the earlier execution */
+  original: FreshKeyExecution;
+  /** the later one: the duplicate that got through */
+  duplicate: FreshKeyExecution;
+  /** from the original's start to the duplicate's */
+  gapMs: number;
+  /** the tool's retry window when it was flagged */
+  windowMs: number;
+  /** retry_gaps: derived from the tool's replay gaps; default: too few replays, the default window */
+  windowSource: "retry_gaps" | "default";
+  /** replays of the tool the window was derived from (last 7 days) */
+  samples: number;
+}
+
 export interface EvidenceByType {
   orphan_unknown_outcome: UnknownOutcomeEvidence;
   orphan_lost_completion: LostCompletionEvidence;
   orphan_late_completion: LateCompletionEvidence;
   orphan_unrecorded_effect: UnrecordedEffectEvidence;
   stale_suppression: StaleSuppressionEvidence;
+  fresh_key_duplicate: FreshKeyDuplicateEvidence;
 }
 
 /** A finding of one check, stored once by its dedupe key; the evidence's shape follows its type. */

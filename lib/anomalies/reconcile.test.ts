@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { PrismaAuditWriter } from "@/lib/audit/audit-writer";
 import { Engine } from "@/lib/idempotency/engine";
-import { CallAbandonedError, OutcomeUnknownError, UnknownOutcomeKeyError } from "@/lib/idempotency/errors";
+import { CallAbandonedError, OutcomeUnknownError, ToolFailedError, UnknownOutcomeKeyError } from "@/lib/idempotency/errors";
 import { defineTool, demoTools, getRegistry, ToolRegistry, type ToolDefinition } from "@/lib/tools";
 import { openTestStore, type StoreUnderTest } from "@/test/support/stores";
 import { reconcileDeps } from "./background";
@@ -43,9 +43,11 @@ describe("reconciler", () => {
   it("flags nothing for ordinary retries within one session", async () => {
     const scope = `clean-${randomUUID().slice(0, 6)}`;
     for (let i = 0; i < 5; i++) {
-      await call(charge, scope, `order-${i}`, chargeArgs);
+      // five orders, each its own action (its own amount) retried under its own key
+      const order = { ...chargeArgs, amountCents: 1_000 + i };
+      await call(charge, scope, `order-${i}`, order);
       clock += 800;
-      await call(charge, scope, `order-${i}`, chargeArgs);
+      await call(charge, scope, `order-${i}`, order);
     }
     const report = await pass();
     expect(ofScope(report, scope)).toEqual([]);
@@ -311,8 +313,8 @@ describe("the reconciler's scans continue where the previous pass left them", ()
     await expect(call("d", "run-1", "throw_after_effect")).rejects.toBeInstanceOf(OutcomeUnknownError);
 
     const first = await pass();
-    // 3 finished (lost-completion scan) + 1 unknown; 1 replay; 4 charges
-    expect(first.examined).toEqual({ executions: 4, suppressions: 1, effects: 4, keys: 0 });
+    // 3 finished (lost-completion scan) + 1 unknown + all 4 (fresh-key scan); 1 replay; 4 charges
+    expect(first.examined).toEqual({ executions: 8, suppressions: 1, effects: 4, keys: 0 });
     expect(first.flagged.map((a) => a.type).sort()).toEqual(["orphan_unknown_outcome", "stale_suppression"]);
 
     const second = await pass();
@@ -322,7 +324,8 @@ describe("the reconciler's scans continue where the previous pass left them", ()
     await call("e", "run-1");
     await call("e", "run-1");
     const third = await pass();
-    expect(third.examined).toEqual({ executions: 1, suppressions: 1, effects: 1, keys: 0 });
+    // the new execution, read by the lost-completion and the fresh-key scans
+    expect(third.examined).toEqual({ executions: 2, suppressions: 1, effects: 1, keys: 0 });
     const stored = await t.db.prisma.reconcilerCursor.findMany({ orderBy: { name: "asc" } });
     expect(stored.map((c) => c.name)).toEqual([...SCANS].sort());
     expect(stored.every((c) => c.caughtUp)).toBe(true);
@@ -357,5 +360,192 @@ describe("the reconciler's scans continue where the previous pass left them", ()
     const lost = nextRound.flagged.filter((a) => a.type === "orphan_lost_completion").map((a) => a.key);
     expect(lost).toContain("k");
     expect(nextRound.examined.executions).toBeGreaterThan(1);
+  });
+});
+
+// A tool that records its side effects in memory, so its retry gaps are this suite's alone.
+const placed: string[] = [];
+const placeOrder = defineTool({
+  name: "orders.place",
+  kind: "write",
+  description: "place an order (test)",
+  schema: z.strictObject({ sku: z.string(), qty: z.number().int() }),
+  fallbackDedupe: true,
+  async run(args, ctx) {
+    const orderId = `ord_${placed.length + 1}`;
+    placed.push(`${ctx.scope}/${ctx.key}`);
+    return { body: { orderId, ...args } };
+  },
+});
+
+describe.each(["redis", "pglite"] as const)("fresh-key duplicates (%s key store)", (kind) => {
+  let t: StoreUnderTest;
+  let audit: PrismaAuditWriter;
+  let engine: Engine;
+  let clock = Date.now();
+  const registry = new ToolRegistry([...demoTools, placeOrder]);
+  const charge = registry.get("payments.charge");
+  const orders = registry.get("orders.place");
+
+  beforeAll(async () => {
+    t = await openTestStore(kind);
+    audit = new PrismaAuditWriter(t.db.prisma, { flushIntervalMs: 5 });
+    engine = new Engine({ store: t.store, audit, now: () => clock });
+  }, 60_000);
+  afterAll(async () => {
+    await audit?.close();
+    await t?.cleanup();
+  });
+
+  type Extra = { session?: string; caller?: string; keySource?: "orchestrator" | "model" };
+  const call = (tool: ToolDefinition, scope: string, key: string | null, args: Record<string, unknown>, extra: Extra = {}) =>
+    engine.invoke(tool, registry.runnerFor(tool, t.db.prisma), { scope, key, args: registry.parseArgs(tool, args), session: extra.session ?? "conv-1", caller: extra.caller ?? null, keySource: extra.keySource });
+  const pass = async (options: ReconcileOptions = {}) => {
+    await audit.flush();
+    clock += 1;
+    return reconcile({ prisma: t.db.prisma, store: t.store }, { nowMs: clock, settleMs: 0, ...options });
+  };
+  const duplicatesIn = (report: Awaited<ReturnType<typeof pass>>, scope: string) =>
+    report.flagged.filter((a): a is AnomalyOf<"fresh_key_duplicate"> => a.type === "fresh_key_duplicate" && a.scope === scope);
+  const charges = (scope: string) => t.db.prisma.demoCharge.count({ where: { scope } });
+  const newScope = (label: string) => `${label}-${randomUUID().slice(0, 6)}`;
+  const args = (customerId: string) => ({ customerId, amountCents: 4_200, currency: "EUR" });
+
+  it("one action sent 3 times under 3 fresh orchestrator keys: 3 charges, each duplicate flagged against the original with its evidence", async () => {
+    const scope = newScope("fresh");
+    const answers = [];
+    for (const [i, key] of ["order-1", "order-1-retry", "order-1-again"].entries()) {
+      answers.push(await call(charge, scope, key, args("cus_fk"), { session: `conv-${i}`, caller: `token-${i}` }));
+      clock += 1_500;
+    }
+    expect(answers.map((a) => a.kind)).toEqual(["executed", "executed", "executed"]);
+    expect(await charges(scope)).toBe(3);
+
+    const found = duplicatesIn(await pass(), scope);
+    expect(found.map((a) => a.key).sort()).toEqual(["order-1-again", "order-1-retry"]);
+    const [retry, again] = ["order-1-retry", "order-1-again"].map((k) => found.find((a) => a.key === k)!);
+    const ids = answers.map((a) => (a.kind === "executed" ? a.executionId : ""));
+    expect(retry.tool).toBe("payments.charge");
+    expect(retry.dedupeKey).toBe(`fresh_key_duplicate:${ids[1]}`);
+    expect(retry.evidence).toMatchObject({
+      gapMs: 1_500,
+      windowMs: 60_000,
+      windowSource: "default",
+      original: { executionId: ids[0], key: "order-1", session: "conv-0", caller: "token-0", outcome: "succeeded", resultStatus: 200, fallback: false },
+      duplicate: { executionId: ids[1], key: "order-1-retry", session: "conv-1", caller: "token-1", outcome: "succeeded", resultStatus: 200 },
+    });
+    expect(JSON.parse(retry.evidence.original.resultBody!).chargeId).toBe(JSON.parse(answers[0].body).chargeId);
+    expect(JSON.parse(retry.evidence.duplicate.resultBody!).chargeId).toBe(JSON.parse(answers[1].body).chargeId);
+    // both duplicates name the first call as their original
+    expect(again.evidence).toMatchObject({ gapMs: 3_000, original: { executionId: ids[0] }, duplicate: { executionId: ids[2], key: "order-1-again" } });
+    expect(retry.summary).toMatch(/^payments\.charge ran twice for identical arguments under two keys, 1\.5 s apart \(within the default retry window of 1\.0 min\)/);
+
+    // stored once each, and not found again by the next pass
+    expect(duplicatesIn(await pass(), scope)).toEqual([]);
+    const stored = await t.db.prisma.anomaly.findMany({ where: { scope, type: "fresh_key_duplicate" } });
+    expect(stored.map((a) => a.key).sort()).toEqual(["order-1-again", "order-1-retry"]);
+  });
+
+  it("the same action under 3 fresh advisory keys: 1 charge, 2 fresh_key suppressions, nothing flagged", async () => {
+    const scope = newScope("advisory");
+    const answers = [];
+    for (const key of ["m-1", "m-2", "m-3"]) {
+      answers.push(await call(charge, scope, key, args("cus_fk"), { keySource: "model" }));
+      clock += 1_500;
+    }
+    expect(answers.map((a) => a.kind)).toEqual(["executed", "replayed", "replayed"]);
+    expect(new Set(answers.map((a) => JSON.parse(a.body).chargeId)).size).toBe(1);
+    expect(await charges(scope)).toBe(1);
+    await audit.flush();
+    expect(await t.db.prisma.suppression.count({ where: { scope, kind: "fresh_key" } })).toBe(2);
+    expect(duplicatesIn(await pass(), scope)).toEqual([]);
+    expect(await t.db.prisma.anomaly.count({ where: { scope } })).toBe(0);
+  });
+
+  it("does not flag a genuine repeat farther apart than the default window, nor other arguments, scopes or tools", async () => {
+    const scope = newScope("repeat");
+    const other = newScope("other-tenant");
+    await call(charge, scope, "monday", args("cus_r"));
+    await call(charge, other, "monday", args("cus_r")); // another tenant: its own action
+    clock += 1_000;
+    await call(charge, scope, "other-amount", { ...args("cus_r"), amountCents: 4_300 });
+    await call(orders, scope, "same-args-other-tool", { sku: "x", qty: 1 });
+    clock += 5 * 60_000;
+    await call(charge, scope, "five-minutes-later", args("cus_r"));
+    expect(await charges(scope)).toBe(3);
+    const report = await pass();
+    expect(duplicatesIn(report, scope)).toEqual([]);
+    expect(duplicatesIn(report, other)).toEqual([]);
+  });
+
+  it("derives the window from the tool's retry gaps once it has enough replays", async () => {
+    const scope = newScope("derived");
+    // 30 retries of 30 orders, each within a second: the retry cluster ends at 1 s
+    for (let i = 0; i < 30; i++) {
+      await call(orders, scope, `o-${i}`, { sku: `sku-${i}`, qty: 1 });
+      clock += 1_000;
+      expect((await call(orders, scope, `o-${i}`, { sku: `sku-${i}`, qty: 1 })).kind).toBe("replayed");
+      clock += 50;
+    }
+    await call(orders, scope, "a", { sku: "lamp", qty: 2 });
+    clock += 5_000;
+    await call(orders, scope, "a-fresh", { sku: "lamp", qty: 2 }); // a retry under a fresh key: flagged
+    clock += 30_000;
+    await call(orders, scope, "b", { sku: "lamp", qty: 2 }); // 30 s on: beyond the 10 s window, a new order
+    const found = duplicatesIn(await pass(), scope);
+    expect(found.map((a) => a.key)).toEqual(["a-fresh"]);
+    expect(found[0].evidence).toMatchObject({ windowSource: "retry_gaps", windowMs: 10_000, gapMs: 5_000 });
+    expect(found[0].evidence.samples).toBeGreaterThanOrEqual(30);
+  });
+
+  it("counts only executions that may have had an effect: not a call its tool said did not run", async () => {
+    const scope = newScope("not-run");
+    await expect(call(charge, scope, "first", { ...args("cus_n"), simulate: { outcome: "error" } })).rejects.toBeInstanceOf(ToolFailedError);
+    clock += 2_000;
+    await call(charge, scope, "second", args("cus_n")); // identical arguments, not the same: the first did nothing
+    clock += 2_000;
+    // an unknown outcome may have happened: a fresh-key retry after it is flagged
+    await expect(call(charge, scope, "third", { ...args("cus_u"), simulate: { outcome: "throw_after_effect" } })).rejects.toBeInstanceOf(OutcomeUnknownError);
+    clock += 2_000;
+    await call(charge, scope, "fourth", { ...args("cus_u"), simulate: { outcome: "throw_after_effect" } }).catch(() => null);
+    const found = duplicatesIn(await pass(), scope);
+    expect(found.map((a) => [a.evidence.original.key, a.key])).toEqual([["third", "fourth"]]);
+    expect(found[0].evidence.original.outcome).toBe("unknown");
+  });
+
+  it("does not match keyless calls with each other; a keyed call identical to a keyless one is flagged", async () => {
+    const scope = newScope("keyless");
+    await call(orders, scope, null, { sku: "mug", qty: 1 });
+    clock += orders.fallbackTtlMs! + 1_000; // the fallback window has passed: the same keyless call runs again
+    const again = await call(orders, scope, null, { sku: "mug", qty: 1 });
+    expect(again.kind).toBe("executed");
+    expect(duplicatesIn(await pass(), scope)).toEqual([]);
+    clock += 2_000;
+    await call(orders, scope, "mug-order", { sku: "mug", qty: 1 });
+    const found = duplicatesIn(await pass(), scope);
+    expect(found.map((a) => [a.evidence.original.fallback, a.evidence.duplicate.key])).toEqual([[true, "mug-order"]]);
+  });
+
+  it("judges a duplicate still running once it has ended: the scan waits for it", async () => {
+    const scope = newScope("running");
+    await call(charge, scope, "k1", args("cus_w"));
+    clock += 1_000;
+    let finish!: () => void;
+    const gate = new Promise<void>((r) => (finish = r));
+    const run = registry.runnerFor(charge, t.db.prisma);
+    const held = engine.invoke(charge, async (a, ctx) => {
+      await gate;
+      return run(a, ctx);
+    }, { scope, key: "k2", args: registry.parseArgs(charge, args("cus_w")) });
+    await new Promise((r) => setTimeout(r, 50));
+    clock += 1_000;
+    await call(charge, scope, "k3", { ...args("cus_w"), amountCents: 1 }); // after the running one
+    expect(duplicatesIn(await pass(), scope)).toEqual([]);
+    finish();
+    await held;
+    const found = duplicatesIn(await pass(), scope);
+    expect(found.map((a) => a.key)).toEqual(["k2"]);
+    const cursor = await t.db.prisma.reconcilerCursor.findUniqueOrThrow({ where: { name: "fresh_key_duplicates" } });
+    expect(cursor.caughtUp).toBe(true);
   });
 });

@@ -3,7 +3,8 @@ import type { Prisma, PrismaClient } from "@/generated/prisma/client";
 import type { KeyStore } from "@/lib/store/key-store";
 import type { ListEffects } from "@/lib/tools/effects";
 import type { NewAnomaly } from "./anomaly-types";
-import type { CheckContext, CheckResult } from "./checks/context";
+import { retryGapsOf, type CheckContext, type CheckResult } from "./checks/context";
+import { findFreshKeyDuplicates } from "./checks/fresh-key-duplicates";
 import { findLateCompletions } from "./checks/late-completions";
 import { findLostCompletions, LOST_COMPLETION_ROUND_MS } from "./checks/lost-completions";
 import { probeHeldKeys, type ProbedKey, type ProbeOptions, type ReconcileProbes } from "./checks/probe-keys";
@@ -14,6 +15,7 @@ import { loadCursors, saveCursor, type ScanName } from "./scan-cursor";
 
 export { ANOMALY_TYPES, type AnomalyOf, type AnomalyType, type EvidenceByType, type NewAnomaly } from "./anomaly-types";
 export { FALLBACK_STALE_GAP_MS } from "./checks/stale-suppressions";
+export { freshKeyScanSql, freshKeyTwinsSql, FRESH_KEY_BODY_LIMIT } from "./checks/fresh-key-duplicates";
 export { RECONCILER_ACTOR, type ProbedKey, type ReconcileProbes } from "./checks/probe-keys";
 
 export interface ReconcileDeps {
@@ -61,7 +63,8 @@ export interface ReconcileReport {
  *
  * Orphaned side effects (it happened, or may have, with no done record): unknown outcomes, lost
  * completions, late completions, unrecorded effects (checks/). Stale suppressions: a new action
- * answered as a duplicate.
+ * answered as a duplicate. Fresh-key duplicates: the opposite, a duplicate run as a new action
+ * because its caller sent it under another key.
  *
  * Each scan continues where the previous pass left it (a cursor on (time, id) per scan, stored in
  * reconciler_cursors; see scan-cursor.ts), so a busy log is read once, in order, `batch` rows per
@@ -79,6 +82,7 @@ export async function reconcile(deps: ReconcileDeps, options: ReconcileOptions =
     batch: options.batch ?? 5_000,
     settledAt: new Date(nowMs - (options.settleMs ?? 30_000)),
     cursor: (name: ScanName) => cursors.get(name),
+    retryGaps: retryGapsOf(deps.prisma, nowMs),
   };
   const report: ReconcileReport = { examined: { executions: 0, suppressions: 0, effects: 0, keys: 0 }, backfilled: 0, flagged: [], created: 0, probed: [] };
 
@@ -95,6 +99,7 @@ export async function reconcile(deps: ReconcileDeps, options: ReconcileOptions =
   report.examined.executions += await keep(await findLostCompletions(ctx, options.lostCompletionRoundMs ?? LOST_COMPLETION_ROUND_MS));
   if (deps.listEffects) report.examined.effects += await keep(await findUnrecordedEffects(ctx, deps.listEffects, options.effectGraceMs ?? 30_000));
   report.examined.suppressions += await keep(await findStaleSuppressions(ctx));
+  report.examined.executions += await keep(await findFreshKeyDuplicates(ctx));
 
   // Last, so an unknown outcome is on record before its tool's answer settles it (and closes it).
   if (deps.probes) {

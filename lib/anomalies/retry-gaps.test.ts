@@ -1,6 +1,15 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { analyzeGaps, gapHistogram, MIN_STALE_THRESHOLD_MS } from "./retry-gaps";
+import {
+  analyzeGaps,
+  DEFAULT_FRESH_KEY_WINDOW_MS,
+  gapHistogram,
+  MAX_FRESH_KEY_WINDOW_MS,
+  MIN_FRESH_KEY_WINDOW_MS,
+  MIN_SAMPLES,
+  MIN_STALE_THRESHOLD_MS,
+  retryWindow,
+} from "./retry-gaps";
 
 describe("retry gap analysis", () => {
   it("splits retries from genuine repeats and suggests a TTL between them", () => {
@@ -51,5 +60,36 @@ describe("retry gap analysis", () => {
     expect(h.reduce((s, b) => s + b.count, 0)).toBe(5);
     expect(h[0]).toEqual({ upToMs: 100, count: 2 });
     expect(h[h.length - 1].count).toBe(1);
+  });
+
+  describe("the retry window of fresh-key duplicates", () => {
+    it("is the documented default while a tool has too few replays", () => {
+      expect(retryWindow(analyzeGaps([]))).toEqual({ windowMs: DEFAULT_FRESH_KEY_WINDOW_MS, source: "default", samples: 0 });
+      const few = Array.from({ length: MIN_SAMPLES - 1 }, () => 300);
+      expect(retryWindow(analyzeGaps(few))).toEqual({ windowMs: 60_000, source: "default", samples: MIN_SAMPLES - 1 });
+    });
+
+    it("covers the tool's retry cluster and stops below its genuine repeats", () => {
+      // retries up to 25 s (slow callers), genuine repeats from 40 min on
+      const retries = Array.from({ length: 200 }, (_, i) => 1_000 + i * 120);
+      const w = retryWindow(analyzeGaps([...retries, 40 * 60_000, 50 * 60_000]));
+      expect(w.source).toBe("retry_gaps");
+      expect(w.samples).toBe(202);
+      expect(w.windowMs).toBeGreaterThanOrEqual(Math.max(...retries));
+      expect(w.windowMs).toBeLessThan(40 * 60_000);
+    });
+
+    it("is never narrower than a plausible retry, nor wider than its maximum", () => {
+      const quick = Array.from({ length: 50 }, (_, i) => 100 + i);
+      expect(retryWindow(analyzeGaps(quick)).windowMs).toBe(MIN_FRESH_KEY_WINDOW_MS);
+      const slow = Array.from({ length: 50 }, (_, i) => 20 * 60_000 + i * 1_000);
+      expect(retryWindow(analyzeGaps(slow)).windowMs).toBe(MAX_FRESH_KEY_WINDOW_MS);
+    });
+
+    it("stays below the first genuine repeat even when that is closer than the minimum", () => {
+      const a = analyzeGaps([...Array.from({ length: 40 }, () => 200), 5_000, 6_000]);
+      expect(a.firstRepeatGapMs).toBe(5_000);
+      expect(retryWindow(a).windowMs).toBeLessThan(5_000);
+    });
   });
 });

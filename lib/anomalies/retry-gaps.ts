@@ -119,6 +119,38 @@ export function analyzeGaps(gapsMs: readonly number[]): GapAnalysis {
   };
 }
 
+/**
+ * The retry window of fresh-key duplicates: identical calls (same tool, scope and arguments) under
+ * different keys whose starts lie this close together are a retry under a fresh key, not a new
+ * action. While a tool has fewer than MIN_SAMPLES replays, DEFAULT_FRESH_KEY_WINDOW_MS (a minute,
+ * like the default fallback-dedupe TTL). With enough replays, the tool's own retries decide: the
+ * upper bound of the retry cluster or the suggested TTL above it (its p99.9 with a margin),
+ * whichever is larger, kept within MIN_/MAX_FRESH_KEY_WINDOW_MS and below the first gap that
+ * looks like a genuine repeat.
+ */
+export const DEFAULT_FRESH_KEY_WINDOW_MS = 60_000;
+/** Identical calls this close are always a plausible retry, whatever a tool's replays say. */
+export const MIN_FRESH_KEY_WINDOW_MS = 10_000;
+export const MAX_FRESH_KEY_WINDOW_MS = 10 * 60_000;
+
+export interface RetryWindow {
+  windowMs: number;
+  /** retry_gaps: from the tool's replays; default: too few replays yet */
+  source: "retry_gaps" | "default";
+  samples: number;
+}
+
+export function retryWindow(analysis: GapAnalysis): RetryWindow {
+  if (analysis.samples < MIN_SAMPLES || analysis.retryClusterMaxMs === null) {
+    return { windowMs: DEFAULT_FRESH_KEY_WINDOW_MS, source: "default", samples: analysis.samples };
+  }
+  let windowMs = Math.max(analysis.retryClusterMaxMs, analysis.suggestedTtlMs ?? 0);
+  windowMs = Math.min(MAX_FRESH_KEY_WINDOW_MS, Math.max(MIN_FRESH_KEY_WINDOW_MS, windowMs));
+  // identical calls as far apart as the tool's genuine repeats are new actions
+  if (analysis.firstRepeatGapMs !== null) windowMs = Math.min(windowMs, Math.max(1, analysis.firstRepeatGapMs - 1));
+  return { windowMs, source: "retry_gaps", samples: analysis.samples };
+}
+
 /** Log-scale histogram buckets for the console: upper bounds in ms. */
 export const GAP_BUCKETS_MS = [100, 250, 500, 1_000, 2_500, 5_000, 10_000, 30_000, 60_000, 300_000, 900_000, 3_600_000, 21_600_000, 86_400_000, Infinity];
 

@@ -7,9 +7,19 @@ import type { PrismaClient } from "@/generated/prisma/client";
  * - late_completions: by (finished_at, id);
  * - lost_completions: finished executions, by (started_at, id), re-examined in rounds;
  * - unrecorded_effects: the tools' side effects, by (created_at, tool:effect id);
- * - stale_suppressions: replays, by (at, id).
+ * - stale_suppressions: replays, by (at, id);
+ * - fresh_key_duplicates: executions, by (started_at, id): each compared with the identical calls
+ *   before it within its tool's retry window.
  */
-export const SCANS = ["silent_executions", "unknown_outcomes", "late_completions", "lost_completions", "unrecorded_effects", "stale_suppressions"] as const;
+export const SCANS = [
+  "silent_executions",
+  "unknown_outcomes",
+  "late_completions",
+  "lost_completions",
+  "unrecorded_effects",
+  "stale_suppressions",
+  "fresh_key_duplicates",
+] as const;
 export type ScanName = (typeof SCANS)[number];
 
 /** A position in a scan: every row at or before (at, id) in (time, id) order has been examined. */

@@ -2,6 +2,7 @@ import type { PrismaClient } from "@/generated/prisma/client";
 import type { KeyRecord } from "@/lib/idempotency/record";
 import type { KeyStore } from "@/lib/store/key-store";
 import type { NewAnomaly } from "../anomaly-types";
+import { analyzeGaps, type GapAnalysis } from "../retry-gaps";
 import type { Position, ScanCursor, ScanName } from "../scan-cursor";
 
 /** What every check of a pass gets. */
@@ -17,6 +18,8 @@ export interface CheckContext {
   settledAt: Date;
   /** the stored cursor of a scan, as the previous pass left it */
   cursor(name: ScanName): ScanCursor | undefined;
+  /** a tool's replay gaps of the last seven days (read once per pass and tool) */
+  retryGaps(tool: string): Promise<GapAnalysis>;
 }
 
 export interface CheckResult {
@@ -46,3 +49,27 @@ export async function storeRecords(store: KeyStore, pairs: { scope: string; key:
 }
 
 export const recordKey = (p: { scope: string; key: string }) => `${p.scope}\n${p.key}`;
+
+/** Replays whose gaps a tool's analysis reads at most (the newest), as the tool page does. */
+export const GAP_SAMPLES = 20_000;
+
+/** Each tool's replay gaps of the seven days before `nowMs`, analysed once per pass. */
+export function retryGapsOf(prisma: PrismaClient, nowMs: number): (tool: string) => Promise<GapAnalysis> {
+  const analyses = new Map<string, Promise<GapAnalysis>>();
+  return (tool) => {
+    let analysis = analyses.get(tool);
+    if (!analysis) {
+      analysis = prisma.suppression
+        .findMany({
+          where: { tool, kind: "replay", gapMs: { not: null }, at: { gte: new Date(nowMs - 7 * 86_400_000) } },
+          select: { gapMs: true },
+          orderBy: { at: "desc" },
+          take: GAP_SAMPLES,
+        })
+        .then((rows) => analyzeGaps(rows.map((r) => r.gapMs!)));
+      analysis.catch(() => analyses.delete(tool));
+      analyses.set(tool, analysis);
+    }
+    return analysis;
+  };
+}

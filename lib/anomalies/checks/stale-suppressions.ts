@@ -1,6 +1,6 @@
 import type { Suppression } from "@/generated/prisma/client";
 import type { AnomalyOf } from "../anomaly-types";
-import { analyzeGaps, fmt, type GapAnalysis } from "../retry-gaps";
+import { fmt, type GapAnalysis } from "../retry-gaps";
 import { advance, rowsAfter, startOf } from "../scan-cursor";
 import { positionOf, type CheckContext, type CheckResult } from "./context";
 
@@ -20,7 +20,7 @@ export async function findStaleSuppressions(ctx: CheckContext): Promise<CheckRes
     take: ctx.batch,
   });
   const analyses = new Map<string, GapAnalysis>();
-  for (const tool of new Set(replays.map((r) => r.tool))) analyses.set(tool, await gapsOf(ctx, tool));
+  for (const tool of new Set(replays.map((r) => r.tool))) analyses.set(tool, await ctx.retryGaps(tool));
   const flagged: AnomalyOf<"stale_suppression">[] = [];
   for (const s of replays) {
     const analysis = analyses.get(s.tool)!;
@@ -29,17 +29,6 @@ export async function findStaleSuppressions(ctx: CheckContext): Promise<CheckRes
   }
   const next = advance(start, positionOf(replays, (s) => s.at), replays.length, ctx.batch, ctx.settledAt);
   return { examined: replays.length, flagged, cursors: { stale_suppressions: next } };
-}
-
-/** The tool's replay gaps of the last seven days. */
-async function gapsOf(ctx: CheckContext, tool: string): Promise<GapAnalysis> {
-  const gaps = await ctx.prisma.suppression.findMany({
-    where: { tool, kind: "replay", gapMs: { not: null }, at: { gte: new Date(ctx.nowMs - 7 * 86_400_000) } },
-    select: { gapMs: true },
-    orderBy: { at: "desc" },
-    take: 20_000,
-  });
-  return analyzeGaps(gaps.map((g) => g.gapMs!));
 }
 
 function staleReasons(s: Suppression, analysis: GapAnalysis): string[] {
