@@ -702,6 +702,7 @@ describe("SqlKeyStore change notices on a PostgreSQL server", () => {
     await closing.close();
     expect(await waiting).toBe(false);
     expect(await closing.waitForChange(scope, "c", 60_000)).toBe(false);
+    expect(closing.watchedKeys).toBe(0);
     await until("its connection is gone", async () => (await listeners()) === before);
   });
 });

@@ -249,6 +249,7 @@ export class SqlKeyStore implements KeyStore {
   private onLocalChange: ((id: string) => void) | null = null;
   /** PostgreSQL server: the connection that hears other processes' changes, opened on the first wait */
   private listener: PgChangeListener | null = null;
+  private closed = false;
 
   constructor(
     private readonly db: Database,
@@ -568,6 +569,7 @@ export class SqlKeyStore implements KeyStore {
   }
 
   async waitForChange(scope: string, key: string, timeoutMs: number, signal?: AbortSignal): Promise<boolean> {
+    if (this.closed) return false;
     if (!this.onLocalChange) {
       const onLocalChange = (id: string) => this.waiters.notify(id);
       changesIn(this.db).on("change", onLocalChange);
@@ -597,6 +599,7 @@ export class SqlKeyStore implements KeyStore {
   }
 
   async close(): Promise<void> {
+    this.closed = true;
     this.waiters.close();
     if (this.onLocalChange) changesIn(this.db).off("change", this.onLocalChange);
     this.onLocalChange = null;
