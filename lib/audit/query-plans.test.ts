@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Prisma } from "@/generated/prisma/client";
 import { anomaliesSql, listAnomalies, openAnomalyCountsSql } from "@/lib/anomalies/anomalies";
+import { freshKeyScanSql, freshKeyTwinsSql, type ScannedExecution } from "@/lib/anomalies/checks/fresh-key-duplicates";
 import { createTestPostgres, type TestPostgres } from "@/test/support/databases";
 import { keyAuditTrailSql, readKeyAuditTrail } from "./key-audit-trail";
 import { operatorActionFacets, operatorActionFacetsSql } from "./operator-action-facets";
@@ -57,6 +58,12 @@ beforeAll(async () => {
       'tool-' || (i % 5), 'scope-' || (i % 10), 'key-' || (i % 2000),
       CASE WHEN i < 500 THEN 'open' WHEN i < 1000 THEN 'acknowledged' ELSE 'resolved' END, 'seeded', '{}'::jsonb, ${at("i")}, ${at("i")}
     FROM generate_series(1, ${ROWS}) AS i`);
+  // fresh-key duplicates: a tenth as many, of every tool, most decided
+  await prisma.$executeRawUnsafe(`
+    INSERT INTO anomalies (id, type, dedupe_key, tool, scope, key, status, summary, evidence, detected_at, updated_at)
+    SELECT 'f-' || lpad(i::text, 6, '0'), 'fresh_key_duplicate', 'seed-fresh:' || i, 'tool-' || (i % 5), 'scope-' || (i % 10), 'key-' || (i % 2000),
+      (ARRAY['open','acknowledged','resolved'])[i % 3 + 1], 'seeded', '{}'::jsonb, ${at("i * 10")}, ${at("i * 10")}
+    FROM generate_series(1, ${ROWS / 10}) AS i`);
   // autovacuum's steady state for insert-mostly tables: statistics, and the visibility map index-only scans rely on
   await prisma.$executeRawUnsafe("VACUUM ANALYZE executions, suppressions, operator_actions, anomalies");
 }, 120_000);
@@ -115,6 +122,9 @@ describe("tool list and tool page", () => {
     }
     // the newest 50: either time index, bounded by the window, serves it
     expect(["suppressions_tool_at_idx", "suppressions_at_idx"]).toEqual(expect.arrayContaining(await indexBacked(sql.suppressionLog)));
+    // fresh-key duplicates that got through, by status: from the (tool, type, detected_at) index alone
+    expect(await indexBacked(sql.freshKeyDuplicates)).toEqual(["anomalies_tool_type_detected_at_idx"]);
+    expect(nodes(await plan(sql.freshKeyDuplicates)).map((n) => n["Node Type"])).toContain("Index Only Scan");
   });
 
   it("reads the overview's last hour through the time indexes", async () => {
@@ -196,5 +206,19 @@ describe("key timeline", () => {
     expect(trail.executions).toHaveLength(ROWS / 2000);
     expect(trail.executions[0].startedAt).toBeInstanceOf(Date);
     expect(typeof trail.executions[0].token).toBe("bigint");
+  });
+});
+
+describe("reconciler", () => {
+  it("scans executions through the started_at index and finds each one's identical calls through (scope, tool, fingerprint, started_at)", async () => {
+    const scan = freshKeyScanSql({ at: new Date(NOW - DAY - 3_600_000), id: "" }, new Date(NOW), 5_000);
+    expect(await indexBacked(scan)).toEqual(["executions_started_at_idx"]);
+    const rows = await t.db.prisma.$queryRaw<ScannedExecution[]>(scan);
+    expect(rows).toHaveLength(5_000);
+    const twins = freshKeyTwinsSql(rows.map((e) => ({ ...e, windowMs: 60_000 })));
+    expect(await indexBacked(twins)).toEqual(["executions_scope_tool_fingerprint_started_at_idx"]);
+    // a later page, from a cursor inside the log
+    const later = rows[rows.length - 1];
+    expect(await indexBacked(freshKeyScanSql({ at: later.startedAt, id: later.id }, new Date(NOW), 5_000))).toEqual(["executions_started_at_idx"]);
   });
 });

@@ -123,7 +123,53 @@ describe("getToolStats", () => {
     expect(gapBucket).toMatchObject({ replay: 33, conflict: 1, stuck: 1, mismatch: 1, fallback: 3 });
     expect(stats.buckets[48]).toMatchObject({ replay: 1, conflict: 0, fallback: 0 });
 
-    expect(stats.totals).toEqual({ executions: 5, suppressions: 37, replay: 34, conflict: 1, stuck: 1, mismatch: 1, fallback: 3 });
+    expect(stats.totals).toEqual({ executions: 5, suppressions: 37, replay: 34, conflict: 1, stuck: 1, unknown: 0, mismatch: 1, fresh_key: 0, fallback: 3 });
+    expect(stats.freshKeyDuplicates).toEqual({ open: 0, genuineRepeats: 0, confirmed: 0, suppressed: 0 });
+  });
+
+  it("counts fresh-key duplicates that got through (by their status) next to the fresh_key suppressions, and unknown suppressions", async () => {
+    const tool = "orders.place";
+    const at = NOW - 2 * HOUR;
+    await t.db.prisma.suppression.createMany({
+      data: [
+        suppression(tool, at, "fresh_key", 900),
+        suppression(tool, at + 1, "fresh_key", 1_200, { fallback: true }),
+        suppression(tool, at + 2, "unknown", 3_000),
+      ],
+    });
+    const anomaly = (status: string, detectedAtMs: number, extra: { type?: string; tool?: string } = {}) => ({
+      id: randomUUID(),
+      type: extra.type ?? "fresh_key_duplicate",
+      dedupeKey: `test:${randomUUID()}`,
+      tool: extra.tool ?? tool,
+      scope: "demo",
+      key: randomUUID(),
+      status,
+      summary: "seeded",
+      evidence: {},
+      detectedAt: new Date(detectedAtMs),
+      updatedAt: new Date(detectedAtMs),
+    });
+    await t.db.prisma.anomaly.createMany({
+      data: [
+        anomaly("open", at),
+        anomaly("open", NOW - MIN),
+        anomaly("acknowledged", at),
+        anomaly("resolved", at),
+        anomaly("resolved", at + 5),
+        // not counted: before the window, another type, another tool
+        anomaly("resolved", NOW - 2 * 24 * HOUR),
+        anomaly("open", at, { type: "stale_suppression" }),
+        anomaly("open", at, { tool: "email.send" }),
+      ],
+    });
+    const stats = await getToolStats(t.db.prisma, { tool, nowMs: NOW });
+    expect(stats.freshKeyDuplicates).toEqual({ open: 2, genuineRepeats: 1, confirmed: 2, suppressed: 2 });
+    expect(stats.totals).toMatchObject({ suppressions: 3, fresh_key: 2, unknown: 1, replay: 0, fallback: 1 });
+    expect(stats.buckets.find((b) => b.fresh_key > 0)).toMatchObject({ fresh_key: 2, unknown: 1, replay: 0 });
+    // the last hour holds only the newest open one
+    const hour = await getToolStats(t.db.prisma, { tool, windowMs: STATS_WINDOWS["1h"], nowMs: NOW });
+    expect(hour.freshKeyDuplicates).toEqual({ open: 1, genuineRepeats: 0, confirmed: 0, suppressed: 0 });
   });
 
   it("counts outcomes (no outcome yet is unknown) and takes duration percentiles", async () => {

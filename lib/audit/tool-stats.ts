@@ -9,6 +9,11 @@ import { analyzeGaps, gapHistogram, type GapAnalysis } from "@/lib/anomalies/ret
  * (tool, started_at) and (tool, at) indexes, which carry the columns aggregated (INCLUDE): a window
  * costs index-only range scans proportional to that tool's rows in it, and returns ~48 rows, not
  * the rows themselves. PostgreSQL 14+ and PGlite both have date_bin.
+ *
+ * Next to the duplicates it suppressed, a tool's page counts the duplicates that got through under
+ * fresh keys: the reconciler's fresh_key_duplicate anomalies of the window by status (open,
+ * acknowledged as a genuine repeat, resolved as a confirmed duplicate), from the
+ * (tool, type, detected_at) index of anomalies, which INCLUDEs status.
  */
 
 export const STATS_WINDOWS = { "1h": 3_600_000, "24h": 86_400_000, "7d": 604_800_000 } as const;
@@ -26,7 +31,8 @@ const TARGET_BUCKETS = 48;
 export const MAX_GAP_SAMPLES = 20_000;
 export const SUPPRESSION_LOG_LIMIT = 50;
 
-export const SUPPRESSION_KINDS = ["replay", "conflict", "stuck", "mismatch"] as const;
+/** unknown: the key's earlier call ended without an outcome; fresh_key: an advisory key's identical call within the arguments window */
+export const SUPPRESSION_KINDS = ["replay", "conflict", "stuck", "unknown", "mismatch", "fresh_key"] as const;
 export type SuppressionKind = (typeof SUPPRESSION_KINDS)[number];
 /** unknown: no outcome recorded (still running, or orphaned); released: an operator released its key instead */
 export const OUTCOMES = ["succeeded", "failed", "final_error", "late_completion", "released", "unknown"] as const;
@@ -59,9 +65,27 @@ export interface StatsBucket {
   replay: number;
   conflict: number;
   stuck: number;
+  unknown: number;
   mismatch: number;
+  fresh_key: number;
   /** suppressions (of any kind) answered through a fallback key */
   fallback: number;
+}
+
+/**
+ * Fresh-key duplicates of the window: identical calls under different keys that ran twice (the
+ * reconciler's fresh_key_duplicate anomalies), next to those an advisory key's arguments window
+ * suppressed.
+ */
+export interface FreshKeyCounts {
+  /** flagged, not decided yet */
+  open: number;
+  /** an operator said the caller meant the action twice */
+  genuineRepeats: number;
+  /** an operator confirmed a duplicate that got through */
+  confirmed: number;
+  /** identical calls under fresh advisory keys answered as duplicates (suppression kind fresh_key) */
+  suppressed: number;
 }
 
 export interface SuppressionLogEntry {
@@ -90,6 +114,7 @@ export interface ToolStats {
   durationMs: { p50: number | null; p95: number | null };
   gaps: GapAnalysis & { histogram: { upToMs: number; count: number }[]; truncated: boolean };
   suppressionLog: SuppressionLogEntry[];
+  freshKeyDuplicates: FreshKeyCounts;
 }
 
 export interface ToolStatsQuery {
@@ -113,6 +138,7 @@ export function toolStatsSql(query: ToolStatsQuery = {}) {
   const toolIs = tool === null ? Prisma.empty : Prisma.sql`tool = ${tool} AND`;
   const execWhere = Prisma.sql`WHERE ${toolIs} started_at >= ${ts(fromMs)} AND started_at < ${ts(toMs)}`;
   const suppWhere = Prisma.sql`WHERE ${toolIs} at >= ${ts(fromMs)} AND at < ${ts(toMs)}`;
+  const anomalyWhere = Prisma.sql`WHERE ${toolIs} type = 'fresh_key_duplicate' AND detected_at >= ${ts(fromMs)} AND detected_at < ${ts(toMs)}`;
   const bin = (column: Prisma.Sql) => Prisma.sql`date_bin(${bucketMs}::int * interval '1 millisecond', ${column}, ${ts(fromMs)})`;
 
   return {
@@ -129,7 +155,9 @@ export function toolStatsSql(query: ToolStatsQuery = {}) {
           count(*) FILTER (WHERE kind = 'replay')::int AS replay,
           count(*) FILTER (WHERE kind = 'conflict')::int AS conflict,
           count(*) FILTER (WHERE kind = 'stuck')::int AS stuck,
+          count(*) FILTER (WHERE kind = 'unknown')::int AS unknown,
           count(*) FILTER (WHERE kind = 'mismatch')::int AS mismatch,
+          count(*) FILTER (WHERE kind = 'fresh_key')::int AS fresh_key,
           count(*) FILTER (WHERE fallback)::int AS fallback
         FROM (SELECT ${bin(Prisma.sql`at`)} AS b, kind, fallback FROM suppressions ${suppWhere}) s
         GROUP BY b`,
@@ -146,19 +174,22 @@ export function toolStatsSql(query: ToolStatsQuery = {}) {
         SELECT id, at, tool, scope, key, kind, fallback, gap_ms AS "gapMs", session, original_session AS "originalSession", caller
         FROM suppressions ${suppWhere}
         ORDER BY at DESC, id DESC LIMIT ${SUPPRESSION_LOG_LIMIT}::int`,
+      freshKeyDuplicates: Prisma.sql`
+        SELECT status, count(*)::int AS n FROM anomalies ${anomalyWhere} GROUP BY status`,
     },
   };
 }
 
 export async function getToolStats(prisma: PrismaClient, query: ToolStatsQuery = {}): Promise<ToolStats> {
   const { tool, windowMs, bucketMs, fromMs, toMs, count, sql } = toolStatsSql(query);
-  const [execBuckets, suppBuckets, outcomeRows, durationRows, gapRows, log] = await Promise.all([
+  const [execBuckets, suppBuckets, outcomeRows, durationRows, gapRows, log, freshKeyRows] = await Promise.all([
     prisma.$queryRaw<{ start_ms: number; executions: number }[]>(sql.executionBuckets),
     prisma.$queryRaw<({ start_ms: number; fallback: number } & Record<SuppressionKind, number>)[]>(sql.suppressionBuckets),
     prisma.$queryRaw<{ outcome: string; n: number }[]>(sql.outcomes),
     prisma.$queryRaw<{ p50: number | null; p95: number | null }[]>(sql.durations),
     prisma.$queryRaw<{ gap_ms: number }[]>(sql.gaps),
     prisma.$queryRaw<SuppressionLogEntry[]>(sql.suppressionLog),
+    prisma.$queryRaw<{ status: string; n: number }[]>(sql.freshKeyDuplicates),
   ]);
 
   const buckets: StatsBucket[] = Array.from({ length: count }, (_, i) => ({
@@ -167,7 +198,9 @@ export async function getToolStats(prisma: PrismaClient, query: ToolStatsQuery =
     replay: 0,
     conflict: 0,
     stuck: 0,
+    unknown: 0,
     mismatch: 0,
+    fresh_key: 0,
     fallback: 0,
   }));
   const at = (startMs: number) => buckets[Math.round((Number(startMs) - fromMs) / bucketMs)];
@@ -182,7 +215,7 @@ export async function getToolStats(prisma: PrismaClient, query: ToolStatsQuery =
     b.fallback = row.fallback;
   }
 
-  const totals = { executions: 0, suppressions: 0, replay: 0, conflict: 0, stuck: 0, mismatch: 0, fallback: 0 };
+  const totals = { executions: 0, suppressions: 0, replay: 0, conflict: 0, stuck: 0, unknown: 0, mismatch: 0, fresh_key: 0, fallback: 0 };
   for (const b of buckets) {
     totals.executions += b.executions;
     for (const kind of SUPPRESSION_KINDS) {
@@ -199,6 +232,14 @@ export async function getToolStats(prisma: PrismaClient, query: ToolStatsQuery =
     outcomes[key] += row.n;
   }
 
+  const byStatus = (status: string) => freshKeyRows.find((r) => r.status === status)?.n ?? 0;
+  const freshKeyDuplicates: FreshKeyCounts = {
+    open: byStatus("open"),
+    genuineRepeats: byStatus("acknowledged"),
+    confirmed: byStatus("resolved"),
+    suppressed: totals.fresh_key,
+  };
+
   const truncated = gapRows.length > MAX_GAP_SAMPLES;
   const gaps = gapRows.slice(0, MAX_GAP_SAMPLES).map((r) => r.gap_ms);
 
@@ -214,6 +255,7 @@ export async function getToolStats(prisma: PrismaClient, query: ToolStatsQuery =
     durationMs: { p50: durationRows[0]?.p50 ?? null, p95: durationRows[0]?.p95 ?? null },
     gaps: { ...analyzeGaps(gaps), histogram: gapHistogram(gaps), truncated },
     suppressionLog: log,
+    freshKeyDuplicates,
   };
 }
 
