@@ -12,7 +12,7 @@ import { apiFetch, keyHref, keyPath } from "@/lib/client/api";
 import { formatRelative, formatTimestamp } from "@/lib/format";
 import { typeInfo, type AnomalyView } from "./anomaly-types";
 import { EvidenceList, staleReasons } from "./evidence-list";
-import { StatusDialog, STATUS_ACTIONS, type TargetStatus } from "./status-dialog";
+import { StatusDialog, statusActionsFor, type TargetStatus } from "./status-dialog";
 import { AnomalyStatusBadge } from "./status-badge";
 
 /** The reconciler writes lower-case clauses; a tool name that opens one keeps its case. */
@@ -97,7 +97,7 @@ export function AnomalyDetailView(props: {
                 onClick={() => setStatusTarget(target)}
                 data-testid={`status-${target}`}
               >
-                {STATUS_ACTIONS[target].button}
+                {statusActionsFor(a.type)[target].button}
               </button>
             ))}
           </div>

@@ -1,4 +1,6 @@
+import Link from "next/link";
 import { StateBadge } from "@/components/keys/state-badge";
+import { keyHref } from "@/lib/client/api";
 import { formatCount, formatDuration, formatRelative, formatTimestamp } from "@/lib/format";
 import type { AnomalyView } from "./anomaly-types";
 
@@ -72,6 +74,84 @@ const executionRow = (e: Evidence, label = "Execution"): Row => ({
   testId: "evidence-execution",
   value: str(e.executionId) ?? <Faint>none</Faint>,
 });
+
+const obj = (v: unknown): Evidence => (v && typeof v === "object" && !Array.isArray(v) ? (v as Evidence) : {});
+
+/** A fresh-key duplicate's two executions side by side: what differs (key, session, caller) and what each did. */
+function TwoExecutions({ scope, original, duplicate }: { scope: string | null; original: Evidence; duplicate: Evidence }) {
+  const keyCell = (e: Evidence) => {
+    const key = str(e.key);
+    if (!key) return <Faint>unknown</Faint>;
+    return (
+      <>
+        {scope ? (
+          <Link href={keyHref(scope, key)} className="text-accent hover:underline">
+            {key}
+          </Link>
+        ) : (
+          key
+        )}
+        {e.fallback === true && <span className="font-sans text-warn"> (fallback key: no key sent)</span>}
+      </>
+    );
+  };
+  const result = (e: Evidence) => {
+    const status = num(e.resultStatus);
+    const outcome = str(e.outcome);
+    return (
+      <span className="font-sans">
+        {outcome ? outcome.replace("_", " ") : <span className="text-unknown">no outcome past its lease</span>}
+        {status !== null && (
+          <>
+            {" · HTTP "}
+            <span className="font-mono">{status}</span>
+          </>
+        )}
+      </span>
+    );
+  };
+  const body = (e: Evidence) => {
+    const text = str(e.resultBody);
+    if (!text) return <Faint>none</Faint>;
+    return (
+      <span className="block max-h-40 overflow-auto whitespace-pre-wrap">
+        {text}
+        {e.resultBodyTruncated === true && <span className="font-sans text-faint"> … (cut)</span>}
+      </span>
+    );
+  };
+  const rows: [string, (e: Evidence) => React.ReactNode, boolean][] = [
+    ["Key", keyCell, true],
+    ["Started", (e) => <span className="font-sans">{str(e.startedAt) ? formatTimestamp(str(e.startedAt)) : "unknown"}</span>, false],
+    ["Session", (e) => str(e.session) ?? <Faint>none</Faint>, true],
+    ["Caller", (e) => str(e.caller) ?? <Faint>none</Faint>, true],
+    ["Outcome", result, false],
+    ["Result", body, true],
+    ["Execution", (e) => str(e.executionId) ?? <Faint>unknown</Faint>, true],
+  ];
+  return (
+    <table className="w-full table-fixed text-[12.5px]" data-testid="evidence-executions">
+      <thead>
+        <tr className="text-left text-xs text-muted">
+          <th className="w-[5.5rem] pb-1 font-normal" />
+          <th className="pb-1 font-medium">Original</th>
+          <th className="pb-1 pl-3 font-medium">Duplicate</th>
+        </tr>
+      </thead>
+      <tbody className="align-top">
+        {rows.map(([label, cell, mono]) => (
+          <tr key={label} className="border-t border-line">
+            <th scope="row" className="py-1 pr-2 text-left font-normal text-muted">
+              {label}
+            </th>
+            <td className={mono ? "min-w-0 py-1 font-mono break-all" : "py-1"}>{cell(original)}</td>
+            <td className={mono ? "min-w-0 py-1 pl-3 font-mono break-all" : "py-1 pl-3"}>{cell(duplicate)}</td>
+          </tr>
+        ))}
+      </tbody>
+    </table>
+  );
+}
 
 /** The fields each type's evidence carries, turned into sentences an operator can check. */
 function rowsFor(a: AnomalyView, nowMs: number): { rows: Row[]; used: string[] } {
@@ -187,6 +267,41 @@ function rowsFor(a: AnomalyView, nowMs: number): { rows: Row[]; used: string[] }
           { label: "Original execution", mono: true, value: str(e.originalExecutionId) ?? <Faint>unknown</Faint> },
           { label: "Matched by", value: e.fallback ? <span className="text-warn">the arguments only (fallback key, no idempotency key sent)</span> : "its idempotency key" },
           { label: "Suppression", mono: true, value: str(e.suppressionId) ?? <Faint>unknown</Faint> },
+        ],
+      };
+    }
+    case "fresh_key_duplicate": {
+      const gap = num(e.gapMs);
+      const windowMs = num(e.windowMs);
+      const samples = num(e.samples);
+      const original = obj(e.original);
+      const duplicate = obj(e.duplicate);
+      return {
+        used: ["fingerprint", "original", "duplicate", "gapMs", "windowMs", "windowSource", "samples"],
+        rows: [
+          {
+            label: "Ran again after",
+            testId: "evidence-gap",
+            value:
+              gap !== null ? (
+                <>
+                  {formatDuration(gap)}
+                  {windowMs !== null && (
+                    <span className="text-muted">
+                      {" "}
+                      · within{" "}
+                      {e.windowSource === "default"
+                        ? `the default retry window of ${formatDuration(windowMs)} (too few replays of this tool to derive its own)`
+                        : `this tool's retry window of ${formatDuration(windowMs)}${samples !== null ? ` (from ${formatCount(samples)} replay${samples === 1 ? "" : "s"} in the last 7 days)` : ""}`}
+                    </span>
+                  )}
+                </>
+              ) : (
+                <Faint>unknown</Faint>
+              ),
+          },
+          { label: "Same arguments", value: <span className="text-muted">identical arguments (fingerprint <span className="font-mono text-[12px] text-fg">{(str(e.fingerprint) ?? "").slice(0, 16)}…</span>), two keys</span> },
+          { label: "Executions", testId: "evidence-fresh-key", value: <TwoExecutions scope={a.scope} original={original} duplicate={duplicate} /> },
         ],
       };
     }

@@ -61,7 +61,26 @@ const ALLOWED: Record<AnomalyStatus, AnomalyStatus[]> = {
   resolved: ["open"],
 };
 
-/** Acknowledge (seen, being handled), resolve (cause fixed) or reopen; recorded in the operator trail. */
+/**
+ * A fresh-key duplicate's status is the operator's verdict on it: acknowledged = a genuine repeat
+ * (the caller meant the action twice), resolved = a duplicate that got through (confirmed; the
+ * tool's page counts it). The trail records the verdict as its own action.
+ */
+export const FRESH_KEY_VERDICTS = {
+  acknowledged: { verdict: "genuine_repeat", action: "confirm_genuine_repeat" },
+  resolved: { verdict: "duplicate", action: "confirm_duplicate" },
+} as const;
+
+function trailAction(type: string, status: AnomalyStatus): { action: string; verdict?: string } {
+  if (type === "fresh_key_duplicate" && status !== "open") return FRESH_KEY_VERDICTS[status];
+  return { action: status === "open" ? "reopen_anomaly" : status === "acknowledged" ? "acknowledge_anomaly" : "resolve_anomaly" };
+}
+
+/**
+ * Acknowledge (seen, being handled), resolve (cause fixed) or reopen; recorded in the operator
+ * trail. For a fresh-key duplicate, acknowledging says it was a genuine repeat and resolving
+ * confirms a duplicate that got through (FRESH_KEY_VERDICTS).
+ */
 export async function setAnomalyStatus(
   prisma: PrismaClient,
   input: { id: string; status: AnomalyStatus; actor: string; reason: string },
@@ -75,15 +94,16 @@ export async function setAnomalyStatus(
   // conditional on the status read, so two operators acting at once cannot both win
   const out = await prisma.anomaly.updateMany({ where: { id: input.id, status: from }, data: { status: input.status, updatedAt: new Date() } });
   if (out.count === 0) throw new InvalidStateError("the anomaly changed meanwhile; reload and try again", null);
+  const { action, verdict } = trailAction(before.type, input.status);
   await recordOperatorAction(prisma, {
     actor: input.actor,
-    action: input.status === "open" ? "reopen_anomaly" : input.status === "acknowledged" ? "acknowledge_anomaly" : "resolve_anomaly",
+    action,
     reason,
     scope: before.scope,
     key: before.key,
     anomalyId: before.id,
     before: { status: from, type: before.type },
-    after: { status: input.status, type: before.type },
+    after: { status: input.status, type: before.type, ...(verdict ? { verdict } : {}) },
   });
   return getAnomaly(prisma, input.id);
 }
