@@ -4,6 +4,7 @@ import Link from "next/link";
 import { notFound } from "next/navigation";
 import clsx from "clsx";
 import { ActivityChart } from "@/components/tools/activity-chart";
+import { FreshKeyFigure } from "@/components/tools/fresh-key-figure";
 import { GapHistogram } from "@/components/tools/gap-histogram";
 import { InvokeForm } from "@/components/tools/invoke-form";
 import { KeyBadge, KindBadge } from "@/components/tools/kind-badge";
@@ -63,6 +64,7 @@ export default async function ToolPage({ params, searchParams }: Props) {
       {stats ? (
         <>
           <Summary stats={stats} window={window} />
+          <FreshKeyFigure counts={stats.freshKeyDuplicates} window={window} />
 
           <Card title="Calls over time" aside={`${formatDuration(stats.bucketMs)} buckets · UTC`}>
             <div className="px-5 pt-3 pb-4">
