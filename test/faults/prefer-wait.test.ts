@@ -1,0 +1,127 @@
+import { randomUUID } from "node:crypto";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createTestPostgres, REDIS_TEST_URL } from "@/test/support/databases";
+import { removeDataDir, startServer, type RunningServer } from "@/test/support/server";
+import { deleteRedisPrefix } from "@/test/support/stores";
+
+// Prefer: wait=N (RFC 7240): a duplicate that meets its first call still running is held until that
+// call ends, and answered as a retry arriving then would be. Real servers from the production
+// build; on Redis and PostgreSQL the waiting duplicate goes to another server process than the
+// call it waits for. Ports 3139–3140 and 3150 are this file's.
+
+const latencies: { configuration: string; ms: number }[] = [];
+
+function call(server: RunningServer, token: string, key: string, args: unknown, headers: Record<string, string> = {}) {
+  const started = performance.now();
+  return fetch(`${server.url}/api/v1/tools/payments.charge/invoke`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${token}`, "content-type": "application/json", "idempotency-key": key, ...headers },
+    body: JSON.stringify(args),
+  }).then(async (res) => ({ status: res.status, headers: res.headers, body: await res.text(), endedAt: performance.now(), tookMs: performance.now() - started }));
+}
+
+async function charges(server: RunningServer, token: string, customerId: string): Promise<number> {
+  const res = await fetch(`${server.url}/api/v1/tools/payments.list_charges/invoke`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+    body: JSON.stringify({ customerId }),
+  });
+  return ((await res.json()) as { charges: unknown[] }).charges.length;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+const configurations = [
+  { name: "embedded (PGlite), one process", ports: [3150], servers: false },
+  { name: "Redis and PostgreSQL, two processes", ports: [3139, 3140], servers: true },
+] as const;
+
+describe.each(configurations)("Prefer: wait on $name", (configuration) => {
+  const prefix = `idgfault-wait-${randomUUID().slice(0, 6)}`;
+  const secret = randomUUID() + randomUUID();
+  let pg: Awaited<ReturnType<typeof createTestPostgres>> | null = null;
+  let first: RunningServer;
+  let second: RunningServer;
+  let token: string;
+  let env: Record<string, string>;
+
+  beforeAll(async () => {
+    env = { IDEMGATE_RECONCILE_INTERVAL_MS: "0", IDEMGATE_DEMO_LEASE_MS: "3000", IDEMGATE_SECRET: secret };
+    if (configuration.servers) {
+      pg = await createTestPostgres("fault_wait");
+      Object.assign(env, { DATABASE_URL: pg.url, REDIS_URL: REDIS_TEST_URL, IDEMGATE_REDIS_PREFIX: prefix });
+    }
+    const [a, b] = configuration.ports;
+    await removeDataDir(`.data/fault-wait-${a}`);
+    first = await startServer({ port: a, dataDir: `.data/fault-wait-${a}`, env });
+    token = (await first.credentials()).apiToken;
+    if (b) {
+      await removeDataDir(`.data/fault-wait-${b}`);
+      second = await startServer({ port: b, dataDir: `.data/fault-wait-${b}`, env });
+    } else {
+      second = first;
+    }
+  });
+
+  afterAll(async () => {
+    await second?.stop();
+    if (second !== first) await first?.stop();
+    await deleteRedisPrefix(prefix);
+    await pg?.drop();
+    for (const port of configuration.ports) await removeDataDir(`.data/fault-wait-${port}`);
+    if (latencies.length > 0 && configuration.servers) {
+      const sorted = latencies.map((l) => l.ms).sort((x, y) => x - y);
+      const pct = (p: number) => sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)].toFixed(1);
+      console.log(`\nPrefer: wait — from the first call's answer to the waiter's answer, ${sorted.length} calls: p50 ${pct(50)} ms, p99 ${pct(99)} ms`);
+      for (const l of latencies) console.log(`  ${l.configuration}: ${l.ms.toFixed(1)} ms`);
+    }
+  });
+
+  it("holds a duplicate sent 300 ms into a 1.5 s call and answers it with the same bytes, replayed; one charge", async () => {
+    for (let i = 0; i < 10; i++) {
+      const customerId = `cus_${randomUUID().slice(0, 8)}`;
+      const key = `wait-${randomUUID()}`;
+      const args = { customerId, amountCents: 1_000, currency: "EUR", simulate: { latencyMs: 1_500 } };
+      const running = call(first, token, key, args);
+      await sleep(300);
+      const waiter = await call(second, token, key, args, { prefer: "wait=10" });
+      const original = await running;
+      expect(original.status).toBe(200);
+      expect(waiter.status).toBe(200);
+      expect(waiter.headers.get("idempotent-replayed")).toBe("true");
+      expect(waiter.headers.get("preference-applied")).toBe("wait=10");
+      expect(waiter.body).toBe(original.body);
+      expect(await charges(first, token, customerId)).toBe(1);
+      latencies.push({ configuration: configuration.name, ms: Math.max(0, waiter.endedAt - original.endedAt) });
+    }
+  });
+
+  it("answers 409 after about the wait asked for when the call runs longer", async () => {
+    const key = `wait-${randomUUID()}`;
+    const args = { customerId: `cus_${randomUUID().slice(0, 8)}`, amountCents: 1_000, currency: "EUR", simulate: { latencyMs: 2_500 } };
+    const running = call(first, token, key, args);
+    await sleep(200);
+    const waiter = await call(second, token, key, args, { prefer: "wait=1" });
+    expect(waiter.status).toBe(409);
+    expect(JSON.parse(waiter.body).type).toBe("/problems/conflict");
+    expect(waiter.headers.get("preference-applied")).toBe("wait=1");
+    expect(waiter.tookMs).toBeGreaterThanOrEqual(900);
+    expect((await running).status).toBe(200);
+  });
+
+  it.runIf(configuration.servers)("ends the wait with the stuck answer when the first call's process is killed", async () => {
+    const key = `wait-${randomUUID()}`;
+    const customerId = `cus_${randomUUID().slice(0, 8)}`;
+    const args = { customerId, amountCents: 1_000, currency: "EUR", simulate: { afterEffectMs: 10_000 } };
+    const lost = call(first, token, key, args).catch((err: Error) => err);
+    for (let i = 0; i < 50 && (await charges(second, token, customerId)) === 0; i++) await sleep(100);
+    const waiting = call(second, token, key, args, { prefer: "wait=10" });
+    await sleep(200);
+    await first.kill();
+    expect(await lost).toBeInstanceOf(Error);
+    const answer = await waiting;
+    expect(answer.status).toBe(409);
+    expect(JSON.parse(answer.body)).toMatchObject({ type: "/problems/stuck", state: "stuck" });
+    expect(await charges(second, token, customerId)).toBe(1);
+  });
+});
