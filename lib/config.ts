@@ -25,6 +25,8 @@ const EnvSchema = z.object({
   IDEMGATE_REPLAY_CACHE_ENTRIES: z.coerce.number().int().min(0).default(DEFAULT_REPLAY_CACHE.maxEntries),
   /** bytes of results the replay cache keeps at most */
   IDEMGATE_REPLAY_CACHE_BYTES: z.coerce.number().int().min(1024).default(DEFAULT_REPLAY_CACHE.maxBytes),
+  /** reverse proxies in front of the server that append the client's address to X-Forwarded-For; 0: none, the header is not trusted */
+  IDEMGATE_TRUSTED_PROXY: z.coerce.number().int().min(0).max(10).default(0),
 });
 
 export interface Config {
@@ -42,6 +44,8 @@ export interface Config {
   reconcileIntervalMs: number;
   /** null: no replay cache */
   replayCache: { maxEntries: number; maxBytes: number } | null;
+  /** how many reverse proxies in front of the server to trust for X-Forwarded-For (0: none) */
+  trustedProxies: number;
 }
 
 /** Reads the configuration from the environment; a bad value is a readable error, not a default. */
@@ -69,6 +73,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     auditRetentionMs: e.IDEMGATE_AUDIT_RETENTION_MS,
     reconcileIntervalMs: e.IDEMGATE_RECONCILE_INTERVAL_MS,
     replayCache: e.IDEMGATE_REPLAY_CACHE_ENTRIES === 0 ? null : { maxEntries: e.IDEMGATE_REPLAY_CACHE_ENTRIES, maxBytes: e.IDEMGATE_REPLAY_CACHE_BYTES },
+    trustedProxies: e.IDEMGATE_TRUSTED_PROXY,
   };
 }
 

@@ -1,10 +1,11 @@
 "use server";
 
+import { headers } from "next/headers";
 import { redirect } from "next/navigation";
-import { clearLoginFailures, loginBlockedForMs, recordLoginFailure } from "@/lib/auth/login-limiter";
-import { verifyOperatorCredentials } from "@/lib/auth/operators";
 import { safeNextPath } from "@/lib/auth/safe-next-path";
 import { endSession, startSession } from "@/lib/auth/session";
+import { attemptSignIn, signInMessage } from "@/lib/auth/sign-in";
+import { clientAddress } from "@/lib/http/client-address";
 import { getRuntime } from "@/lib/runtime";
 
 export interface SignInState {
@@ -18,20 +19,10 @@ export async function signIn(_prev: SignInState, form: FormData): Promise<SignIn
   if (!email || !password) return { error: "Enter your email and password.", email };
 
   const runtime = await getRuntime();
-  const { prisma } = runtime.db;
-  const waitMs = await loginBlockedForMs(prisma, email);
-  if (waitMs > 0) {
-    const minutes = Math.max(1, Math.ceil(waitMs / 60_000));
-    return { error: `Too many failed sign-ins for this email. Try again in ${minutes} minute${minutes === 1 ? "" : "s"}.`, email };
-  }
-
-  const operator = await verifyOperatorCredentials(prisma, email, password);
-  if (!operator) {
-    await recordLoginFailure(prisma, email);
-    return { error: "That email and password do not match an active account.", email };
-  }
-  await clearLoginFailures(prisma, email);
-  await startSession(operator.id);
+  const address = clientAddress(await headers(), runtime.config.trustedProxies);
+  const result = await attemptSignIn(runtime.db.prisma, { email, password, address });
+  if (!result.ok) return { error: signInMessage(result), email };
+  await startSession(result.operator.id);
   redirect(safeNextPath(form.get("next")));
 }
 

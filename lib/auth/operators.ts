@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type { PrismaClient } from "@/generated/prisma/client";
-import { hashPassword, MIN_PASSWORD_LENGTH, verifyPassword } from "./passwords";
+import { hashPassword, MIN_PASSWORD_LENGTH, passwordHashingGate, verifyPassword, type HashingGate } from "./passwords";
 import { isRole, type Role } from "./roles";
 
 export interface OperatorIdentity {
@@ -32,21 +32,34 @@ export async function createOperator(
 }
 
 // Verifying against a dummy hash when the email is unknown keeps the answer time the same,
-// so response timing does not tell which emails exist.
+// so response timing does not tell which emails exist. That verification costs as much as a real
+// one, so it goes through the same hashing gate (lib/auth/passwords.ts) as every other.
 let dummyHash: Promise<string> | null = null;
 
+function dummyPasswordHash(gate: HashingGate): Promise<string> {
+  dummyHash ??= hashPassword("not-a-real-password-" + randomUUID(), gate).catch((err: unknown) => {
+    dummyHash = null; // refused (the gate was full) or failed: the next call makes it
+    throw err;
+  });
+  return dummyHash;
+}
+
+/**
+ * The operator with this email and password, or null. Throws PasswordCheckBusyError when the
+ * process is checking as many passwords as it allows.
+ */
 export async function verifyOperatorCredentials(
   prisma: PrismaClient,
   email: string,
   password: string,
+  gate: HashingGate = passwordHashingGate(),
 ): Promise<OperatorIdentity | null> {
   const row = await prisma.operator.findUnique({ where: { email: email.trim().toLowerCase() } });
   if (!row || row.disabledAt || !isRole(row.role)) {
-    dummyHash ??= hashPassword("not-a-real-password-" + randomUUID());
-    await verifyPassword(await dummyHash, password);
+    await verifyPassword(await dummyPasswordHash(gate), password, gate);
     return null;
   }
-  if (!(await verifyPassword(row.passwordHash, password))) return null;
+  if (!(await verifyPassword(row.passwordHash, password, gate))) return null;
   return { id: row.id, email: row.email, role: row.role };
 }
 
