@@ -27,7 +27,7 @@ describe.each(["PostgreSQL", "PGlite"] as const)("API tokens and the operator au
       expect(await revokeApiToken(prisma, { id: created.id, actor, reason: "again" })).toBe(false);
 
       expect(await trailOf(t.db, created.id)).toEqual([
-        { actor, action: "token_create", scope: "tenant-a", reason: "ci runner", after: { tokenId: created.id, prefix: created.prefix } },
+        { actor, action: "token_create", scope: "tenant-a", reason: "ci runner", after: expect.objectContaining({ tokenId: created.id, prefix: created.prefix }) },
         { actor, action: "token_revoke", scope: "tenant-a", reason: "the runner was retired", after: { tokenId: created.id, prefix: created.prefix } },
       ]);
     });
