@@ -1,23 +1,15 @@
 import { spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
-import { createServer, type IncomingMessage, type Server as HttpServer, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
 import path from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { CallToolRequest, CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import * as route from "@/app/mcp/route";
-import { PrismaAuditWriter } from "@/lib/audit/audit-writer";
-import { createApiToken } from "@/lib/auth/api-tokens";
-import { loadConfig } from "@/lib/config";
-import { Engine } from "@/lib/idempotency/engine";
 import type { Runtime } from "@/lib/runtime";
-import { SqlKeyStore } from "@/lib/store/sql/sql-key-store";
 import { demoTools } from "@/lib/tools/demo";
-import { ToolRegistry } from "@/lib/tools/registry";
-import { createTestPostgres, type TestPostgres } from "@/test/support/databases";
+import type { TestPostgres } from "@/test/support/databases";
+import { startMcpGateway, type McpGateway } from "@/test/support/mcp-gateway";
 import { KEY_ARGUMENT, META_KEY_FIELD } from "./tools";
 
 // Idemgate's /mcp end to end, as MCP clients see it: the App Router route (app/mcp/route.ts) behind
@@ -26,34 +18,14 @@ import { KEY_ARGUMENT, META_KEY_FIELD } from "./tools";
 // process). Side effects are counted in the demo tools' own tables.
 
 const ROOT = path.resolve(import.meta.dirname, "../..");
-const holder = globalThis as unknown as { __idemgateRuntime?: Promise<Runtime> };
 
+let gateway: McpGateway;
 let pg: TestPostgres;
 let runtime: Runtime;
-let http: HttpServer;
 let mcpUrl: string;
 let tokenA: string;
 let tokenB: string;
 const clients: Client[] = [];
-
-/** node:http → the route's Fetch handlers, as Next.js does it. */
-async function serveRoute(req: IncomingMessage, res: ServerResponse): Promise<void> {
-  const url = new URL(req.url ?? "/", mcpUrl);
-  const handler = url.pathname === "/mcp" ? route[req.method as "POST" | "GET" | "DELETE"] : undefined;
-  if (!handler) {
-    res.writeHead(404).end();
-    return;
-  }
-  const chunks: Buffer[] = [];
-  for await (const chunk of req) chunks.push(chunk as Buffer);
-  const headers = new Headers();
-  for (const [name, values] of Object.entries(req.headersDistinct)) for (const value of values ?? []) headers.append(name, value);
-  const response = await handler(
-    new Request(url, { method: req.method, headers, body: req.method === "POST" ? Buffer.concat(chunks) : undefined }),
-  );
-  res.writeHead(response.status, Object.fromEntries(response.headers));
-  res.end(Buffer.from(await response.arrayBuffer()));
-}
 
 async function connect(token: string, headers: Record<string, string> = {}): Promise<Client> {
   const client = new Client({ name: "idemgate-test", version: "1.0.0" });
@@ -72,46 +44,15 @@ const charges = (scope: string, customerId: string) => pg.db.prisma.demoCharge.c
 const chargeArgs = (customerId: string, extra: Record<string, unknown> = {}) => ({ customerId, amountCents: 1250, currency: "EUR", ...extra });
 
 beforeAll(async () => {
-  pg = await createTestPostgres("mcp");
-  const store = new SqlKeyStore(pg.db);
-  const audit = new PrismaAuditWriter(pg.db.prisma, { execute: pg.db.execute });
-  runtime = {
-    config: loadConfig({} as NodeJS.ProcessEnv),
-    db: pg.db,
-    store,
-    audit,
-    engine: new Engine({ store, audit }),
-    registry: new ToolRegistry(demoTools),
-    async close() {
-      await audit.close();
-      await store.close();
-    },
-  };
-  holder.__idemgateRuntime = Promise.resolve(runtime);
-  const token = (scope: string) => {
-    const input = { scope, label: "MCP tests", actor: "test" };
-    return createApiToken(pg.db.prisma, input).then((created) => created.token);
-  };
-  tokenA = await token("tenant-a");
-  tokenB = await token("tenant-b");
-  http = createServer((req, res) => {
-    serveRoute(req, res).catch((err) => {
-      console.error(err);
-      if (!res.headersSent) res.writeHead(500);
-      res.end();
-    });
-  });
-  await new Promise<void>((resolve) => http.listen(0, "127.0.0.1", resolve));
-  mcpUrl = `http://127.0.0.1:${(http.address() as AddressInfo).port}/mcp`;
+  gateway = await startMcpGateway("mcp");
+  ({ pg, runtime, url: mcpUrl } = gateway);
+  tokenA = await gateway.token("tenant-a");
+  tokenB = await gateway.token("tenant-b");
 });
 
 afterAll(async () => {
   await Promise.all(clients.map((c) => c.close().catch(() => {})));
-  http?.closeAllConnections();
-  await new Promise((resolve) => http?.close(resolve));
-  holder.__idemgateRuntime = undefined;
-  await runtime?.close();
-  await pg?.drop();
+  await gateway?.close();
 });
 
 describe("Idemgate's MCP server over Streamable HTTP", () => {
