@@ -3,11 +3,12 @@ import type { TokenPrincipal } from "@/lib/auth/api-tokens";
 import { idempotencyKeyHeader, keySourceHeader, preferredWaitSeconds, sessionHeader } from "@/lib/gateway/invoke-tool";
 import type { InvokeResult, KeySource } from "@/lib/idempotency/engine";
 import { InvalidKeyError } from "@/lib/idempotency/errors";
-import { isFinalToolError } from "@/lib/idempotency/tool";
+import { isFinalToolError, isNotRunError, isOutcomeUnknown } from "@/lib/idempotency/tool";
 import type { HeaderSource } from "@/lib/http/answer";
 import { problemAnswer, type ProblemBody } from "@/lib/http/problem";
 import type { Runtime } from "@/lib/runtime";
 import { advertisesKeyArgument, KEY_ARGUMENT, META_KEY_FIELD } from "./tools";
+import { mcpOriginOf } from "./upstream/proxied-tool";
 
 /** How long a duplicate of a running call is held for its result, as `Prefer: wait=10` would (DESIGN.md). */
 export const MCP_WAIT_MS = 10_000;
@@ -71,7 +72,7 @@ export async function callTool(params: CallParams, caller: McpCaller, runtime: R
       waitMs: waitSeconds === null ? undefined : waitSeconds * 1000,
       transport: "mcp",
     });
-    return toolResult(result);
+    return toolResult(result, mcpOriginOf(tool) !== null);
   } catch (err) {
     return errorResult(err, tool.name, waitSeconds);
   }
@@ -93,13 +94,20 @@ function keyValue(value: unknown, where: string): string | null {
   return value;
 }
 
-function toolResult(result: InvokeResult): CallToolResult {
-  const out: CallToolResult = { content: [{ type: "text", text: result.body }] };
+function toolResult(result: InvokeResult, proxied: boolean): CallToolResult {
   const structured = jsonObject(result.body);
-  if (structured) out.structuredContent = structured;
-  // a final error (a declined card) is the action's result, stored and replayed like any other
-  if (result.status >= 400) out.isError = true;
+  let out: CallToolResult;
+  if (proxied && structured && Array.isArray(structured.content)) {
+    // another MCP server's result (stored as it came): passed on whole, content, isError and all
+    out = { ...(structured as CallToolResult) };
+  } else {
+    out = { content: [{ type: "text", text: result.body }] };
+    if (structured) out.structuredContent = structured;
+    // a final error (a declined card) is the action's result, stored and replayed like any other
+    if (result.status >= 400) out.isError = true;
+  }
   out._meta = {
+    ...out._meta,
     [RESULT_META_FIELD]:
       result.kind === "read"
         ? { status: result.status }
@@ -129,6 +137,13 @@ function errorResult(err: unknown, tool: string, waitSeconds: number | null): Ca
     const text = JSON.stringify(err.body ?? null);
     const structured = jsonObject(text);
     return { content: [{ type: "text", text }], ...(structured ? { structuredContent: structured } : {}), isError: true };
+  }
+  if (isNotRunError(err) || isOutcomeUnknown(err)) {
+    // thrown by a read tool (writes' are the engine's errors): it did not answer
+    const body: ProblemBody = isNotRunError(err)
+      ? { type: "/problems/tool_failed", title: "Tool failed", status: 502, detail: err.message }
+      : { type: "/problems/tool_failed", title: "Tool failed", status: err.timedOut ? 504 : 502, detail: err.note };
+    return { content: [{ type: "text", text: JSON.stringify(body) }], structuredContent: body, isError: true };
   }
   const answer = problemAnswer(err, "/mcp");
   const body = JSON.parse(answer.body) as ProblemBody;

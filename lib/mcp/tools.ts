@@ -1,6 +1,7 @@
 import type { Tool } from "@modelcontextprotocol/sdk/types.js";
 import type { ToolDefinition } from "@/lib/tools/define-tool";
 import type { ToolRegistry } from "@/lib/tools/registry";
+import { mcpOriginOf } from "./upstream/proxied-tool";
 
 /** The `_meta` field of `tools/call` params that carries the orchestrator's idempotency key. */
 export const META_KEY_FIELD = "io.idemgate/idempotency-key";
@@ -45,7 +46,9 @@ export function listMcpTools(registry: ToolRegistry): Tool[] {
 
 function describeForMcp(registry: ToolRegistry, tool: ToolDefinition): Tool {
   const described = registry.describe(tool);
-  const schema = { ...described.argumentsSchema } as Record<string, unknown>;
+  const origin = mcpOriginOf(tool);
+  // another MCP server's tool is listed with its own schema and annotations
+  const schema = { ...(origin ? origin.inputSchema : described.argumentsSchema) } as Record<string, unknown>;
   if (schema.type !== "object") schema.type = "object";
   if (advertisesKeyArgument(tool)) {
     schema.properties = { ...(schema.properties as Record<string, unknown> | undefined), [KEY_ARGUMENT]: KEY_ARGUMENT_SCHEMA };
@@ -55,7 +58,9 @@ function describeForMcp(registry: ToolRegistry, tool: ToolDefinition): Tool {
     name: tool.name,
     description: write ? `${tool.description}\n\n${WRITE_NOTE}` : tool.description,
     inputSchema: schema as Tool["inputSchema"],
-    annotations: write
+    annotations: origin
+      ? { ...origin.annotations }
+      : write
       ? {
           readOnlyHint: false,
           // Repeating an action under the same key has no further effect; the same arguments under a
@@ -70,6 +75,7 @@ function describeForMcp(registry: ToolRegistry, tool: ToolDefinition): Tool {
       "io.idemgate/kind": tool.kind,
       // required: a keyless call is refused; optional: keyless calls are deduplicated by their arguments
       "io.idemgate/idempotency-key": described.idempotencyKey,
+      ...(origin ? { "io.idemgate/origin": { server: origin.server, tool: origin.tool } } : {}),
     },
   };
 }

@@ -1,0 +1,119 @@
+import { ErrorCode, McpError, type CallToolResult, type Tool, type ToolAnnotations } from "@modelcontextprotocol/sdk/types.js";
+import { z } from "zod";
+import { FinalToolError, NotRunError, OutcomeUnknown } from "@/lib/idempotency/tool";
+import { defineTool, TOOL_NAME_PATTERN, type ArgsSchema, type ToolDefinition } from "@/lib/tools/define-tool";
+import { derivedKey } from "@/lib/tools/upstream";
+import { META_KEY_FIELD } from "../tools";
+
+/** Where a proxied tool comes from; kept on its definition, so /mcp can pass its results through whole. */
+export interface McpOrigin {
+  server: string;
+  /** the tool's own name at its server */
+  tool: string;
+  annotations: ToolAnnotations | undefined;
+  /** the server's own JSON Schema, listed as it is */
+  inputSchema: Tool["inputSchema"];
+}
+
+/** What a proxied tool needs of its server's connection. */
+export interface McpCallTarget {
+  /** whether a call can be sent now; when not, nothing is sent and the call is "not run" */
+  connected(): boolean;
+  /** why it is not connected, for the caller */
+  downReason(): string | null;
+  callTool(params: Record<string, unknown>, timeoutMs: number): Promise<CallToolResult>;
+}
+
+/** A proxied tool's definition with its origin. */
+export type ProxiedToolDefinition = ToolDefinition & { mcpOrigin: McpOrigin };
+
+export function mcpOriginOf(tool: ToolDefinition): McpOrigin | null {
+  const origin = (tool as Partial<ProxiedToolDefinition>).mcpOrigin;
+  return origin && typeof origin.server === "string" ? origin : null;
+}
+
+/** The status a stored MCP tool error (`isError: true`) is kept under: the tool understood and refused. */
+export const MCP_TOOL_ERROR_STATUS = 422;
+
+/**
+ * `<server>.<tool>` with the tool's name made to fit Idemgate's tool names (lower case; other
+ * characters become `_`); null when it cannot be made to fit.
+ */
+export function proxiedName(server: string, tool: string): string | null {
+  let local = tool
+    .replace(/([a-z0-9])([A-Z])/g, "$1_$2")
+    .toLowerCase()
+    .replace(/[^a-z0-9_]/g, "_");
+  if (!/^[a-z]/.test(local)) local = `t_${local}`;
+  const name = `${server}.${local}`;
+  return TOOL_NAME_PATTERN.test(name) && name.length <= 128 ? name : null;
+}
+
+/**
+ * How a tool's annotations gate it (DESIGN.md § MCP): `readOnlyHint` → a read, never gated;
+ * `idempotentHint` → passed through without a key (the resource carries the idempotency);
+ * anything else → a write, gated like every other write.
+ */
+export function gateOf(annotations: ToolAnnotations | undefined): "read" | "idempotent" | "write" {
+  if (annotations?.readOnlyHint === true) return "read";
+  if (annotations?.idempotentHint === true) return "idempotent";
+  return "write";
+}
+
+function argsSchema(inputSchema: Tool["inputSchema"]): ArgsSchema {
+  try {
+    const schema = z.fromJSONSchema(inputSchema as Parameters<typeof z.fromJSONSchema>[0]);
+    if (schema instanceof z.ZodObject) return schema;
+  } catch {
+    // a schema zod cannot read: the server validates its own arguments
+  }
+  return z.looseObject({});
+}
+
+/**
+ * A listed tool of another MCP server as an Idemgate tool. A write's call carries the key derived
+ * from the caller's scope and key (as `params.idempotencyKey` and in `_meta`), so a server that
+ * honours keys can deduplicate too. Outcome classes: a result is done (one with `isError` is a final
+ * result, stored and replayed); a call that could not be sent because the server is not connected
+ * is not run; a timeout or a failure at the protocol level is unknown.
+ */
+export function proxiedTool(server: { name: string; timeoutMs: number }, listed: Tool, target: McpCallTarget): ProxiedToolDefinition | null {
+  const name = proxiedName(server.name, listed.name);
+  if (!name) return null;
+  const gate = gateOf(listed.annotations);
+  const timeoutMs = server.timeoutMs;
+  const description = listed.description?.trim() || listed.title || `${listed.name} of the MCP server ${server.name}`;
+  const definition = defineTool({
+    name,
+    // An idempotent tool is passed through like a read: repeating it changes nothing more.
+    kind: gate === "write" ? "write" : "read",
+    description,
+    schema: argsSchema(listed.inputSchema),
+    // a call still waiting for its answer must never look stuck
+    leaseMs: timeoutMs + 30_000,
+    async run(args, ctx) {
+      if (!target.connected()) {
+        throw new NotRunError(`the MCP server ${server.name} is not connected${target.downReason() ? ` (${target.downReason()})` : ""}; nothing was sent`);
+      }
+      const params: Record<string, unknown> = { name: listed.name, arguments: args };
+      if (ctx.key) {
+        const key = derivedKey(ctx.scope, ctx.key);
+        params.idempotencyKey = key;
+        params._meta = { [META_KEY_FIELD]: key };
+      }
+      let result: CallToolResult;
+      try {
+        result = await target.callTool(params, timeoutMs);
+      } catch (err) {
+        if (err instanceof McpError && err.code === ErrorCode.RequestTimeout) {
+          throw new OutcomeUnknown(`no answer from the MCP server ${server.name} within ${timeoutMs} ms`, true);
+        }
+        const message = err instanceof Error ? err.message : String(err);
+        throw new OutcomeUnknown(`the call to the MCP server ${server.name} failed: ${message.slice(0, 300)}`);
+      }
+      if (result.isError && gate === "write") throw new FinalToolError(MCP_TOOL_ERROR_STATUS, result);
+      return { status: result.isError ? MCP_TOOL_ERROR_STATUS : 200, body: result };
+    },
+  });
+  return Object.assign(definition, { mcpOrigin: { server: server.name, tool: listed.name, annotations: listed.annotations, inputSchema: listed.inputSchema } });
+}

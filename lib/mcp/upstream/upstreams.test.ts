@@ -1,0 +1,242 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import { randomUUID } from "node:crypto";
+import { mkdtemp, readFile, rm } from "node:fs/promises";
+import net from "node:net";
+import os from "node:os";
+import path from "node:path";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import type { CallToolRequest, CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startMcpGateway, type McpGateway } from "@/test/support/mcp-gateway";
+import { KEY_ARGUMENT } from "../tools";
+import type { McpServerConfig } from "./config";
+import { startMcpUpstreams } from "./serve-upstreams";
+import type { McpUpstreams } from "./upstreams";
+
+// Idemgate in front of other MCP servers (IDEMGATE_MCP_SERVERS): two servers built with the SDK
+// (test/support/mcp-test-server.ts), one over Streamable HTTP and one over stdio, each a real
+// process that appends every side effect to a file. Clients reach their tools through Idemgate's
+// /mcp with the SDK's own client.
+
+const ROOT = path.resolve(import.meta.dirname, "../../..");
+const TEST_SERVER = path.join(ROOT, "test", "support", "mcp-test-server.ts");
+
+let gateway: McpGateway;
+let upstreams: McpUpstreams;
+let token: string;
+let dir: string;
+let httpPort: number;
+let httpServer: ChildProcess | null = null;
+const logs: string[] = [];
+const clients: Client[] = [];
+
+const effectsFile = (server: string) => path.join(dir, `${server}.effects`);
+async function effects(server: string, line: string): Promise<number> {
+  const text = await readFile(effectsFile(server), "utf8").catch(() => "");
+  return text.split("\n").filter((l) => l === line).length;
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const probe = net.createServer().listen(0, "127.0.0.1", () => {
+      const { port } = probe.address() as net.AddressInfo;
+      probe.close(() => resolve(port));
+    });
+    probe.on("error", reject);
+  });
+}
+
+async function startHttpServer(): Promise<void> {
+  const child = spawn(process.execPath, ["--import", "tsx", TEST_SERVER, "--http", String(httpPort)], {
+    cwd: ROOT,
+    env: { ...process.env, EFFECTS_FILE: effectsFile("counter_http") },
+    stdio: ["ignore", "ignore", "pipe"],
+  });
+  httpServer = child;
+  await new Promise<void>((resolve, reject) => {
+    child.stderr!.on("data", (chunk) => String(chunk).includes("listening") && resolve());
+    child.once("exit", (code) => reject(new Error(`the test MCP server exited with ${code}`)));
+  });
+}
+
+async function stopHttpServer(): Promise<void> {
+  const child = httpServer;
+  httpServer = null;
+  if (!child || child.exitCode !== null) return;
+  const exited = new Promise((resolve) => child.once("exit", resolve));
+  child.kill("SIGKILL");
+  await exited;
+}
+
+async function waitFor<T>(what: string, probe: () => T | null | false | Promise<T | null | false>, timeoutMs = 20_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}\n${logs.join("\n")}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+async function connect(): Promise<Client> {
+  const client = new Client({ name: "idemgate-test", version: "1.0.0" });
+  await client.connect(new StreamableHTTPClientTransport(new URL(gateway.url), { requestInit: { headers: { Authorization: `Bearer ${token}` } } }));
+  clients.push(client);
+  return client;
+}
+
+const call = (client: Client, params: Record<string, unknown>) => client.callTool(params as CallToolRequest["params"]) as Promise<CallToolResult>;
+const status = (name: string) => upstreams.statuses().find((s) => s.name === name)!;
+
+beforeAll(async () => {
+  dir = await mkdtemp(path.join(os.tmpdir(), "idemgate-mcp-upstreams-"));
+  httpPort = await freePort();
+  await startHttpServer();
+  gateway = await startMcpGateway("mcp_upstreams");
+  token = await gateway.token("tenant-u");
+  const configs: McpServerConfig[] = [
+    { name: "counter_http", url: `http://127.0.0.1:${httpPort}/mcp`, timeoutMs: 1_500 },
+    {
+      name: "counter_stdio",
+      command: process.execPath,
+      args: ["--import", "tsx", TEST_SERVER, "--stdio"],
+      cwd: ROOT,
+      env: { EFFECTS_FILE: effectsFile("counter_stdio") },
+      timeoutMs: 1_500,
+    },
+  ];
+  upstreams = (await startMcpUpstreams(gateway.runtime, configs, { pingIntervalMs: 300, maxBackoffMs: 500, log: (line) => logs.push(line) }))!;
+});
+
+afterAll(async () => {
+  await Promise.all(clients.map((c) => c.close().catch(() => {})));
+  await upstreams?.close();
+  await stopHttpServer();
+  await gateway?.close();
+  if (dir) await rm(dir, { recursive: true, force: true });
+});
+
+describe("Idemgate in front of other MCP servers", () => {
+  it("connects to both and lists their tools as <server>.<tool>, with their own schemas and annotations", async () => {
+    expect(upstreams.statuses().map((s) => [s.name, s.state, s.tools])).toEqual([
+      ["counter_http", "up", 7],
+      ["counter_stdio", "up", 7],
+    ]);
+    const { tools } = await (await connect()).listTools();
+    for (const server of ["counter_http", "counter_stdio"]) {
+      const byName = (tool: string) => tools.find((t) => t.name === `${server}.${tool}`);
+      expect(byName("increment")).toMatchObject({ _meta: { "io.idemgate/kind": "write", "io.idemgate/origin": { server, tool: "increment" } } });
+      expect(byName("increment")?.inputSchema.properties).toHaveProperty("label");
+      expect(byName("increment")?.inputSchema.properties).toHaveProperty(KEY_ARGUMENT);
+      expect(byName("read_count")?.annotations).toMatchObject({ readOnlyHint: true });
+      expect(byName("set_flag")?.annotations).toMatchObject({ idempotentHint: true });
+      expect(byName("set_flag")?.inputSchema.properties ?? {}).not.toHaveProperty(KEY_ARGUMENT);
+    }
+    // and the demo tools are still there
+    expect(tools.map((t) => t.name)).toContain("payments.charge");
+  });
+
+  for (const server of ["counter_http", "counter_stdio"]) {
+    describe(server, () => {
+      it("runs a write retried five times with one key once; every retry gets the first result", async () => {
+        const client = await connect();
+        const label = randomUUID();
+        const key = `proxied-${randomUUID()}`;
+        const results = await Promise.all(Array.from({ length: 5 }, () => call(client, { name: `${server}.increment`, arguments: { label }, idempotencyKey: key })));
+        for (const result of results) {
+          expect(result.isError).toBeFalsy();
+          expect(result.content).toEqual(results[0].content);
+        }
+        expect(results[0].structuredContent).toMatchObject({ label, count: 1 });
+        expect(await effects(server, `increment:${label}`)).toBe(1);
+        const read = await call(client, { name: `${server}.read_count`, arguments: { label } });
+        expect(read.structuredContent).toMatchObject({ count: 1 });
+      });
+
+      it("refuses a keyless write (nothing is sent); passes reads and idempotent tools through without a key", async () => {
+        const client = await connect();
+        const label = randomUUID();
+        const keyless = await call(client, { name: `${server}.increment`, arguments: { label } });
+        expect(keyless.isError).toBe(true);
+        expect(keyless.structuredContent).toMatchObject({ type: "/problems/missing_key" });
+        expect(await effects(server, `increment:${label}`)).toBe(0);
+
+        const flag = randomUUID();
+        for (let i = 0; i < 2; i++) {
+          const set = await call(client, { name: `${server}.set_flag`, arguments: { name: flag, value: true } });
+          expect(set.isError).toBeFalsy();
+        }
+        expect(await effects(server, `set_flag:${flag}`)).toBe(2);
+      });
+
+      it("stores a tool error (isError) as a final result and replays it", async () => {
+        const client = await connect();
+        const label = randomUUID();
+        const key = `refuse-${randomUUID()}`;
+        const first = await call(client, { name: `${server}.refuse`, arguments: { label }, idempotencyKey: key });
+        expect(first).toMatchObject({ isError: true, content: [{ type: "text", text: `refused ${label}` }] });
+        const again = await call(client, { name: `${server}.refuse`, arguments: { label }, idempotencyKey: key });
+        expect(again).toMatchObject({ isError: true, content: first.content, _meta: { "io.idemgate/result": { replayed: true } } });
+        expect(await effects(server, `refuse:${label}`)).toBe(1);
+      });
+
+      it("makes a call that hangs past its timeout an unknown outcome that is never run again", async () => {
+        const client = await connect();
+        const label = randomUUID();
+        const key = `hang-${randomUUID()}`;
+        const first = await call(client, { name: `${server}.hang`, arguments: { label, ms: 4_000 }, idempotencyKey: key });
+        expect(first.isError).toBe(true);
+        expect(first.structuredContent).toMatchObject({ type: "/problems/outcome_unknown", state: "unknown", status: 504 });
+        expect(await effects(server, `hang:${label}`)).toBe(1);
+        const retry = await call(client, { name: `${server}.hang`, arguments: { label, ms: 4_000 }, idempotencyKey: key });
+        expect(retry.structuredContent).toMatchObject({ type: "/problems/outcome_unknown" });
+        expect(await effects(server, `hang:${label}`)).toBe(1);
+        const record = await gateway.runtime.store.get("tenant-u", key);
+        expect(record).toMatchObject({ status: "unknown", outcomeNote: expect.stringContaining("within 1500 ms") });
+      });
+    });
+  }
+
+  it("re-lists a server's tools when it says they changed", async () => {
+    const client = await connect();
+    const added = await call(client, { name: "counter_stdio.add_tool", arguments: {}, idempotencyKey: `add-${randomUUID()}` });
+    expect(added.isError).toBeFalsy();
+    await waitFor("counter_stdio.extra to be listed", async () => (await client.listTools()).tools.some((t) => t.name === "counter_stdio.extra"));
+    const extra = await call(client, { name: "counter_stdio.extra", arguments: {} });
+    expect(extra.structuredContent).toEqual({ extra: true });
+  });
+
+  it("a server killed and restarted: calls meanwhile are not run (nothing sent); its tools work again without restarting Idemgate", async () => {
+    const client = await connect();
+    await stopHttpServer();
+    await waitFor("counter_http to be down", () => status("counter_http").state === "down");
+    const label = randomUUID();
+    const key = `down-${randomUUID()}`;
+    const refused = await call(client, { name: "counter_http.increment", arguments: { label }, idempotencyKey: key });
+    expect(refused.isError).toBe(true);
+    expect(refused.structuredContent).toMatchObject({ type: "/problems/tool_failed", detail: expect.stringContaining("not connected") });
+    // its tools stay listed while it is down
+    expect((await client.listTools()).tools.some((t) => t.name === "counter_http.increment")).toBe(true);
+
+    await startHttpServer();
+    await waitFor("counter_http to be up again", () => status("counter_http").state === "up");
+    // the key was given back (nothing had run): the retry runs once
+    const retried = await call(client, { name: "counter_http.increment", arguments: { label }, idempotencyKey: key });
+    expect(retried.isError).toBeFalsy();
+    expect(await effects("counter_http", `increment:${label}`)).toBe(1);
+  });
+
+  it("a stdio server whose process exits is started again, and its tools work", async () => {
+    const client = await connect();
+    const before = status("counter_stdio").since;
+    const bye = await call(client, { name: "counter_stdio.shutdown", arguments: {}, idempotencyKey: `bye-${randomUUID()}` });
+    expect(bye.structuredContent).toEqual({ exiting: true });
+    await waitFor("counter_stdio to go down and come back", () => status("counter_stdio").state === "up" && status("counter_stdio").since > before);
+    expect(logs.some((line) => line.startsWith("counter_stdio: down"))).toBe(true);
+    const label = randomUUID();
+    const result = await call(client, { name: "counter_stdio.increment", arguments: { label }, idempotencyKey: `after-${randomUUID()}` });
+    expect(result.structuredContent).toMatchObject({ label, count: 1 });
+    expect(await effects("counter_stdio", `increment:${label}`)).toBe(1);
+  });
+});

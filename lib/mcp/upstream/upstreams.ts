@@ -1,0 +1,281 @@
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { CallToolResultSchema, ListToolsResultSchema, type CallToolResult, type Tool } from "@modelcontextprotocol/sdk/types.js";
+import packageJson from "@/package.json";
+import { DEFAULT_MCP_TIMEOUT_MS, isStdio, type McpServerConfig } from "./config";
+import { proxiedTool, type McpCallTarget, type ProxiedToolDefinition } from "./proxied-tool";
+
+/** How a guarded MCP server is doing, for the status page. */
+export interface UpstreamStatus {
+  name: string;
+  transport: "http" | "stdio";
+  /** where: the URL, or the command */
+  target: string;
+  state: "connecting" | "up" | "down";
+  since: Date;
+  /** why it is down (or why the last attempt failed) */
+  error: string | null;
+  tools: number;
+}
+
+export interface UpstreamOptions {
+  /** called with every guarded tool whenever a server's list changes (connected, re-listed, changed) */
+  onChange?: (tools: ProxiedToolDefinition[]) => void;
+  log?: (line: string) => void;
+  /** a connected server is pinged this often; one that does not answer is reconnected (default 5 s) */
+  pingIntervalMs?: number;
+  /** the longest wait between reconnection attempts (default 30 s) */
+  maxBackoffMs?: number;
+}
+
+const CONNECT_TIMEOUT_MS = 10_000;
+const MAX_LISTED_PAGES = 20;
+
+/**
+ * One guarded MCP server: connects as an MCP client, lists its tools, re-lists them when the server
+ * says they changed (`notifications/tools/list_changed`), pings it, and when it goes away (a stdio
+ * process that exits, an HTTP server that stops answering) reconnects with backoff — restarting a
+ * stdio server's process — without restarting Idemgate. The last tool list is kept while it is down:
+ * calls then are refused as "not run" (nothing was sent).
+ */
+export class UpstreamConnection implements McpCallTarget {
+  private client: Client | null = null;
+  private state: UpstreamStatus["state"] = "connecting";
+  private since = new Date();
+  private error: string | null = null;
+  private listed: Tool[] = [];
+  private closed = false;
+  private pingTimer: NodeJS.Timeout | null = null;
+  private retryTimer: NodeJS.Timeout | null = null;
+  private attempt = 0;
+  private generation = 0;
+  readonly timeoutMs: number;
+
+  constructor(
+    readonly config: McpServerConfig,
+    private readonly options: UpstreamOptions & { onTools: () => void },
+  ) {
+    this.timeoutMs = config.timeoutMs ?? DEFAULT_MCP_TIMEOUT_MS;
+  }
+
+  get name(): string {
+    return this.config.name;
+  }
+
+  /** The first connection attempt; later ones run by themselves. Never throws. */
+  async start(): Promise<void> {
+    await this.connect();
+  }
+
+  status(): UpstreamStatus {
+    return {
+      name: this.name,
+      transport: isStdio(this.config) ? "stdio" : "http",
+      target: isStdio(this.config) ? [this.config.command, ...(this.config.args ?? [])].join(" ") : this.config.url,
+      state: this.state,
+      since: this.since,
+      error: this.error,
+      tools: this.listed.length,
+    };
+  }
+
+  tools(): Tool[] {
+    return this.listed;
+  }
+
+  connected(): boolean {
+    return this.state === "up" && this.client !== null;
+  }
+
+  downReason(): string | null {
+    return this.state === "up" ? null : (this.error ?? this.state);
+  }
+
+  async callTool(params: Record<string, unknown>, timeoutMs: number): Promise<CallToolResult> {
+    const client = this.client;
+    if (!client) throw new Error(`not connected to ${this.name}`);
+    try {
+      return await client.request({ method: "tools/call", params: params as { name: string } }, CallToolResultSchema, { timeout: timeoutMs });
+    } catch (err) {
+      // a failed call may mean the server went away: find out now rather than at the next ping
+      this.checkSoon();
+      throw err;
+    }
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    this.clearTimers();
+    const client = this.client;
+    this.client = null;
+    await client?.close().catch(() => {});
+  }
+
+  private async connect(): Promise<void> {
+    if (this.closed) return;
+    const generation = ++this.generation;
+    this.setState(this.state === "down" ? "down" : "connecting", this.error);
+    const client = new Client(
+      { name: "idemgate", version: packageJson.version },
+      {
+        listChanged: {
+          tools: {
+            onChanged: (err, tools) => {
+              if (generation !== this.generation) return;
+              if (err) this.options.log?.(`${this.name}: re-listing tools failed: ${err.message}`);
+              else if (tools) this.setTools(tools);
+            },
+          },
+        },
+      },
+    );
+    const transport = isStdio(this.config)
+      ? new StdioClientTransport({ command: this.config.command, args: this.config.args, env: this.config.env, cwd: this.config.cwd, stderr: "pipe" })
+      : new StreamableHTTPClientTransport(new URL(this.config.url), { requestInit: { headers: this.config.headers ?? {} } });
+    if (transport instanceof StdioClientTransport) {
+      transport.stderr?.on("data", (chunk: Buffer) => {
+        for (const line of chunk.toString().split("\n")) if (line.trim()) this.options.log?.(`${this.name} (stderr): ${line.slice(0, 500)}`);
+      });
+    }
+    client.onclose = () => {
+      if (generation === this.generation) this.lost("the connection closed");
+    };
+    try {
+      await client.connect(transport, { timeout: CONNECT_TIMEOUT_MS });
+      const tools = await listAll(client);
+      if (this.closed || generation !== this.generation) {
+        await client.close().catch(() => {});
+        return;
+      }
+      this.client = client;
+      this.attempt = 0;
+      this.setTools(tools);
+      this.setState("up", null);
+      this.options.log?.(`${this.name}: connected, ${tools.length} tools`);
+      this.schedulePing(this.options.pingIntervalMs ?? 5_000);
+    } catch (err) {
+      await client.close().catch(() => {});
+      if (generation === this.generation) this.lost(`cannot connect: ${describe(err)}`);
+    }
+  }
+
+  private setTools(tools: Tool[]): void {
+    this.listed = tools;
+    this.options.onTools();
+  }
+
+  private setState(state: UpstreamStatus["state"], error: string | null): void {
+    if (state !== this.state) this.since = new Date();
+    this.state = state;
+    this.error = error;
+  }
+
+  /** The server went away: mark it down and reconnect with backoff. */
+  private lost(reason: string): void {
+    if (this.closed) return;
+    this.generation++;
+    this.clearTimers();
+    const client = this.client;
+    this.client = null;
+    void client?.close().catch(() => {});
+    if (this.state !== "down" || this.error !== reason) this.options.log?.(`${this.name}: down (${reason})`);
+    this.setState("down", reason);
+    const delay = Math.min(this.options.maxBackoffMs ?? 30_000, 250 * 2 ** Math.min(this.attempt++, 10));
+    this.retryTimer = setTimeout(() => void this.connect(), delay);
+    this.retryTimer.unref();
+  }
+
+  private schedulePing(delayMs: number): void {
+    if (this.pingTimer) clearTimeout(this.pingTimer);
+    const generation = this.generation;
+    this.pingTimer = setTimeout(async () => {
+      const client = this.client;
+      if (!client || generation !== this.generation) return;
+      try {
+        await client.ping({ timeout: Math.min(this.timeoutMs, 5_000) });
+        if (generation === this.generation) this.schedulePing(this.options.pingIntervalMs ?? 5_000);
+      } catch (err) {
+        if (generation === this.generation) this.lost(`did not answer a ping: ${describe(err)}`);
+      }
+    }, delayMs);
+    this.pingTimer.unref();
+  }
+
+  private checkSoon(): void {
+    if (this.state === "up") this.schedulePing(0);
+  }
+
+  private clearTimers(): void {
+    if (this.pingTimer) clearTimeout(this.pingTimer);
+    if (this.retryTimer) clearTimeout(this.retryTimer);
+    this.pingTimer = this.retryTimer = null;
+  }
+}
+
+/** Every guarded MCP server of IDEMGATE_MCP_SERVERS, and their tools as Idemgate tools. */
+export class McpUpstreams {
+  readonly connections: UpstreamConnection[];
+
+  constructor(
+    configs: McpServerConfig[],
+    private readonly options: UpstreamOptions = {},
+  ) {
+    this.connections = configs.map((config) => new UpstreamConnection(config, { ...options, onTools: () => this.changed() }));
+  }
+
+  /** Connects to every server once (a server that is down is retried in the background). */
+  async start(): Promise<void> {
+    await Promise.all(this.connections.map((c) => c.start()));
+  }
+
+  statuses(): UpstreamStatus[] {
+    return this.connections.map((c) => c.status());
+  }
+
+  /** Every server's tools as `<server>.<tool>`, a down server's as last listed. */
+  tools(): ProxiedToolDefinition[] {
+    const out: ProxiedToolDefinition[] = [];
+    const seen = new Set<string>();
+    for (const connection of this.connections) {
+      for (const listed of connection.tools()) {
+        const tool = proxiedTool({ name: connection.name, timeoutMs: connection.timeoutMs }, listed, connection);
+        if (!tool) {
+          this.options.log?.(`${connection.name}: the tool ${JSON.stringify(listed.name)} has a name Idemgate cannot serve; left out`);
+        } else if (seen.has(tool.name)) {
+          this.options.log?.(`${connection.name}: two tools map to ${tool.name}; the second is left out`);
+        } else {
+          seen.add(tool.name);
+          out.push(tool);
+        }
+      }
+    }
+    return out;
+  }
+
+  async close(): Promise<void> {
+    await Promise.all(this.connections.map((c) => c.close()));
+  }
+
+  private changed(): void {
+    this.options.onChange?.(this.tools());
+  }
+}
+
+async function listAll(client: Client): Promise<Tool[]> {
+  const tools: Tool[] = [];
+  let cursor: string | undefined;
+  for (let page = 0; page < MAX_LISTED_PAGES; page++) {
+    const result = await client.request({ method: "tools/list", params: cursor ? { cursor } : {} }, ListToolsResultSchema, { timeout: CONNECT_TIMEOUT_MS });
+    tools.push(...result.tools);
+    cursor = result.nextCursor;
+    if (!cursor) break;
+  }
+  return tools;
+}
+
+function describe(err: unknown): string {
+  if (!(err instanceof Error)) return String(err);
+  const cause = (err as { cause?: unknown }).cause;
+  return (cause instanceof Error ? `${err.message}: ${cause.message}` : err.message).slice(0, 300);
+}
