@@ -27,8 +27,12 @@ export async function startServer(): Promise<void> {
     const stopJobs = startBackgroundJobs(runtime);
     const { registerFastInvoke } = await import("@/lib/gateway/fast-invoke");
     registerFastInvoke();
+    // the tools of other MCP servers (IDEMGATE_MCP_SERVERS), served beside the configured ones
+    const { startMcpUpstreams } = await import("@/lib/mcp/upstream/serve-upstreams");
+    const upstreams = await startMcpUpstreams(runtime);
     closeOnShutdown(async () => {
       stopJobs();
+      await upstreams?.close();
       await runtime.close();
     });
     console.log(readyLine(runtime, Date.now() - startedMs));
