@@ -186,7 +186,22 @@ describe("token", () => {
   it("create --json prints machine-readable output", async () => {
     const created = await idemgate(["token", "create", "--scope", "json-scope", "--json"], db());
     expect(created.code).toBe(0);
-    expect(JSON.parse(created.stdout)).toMatchObject({ id: expect.any(String), token: expect.stringMatching(/^idg_/), scope: "json-scope" });
+    expect(JSON.parse(created.stdout)).toMatchObject({ id: expect.any(String), token: expect.stringMatching(/^idg_/), scope: "json-scope", advisoryKeys: false });
+  });
+
+  it("create --advisory-keys makes a token whose keys count as minted by a model", async () => {
+    const created = await idemgate(["token", "create", "--scope", "agents", "--advisory-keys", "--json"], db());
+    expect(created.code).toBe(0);
+    const { token, advisoryKeys } = JSON.parse(created.stdout);
+    expect(advisoryKeys).toBe(true);
+    const { authenticateToken } = await import("@/lib/auth/api-tokens");
+    const { openDatabase } = await import("@/lib/db/database");
+    const database = await openDatabase({ url: databaseUrl, migrate: false });
+    try {
+      expect(await authenticateToken(database.prisma, token)).toMatchObject({ scope: "agents", advisoryKeys: true });
+    } finally {
+      await database.close();
+    }
   });
 
   it("refuses a missing or invalid scope with a readable message", async () => {

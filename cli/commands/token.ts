@@ -14,14 +14,17 @@ export function tokenCommand(): Command {
     .description("create an API token for one scope; the token is printed once (recorded in the operator audit trail)")
     .requiredOption("--scope <name>", "the namespace its keys live in (a tenant)")
     .option("--label <text>", "what the token is for")
-    .option("--json", "print { id, token, scope, prefix } as JSON")
-    .action(async (opts: { scope: string; label?: string; json?: boolean }) => {
-      const created = await withRuntime((rt) => createApiToken(rt.db.prisma, { scope: opts.scope, label: opts.label ?? null, actor: cliActor() }));
+    .option("--advisory-keys", "keys sent with this token are advisory (minted by a model): also checked by the tool's arguments window")
+    .option("--json", "print { id, token, scope, prefix, advisoryKeys } as JSON")
+    .action(async (opts: { scope: string; label?: string; advisoryKeys?: boolean; json?: boolean }) => {
+      const created = await withRuntime((rt) =>
+        createApiToken(rt.db.prisma, { scope: opts.scope, label: opts.label ?? null, actor: cliActor(), advisoryKeys: opts.advisoryKeys ?? false }),
+      );
       if (opts.json) {
         console.log(JSON.stringify(created));
         return;
       }
-      console.log(`Created an API token for scope "${created.scope}" (id ${created.id}).`);
+      console.log(`Created an API token for scope "${created.scope}" (id ${created.id})${created.advisoryKeys ? ", with advisory keys" : ""}.`);
       console.log("It is shown once; store it now:");
       console.log("");
       console.log(`  ${created.token}`);
@@ -45,8 +48,11 @@ export function tokenCommand(): Command {
       const date = (d: Date | null) => (d ? d.toISOString().slice(0, 19).replace("T", " ") : "-");
       console.log(
         formatTable(
-          ["ID", "SCOPE", "PREFIX", "LABEL", "CREATED", "LAST USED", "STATUS"],
-          rows.map((r) => [r.id, r.scope, `${r.prefix}…`, r.label ?? "", date(r.createdAt), date(r.lastUsedAt), r.revokedAt ? `revoked ${date(r.revokedAt)}` : "active"]),
+          ["ID", "SCOPE", "PREFIX", "LABEL", "KEYS", "CREATED", "LAST USED", "STATUS"],
+          rows.map((r) => [
+            r.id, r.scope, `${r.prefix}…`, r.label ?? "", r.advisoryKeys ? "advisory" : "authoritative",
+            date(r.createdAt), date(r.lastUsedAt), r.revokedAt ? `revoked ${date(r.revokedAt)}` : "active",
+          ]),
         ),
       );
     });

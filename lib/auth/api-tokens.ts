@@ -32,8 +32,8 @@ export class InvalidScopeError extends InvalidArgumentsError {
  */
 export async function createApiToken(
   prisma: PrismaClient,
-  input: { scope: string; label?: string | null; actor: string },
-): Promise<{ id: string; token: string; scope: string; prefix: string }> {
+  input: { scope: string; label?: string | null; actor: string; advisoryKeys?: boolean },
+): Promise<{ id: string; token: string; scope: string; prefix: string; advisoryKeys: boolean }> {
   if (!isValidScope(input.scope)) throw new InvalidScopeError(input.scope);
   const token = TOKEN_PREFIX + randomBytes(32).toString("base64url");
   const row = await prisma.$transaction(async (tx) => {
@@ -44,6 +44,7 @@ export async function createApiToken(
         label: input.label ?? null,
         prefix: token.slice(0, TOKEN_PREFIX.length + 6),
         hash: hashToken(token),
+        advisoryKeys: input.advisoryKeys ?? false,
         createdAt: new Date(),
       },
     });
@@ -52,12 +53,12 @@ export async function createApiToken(
       action: "token_create",
       reason: input.label ?? "API token created",
       scope: created.scope,
-      after: { tokenId: created.id, prefix: created.prefix },
+      after: { tokenId: created.id, prefix: created.prefix, advisoryKeys: created.advisoryKeys },
     });
     return created;
   });
   tokenCache.clear();
-  return { id: row.id, token, scope: row.scope, prefix: row.prefix };
+  return { id: row.id, token, scope: row.scope, prefix: row.prefix, advisoryKeys: row.advisoryKeys };
 }
 
 /**
@@ -86,7 +87,7 @@ export async function revokeApiToken(prisma: PrismaClient, input: { id: string; 
 export function listApiTokens(prisma: PrismaClient) {
   return prisma.apiToken.findMany({
     orderBy: { createdAt: "desc" },
-    select: { id: true, scope: true, label: true, prefix: true, createdAt: true, revokedAt: true, lastUsedAt: true },
+    select: { id: true, scope: true, label: true, prefix: true, advisoryKeys: true, createdAt: true, revokedAt: true, lastUsedAt: true },
   });
 }
 
@@ -105,8 +106,8 @@ export async function authenticateToken(prisma: PrismaClient, token: string): Pr
   const now = Date.now();
   const cached = tokenCache.get(digest);
   if (cached && cached.untilMs > now) return cached.principal;
-  const row = await prisma.apiToken.findUnique({ where: { hash: digest }, select: { id: true, scope: true, revokedAt: true } });
-  const principal = row && !row.revokedAt ? { tokenId: row.id, scope: row.scope } : null;
+  const row = await prisma.apiToken.findUnique({ where: { hash: digest }, select: { id: true, scope: true, advisoryKeys: true, revokedAt: true } });
+  const principal = row && !row.revokedAt ? { tokenId: row.id, scope: row.scope, advisoryKeys: row.advisoryKeys } : null;
   if (tokenCache.size > 10_000) tokenCache.clear();
   tokenCache.set(digest, { principal, untilMs: now + TOKEN_CACHE_MS });
   if (principal) {

@@ -1,0 +1,3 @@
+-- AlterTable
+ALTER TABLE "api_tokens" ADD COLUMN     "advisory_keys" BOOLEAN NOT NULL DEFAULT false;
+
