@@ -1,6 +1,6 @@
-import { createServer, request as httpRequest, type Server } from "node:http";
+import { request as httpRequest } from "node:http";
 import { expect, test, type APIRequestContext, type APIResponse } from "@playwright/test";
-import { UPSTREAM_PORT } from "./upstream";
+import { UpstreamService } from "./upstream-service";
 import { seededCredentials, signInAsOperator } from "./auth";
 
 // Black-box tests of the gateway's HTTP contract against the production build, in both server
@@ -222,51 +222,62 @@ test.describe("tenants and tokens", () => {
 });
 
 test.describe("upstream tools", () => {
-  let server: Server;
-  const calls: { key: string | undefined; body: string }[] = [];
-  let mode: "ok" | "fail" | "reject" = "ok";
+  const service = new UpstreamService();
+  test.beforeAll(() => service.start());
+  test.afterAll(() => service.stop());
 
-  test.beforeAll(async () => {
-    server = createServer((req, res) => {
-      let body = "";
-      req.on("data", (c) => (body += c));
-      req.on("end", () => {
-        calls.push({ key: req.headers["idempotency-key"] as string | undefined, body });
-        if (mode === "fail") return res.writeHead(503).end("down for maintenance");
-        if (mode === "reject") return res.writeHead(400, { "content-type": "application/json" }).end('{"error":"unknown customer"}');
-        res.writeHead(201, { "content-type": "application/json" }).end(JSON.stringify({ invoiceId: `inv_${calls.length}` }));
-      });
-    });
-    await new Promise<void>((resolve) => server.listen(UPSTREAM_PORT, "127.0.0.1", resolve));
-  });
-  test.afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
-
-  test("forwards with the key, stores 2xx and 4xx, releases on 5xx", async ({ request }, testInfo) => {
+  test("forwards a scope-bound key, stores 2xx and 4xx, releases on 429", async ({ request }, testInfo) => {
     const { apiToken } = seededCredentials(testInfo);
-    calls.length = 0;
     const k = key();
-    mode = "ok";
+    service.behaviour = "ok";
     const a = await invoke(request, apiToken, "billing.create_invoice", { customer: "c1" }, { "idempotency-key": k });
     const b = await invoke(request, apiToken, "billing.create_invoice", { customer: "c1" }, { "idempotency-key": k });
     expect(a.status()).toBe(201);
     expect(b.headers()["idempotent-replayed"]).toBe("true");
-    expect(calls).toHaveLength(1);
-    expect(calls[0]).toMatchObject({ key: k, body: '{"customer":"c1"}' });
+    expect(service.effectsOf(k)).toBe(1);
+    const [effect] = service.effects.filter((e) => e.callerKey === k);
+    expect(effect).toMatchObject({ scope: "demo", body: '{"customer":"c1"}' });
+    // the service gets a key derived from the scope and the caller's key, never the caller's raw key
+    expect(effect.forwardedKey).toMatch(/^idg_/);
+    expect(effect.forwardedKey).not.toContain(k);
 
-    const f = key();
-    mode = "fail";
-    await expectProblem(await invoke(request, apiToken, "billing.create_invoice", { customer: "c2" }, { "idempotency-key": f }), 502, "tool_failed");
-    mode = "ok";
-    expect((await invoke(request, apiToken, "billing.create_invoice", { customer: "c2" }, { "idempotency-key": f })).status()).toBe(201);
-    expect(calls.filter((c) => c.key === f)).toHaveLength(2);
+    const n = key();
+    service.behaviour = "not_now";
+    await expectProblem(await invoke(request, apiToken, "billing.create_invoice", { customer: "c2" }, { "idempotency-key": n }), 502, "tool_failed");
+    service.behaviour = "ok";
+    expect((await invoke(request, apiToken, "billing.create_invoice", { customer: "c2" }, { "idempotency-key": n })).status()).toBe(201);
+    expect(service.effectsOf(n)).toBe(1);
 
     const r = key();
-    mode = "reject";
+    service.behaviour = "reject";
     expect((await invoke(request, apiToken, "billing.create_invoice", { customer: "c3" }, { "idempotency-key": r })).status()).toBe(400);
-    mode = "ok";
+    service.behaviour = "ok";
+    const received = service.received;
     const replayed = await invoke(request, apiToken, "billing.create_invoice", { customer: "c3" }, { "idempotency-key": r });
     expect(replayed.status()).toBe(400);
     expect(replayed.headers()["idempotent-replayed"]).toBe("true");
-    expect(calls.filter((c) => c.key === r)).toHaveLength(1);
+    expect(service.received).toBe(received);
+  });
+
+  test("a 5xx after the effect or a timeout: outcome unknown, the key is held, retries never run it again", async ({ request }, testInfo) => {
+    const { apiToken } = seededCredentials(testInfo);
+    for (const [behaviour, status, note] of [
+      ["fail_after_effect", 502, "the service answered 503"],
+      ["slow_after_effect", 504, "timed out after 1500 ms"],
+    ] as const) {
+      const k = key();
+      service.behaviour = behaviour;
+      const first = await expectProblem(await invoke(request, apiToken, "billing.create_invoice", { customer: "c4" }, { "idempotency-key": k }), status, "outcome_unknown");
+      expect(first).toMatchObject({ key: k, state: "unknown" });
+      expect(first.detail).toContain(note);
+      service.behaviour = "ok";
+      for (let i = 0; i < 3; i++) {
+        const retry = await expectProblem(await invoke(request, apiToken, "billing.create_invoice", { customer: "c4" }, { "idempotency-key": k }), 409, "outcome_unknown");
+        expect(retry.state).toBe("unknown");
+      }
+      expect(service.effectsOf(k)).toBe(1);
+      const detail = await request.get(`/api/v1/keys/demo/${encodeURIComponent(k)}`, { headers: { authorization: `Bearer ${apiToken}` } });
+      expect(await detail.json()).toMatchObject({ state: "unknown", probeable: false, record: { outcomeNote: note } });
+    }
   });
 });
