@@ -3,7 +3,7 @@ import { mcpServersFromEnv } from "./config";
 import { gateOf, proxiedName } from "./proxied-tool";
 
 describe("IDEMGATE_MCP_SERVERS", () => {
-  const parse = (value: string) => mcpServersFromEnv({ IDEMGATE_MCP_SERVERS: value } as NodeJS.ProcessEnv);
+  const parse = (value: string) => mcpServersFromEnv({ IDEMGATE_MCP_SERVERS: value } as unknown as NodeJS.ProcessEnv);
 
   it("reads HTTP and stdio servers; nothing configured is none", () => {
     expect(mcpServersFromEnv({} as NodeJS.ProcessEnv)).toEqual([]);

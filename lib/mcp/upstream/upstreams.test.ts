@@ -8,6 +8,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { CallToolRequest, CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { POST as invokeRoute } from "@/app/api/v1/tools/[tool]/invoke/route";
 import { startMcpGateway, type McpGateway } from "@/test/support/mcp-gateway";
 import { KEY_ARGUMENT } from "../tools";
 import type { McpServerConfig } from "./config";
@@ -119,9 +120,10 @@ afterAll(async () => {
 
 describe("Idemgate in front of other MCP servers", () => {
   it("connects to both and lists their tools as <server>.<tool>, with their own schemas and annotations", async () => {
-    expect(upstreams.statuses().map((s) => [s.name, s.state, s.tools])).toEqual([
-      ["counter_http", "up", 7],
-      ["counter_stdio", "up", 7],
+    await waitFor("both servers to be up", () => upstreams.statuses().every((s) => s.state === "up"));
+    expect(upstreams.statuses().map((s) => [s.name, s.transport, s.state, s.tools])).toEqual([
+      ["counter_http", "http", "up", 7],
+      ["counter_stdio", "stdio", "up", 7],
     ]);
     const { tools } = await (await connect()).listTools();
     for (const server of ["counter_http", "counter_stdio"]) {
@@ -197,6 +199,31 @@ describe("Idemgate in front of other MCP servers", () => {
       });
     });
   }
+
+  it("serves the same tools through the HTTP gateway: one run per key, the result whole, 422 for a tool error", async () => {
+    const label = randomUUID();
+    const key = `gateway-${randomUUID()}`;
+    const invoke = (tool: string, args: unknown, withKey: string) =>
+      invokeRoute(
+        new Request(`http://gateway.invalid/api/v1/tools/${tool}/invoke`, {
+          method: "POST",
+          headers: { Authorization: `Bearer ${token}`, "Content-Type": "application/json", "Idempotency-Key": withKey },
+          body: JSON.stringify(args),
+        }),
+        { params: Promise.resolve({ tool }) },
+      );
+    const first = await invoke("counter_http.increment", { label }, key);
+    const again = await invoke("counter_http.increment", { label }, key);
+    expect(first.status).toBe(200);
+    const body = await first.json();
+    expect(body).toMatchObject({ content: [{ type: "text" }], structuredContent: { label, count: 1 } });
+    expect(again.headers.get("idempotent-replayed")).toBe("true");
+    expect(await again.json()).toEqual(body);
+    expect(await effects("counter_http", `increment:${label}`)).toBe(1);
+    const refused = await invoke("counter_http.refuse", { label }, `gateway-refuse-${randomUUID()}`);
+    expect(refused.status).toBe(422);
+    expect(await refused.json()).toMatchObject({ isError: true });
+  });
 
   it("re-lists a server's tools when it says they changed", async () => {
     const client = await connect();

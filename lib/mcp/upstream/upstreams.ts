@@ -23,8 +23,10 @@ export interface UpstreamOptions {
   /** called with every guarded tool whenever a server's list changes (connected, re-listed, changed) */
   onChange?: (tools: ProxiedToolDefinition[]) => void;
   log?: (line: string) => void;
-  /** a connected server is pinged this often; one that does not answer is reconnected (default 5 s) */
+  /** a connected server is pinged this often; one that misses two pings in a row is reconnected (default 5 s) */
   pingIntervalMs?: number;
+  /** how long a ping may take (default 5 s) */
+  pingTimeoutMs?: number;
   /** the longest wait between reconnection attempts (default 30 s) */
   maxBackoffMs?: number;
 }
@@ -50,6 +52,7 @@ export class UpstreamConnection implements McpCallTarget {
   private retryTimer: NodeJS.Timeout | null = null;
   private attempt = 0;
   private generation = 0;
+  private missedPings = 0;
   readonly timeoutMs: number;
 
   constructor(
@@ -150,6 +153,7 @@ export class UpstreamConnection implements McpCallTarget {
       }
       this.client = client;
       this.attempt = 0;
+      this.missedPings = 0;
       this.setTools(tools);
       this.setState("up", null);
       this.options.log?.(`${this.name}: connected, ${tools.length} tools`);
@@ -193,10 +197,14 @@ export class UpstreamConnection implements McpCallTarget {
       const client = this.client;
       if (!client || generation !== this.generation) return;
       try {
-        await client.ping({ timeout: Math.min(this.timeoutMs, 5_000) });
+        await client.ping({ timeout: this.options.pingTimeoutMs ?? 5_000 });
+        this.missedPings = 0;
         if (generation === this.generation) this.schedulePing(this.options.pingIntervalMs ?? 5_000);
       } catch (err) {
-        if (generation === this.generation) this.lost(`did not answer a ping: ${describe(err)}`);
+        if (generation !== this.generation) return;
+        // one slow answer on a busy machine is not a server gone: it must miss two in a row
+        if (++this.missedPings >= 2) this.lost(`did not answer two pings: ${describe(err)}`);
+        else this.schedulePing(this.options.pingIntervalMs ?? 5_000);
       }
     }, delayMs);
     this.pingTimer.unref();
