@@ -49,6 +49,20 @@ export async function countOpenAnomalies(prisma: PrismaClient): Promise<Record<s
   return Object.fromEntries(rows.map((r) => [r.type, r.n]));
 }
 
+/**
+ * Of these keys (under which calls to these tools ran), the ones the reconciler flagged as
+ * fresh-key duplicates since a time, any status: a range on the (tool, type, detected_at) index
+ * per tool.
+ */
+export async function flaggedFreshKeyDuplicates(prisma: PrismaClient, input: { tools: readonly string[]; keys: readonly string[]; since: Date }): Promise<Set<string>> {
+  if (input.keys.length === 0) return new Set();
+  const rows = await prisma.anomaly.findMany({
+    where: { type: "fresh_key_duplicate", tool: { in: [...new Set(input.tools)] }, detectedAt: { gte: input.since }, key: { in: [...new Set(input.keys)] } },
+    select: { key: true },
+  });
+  return new Set(rows.map((r) => r.key!));
+}
+
 export async function getAnomaly(prisma: PrismaClient, id: string) {
   const row = await prisma.anomaly.findUnique({ where: { id } });
   if (!row) throw new NotFoundError(`no anomaly ${id}`);

@@ -24,6 +24,8 @@ export type Purpose =
   | "reused_key_other_args"
   | "decline"
   | "tool_error"
+  /** the side effect commits, then the tool throws: the outcome is unknown and the key held (502) */
+  | "unknown_outcome"
   /** the side effect commits, the call is abandoned: the key gets stuck after its lease */
   | "crash"
   | "read";
@@ -61,6 +63,11 @@ export interface PlanOptions {
   maxCalls: number;
   genuineRepeats: boolean;
   faults: boolean;
+  /**
+   * re-send some actions under a fresh key, as a buggy caller does (default true): each is a
+   * duplicate side effect unless the gateway catches it
+   */
+  freshKeyDuplicates?: boolean;
   /** the client's per-request timeout: slow calls are planned above it */
   clientTimeoutMs: number;
 }
@@ -103,6 +110,7 @@ type Choice =
   | "reused_key_other_args"
   | "decline"
   | "tool_error"
+  | "unknown_outcome"
   | "crash";
 
 function weightsFor(options: PlanOptions): Partial<Record<Choice, number>> {
@@ -112,11 +120,11 @@ function weightsFor(options: PlanOptions): Partial<Record<Choice, number>> {
     slow_action: 9,
     framework_retry: 9,
     reemission: 9,
-    fresh_key_duplicate: 4,
+    ...(options.freshKeyDuplicates === false ? {} : { fresh_key_duplicate: 4 }),
     refund: 6,
     keyless: 4,
     ...(options.genuineRepeats ? { genuine_repeat_fallback: 4, genuine_repeat_reused_key: 4, reused_key_other_args: 2 } : {}),
-    ...(options.faults ? { decline: 4, tool_error: 3, crash: 2 } : {}),
+    ...(options.faults ? { decline: 4, tool_error: 3, unknown_outcome: 2, crash: 2 } : {}),
   };
 }
 
@@ -143,6 +151,9 @@ function planAgent(agent: number, options: PlanOptions, random: Random, horizon:
   const prefix = `sim-${options.runId}-a${agent}`;
   let counter = 0;
   const nextKey = () => `${prefix}-k${counter++}`;
+  // every action's arguments are its own: two actions never share a fingerprint unless a
+  // follow-up repeats one on purpose (only those may be flagged as fresh-key duplicates)
+  let actionCount = 0;
   const charges: number[] = [];
   const add = (call: Omit<PlannedCall, "seq" | "agent">): PlannedCall | null => {
     if (calls.length >= budget || call.atMs > horizon) return null;
@@ -152,7 +163,7 @@ function planAgent(agent: number, options: PlanOptions, random: Random, horizon:
   };
   const fastLatency = () => between(TIMING.fastLatencyMs);
   const writeArgs = (tool: string, simulate: Record<string, unknown>): Record<string, unknown> => {
-    const n = counter;
+    const n = actionCount++;
     switch (tool) {
       case "payments.charge":
         return { customerId: random.pick(CUSTOMERS), amountCents: random.int(1, 400) * 50, currency: random.pick(CURRENCIES), description: `${prefix} order ${n}`, simulate };
@@ -176,6 +187,7 @@ function planAgent(agent: number, options: PlanOptions, random: Random, horizon:
     const actions = random.int(2, 5);
     for (let i = 0; i < actions && t <= horizon && calls.length < budget; i++) {
       let choice = random.weighted(weights);
+      // a charge is refunded once: a second identical refund would be a duplicate, not an action
       if (choice === "refund" && charges.length === 0) choice = "action";
       switch (choice) {
         case "read": {
@@ -205,14 +217,13 @@ function planAgent(agent: number, options: PlanOptions, random: Random, horizon:
           break;
         }
         case "refund": {
-          const chargeFrom = random.pick(charges);
+          const chargeFrom = charges.splice(random.int(0, charges.length - 1), 1)[0];
           add({ atMs: t, session, tool: "payments.refund", args: { chargeId: null, simulate: { latencyMs: fastLatency() } }, key: nextKey(), purpose: "action", chargeFrom });
           break;
         }
         case "keyless":
         case "genuine_repeat_fallback": {
           const args = writeArgs("tickets.create", { latencyMs: fastLatency() });
-          counter++;
           const first = add({ atMs: t, session, tool: "tickets.create", args, key: null, purpose: "keyless" });
           if (first && choice === "genuine_repeat_fallback") {
             add({ atMs: t + genuineGap(options.durationMs, random), session, tool: "tickets.create", args, key: null, purpose: choice, repeats: first.seq });
@@ -241,9 +252,10 @@ function planAgent(agent: number, options: PlanOptions, random: Random, horizon:
         }
         case "decline":
         case "tool_error":
+        case "unknown_outcome":
         case "crash": {
           const tool = writeTool();
-          const outcome = choice === "crash" ? "crash_after_effect" : choice === "tool_error" ? "error" : "decline";
+          const outcome = { crash: "crash_after_effect", unknown_outcome: "throw_after_effect", tool_error: "error", decline: "decline" }[choice];
           add({ atMs: t, session, tool, args: writeArgs(tool, { latencyMs: fastLatency(), outcome }), key: nextKey(), purpose: choice });
           break;
         }
@@ -267,7 +279,7 @@ function genuineGap(durationMs: number, random: Random): number {
 export function countPurposes(plans: readonly AgentPlan[]): Record<Purpose, number> {
   const counts = Object.fromEntries(
     (
-      ["action", "slow_action", "framework_retry", "reemission", "fresh_key_duplicate", "keyless", "genuine_repeat_fallback", "conversation_key", "genuine_repeat_reused_key", "reused_key_other_args", "decline", "tool_error", "crash", "read"] as const
+      ["action", "slow_action", "framework_retry", "reemission", "fresh_key_duplicate", "keyless", "genuine_repeat_fallback", "conversation_key", "genuine_repeat_reused_key", "reused_key_other_args", "decline", "tool_error", "unknown_outcome", "crash", "read"] as const
     ).map((p) => [p, 0]),
   ) as Record<Purpose, number>;
   for (const plan of plans) for (const call of plan.calls) counts[call.purpose]++;

@@ -1,8 +1,8 @@
 import { randomBytes } from "node:crypto";
-import { IdemgateApiError, IdemgateClient, type AttemptEvent, type RetryOptions } from "@/lib/client";
+import { IdemgateApiError, IdemgateClient, OutcomeUnknownError, type AttemptEvent, type RetryOptions } from "@/lib/client";
 import { sleep } from "@/lib/client/retry";
 import { planSimulation, type PlannedCall, type Purpose } from "./plan";
-import { emptyTally, type SimulationSummary, type ToolTally } from "./summary";
+import { emptyTally, freshKeyCounts, type FreshKeyDuplicateSent, type SimulationSummary, type ToolTally } from "./summary";
 import { simulationTarget } from "./target";
 
 export interface SimulationOptions {
@@ -15,6 +15,19 @@ export interface SimulationOptions {
   seed?: number;
   genuineRepeats?: boolean;
   faults?: boolean;
+  /** re-send some actions under a fresh key, as a buggy caller does (default true) */
+  freshKeyDuplicates?: boolean;
+  /**
+   * send the agents' keys as minted by a model (`Idemgate-Key-Source: model`): the gateway then
+   * also answers an identical call under a fresh key within the tool's arguments window as a
+   * duplicate (suppression kind fresh_key)
+   */
+  modelKeys?: boolean;
+  /**
+   * after the run: which of the fresh-key duplicates that ran were flagged by the reconciler
+   * (their keys). Without it, the summary says how many ran but not how many were caught.
+   */
+  checkFreshKeys?: (ran: readonly FreshKeyDuplicateSent[]) => Promise<Iterable<string>>;
   /** stop sending once this many HTTP requests went out (retries included) */
   maxRequests?: number;
   allowedOrigins?: readonly string[];
@@ -76,12 +89,17 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
     maxCalls: maxRequests,
     genuineRepeats: options.genuineRepeats ?? false,
     faults: options.faults ?? false,
+    freshKeyDuplicates: options.freshKeyDuplicates ?? true,
     clientTimeoutMs,
   });
+  const modelKeys = options.modelKeys ?? false;
+  const freshKeySent: FreshKeyDuplicateSent[] = [];
+  const plannedKeys = new Map<string, string | null>(plans.flatMap((plan) => plan.calls.map((c) => [`${c.agent}:${c.seq}`, c.key] as const)));
 
   const perTool: Record<string, ToolTally> = {};
   const tally = (tool: string) => (perTool[tool] ??= emptyTally());
   const abandonedKeys = new Set<string>();
+  const unknownKeys = new Set<string>();
   const sent: Partial<Record<Purpose, number>> = {};
   let requests = 0;
   let skipped = 0;
@@ -139,7 +157,8 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
   const progressTimer = setInterval(() => log(`  ${((Date.now() - startedAt) / 1000).toFixed(0)} s: ${requests} requests`), 5_000);
   progressTimer.unref?.();
 
-  const runCall = async (call: PlannedCall, chargeIds: Map<number, string>) => {
+  // answers: the body each of the agent's calls got back, by seq (a fresh-key duplicate is compared with its original's)
+  const runCall = async (call: PlannedCall, chargeIds: Map<number, string>, answers: Map<number, string>) => {
     let args = call.args;
     if (call.chargeFrom !== undefined) {
       const chargeId = chargeIds.get(call.chargeFrom);
@@ -152,29 +171,51 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
     sent[call.purpose] = (sent[call.purpose] ?? 0) + 1;
     const t = tally(call.tool);
     t.calls++;
+    const report = (outcome: FreshKeyDuplicateSent["outcome"], executionId: string | null) => {
+      if (call.purpose !== "fresh_key_duplicate") return;
+      freshKeySent.push({ tool: call.tool, key: call.key!, originalKey: plannedKeys.get(`${call.agent}:${call.repeats}`) ?? null, session: call.session, outcome, executionId });
+    };
     try {
       const result = await client.invoke<Record<string, unknown>>(call.tool, args, {
         key: call.key,
         session: call.session,
         signal: hardStop.signal,
-        retry: call.purpose === "crash" || call.purpose === "tool_error" ? FAULT_RETRY : undefined,
+        keySource: modelKeys && call.key !== null ? "model" : undefined,
+        retry: call.purpose === "crash" || call.purpose === "tool_error" || call.purpose === "unknown_outcome" ? FAULT_RETRY : undefined,
       });
       if (call.purpose === "read") t.reads++;
       else if (result.replayed) t.replayed++;
       else t.executed++;
       if (result.status === 402) t.declines++;
+      const body = JSON.stringify(result.body);
+      answers.set(call.seq, body);
       if (call.tool === "payments.charge" && result.status === 200 && typeof result.body?.chargeId === "string") {
         chargeIds.set(call.seq, result.body.chargeId);
       }
+      // answered with the original's own result (a new charge id would mean it ran again): the
+      // gateway took it for the duplicate it is
+      if (result.replayed && call.repeats !== undefined && answers.get(call.repeats) === body) report("suppressed", null);
+      else report("ran", result.executionId);
     } catch (err) {
-      if (err instanceof IdemgateApiError && err.code === "mismatch") t.mismatches++;
-      else t.failed++;
+      if (err instanceof OutcomeUnknownError) {
+        // final: the key is held until the tool's status probe or an operator decides
+        t.unknown++;
+        if (err.key) unknownKeys.add(err.key);
+        report("unknown", err.executionId);
+      } else {
+        if (err instanceof IdemgateApiError && err.code === "mismatch") t.mismatches++;
+        else t.failed++;
+        // no answer at all (timeouts, a broken connection): it may have run
+        report(err instanceof IdemgateApiError && err.status === 0 ? "unknown" : "failed", null);
+      }
       if (!(err instanceof IdemgateApiError) && !hardStop.signal.aborted) log(`  ${call.tool}: ${(err as Error).message}`);
     }
   };
 
+
   const runAgent = async (calls: readonly PlannedCall[]) => {
     const chargeIds = new Map<number, string>();
+    const answers = new Map<number, string>();
     for (const call of calls) {
       if (noMore.signal.aborted) {
         skipped++;
@@ -186,7 +227,7 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
         skipped++;
         continue;
       }
-      await runCall(call, chargeIds);
+      await runCall(call, chargeIds, answers);
     }
   };
 
@@ -197,6 +238,18 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
     clearTimeout(graceTimer);
     clearInterval(progressTimer);
     options.signal?.removeEventListener("abort", onCallerAbort);
+  }
+
+  let flagged: Set<string> | null = null;
+  let checkError: string | null = null;
+  const ran = freshKeySent.filter((d) => d.outcome === "ran" || d.outcome === "unknown");
+  if (options.checkFreshKeys && ran.length === 0) flagged = new Set();
+  else if (options.checkFreshKeys) {
+    try {
+      flagged = new Set(await options.checkFreshKeys(ran));
+    } catch (err) {
+      checkError = err instanceof Error ? err.message : String(err);
+    }
   }
 
   const totals = emptyTally();
@@ -222,8 +275,11 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
       reusedKeyMismatches: sent.reused_key_other_args ?? 0,
       declines: sent.decline ?? 0,
       toolErrors: sent.tool_error ?? 0,
+      unknownOutcomes: sent.unknown_outcome ?? 0,
       crashes: sent.crash ?? 0,
       expectedStuckKeys: [...abandonedKeys].sort(),
+      unknownOutcomeKeys: [...unknownKeys].sort(),
     },
+    freshKeys: freshKeyCounts(freshKeySent, modelKeys, flagged, checkError),
   };
 }

@@ -134,8 +134,18 @@ describe("planSimulation", () => {
     expect(fast.every((c) => latencyOf(c) < BASE.clientTimeoutMs)).toBe(true);
   });
 
-  it("refunds refer to an earlier charge of the same agent", () => {
+  it("gives every action arguments of its own: only follow-ups repeat an earlier call's", () => {
     for (const plan of planSimulation(BASE)) {
+      const originals = plan.calls.filter((c) => c.repeats === undefined && c.purpose !== "read");
+      const fingerprints = originals.map((c) => `${c.tool} ${JSON.stringify(c.args)} ${c.chargeFrom ?? ""}`);
+      expect(new Set(fingerprints).size).toBe(fingerprints.length);
+    }
+  });
+
+  it("refunds refer to an earlier charge of the same agent, each charge once", () => {
+    for (const plan of planSimulation(BASE)) {
+      const refunded = plan.calls.filter((x) => x.tool === "payments.refund").map((x) => x.chargeFrom);
+      expect(new Set(refunded).size).toBe(refunded.length);
       for (const c of plan.calls.filter((x) => x.tool === "payments.refund")) {
         const charge = plan.calls.find((x) => x.seq === c.chargeFrom);
         expect(charge?.tool).toBe("payments.charge");
@@ -146,20 +156,23 @@ describe("planSimulation", () => {
 
   it("faults and genuine repeats only when asked for", () => {
     const all = countPurposes(planSimulation(BASE));
-    for (const p of ["decline", "tool_error", "crash", "genuine_repeat_fallback", "genuine_repeat_reused_key", "reused_key_other_args", "framework_retry", "reemission", "fresh_key_duplicate", "read"] as const) {
+    for (const p of ["decline", "tool_error", "unknown_outcome", "crash", "genuine_repeat_fallback", "genuine_repeat_reused_key", "reused_key_other_args", "framework_retry", "reemission", "fresh_key_duplicate", "read"] as const) {
       expect(all[p], p).toBeGreaterThan(0);
     }
     const outcomes = allCalls(BASE).map(outcomeOf);
     expect(outcomes).toContain("crash_after_effect");
+    expect(outcomes).toContain("throw_after_effect");
     expect(outcomes).toContain("decline");
     expect(outcomes).toContain("error");
 
     const plain = planSimulation({ ...BASE, faults: false, genuineRepeats: false });
     const counts = countPurposes(plain);
-    for (const p of ["decline", "tool_error", "crash", "genuine_repeat_fallback", "genuine_repeat_reused_key", "reused_key_other_args", "conversation_key"] as const) {
+    for (const p of ["decline", "tool_error", "unknown_outcome", "crash", "genuine_repeat_fallback", "genuine_repeat_reused_key", "reused_key_other_args", "conversation_key"] as const) {
       expect(counts[p], p).toBe(0);
     }
     expect(plain.flatMap((p) => p.calls).every((c) => outcomeOf(c) === undefined)).toBe(true);
+    expect(counts.fresh_key_duplicate).toBeGreaterThan(0);
+    expect(countPurposes(planSimulation({ ...BASE, freshKeyDuplicates: false })).fresh_key_duplicate).toBe(0);
   });
 });
 
@@ -238,6 +251,11 @@ function fakeGateway() {
       }
       effects[tool] = (effects[tool] ?? 0) + 1;
       if (outcome === "crash_after_effect") return problem(res, 500, "abandoned");
+      if (outcome === "throw_after_effect") {
+        record.state = "done";
+        Object.assign(record, { status: 409, body: JSON.stringify({ type: "/problems/outcome_unknown", title: "outcome_unknown", status: 409 }) });
+        return problem(res, 502, "outcome_unknown");
+      }
       const body = JSON.stringify(tool === "payments.charge" ? { chargeId: `ch_${effects[tool]}` } : { id: effects[tool] });
       Object.assign(record, { state: "done", status: 200, body });
       return send(res, 200, body, { "Idempotency-Key": key, "Idemgate-Execution-Id": "x" });
@@ -262,7 +280,7 @@ describe("runSimulation against a stand-in gateway", () => {
 
   it("stops by itself and counts what came back", async () => {
     const started = Date.now();
-    const summary = await runSimulation({ url, token: "idg_sim", agents: 4, durationMs: 5_000, seed: 1234, faults: true, genuineRepeats: true, runId: "t1" });
+    const summary = await runSimulation({ url, token: "idg_sim", agents: 4, durationMs: 5_000, seed: 42, faults: true, genuineRepeats: true, runId: "t1" });
     expect(Date.now() - started).toBeLessThan(5_000 + 8_000);
     expect(["plan_done", "duration"]).toContain(summary.stoppedBy);
 
@@ -272,7 +290,11 @@ describe("runSimulation against a stand-in gateway", () => {
     expect(t.calls).toBeGreaterThan(20);
     expect(t.calls).toBe(Object.values(summary.purposes).reduce((a, b) => a + (b ?? 0), 0));
     // every call ends exactly one way
-    expect(t.executed + t.replayed + t.reads + t.mismatches + t.failed).toBe(t.calls);
+    expect(t.executed + t.replayed + t.reads + t.mismatches + t.unknown + t.failed).toBe(t.calls);
+    // an unknown outcome is final: one request, counted once, its key listed
+    expect(summary.caused.unknownOutcomes).toBeGreaterThan(0);
+    expect(t.unknown).toBe(summary.caused.unknownOutcomes);
+    expect(summary.caused.unknownOutcomeKeys).toHaveLength(summary.caused.unknownOutcomes);
 
     // slow tools: the client timed out and retried into 409s while the first call ran
     if (summary.caused.slowCalls > 0) {
@@ -293,6 +315,40 @@ describe("runSimulation against a stand-in gateway", () => {
     expect(text).toMatch(/payments\.charge/);
     expect(text).toMatch(/^total/m);
     expect(text).toMatch(/crashes after the side effect: +\d+ +-> \d+ keys stuck/);
+    expect(text).toMatch(/unknown outcomes \(tool threw after its effect\): +\d+ +-> \d+ keys held as unknown/);
+
+    // this stand-in has no arguments window: every fresh-key duplicate ran again, and nothing checked them
+    const f = summary.freshKeys;
+    expect(f.caused).toBe(summary.caused.freshKeyDuplicates);
+    expect(f.caused).toBeGreaterThan(0);
+    expect(f).toMatchObject({ suppressed: 0, ran: f.caused, flagged: null, caught: null, modelKeys: false });
+    expect(f.sent.every((d) => d.originalKey !== null && d.originalKey !== d.key && d.executionId === "x")).toBe(true);
+    expect(text).toMatch(new RegExp(`fresh-key duplicates \\(caller bug\\): +${f.caused} +-> 0 suppressed as fresh_key, ${f.caused} ran twice`));
+    expect(text).toMatch(new RegExp(`Fresh-key duplicates: caught \\? of ${f.caused} caused\\.`));
+  }, 30_000);
+
+  it("counts fresh-key duplicates caught: those the check says were flagged, and the ones it missed", async () => {
+    let asked: string[] = [];
+    const summary = await runSimulation({
+      url,
+      token: "idg_sim",
+      agents: 3,
+      durationMs: 3_000,
+      seed: 100,
+      runId: "t3",
+      checkFreshKeys: async (ran) => {
+        asked = ran.map((d) => d.key);
+        return asked.slice(1); // the first one "missed"
+      },
+    });
+    const f = summary.freshKeys;
+    expect(f.ran).toBeGreaterThan(1);
+    expect(asked).toHaveLength(f.ran);
+    expect(f).toMatchObject({ flagged: f.ran - 1, caught: f.ran - 1, missed: [asked[0]] });
+    expect(formatSummary(summary)).toMatch(new RegExp(`caught ${f.ran - 1} of ${f.caused} caused[\\s\\S]*ran and not flagged: ${asked[0]}`));
+
+    const none = await runSimulation({ url, token: "idg_sim", agents: 3, durationMs: 3_000, seed: 99, runId: "t4", freshKeyDuplicates: false, checkFreshKeys: async () => { throw new Error("never asked"); } });
+    expect(none.freshKeys).toMatchObject({ caused: 0, ran: 0, caught: 0, flagged: 0 });
   }, 30_000);
 
   it("stops at the request limit", async () => {

@@ -391,9 +391,9 @@ describe("simulated agent traffic", () => {
 
   const reconcile = async () => JSON.parse((await cli(["reconcile", "--json"], env)).stdout) as { flagged: { type: string; key: string | null; evidence: Record<string, unknown> }[] };
 
-  it("flags nothing after a run without faults", async () => {
+  it("flags nothing after a run without faults or fresh-key duplicates", async () => {
     const { apiToken } = await server.credentials();
-    const run = await runSimulation({ url: server.url, token: apiToken, agents: 4, durationMs: 12_000, seed: 11 });
+    const run = await runSimulation({ url: server.url, token: apiToken, agents: 4, durationMs: 12_000, seed: 11, freshKeyDuplicates: false });
     expect(run.totals.executed).toBeGreaterThan(10);
     expect(run.totals.replayed).toBeGreaterThan(0);
     await new Promise((r) => setTimeout(r, 5_500)); // past every lease
@@ -401,7 +401,7 @@ describe("simulated agent traffic", () => {
     expect(report.flagged).toEqual([]);
   });
 
-  it("flags every crash as an orphan and every late keyless repeat as a stale suppression", async () => {
+  it("flags every crash as an orphan, every late keyless repeat as a stale suppression and every fresh-key duplicate", async () => {
     const { apiToken } = await server.credentials();
     const run = await runSimulation({ url: server.url, token: apiToken, agents: 6, durationMs: 45_000, seed: 7, faults: true, genuineRepeats: true });
     expect(run.caused.crashes).toBeGreaterThan(0);
@@ -414,5 +414,12 @@ describe("simulated agent traffic", () => {
     expect(lateKeyless.length).toBeGreaterThan(0);
     for (const s of lateKeyless) expect(staleFallback.has(s.id), `late keyless repeat ${s.id} not flagged`).toBe(true);
     summary.push({ case: `simulation: ${run.caused.crashes} crashes flagged as orphans`, expected: run.caused.expectedStuckKeys.length, counted: run.caused.expectedStuckKeys.filter((k) => orphans.has(k)).length });
+    // fresh-key duplicates: each one ran again (orchestrator keys) and is flagged; nothing else is
+    const fresh = new Set(report.flagged.filter((a) => a.type === "fresh_key_duplicate").map((a) => a.key));
+    const ran = run.freshKeys.sent.filter((d) => d.outcome === "ran" || d.outcome === "unknown").map((d) => d.key);
+    expect(run.freshKeys.caused).toBeGreaterThan(0);
+    for (const key of ran) expect(fresh.has(key), `fresh-key duplicate under ${key} not flagged`).toBe(true);
+    expect([...fresh].sort()).toEqual([...ran].sort());
+    summary.push({ case: `simulation: ${run.freshKeys.caused} fresh-key duplicates caught`, expected: run.freshKeys.caused, counted: run.freshKeys.suppressed + ran.filter((k) => fresh.has(k)).length });
   });
 });
