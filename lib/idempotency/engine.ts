@@ -121,35 +121,35 @@ export class Engine {
     if (cached) return this.suppressed(cached.fingerprint === call.fingerprint ? "replay" : "mismatch", cached, { ...call, cached: true });
 
     const waitUntil = request.waitMs ? performance.now() + Math.min(request.waitMs, MAX_WAIT_MS) : null;
-    let waiting = false;
+    let holdsWaitSlot = false;
     try {
       for (;;) {
         const reservation = await this.reserve(call, waitUntil !== null);
-        if ("token" in reservation) {
-          const ended = await this.execute(call, run, request.args);
-          return await this.settle(call, reservation.token, ended);
-        }
+        if ("token" in reservation) return await this.settle(call, reservation.token, await this.execute(call, run, request.args));
         if (!("running" in reservation)) return reservation;
         // Prefer: wait — hold the duplicate until the running call ends, then answer it as a retry
         // arriving then would be answered (the result, or the unknown/stuck answer).
-        const remaining = waitUntil! - performance.now();
-        if (remaining <= 0) return this.suppressed("conflict", reservation.running, call);
-        if (!waiting) {
+        if (performance.now() >= waitUntil!) return this.suppressed("conflict", reservation.running, call);
+        if (!holdsWaitSlot) {
           if (this.waiters >= this.maxWaiters) throw new TooManyWaitersError(this.maxWaiters);
           this.waiters++;
-          waiting = true;
+          holdsWaitSlot = true;
         }
-        // woken by the store when the record changes; re-read at least when its lease ends (a
-        // crashed holder sends nothing) and every FALLBACK_POLL_MS in case a notice was lost
-        const untilLeaseEnds = (reservation.running.leaseUntilMs ?? Infinity) - this.now() + 1;
-        const t = performance.now();
-        await this.store.waitForChange(call.scope, call.key, Math.max(1, Math.min(remaining, FALLBACK_POLL_MS, untilLeaseEnds)));
-        call.waitedMs += performance.now() - t;
-        call.arrivedMs = this.now();
+        await this.waitForRunning(call, reservation.running, waitUntil!);
       }
     } finally {
-      if (waiting) this.waiters--;
+      if (holdsWaitSlot) this.waiters--;
     }
+  }
+
+  /**
+   * Until the running call's record changes (the store wakes us), its lease ends (a crashed holder
+   * sends nothing), FALLBACK_POLL_MS passes (a notice may be lost) or the wait is over.
+   */
+  private async waitForRunning(call: CallContext, running: KeyRecord, waitUntil: number): Promise<void> {
+    const untilLeaseEnds = (running.leaseUntilMs ?? Infinity) - this.now() + 1;
+    await this.store.waitForChange(call.scope, call.key, Math.max(1, Math.min(waitUntil - performance.now(), FALLBACK_POLL_MS, untilLeaseEnds)));
+    call.arrivedMs = this.now();
   }
 
   /** The call's key (its own, or the fallback key of its arguments) and what the log needs of it. */
@@ -184,7 +184,6 @@ export class Engine {
       arrivedMs: this.now(),
       storeMs: 0,
       auditMs: 0,
-      waitedMs: 0,
       window: advisory ? { key: fallbackKey(fingerprint), ttlMs: tool.fallbackTtlMs ?? DEFAULT_POLICY.fallbackDefaultTtlMs, token: null } : null,
     };
   }
@@ -649,8 +648,6 @@ interface CallContext {
   storeMs: number;
   auditMs: number;
   cached?: boolean;
-  /** time spent waiting for a running call with the same key (Prefer: wait) */
-  waitedMs: number;
   /** an advisory key's (tool, arguments) window: its fallback key, how long, and its reservation once held */
   window: { key: string; ttlMs: number; token: number | null } | null;
 }
