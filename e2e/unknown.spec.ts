@@ -101,6 +101,9 @@ test("a tool that throws after its effect leaves the key unknown: counted, liste
   await expect(page.getByTestId("release-button")).toHaveText("It did not happen");
   await expect(page.getByTestId("resolve-button")).toHaveText("It happened");
   await shot(page, testInfo, "key");
+  await page.emulateMedia({ colorScheme: "dark" });
+  await shot(page, testInfo, "key-dark");
+  await page.emulateMedia({ colorScheme: "light" });
 
   // the demo tools answer from their own tables: the charge exists, so the key is resolved with it
   await page.getByTestId("probe-button").click();
