@@ -1,6 +1,7 @@
 // The production server: Next.js (console, API) behind a node:http server that answers the
 // gateway's hot route, POST /api/v1/tools/{tool}/invoke, itself (lib/gateway/fast-invoke.ts).
 //   node scripts/serve.mjs [-p port] [-H hostname]      (needs a build: `next build`)
+// Without -p and -H it listens where PORT (default 3000) and HOST (default: every interface) say.
 import http from "node:http";
 import { parseArgs } from "node:util";
 import { ROOT } from "./build-if-stale.mjs";
@@ -17,7 +18,9 @@ if (!Number.isInteger(port) || port < 1 || port > 65535) {
   console.error(`idemgate: invalid port ${JSON.stringify(values.port ?? process.env.PORT)}`);
   process.exit(1);
 }
-const hostname = values.hostname;
+// HOST (or -H): the address to listen on, e.g. 127.0.0.1 for this machine only; unset or blank:
+// every interface, as `next start` does (what a container needs).
+const hostname = values.hostname?.trim() || process.env.HOST?.trim() || undefined;
 process.env.NODE_ENV = "production";
 process.env.PORT = String(port);
 
@@ -44,7 +47,8 @@ server.on("error", (err) => {
 });
 
 server.listen(port, hostname, () => {
-  console.log(`idemgate: serving on http://${hostname ?? "localhost"}:${port}`);
+  const shown = hostname === undefined ? "localhost" : hostname.includes(":") ? `[${hostname}]` : hostname;
+  console.log(`idemgate: serving on http://${shown}:${port}${hostname === undefined ? " (every interface; set HOST to choose one)" : ""}`);
 });
 
 // Stop accepting, let running calls finish, then exit; instrumentation closes the runtime (flushes

@@ -1,4 +1,5 @@
-// `npm start`: build if the sources changed since the last build, then serve on $PORT (default 3000).
+// `npm start`: build if the sources changed since the last build, then serve on $PORT (default 3000)
+// at $HOST (default: every interface; scripts/serve.mjs reads it).
 import path from "node:path";
 import { buildIfStale, ROOT, run } from "./build-if-stale.mjs";
 

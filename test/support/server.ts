@@ -25,6 +25,10 @@ export interface ServerOptions {
   /** the path polled until the server answers (default /api/health; a degraded server answers 503 there) */
   readyPath?: string;
   readyStatuses?: number[];
+  /** the address it listens on and is asked at (default 127.0.0.1) */
+  host?: string;
+  /** how the address is given: `-H` (default) or the HOST variable, as `npm start` passes it */
+  hostFrom?: "flag" | "env";
 }
 
 function exited(child: ChildProcess): Promise<void> {
@@ -37,16 +41,19 @@ function exited(child: ChildProcess): Promise<void> {
  */
 export async function startServer(options: ServerOptions): Promise<RunningServer> {
   const serve = path.join(ROOT, "scripts", "serve.mjs");
-  const child = spawn(process.execPath, [serve, "-p", String(options.port), "-H", "127.0.0.1"], {
+  const host = options.host ?? "127.0.0.1";
+  const hostArgs = options.hostFrom === "env" ? [] : ["-H", host];
+  const hostEnv = options.hostFrom === "env" ? { HOST: host } : {};
+  const child = spawn(process.execPath, [serve, "-p", String(options.port), ...hostArgs], {
     cwd: ROOT,
     detached: true,
     stdio: ["ignore", "pipe", "pipe"],
-    env: { ...process.env, NEXT_TELEMETRY_DISABLED: "1", IDEMGATE_DATA_DIR: options.dataDir, REDIS_URL: "", DATABASE_URL: "", IDEMGATE_DEMO_TRAFFIC: "0", ...options.env },
+    env: { ...process.env, NEXT_TELEMETRY_DISABLED: "1", IDEMGATE_DATA_DIR: options.dataDir, REDIS_URL: "", DATABASE_URL: "", IDEMGATE_DEMO_TRAFFIC: "0", ...hostEnv, ...options.env },
   });
   let output = "";
   child.stdout!.on("data", (d) => (output += d));
   child.stderr!.on("data", (d) => (output += d));
-  const url = `http://127.0.0.1:${options.port}`;
+  const url = `http://${host.includes(":") ? `[${host}]` : host}:${options.port}`;
   const ready = options.readyStatuses ?? [200];
   const deadline = Date.now() + 90_000;
   for (;;) {
