@@ -80,7 +80,7 @@ describe("the embedded database's lock", () => {
     for (let round = 0; round < 2; round++) {
       const roundDir = path.join(dir, `round-${round}`);
       // all try at the same wall-clock moment, after their start-up
-      const startAt = Date.now() + 6_000;
+      const startAt = Date.now() + 10_000;
       const racers = [holder("lock", roundDir, startAt), holder("lock", roundDir, startAt), holder("lock", roundDir, startAt)];
       holders.push(...racers);
       // a racer still loading at the moment would not be racing
@@ -98,7 +98,7 @@ describe("the embedded database's lock", () => {
       }
       await Promise.all(racers.map(stop));
     }
-  }, 60_000);
+  }, 120_000);
 
   it("a refused opener names the holder's pid once the holder is up", async () => {
     const first = holder("lock", dataDir);

@@ -342,7 +342,7 @@ describe("runSimulation against a stand-in gateway", () => {
       },
     });
     const f = summary.freshKeys;
-    expect(f.ran).toBeGreaterThan(1);
+    expect(f.ran).toBeGreaterThan(0);
     expect(asked).toHaveLength(f.ran);
     expect(f).toMatchObject({ flagged: f.ran - 1, caught: f.ran - 1, missed: [asked[0]] });
     expect(formatSummary(summary)).toMatch(new RegExp(`caught ${f.ran - 1} of ${f.caused} caused[\\s\\S]*ran and not flagged: ${asked[0]}`));
