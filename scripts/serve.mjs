@@ -5,6 +5,7 @@
 import http from "node:http";
 import { parseArgs } from "node:util";
 import { ROOT } from "./build-if-stale.mjs";
+import { setForwardedProto, trustedProxyCount } from "./forwarded-proto.mjs";
 
 let values;
 try {
@@ -31,7 +32,9 @@ const handle = app.getRequestHandler();
 // Runs instrumentation.ts: opens the runtime and registers the gateway's fast path.
 await app.prepare();
 
+const trustedProxies = trustedProxyCount();
 const server = http.createServer((req, res) => {
+  setForwardedProto(req, trustedProxies);
   const fastInvoke = globalThis.__idemgateFastInvoke;
   if (fastInvoke?.(req, res)) return;
   handle(req, res).catch((err) => {

@@ -1,6 +1,7 @@
 import "server-only";
 import { getIronSession, type SessionOptions } from "iron-session";
-import { cookies } from "next/headers";
+import { cookies, headers } from "next/headers";
+import { servedOverHttps } from "@/lib/http/served-over-https";
 import { getRuntime } from "@/lib/runtime";
 import { sessionSecret } from "./secret";
 import { findOperator, type OperatorIdentity } from "./operators";
@@ -12,7 +13,11 @@ interface SessionData {
 export const SESSION_COOKIE = "idemgate_session";
 const SESSION_TTL_SECONDS = 12 * 60 * 60;
 
-async function options(): Promise<SessionOptions> {
+/**
+ * `secure`: the cookie is set with the Secure attribute, for a request that came over HTTPS
+ * (directly, or through a trusted proxy that says so), or always with IDEMGATE_SECURE_COOKIES=1.
+ */
+async function options(secure = false): Promise<SessionOptions> {
   const runtime = await getRuntime();
   return {
     password: sessionSecret(runtime.config),
@@ -21,15 +26,21 @@ async function options(): Promise<SessionOptions> {
     cookieOptions: {
       httpOnly: true,
       sameSite: "lax",
-      // Secure when served over HTTPS; a plain-HTTP local install would otherwise never keep a session.
-      secure: process.env.IDEMGATE_SECURE_COOKIES === "1",
+      // Secure only when served over HTTPS: a plain-HTTP local install would otherwise never keep a session.
+      secure: secure || process.env.IDEMGATE_SECURE_COOKIES === "1",
       path: "/",
     },
   };
 }
 
-async function session() {
-  return getIronSession<SessionData>(await cookies(), await options());
+/** `forWriting`: the cookie will be set or cleared, so whether this request came over HTTPS matters. */
+async function session(forWriting = false) {
+  let secure = false;
+  if (forWriting) {
+    const runtime = await getRuntime();
+    secure = servedOverHttps(await headers(), runtime.config.trustedProxies);
+  }
+  return getIronSession<SessionData>(await cookies(), await options(secure));
 }
 
 /** The signed-in operator, re-read from the database so a disabled account loses access at once. */
@@ -41,12 +52,12 @@ export async function currentOperator(): Promise<OperatorIdentity | null> {
 }
 
 export async function startSession(operatorId: string): Promise<void> {
-  const s = await session();
+  const s = await session(true);
   s.operatorId = operatorId;
   await s.save();
 }
 
 export async function endSession(): Promise<void> {
-  const s = await session();
+  const s = await session(true);
   s.destroy();
 }
