@@ -3,11 +3,8 @@ import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { POST as invokeRoute } from "@/app/api/v1/tools/[tool]/invoke/route";
-import { PrismaAuditWriter } from "@/lib/audit/audit-writer";
 import { createApiToken } from "@/lib/auth/api-tokens";
-import { loadConfig } from "@/lib/config";
 import { handleInvoke } from "@/lib/gateway/fast-invoke";
-import { Engine } from "@/lib/idempotency/engine";
 import { InvalidArgumentsError } from "@/lib/idempotency/errors";
 import type { Runtime } from "@/lib/runtime";
 import { SqlKeyStore } from "@/lib/store/sql/sql-key-store";
@@ -16,6 +13,7 @@ import { ToolRegistry } from "@/lib/tools/registry";
 import { createTestPostgres, type TestPostgres } from "@/test/support/databases";
 import { HttpError } from "./problem";
 import { parseJsonBytes, readJsonBody } from "./read-body";
+import { installTestRuntime } from "@/test/support/runtime";
 
 const nested = (levels: number, inner = "1") => "[".repeat(levels) + inner + "]".repeat(levels);
 const bytes = (text: string) => new TextEncoder().encode(text);
@@ -87,7 +85,6 @@ describe("the invoke endpoint refuses what it cannot carry exactly", () => {
   let gateway: Server;
   let gatewayUrl: string;
   let received: string[] = [];
-  const holder = globalThis as unknown as { __idemgateRuntime?: Promise<Runtime> };
 
   beforeAll(async () => {
     service = createServer((req, res) => {
@@ -104,23 +101,10 @@ describe("the invoke endpoint refuses what it cannot carry exactly", () => {
 
     pg = await createTestPostgres("json_limits");
     const store = new SqlKeyStore(pg.db);
-    const audit = new PrismaAuditWriter(pg.db.prisma, { execute: pg.db.execute });
     const registry = new ToolRegistry([
       defineTool({ name: "ledger.record", kind: "write", description: "records what it is sent", schema: z.looseObject({}), upstream: { url: serviceUrl, timeoutMs: 5_000 } }),
     ]);
-    runtime = {
-      config: loadConfig({} as NodeJS.ProcessEnv),
-      db: pg.db,
-      store,
-      audit,
-      engine: new Engine({ store, audit }),
-      registry,
-      async close() {
-        await audit.close();
-        await store.close();
-      },
-    };
-    holder.__idemgateRuntime = Promise.resolve(runtime);
+    runtime = installTestRuntime({ db: pg.db, store, registry });
     token = (await createApiToken(pg.db.prisma, { scope: "tenant-a", actor: "test" })).token;
 
     gateway = createServer((req, res) => {
@@ -138,7 +122,6 @@ describe("the invoke endpoint refuses what it cannot carry exactly", () => {
     service?.closeAllConnections();
     await new Promise((resolve) => gateway?.close(resolve));
     await new Promise((resolve) => service?.close(resolve));
-    holder.__idemgateRuntime = undefined;
     await runtime?.close();
     await pg?.drop();
   });

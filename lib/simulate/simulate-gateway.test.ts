@@ -4,17 +4,15 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { flaggedFreshKeyDuplicates } from "@/lib/anomalies/anomalies";
 import { reconcileRuntime } from "@/lib/anomalies/background";
 import type { FreshKeyDuplicateEvidence } from "@/lib/anomalies/anomaly-types";
-import { PrismaAuditWriter } from "@/lib/audit/audit-writer";
 import { createApiToken } from "@/lib/auth/api-tokens";
-import { loadConfig } from "@/lib/config";
 import { handleInvoke } from "@/lib/gateway/fast-invoke";
-import { Engine } from "@/lib/idempotency/engine";
 import type { Runtime } from "@/lib/runtime";
 import { createRedisKeyStore } from "@/lib/store/redis/redis-key-store";
 import { getRegistry } from "@/lib/tools";
 import { createTestPostgres, REDIS_TEST_URL, type TestPostgres } from "@/test/support/databases";
 import { deleteRedisPrefix } from "@/test/support/stores";
 import { formatSummary, runSimulation, type FreshKeyDuplicateSent, type SimulationOptions, type SimulationSummary } from ".";
+import { installTestRuntime } from "@/test/support/runtime";
 
 /**
  * The simulator against a real gateway: the node:http invoke path (as `npm start` serves it) over a
@@ -27,28 +25,14 @@ describe("simulated traffic through a real gateway: fresh-key duplicates caught 
   let gateway: Server;
   let url: string;
   const prefix = `idgtest-sim-${Math.random().toString(36).slice(2, 8)}`;
-  const holder = globalThis as unknown as { __idemgateRuntime?: Promise<Runtime> };
   const figures: string[] = [];
 
   beforeAll(async () => {
     pg = await createTestPostgres("simulate_gateway");
     const store = createRedisKeyStore(REDIS_TEST_URL, { prefix });
     if (!(await store.waitUntilReady(5_000))) throw new Error(`Redis is not reachable at ${REDIS_TEST_URL}`);
-    const audit = new PrismaAuditWriter(pg.db.prisma, { execute: pg.db.execute });
     const registry = getRegistry();
-    runtime = {
-      config: loadConfig({} as NodeJS.ProcessEnv),
-      db: pg.db,
-      store,
-      audit,
-      engine: new Engine({ store, audit }),
-      registry,
-      async close() {
-        await audit.close();
-        await store.close();
-      },
-    };
-    holder.__idemgateRuntime = Promise.resolve(runtime);
+    runtime = installTestRuntime({ db: pg.db, store, registry });
     gateway = createServer((req, res) => {
       if (handleInvoke(req, res)) return;
       if (req.method === "GET" && req.url === "/api/v1/tools") {
@@ -66,7 +50,6 @@ describe("simulated traffic through a real gateway: fresh-key duplicates caught 
   afterAll(async () => {
     gateway?.closeAllConnections();
     await new Promise((resolve) => gateway?.close(resolve));
-    holder.__idemgateRuntime = undefined;
     await runtime?.close();
     await deleteRedisPrefix(prefix);
     await pg?.drop();

@@ -1,17 +1,13 @@
 import { createServer, type IncomingMessage, type Server as HttpServer, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import * as route from "@/app/mcp/route";
-import { PrismaAuditWriter } from "@/lib/audit/audit-writer";
 import { createApiToken } from "@/lib/auth/api-tokens";
-import { loadConfig } from "@/lib/config";
-import { Engine } from "@/lib/idempotency/engine";
 import type { Runtime } from "@/lib/runtime";
 import { SqlKeyStore } from "@/lib/store/sql/sql-key-store";
 import { demoTools } from "@/lib/tools/demo";
 import { ToolRegistry } from "@/lib/tools/registry";
 import { createTestPostgres, type TestPostgres } from "./databases";
-
-const holder = globalThis as unknown as { __idemgateRuntime?: Promise<Runtime> };
+import { installTestRuntime } from "./runtime";
 
 export interface McpGateway {
   pg: TestPostgres;
@@ -30,21 +26,7 @@ export interface McpGateway {
  */
 export async function startMcpGateway(label: string): Promise<McpGateway> {
   const pg = await createTestPostgres(label);
-  const store = new SqlKeyStore(pg.db);
-  const audit = new PrismaAuditWriter(pg.db.prisma, { execute: pg.db.execute });
-  const runtime: Runtime = {
-    config: loadConfig({} as NodeJS.ProcessEnv),
-    db: pg.db,
-    store,
-    audit,
-    engine: new Engine({ store, audit }),
-    registry: new ToolRegistry(demoTools),
-    async close() {
-      await audit.close();
-      await store.close();
-    },
-  };
-  holder.__idemgateRuntime = Promise.resolve(runtime);
+  const runtime = installTestRuntime({ db: pg.db, store: new SqlKeyStore(pg.db), registry: new ToolRegistry(demoTools) });
   let url = "";
   const http: HttpServer = createServer((req, res) => {
     serveRoute(req, res, url).catch((err) => {
@@ -67,7 +49,6 @@ export async function startMcpGateway(label: string): Promise<McpGateway> {
     async close() {
       http.closeAllConnections();
       await new Promise((resolve) => http.close(resolve));
-      holder.__idemgateRuntime = undefined;
       await runtime.close();
       await pg.drop();
     },
