@@ -251,6 +251,39 @@ describe("operator create", () => {
   });
 });
 
+describe("operator disable", () => {
+  it("disables the account, ends its console sessions and records who did it", async () => {
+    const created = await idemgate(["operator", "create", "--email", "leaver@example.com", "--role", "operator"], { ...db(), stdin: "a-long-enough-password\n" });
+    expect(created.code).toBe(0);
+    // the account is signed in to the console twice
+    await admin(
+      (c) =>
+        c.query(
+          `INSERT INTO operator_sessions (id, operator_id, created_at, expires_at)
+           SELECT s.id, o.id, now(), now() + interval '12 hours' FROM operators o, (VALUES ('cli-session-a'), ('cli-session-b')) AS s(id)
+           WHERE o.email = 'leaver@example.com'`,
+        ),
+      database,
+    );
+
+    const run = await idemgate(["operator", "disable", "--email", "Leaver@Example.com", "--reason", "left the company"], db());
+    expect(run.stderr).toBe("");
+    expect(run.code).toBe(0);
+    expect(run.stdout).toBe("Disabled leaver@example.com (2 sessions ended).\n");
+    const account = await admin((c) => c.query(`SELECT disabled_at FROM operators WHERE email = 'leaver@example.com'`), database);
+    expect(account.rows[0].disabled_at).not.toBeNull();
+    const sessions = await admin((c) => c.query(`SELECT count(*)::int AS n FROM operator_sessions WHERE revoked_at IS NULL`), database);
+    expect(sessions.rows[0].n).toBe(0);
+    const trail = await admin((c) => c.query(`SELECT actor, reason, state_after->>'email' AS email FROM operator_actions WHERE action = 'operator_disable'`), database);
+    expect(trail.rows).toEqual([{ actor: expect.stringMatching(/^cli:.+@.+/), reason: "left the company", email: "leaver@example.com" }]);
+
+    const again = await idemgate(["operator", "disable", "--email", "leaver@example.com"], db());
+    expect(again.code).toBe(0);
+    expect(again.stdout).toBe("leaver@example.com was disabled already (0 sessions ended).\n");
+    expectReadableError(await idemgate(["operator", "disable", "--email", "nobody@example.com"], db()), /^idemgate: no operator with the email nobody@example\.com/);
+  });
+});
+
 describe("the embedded database held by a running server", () => {
   it("refuses with the lock's message and exit code 1, and leaves the lock alone", async () => {
     const held = await mkdtemp(path.join(tmpdir(), "idemgate-held-"));

@@ -1,7 +1,8 @@
 import { Command, Option } from "commander";
-import { createOperator } from "@/lib/auth/operators";
+import { createOperator, disableOperator } from "@/lib/auth/operators";
 import { MIN_PASSWORD_LENGTH } from "@/lib/auth/passwords";
 import { ROLES } from "@/lib/auth/roles";
+import { cliActor } from "../actor";
 import { CliError } from "../errors";
 import { readPassword } from "../read-password";
 import { withRuntime } from "../with-runtime";
@@ -22,6 +23,19 @@ export function operatorCommand(): Command {
       }
       const created = await withRuntime((rt) => createOperator(rt.db.prisma, { email: opts.email, password, role: opts.role }));
       console.log(`Created ${created.role} ${created.email} (id ${created.id}).`);
+    });
+
+  operator
+    .command("disable")
+    .description("disable a console operator: no more sign-ins, and their sessions end at once (recorded in the operator audit trail)")
+    .requiredOption("--email <email>", "their sign-in email")
+    .option("--reason <text>", "why (kept in the audit trail)", "disabled from the command line")
+    .action(async (opts: { email: string; reason: string }) => {
+      const reason = opts.reason.trim();
+      if (reason === "") throw new CliError("--reason must not be empty");
+      const out = await withRuntime((rt) => disableOperator(rt.db.prisma, { email: opts.email, actor: cliActor(), reason }));
+      const ended = `${out.sessionsEnded} session${out.sessionsEnded === 1 ? "" : "s"} ended`;
+      console.log(out.alreadyDisabled ? `${out.operator.email} was disabled already (${ended}).` : `Disabled ${out.operator.email} (${ended}).`);
     });
 
   return operator;

@@ -1,5 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { PrismaClient } from "@/generated/prisma/client";
+import { recordOperatorAction } from "@/lib/audit/operator-actions";
+import { revokeOperatorSessions } from "./console-sessions";
 import { hashPassword, MIN_PASSWORD_LENGTH, passwordHashingGate, verifyPassword, type HashingGate } from "./passwords";
 import { isRole, type Role } from "./roles";
 
@@ -67,4 +69,34 @@ export async function findOperator(prisma: PrismaClient, id: string): Promise<Op
   const row = await prisma.operator.findUnique({ where: { id } });
   if (!row || row.disabledAt || !isRole(row.role)) return null;
   return { id: row.id, email: row.email, role: row.role };
+}
+
+/**
+ * Disables an operator: they can no longer sign in, and every session of theirs ends at once (the
+ * console answers their next request as signed out). Recorded as `operator_disable` in the
+ * operator audit trail, in the same transaction. Disabling a disabled operator ends any session
+ * left and records nothing new.
+ */
+export async function disableOperator(
+  prisma: PrismaClient,
+  input: { email: string; actor: string; reason: string },
+  nowMs = Date.now(),
+): Promise<{ operator: { id: string; email: string }; alreadyDisabled: boolean; sessionsEnded: number }> {
+  const email = input.email.trim().toLowerCase();
+  return prisma.$transaction(async (tx) => {
+    const row = await tx.operator.findUnique({ where: { email } });
+    if (!row) throw new OperatorInputError(`no operator with the email ${email}`);
+    const alreadyDisabled = row.disabledAt !== null;
+    if (!alreadyDisabled) await tx.operator.update({ where: { id: row.id }, data: { disabledAt: new Date(nowMs) } });
+    const sessionsEnded = await revokeOperatorSessions(tx, row.id, nowMs);
+    if (!alreadyDisabled) {
+      await recordOperatorAction(tx, {
+        actor: input.actor,
+        action: "operator_disable",
+        reason: input.reason,
+        after: { operatorId: row.id, email: row.email, sessionsEnded },
+      });
+    }
+    return { operator: { id: row.id, email: row.email }, alreadyDisabled, sessionsEnded };
+  });
 }
