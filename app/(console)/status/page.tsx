@@ -3,6 +3,7 @@ import clsx from "clsx";
 import { ComponentCard } from "@/components/component-card";
 import { requireOperator } from "@/lib/auth/require-operator";
 import { checkHealth, describeError, type Health } from "@/lib/health";
+import { mcpServerRows, type McpServerRow } from "@/lib/mcp/upstream/console-view";
 import { getRuntime, type Runtime } from "@/lib/runtime";
 
 export const dynamic = "force-dynamic";
@@ -23,6 +24,7 @@ export default async function StatusPage() {
     return <StartupError message={describeError(err)} />;
   }
   const health = await checkHealth(runtime);
+  const mcpServers = mcpServerRows();
   const { config } = runtime;
   const sqlKeyStore = health.keyStore.kind !== "redis";
 
@@ -84,6 +86,8 @@ export default async function StatusPage() {
           }
         />
       </div>
+
+      {mcpServers.length > 0 && <McpServers rows={mcpServers} />}
 
       <section className="rounded-xl border border-line bg-surface shadow-xs">
         <h2 className="px-5 pt-4 text-xs font-medium tracking-wide text-muted uppercase">Server</h2>
@@ -150,6 +154,66 @@ function Header({ health, checkedAt }: { health: Health; checkedAt: Date }) {
         </span>
       </div>
     </div>
+  );
+}
+
+/**
+ * The guarded MCP servers (IDEMGATE_MCP_SERVERS). One that is down is a warning, not a degraded
+ * status: its tools' calls are refused as "not run" until it is back, while Idemgate and every
+ * other tool keep working (and /api/health keeps answering 200 for a load balancer).
+ */
+function McpServers({ rows }: { rows: McpServerRow[] }) {
+  const down = rows.filter((r) => r.warning).length;
+  return (
+    <section id="mcp-servers" data-testid="mcp-servers" className="rounded-xl border border-line bg-surface shadow-xs">
+      <div className="flex flex-wrap items-baseline justify-between gap-2 px-5 pt-4">
+        <h2 className="text-xs font-medium tracking-wide text-muted uppercase">Guarded MCP servers</h2>
+        <span className="text-xs text-faint">
+          {down === 0 ? `${rows.length} up` : `${down} of ${rows.length} not connected: their tools' calls are not run until they are back`}
+        </span>
+      </div>
+      <ul className="mt-3 divide-y divide-line border-t border-line">
+        {rows.map((row) => (
+          <li
+            key={row.name}
+            data-testid={`mcp-server-${row.name}`}
+            data-state={row.state}
+            className={clsx("grid gap-x-4 gap-y-1 px-5 py-2.5 md:grid-cols-[8rem_1fr_auto]", row.warning && "bg-warn-soft/40")}
+          >
+            <span className="font-mono text-[12.5px] font-medium">{row.name}</span>
+            <span className="min-w-0">
+              <span className="block truncate font-mono text-[12.5px] text-muted" title={row.target}>
+                {row.transport === "stdio" ? "stdio · " : ""}
+                {row.target}
+              </span>
+              {row.error && (
+                <span data-testid="mcp-server-error" className={clsx("mt-0.5 block text-xs break-words", row.warning ? "text-warn" : "text-muted")}>
+                  {row.warning ? "" : "last error: "}
+                  {row.error}
+                </span>
+              )}
+            </span>
+            <span className="flex items-center gap-3 text-xs whitespace-nowrap">
+              <span className="text-faint tabular-nums">
+                {row.tools} {row.tools === 1 ? "tool" : "tools"}
+              </span>
+              <span
+                className={clsx(
+                  "inline-flex items-center gap-1.5 rounded-md px-2 py-0.5 font-medium",
+                  row.warning ? "bg-warn-soft text-warn" : "bg-ok-soft text-ok",
+                )}
+              >
+                <span aria-hidden="true" className={clsx("size-1.5 rounded-full", row.warning ? "bg-warn" : "bg-ok")} />
+                {row.state}
+              </span>
+              <time dateTime={row.since.toISOString()} className="text-faint">
+                since {row.since.toISOString().slice(11, 19)} UTC
+              </time>
+            </span>
+          </li>
+        ))}
+      </ul>
+    </section>
   );
 }
 

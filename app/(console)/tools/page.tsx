@@ -2,9 +2,11 @@ import type { Metadata } from "next";
 import Link from "next/link";
 import clsx from "clsx";
 import { KeyBadge, KindBadge } from "@/components/tools/kind-badge";
+import { McpOriginBadge } from "@/components/tools/mcp-origin-badge";
 import { getToolTotals } from "@/lib/audit/tool-stats";
 import { requireOperator } from "@/lib/auth/require-operator";
 import { formatCount, formatDuration } from "@/lib/format";
+import { mcpToolOrigin } from "@/lib/mcp/upstream/console-view";
 import { getRuntime } from "@/lib/runtime";
 
 export const dynamic = "force-dynamic";
@@ -13,7 +15,7 @@ export const metadata: Metadata = { title: "Tools" };
 export default async function ToolsPage() {
   await requireOperator();
   const runtime = await getRuntime();
-  const tools = runtime.registry.list().map((t) => runtime.registry.describe(t));
+  const tools = runtime.registry.list().map((t) => ({ ...runtime.registry.describe(t), mcpOrigin: mcpToolOrigin(t) }));
   const totals = await getToolTotals(runtime.db.prisma);
 
   return (
@@ -54,6 +56,7 @@ export default async function ToolsPage() {
                       <KindBadge kind={tool.kind} />
                       {write && <KeyBadge mode={tool.idempotencyKey} />}
                       {tool.source === "upstream" && <span className="text-[11px] text-faint">upstream</span>}
+                      {tool.mcpOrigin && <McpOriginBadge origin={tool.mcpOrigin} />}
                     </div>
                     <p className="mt-1 max-w-md text-xs text-muted">{tool.description}</p>
                   </td>
@@ -79,7 +82,9 @@ export default async function ToolsPage() {
                     </>
                   ) : (
                     <td colSpan={7} className="px-3 py-3 text-xs text-faint">
-                      read: never gated, not deduplicated, not audited
+                      {tool.mcpOrigin?.gate === "idempotent"
+                        ? "idempotent at its MCP server: passed through without a key, not deduplicated, not audited"
+                        : "read: never gated, not deduplicated, not audited"}
                     </td>
                   )}
                 </tr>

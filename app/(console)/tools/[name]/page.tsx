@@ -8,6 +8,7 @@ import { FreshKeyFigure } from "@/components/tools/fresh-key-figure";
 import { GapHistogram } from "@/components/tools/gap-histogram";
 import { InvokeForm } from "@/components/tools/invoke-form";
 import { KeyBadge, KindBadge } from "@/components/tools/kind-badge";
+import { McpOriginBadge } from "@/components/tools/mcp-origin-badge";
 import { SuppressionLog } from "@/components/tools/suppression-log";
 import { WindowPicker } from "@/components/tools/window-picker";
 import { fmt } from "@/lib/anomalies/retry-gaps";
@@ -16,6 +17,7 @@ import { requireOperator } from "@/lib/auth/require-operator";
 import { can } from "@/lib/auth/roles";
 import { exampleFromSchema } from "@/lib/docs/json-schema";
 import { formatCount, formatDuration } from "@/lib/format";
+import { mcpToolOrigin } from "@/lib/mcp/upstream/console-view";
 import { getRuntime } from "@/lib/runtime";
 import type { ToolDescription } from "@/lib/tools";
 
@@ -34,7 +36,9 @@ export default async function ToolPage({ params, searchParams }: Props) {
   const window = isStatsWindow(rawWindow) ? rawWindow : DEFAULT_WINDOW;
   const runtime = await getRuntime();
   if (!runtime.registry.has(name)) notFound();
-  const tool = runtime.registry.describe(runtime.registry.get(name));
+  const definition = runtime.registry.get(name);
+  const tool = runtime.registry.describe(definition);
+  const mcpOrigin = mcpToolOrigin(definition);
   const write = tool.kind === "write";
   const stats = write ? await getToolStats(runtime.db.prisma, { tool: name, windowMs: STATS_WINDOWS[window] }) : null;
   const basePath = `/tools/${encodeURIComponent(name)}`;
@@ -54,8 +58,18 @@ export default async function ToolPage({ params, searchParams }: Props) {
               <h1 className="font-mono text-xl font-semibold tracking-tight">{tool.name}</h1>
               <KindBadge kind={tool.kind} />
               {write && <KeyBadge mode={tool.idempotencyKey} />}
+              {mcpOrigin && <McpOriginBadge origin={mcpOrigin} />}
             </div>
             <p className="mt-1 max-w-3xl text-muted">{tool.description}</p>
+            {mcpOrigin && (
+              <p data-testid="mcp-origin-detail" className="mt-1 max-w-3xl text-xs text-muted">
+                Proxied from <span className="font-mono">{mcpOrigin.tool}</span> at the MCP server{" "}
+                <span className="font-mono">{mcpOrigin.server}</span> (IDEMGATE_MCP_SERVERS): {mcpOrigin.gateLabel}.{" "}
+                <Link href="/status#mcp-servers" className="text-accent hover:underline">
+                  Server status
+                </Link>
+              </p>
+            )}
           </div>
           {write && <WindowPicker basePath={basePath} current={window} />}
         </div>
@@ -85,8 +99,10 @@ export default async function ToolPage({ params, searchParams }: Props) {
         <div className="grid gap-6 lg:grid-cols-[3fr_2fr] lg:items-start">
           <Card title="Not gated">
             <p className="px-5 py-4 text-[13px] text-muted">
-              {tool.name} is a read tool: it has no side effect to protect, so calls never take a key, are never deduplicated and leave
-              no executions or suppressions in the audit log. The form below runs it through the gateway like any caller.
+              {mcpOrigin?.gate === "idempotent"
+                ? `${tool.name} is marked idempotent by its MCP server (idempotentHint): repeating it changes nothing more, so calls are passed through without a key, are never deduplicated and leave no executions or suppressions in the audit log.`
+                : `${tool.name} is a read tool: it has no side effect to protect, so calls never take a key, are never deduplicated and leave no executions or suppressions in the audit log.`}{" "}
+              The form below runs it through the gateway like any caller.
             </p>
           </Card>
           <Policy tool={tool} />

@@ -1,0 +1,45 @@
+import type { ToolDefinition } from "@/lib/tools/define-tool";
+import { gateOf, mcpOriginOf } from "./proxied-tool";
+import { mcpUpstreamStatuses } from "./serve-upstreams";
+import type { UpstreamStatus } from "./upstreams";
+
+/** How a tool of another MCP server is gated, from its annotations (DESIGN.md § MCP). */
+export type McpGate = ReturnType<typeof gateOf>;
+
+export const MCP_GATE_LABELS: Record<McpGate, string> = {
+  read: "read (readOnlyHint): never gated",
+  idempotent: "passed through (idempotentHint): no key needed",
+  write: "gated write: deduplicated by key",
+};
+
+/** Where a tool served by Idemgate comes from, for the console's Tools pages. */
+export interface McpToolOrigin {
+  server: string;
+  /** the tool's own name at its server */
+  tool: string;
+  gate: McpGate;
+  gateLabel: string;
+}
+
+/** The MCP server a tool is proxied from and how it is gated; null for a configured tool. */
+export function mcpToolOrigin(tool: ToolDefinition): McpToolOrigin | null {
+  const origin = mcpOriginOf(tool);
+  if (!origin) return null;
+  const gate = gateOf(origin.annotations);
+  return { server: origin.server, tool: origin.tool, gate, gateLabel: MCP_GATE_LABELS[gate] };
+}
+
+/** One guarded MCP server on the status page. */
+export interface McpServerRow extends UpstreamStatus {
+  /**
+   * The server is down or still connecting. Shown as a warning: its tools' calls are "not run"
+   * (nothing is sent) until it is back, but Idemgate itself, and its other tools, keep working, so
+   * the overall health status (and `GET /api/health`'s 200/503) does not change.
+   */
+  warning: boolean;
+}
+
+/** Every guarded MCP server of IDEMGATE_MCP_SERVERS, in configured order (empty when none is configured). */
+export function mcpServerRows(statuses: UpstreamStatus[] = mcpUpstreamStatuses()): McpServerRow[] {
+  return statuses.map((status) => ({ ...status, warning: status.state !== "up" }));
+}
