@@ -34,6 +34,8 @@ const common = {
   IDEMGATE_DEMO_LEASE_MS: "3000",
   // the tests make their own traffic and count it
   IDEMGATE_DEMO_TRAFFIC: "0",
+  // the tests call the demo tools, which DATABASE_URL (the "servers" configuration) turns off by default
+  IDEMGATE_DEMO_TOOLS: "1",
   // no background reconciler: it would settle the tests' stuck and unknown keys by probing their
   // tools at a moment of its choosing; the tests start passes themselves ("Run reconciler now")
   IDEMGATE_RECONCILE_INTERVAL_MS: "0",

@@ -9,5 +9,7 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 60_000,
     fileParallelism: false,
+    // tests use the demo tools through lib/tools/config.ts whatever DATABASE_URL the shell exports
+    env: { IDEMGATE_DEMO_TOOLS: "1" },
   },
 });

@@ -8,5 +8,7 @@ export default defineConfig({
     testTimeout: 180_000,
     hookTimeout: 120_000,
     fileParallelism: false,
+    // the servers (test/support/server.ts) and in-process registries use the demo tools, with DATABASE_URL too
+    env: { IDEMGATE_DEMO_TOOLS: "1" },
   },
 });

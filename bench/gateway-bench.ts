@@ -58,6 +58,8 @@ export async function benchGateway(options: GatewayOptions): Promise<Row[]> {
       IDEMGATE_DATA_DIR: dataDir,
       IDEMGATE_SECRET: randomUUID() + randomUUID(),
       IDEMGATE_RECONCILE_INTERVAL_MS: "0",
+      // the bench calls the demo tools, which DATABASE_URL turns off by default
+      IDEMGATE_DEMO_TOOLS: "1",
     };
     const start = `exec node ${SERVE} -p ${options.port} -H 127.0.0.1`;
     const script = options.build ? `node ${NEXT_BIN} build >&2 && ${start}` : start;

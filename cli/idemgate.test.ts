@@ -41,7 +41,8 @@ function idemgate(args: string[], options: { env?: Record<string, string>; stdin
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [BIN, ...args], {
       cwd: tmpdir(),
-      env: { ...process.env, DATABASE_URL: "", REDIS_URL: "", IDEMGATE_DATA_DIR: dataDir, ...options.env },
+      // the demo tools stay on with DATABASE_URL (key probe asks payments.charge)
+      env: { ...process.env, DATABASE_URL: "", REDIS_URL: "", IDEMGATE_DATA_DIR: dataDir, IDEMGATE_DEMO_TOOLS: "1", ...options.env },
       stdio: ["pipe", "pipe", "pipe"],
     });
     let stdout = "";

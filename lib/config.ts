@@ -27,6 +27,8 @@ const EnvSchema = z.object({
   IDEMGATE_REPLAY_CACHE_BYTES: z.coerce.number().int().min(1024).default(DEFAULT_REPLAY_CACHE.maxBytes),
   /** reverse proxies in front of the server that append the client's address to X-Forwarded-For; 0: none, the header is not trusted */
   IDEMGATE_TRUSTED_PROXY: z.coerce.number().int().min(0).max(10).default(0),
+  /** the built-in demo tools (payments, email, tickets): 1 on, 0 off; unset: on unless DATABASE_URL is set */
+  IDEMGATE_DEMO_TOOLS: z.string().trim().pipe(z.enum(["0", "1"], { message: "expected 0 (off) or 1 (on)" })).optional(),
 });
 
 export interface Config {
@@ -46,6 +48,21 @@ export interface Config {
   replayCache: { maxEntries: number; maxBytes: number } | null;
   /** how many reverse proxies in front of the server to trust for X-Forwarded-For (0: none) */
   trustedProxies: number;
+  /** the built-in demo tools are served (IDEMGATE_DEMO_TOOLS; see demoToolsEnabled) */
+  demoTools: boolean;
+}
+
+/**
+ * Whether the built-in demo tools are served: IDEMGATE_DEMO_TOOLS=1 or 0 says so; unset, they are on
+ * for the embedded default and off when DATABASE_URL is set (a production deployment, where a tool
+ * that pretends to charge cards has no place). Read on its own, without the rest of the
+ * configuration, because lib/tools/config.ts asks when it is loaded; loadConfig refuses other values.
+ */
+export function demoToolsEnabled(env: Record<string, string | undefined> = process.env): boolean {
+  const explicit = env.IDEMGATE_DEMO_TOOLS?.trim();
+  if (explicit === "1") return true;
+  if (explicit === "0") return false;
+  return !env.DATABASE_URL?.trim();
 }
 
 /** Reads the configuration from the environment; a bad value is a readable error, not a default. */
@@ -74,6 +91,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     reconcileIntervalMs: e.IDEMGATE_RECONCILE_INTERVAL_MS,
     replayCache: e.IDEMGATE_REPLAY_CACHE_ENTRIES === 0 ? null : { maxEntries: e.IDEMGATE_REPLAY_CACHE_ENTRIES, maxBytes: e.IDEMGATE_REPLAY_CACHE_BYTES },
     trustedProxies: e.IDEMGATE_TRUSTED_PROXY,
+    demoTools: e.IDEMGATE_DEMO_TOOLS === undefined ? e.DATABASE_URL === undefined : e.IDEMGATE_DEMO_TOOLS === "1",
   };
 }
 

@@ -29,9 +29,11 @@ const CALLS: DemoCall[] = [
   { tool: "tickets.create", key: null, args: { title: "Invoice address is wrong", body: "Customer cus_grace asked to change it." }, session: "agent-run-2", repeats: [{ session: "agent-run-2" }] },
 ];
 
+/** Sends the calls through the engine; those of a demo tool that is not served are left out. */
 export async function seedDemoTraffic(runtime: Runtime): Promise<number> {
   let calls = 0;
   for (const call of CALLS) {
+    if (!runtime.registry.has(call.tool)) continue;
     const tool = runtime.registry.get(call.tool);
     const args = runtime.registry.parseArgs(tool, call.args);
     const run = runtime.registry.runnerFor(tool, runtime.db.prisma);

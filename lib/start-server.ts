@@ -19,10 +19,15 @@ export async function startServer(): Promise<void> {
     const { startBackgroundJobs } = await import("@/lib/anomalies/background");
     const seeded = await seedIfEmpty(runtime);
 
-    // Demo traffic on the first start of the embedded default only: never into a real database.
+    // Demo traffic on the first start of the embedded default only: never into a real database, and
+    // only through the demo tools (IDEMGATE_DEMO_TOOLS=0 turns them off).
     if (seeded.created && !runtime.config.databaseUrl && process.env.IDEMGATE_DEMO_TRAFFIC !== "0") {
-      const { seedDemoTraffic } = await import("@/lib/demo-traffic");
-      console.log(`idemgate: seeded ${await seedDemoTraffic(runtime)} demo calls (set IDEMGATE_DEMO_TRAFFIC=0 to start empty)`);
+      if (runtime.config.demoTools) {
+        const { seedDemoTraffic } = await import("@/lib/demo-traffic");
+        console.log(`idemgate: seeded ${await seedDemoTraffic(runtime)} demo calls (set IDEMGATE_DEMO_TRAFFIC=0 to start empty)`);
+      } else {
+        console.log("idemgate: the demo tools are off (IDEMGATE_DEMO_TOOLS=0), so no demo calls were seeded");
+      }
     }
     const stopJobs = startBackgroundJobs(runtime);
     const { registerFastInvoke } = await import("@/lib/gateway/fast-invoke");

@@ -24,12 +24,15 @@
 //
 // An in-process tool gives `run(args, ctx)` instead of `upstream`; ctx has scope, key, session
 // and the Prisma client as `db`.
+import { demoToolsEnabled } from "@/lib/config";
 import { defineTools } from "./define-tool";
 import { demoTools } from "./demo";
 import { upstreamToolsFromEnv } from "./upstream-from-env";
 
 export default defineTools([
-  ...demoTools,
+  // the built-in demo tools: on for the embedded default, off when DATABASE_URL is set, unless
+  // IDEMGATE_DEMO_TOOLS says otherwise (1 on, 0 off)
+  ...(demoToolsEnabled() ? demoTools : []),
   // upstream tools declared in IDEMGATE_UPSTREAM_TOOLS (JSON), see upstream-from-env.ts
   ...upstreamToolsFromEnv(),
   // createInvoice,

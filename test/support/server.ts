@@ -37,7 +37,7 @@ function exited(child: ChildProcess): Promise<void> {
 
 /**
  * A production server (`scripts/serve.mjs`, as `npm start` runs it; needs a build) in a process group of its own, so a kill takes
- * the whole server down at once, as a crash would.
+ * the whole server down at once, as a crash would. The demo tools are on (IDEMGATE_DEMO_TOOLS=1), with DATABASE_URL too.
  */
 export async function startServer(options: ServerOptions): Promise<RunningServer> {
   const serve = path.join(ROOT, "scripts", "serve.mjs");
@@ -48,7 +48,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     cwd: ROOT,
     detached: true,
     stdio: ["ignore", "pipe", "pipe"],
-    env: { ...process.env, NEXT_TELEMETRY_DISABLED: "1", IDEMGATE_DATA_DIR: options.dataDir, REDIS_URL: "", DATABASE_URL: "", IDEMGATE_DEMO_TRAFFIC: "0", ...hostEnv, ...options.env },
+    env: { ...process.env, NEXT_TELEMETRY_DISABLED: "1", IDEMGATE_DATA_DIR: options.dataDir, REDIS_URL: "", DATABASE_URL: "", IDEMGATE_DEMO_TRAFFIC: "0", IDEMGATE_DEMO_TOOLS: "1", ...hostEnv, ...options.env },
   });
   let output = "";
   child.stdout!.on("data", (d) => (output += d));
