@@ -2,7 +2,7 @@ import { z } from "zod";
 import { KEY_STATES, type KeyState } from "@/lib/idempotency/record";
 import type { Runtime } from "@/lib/runtime";
 import { cursorSeal } from "./list-cursor";
-import { presentKey, type KeyView } from "./present-key";
+import { presentKey, type Audience, type KeyView } from "./present-key";
 
 export const KeyListQuery = z.object({
   state: z.enum(KEY_STATES as [KeyState, ...KeyState[]]).optional(),
@@ -22,6 +22,7 @@ export type KeyListQuery = z.output<typeof KeyListQuery>;
 export async function listKeys(
   runtime: Pick<Runtime, "config" | "store">,
   query: KeyListQuery,
+  audience: Audience = "operator",
 ): Promise<{ items: KeyView[]; nextCursor: string | null }> {
   const nowMs = Date.now();
   const seal = cursorSeal(runtime.config);
@@ -29,7 +30,7 @@ export async function listKeys(
   const cursor = query.cursor === undefined ? undefined : seal.open(query.cursor, filter);
   const page = await runtime.store.list({ ...query, cursor, nowMs });
   return {
-    items: page.items.map((r) => presentKey(r, nowMs)),
+    items: page.items.map((r) => presentKey(r, nowMs, false, audience)),
     nextCursor: page.nextCursor === null ? null : seal.seal(page.nextCursor, filter),
   };
 }

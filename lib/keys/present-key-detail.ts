@@ -1,5 +1,5 @@
 import type { KeyDetail, TimelineEvent } from "./get-key-detail";
-import { presentKey, type KeyView } from "./present-key";
+import { presentKey, tenantOutcomeNote, type KeyView } from "./present-key";
 
 type Jsonified<E> = E extends { at: Date; leaseUntil: Date } ? Omit<E, "at" | "leaseUntil"> & { at: string; leaseUntil: string } : E extends { at: Date } ? Omit<E, "at"> & { at: string } : E;
 
@@ -18,4 +18,42 @@ export interface KeyDetailView {
 export function presentKeyDetail(detail: KeyDetail, nowMs = Date.now()): KeyDetailView {
   const view = { ...detail, record: detail.record ? presentKey(detail.record, nowMs, true) : null };
   return JSON.parse(JSON.stringify(view)) as KeyDetailView;
+}
+
+/** An operator action as a tenant sees it: what was done and when, not who did it or why. */
+type TenantOperatorEvent = { type: "operator"; at: Date; action: string };
+type TenantTimelineEvent = Exclude<TimelineEvent, { type: "operator" }> | TenantOperatorEvent;
+
+/** A key's detail as an API token (a tenant) gets it from GET /api/v1/keys/{scope}/{key}. */
+export interface TenantKeyDetailView extends Omit<KeyDetailView, "timeline"> {
+  timeline: Jsonified<TenantTimelineEvent>[];
+}
+
+/**
+ * A key's detail for its tenant. Operators see everything (presentKeyDetail). A tenant sees that an
+ * operator (or the reconciler) released or resolved its key and when, but not who, why, or the
+ * states recorded with it (which can hold a probe's evidence); and of an outcome's error only what
+ * the caller was told: a not-run tool's own message, an unknown outcome's note without an
+ * exception's message, nothing from the store.
+ */
+export function presentKeyDetailForTenant(detail: KeyDetail, nowMs = Date.now()): TenantKeyDetailView {
+  const view = {
+    ...detail,
+    record: detail.record ? presentKey(detail.record, nowMs, true, "tenant") : null,
+    timeline: detail.timeline.map(forTenant),
+  };
+  return JSON.parse(JSON.stringify(view)) as TenantKeyDetailView;
+}
+
+function forTenant(event: TimelineEvent): TenantTimelineEvent {
+  switch (event.type) {
+    case "operator":
+      return { type: "operator", at: event.at, action: event.action };
+    case "outcome": {
+      const error = event.outcome === "failed" ? event.error : event.outcome === "unknown" ? tenantOutcomeNote(event.error) : null;
+      return { ...event, error };
+    }
+    default:
+      return event;
+  }
 }

@@ -25,7 +25,20 @@ export interface KeyView {
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 
-export function presentKey(record: KeyRecord, nowMs: number, withResult = false): KeyView {
+/** Who a view is for: an operator (console session) sees everything, a tenant (API token) not the internals. */
+export type Audience = "operator" | "tenant";
+
+// The engine keeps an in-process tool's exception for operators ("the tool threw: <message>") and
+// tells the caller only that it threw (lib/idempotency/engine.ts).
+const THREW = "the tool threw: ";
+export const PUBLIC_THREW_NOTE = "the tool threw an exception after it started";
+
+/** An unknown outcome's note as a tenant may read it: an exception's message stays with operators. */
+export function tenantOutcomeNote(note: string | null): string | null {
+  return note !== null && note.startsWith(THREW) ? PUBLIC_THREW_NOTE : note;
+}
+
+export function presentKey(record: KeyRecord, nowMs: number, withResult = false, audience: Audience = "operator"): KeyView {
   const view: KeyView = {
     scope: record.scope,
     key: record.key,
@@ -40,7 +53,7 @@ export function presentKey(record: KeyRecord, nowMs: number, withResult = false)
     leaseUntil: iso(record.leaseUntilMs),
     completedAt: iso(record.completedAtMs),
     expiresAt: iso(record.expiresAtMs),
-    outcomeNote: record.outcomeNote ?? null,
+    outcomeNote: audience === "tenant" ? tenantOutcomeNote(record.outcomeNote ?? null) : (record.outcomeNote ?? null),
     unknownAt: iso(record.unknownAtMs ?? null),
   };
   if (withResult) {

@@ -1,13 +1,16 @@
 import { visibleScope, withPrincipal } from "@/lib/http/guard";
 import { getKeyDetail } from "@/lib/keys/get-key-detail";
-import { presentKeyDetail } from "@/lib/keys/present-key-detail";
+import { presentKeyDetail, presentKeyDetailForTenant } from "@/lib/keys/present-key-detail";
 
 export const dynamic = "force-dynamic";
 
 type Params = { scope: string; key: string };
 
 // GET /api/v1/keys/{scope}/{key} – the record with its result, whether its tool can be probed, and the key's audit timeline
+// (for an API token without who did an operator action and why)
 export const GET = withPrincipal<Params>("read", async (_request, { params, principal, runtime }) => {
   const scope = visibleScope(principal, decodeURIComponent(params.scope))!;
-  return Response.json(presentKeyDetail(await getKeyDetail(runtime, scope, decodeURIComponent(params.key))));
+  const detail = await getKeyDetail(runtime, scope, decodeURIComponent(params.key));
+  // a tenant's token does not see operators' emails and reasons, nor exception messages
+  return Response.json(principal.kind === "token" ? presentKeyDetailForTenant(detail) : presentKeyDetail(detail));
 });
