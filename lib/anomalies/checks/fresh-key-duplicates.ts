@@ -32,16 +32,7 @@ export interface ScannedExecution {
 }
 
 /** One execution to look up identical earlier calls for, with its tool's retry window. */
-export interface TwinQuery {
-  id: string;
-  scope: string;
-  key: string;
-  tool: string;
-  fingerprint: string;
-  fallback: boolean;
-  startedAt: Date;
-  windowMs: number;
-}
+export type TwinQuery = Omit<ScannedExecution, "leaseUntil" | "outcome"> & { windowMs: number };
 
 /**
  * The scan: executions after a position in (started_at, id) order, a range on the started_at index.

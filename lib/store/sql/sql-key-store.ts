@@ -354,20 +354,12 @@ export class SqlKeyStore implements KeyStore {
     nowMs: number,
     options: CompleteOptions = {},
   ): Promise<CompleteOutcome> {
-    const rows = await this.prisma.$queryRaw<Row[]>`
-      WITH changed AS (
-        UPDATE idempotency_keys SET ${this.doneAssignments(result, ttlMs, nowMs)},
-          execution_id = COALESCE(${options.executionId ?? null}::text, execution_id)
-        WHERE scope = ${scope}::text AND key = ${key}::text AND status = 'inflight' AND token = ${BigInt(token)}::bigint
-        RETURNING ${ALL}
-      )
-      SELECT changed.*${this.announce("changed")} FROM changed`;
-    if (rows.length > 0) {
-      this.changed(scope, key);
-      return { ok: true, record: toRecord(rows[0], true) };
-    }
-    const current = await this.get(scope, key);
-    return { ok: false, reason: current ? "stale_token" : "absent", current };
+    return this.updateHeld(
+      scope,
+      key,
+      token,
+      Prisma.sql`${this.doneAssignments(result, ttlMs, nowMs)}, execution_id = COALESCE(${options.executionId ?? null}::text, execution_id)`,
+    );
   }
 
   async abandon(scope: string, key: string, token: number): Promise<boolean> {
@@ -386,10 +378,22 @@ export class SqlKeyStore implements KeyStore {
   async markUnknown(scope: string, key: string, token: number, note: string, nowMs: number): Promise<CompleteOutcome> {
     const now = ms(nowMs);
     // lease_until_ms stays: when the call's lease ended
+    return this.updateHeld(
+      scope,
+      key,
+      token,
+      Prisma.sql`status = 'unknown', outcome_note = ${note}::text, unknown_at_ms = ${now}::bigint, deadline_ms = ${now}::bigint`,
+    );
+  }
+
+  /**
+   * The holder's own change of its reservation (complete, markUnknown): one statement, applied only
+   * while the record is inflight under `token`, announced to waiters; refused as stale or absent.
+   */
+  private async updateHeld(scope: string, key: string, token: number, assignments: Prisma.Sql): Promise<CompleteOutcome> {
     const rows = await this.prisma.$queryRaw<Row[]>`
       WITH changed AS (
-        UPDATE idempotency_keys SET status = 'unknown', outcome_note = ${note}::text, unknown_at_ms = ${now}::bigint,
-          deadline_ms = ${now}::bigint
+        UPDATE idempotency_keys SET ${assignments}
         WHERE scope = ${scope}::text AND key = ${key}::text AND status = 'inflight' AND token = ${BigInt(token)}::bigint
         RETURNING ${ALL}
       )
