@@ -224,12 +224,16 @@ describe.each(STORE_KINDS)("engine on the %s store", (kind) => {
         clock += 10 * charge.leaseMs; // long past the lease: still unknown, never stuck or free
         await expect(engine.invoke(charge, run, { scope: s, key, args: { a: 1 } })).rejects.toBeInstanceOf(UnknownOutcomeKeyError);
       }
+      // callers read why in the same words as the first caller: an exception's message stays with operators
+      const retried = (await engine.invoke(charge, run, { scope: s, key, args: { a: 1 } }).catch((e: unknown) => e)) as Error;
+      expect(retried.message).not.toContain("socket hang up");
+      expect(retried.message).toContain(key === "threw" ? "the tool threw an exception after it started" : note);
     }
     expect(effects).toBe(3);
     await audit.flush();
     const rows = await t.db.prisma.execution.findMany({ where: { scope: s } });
     expect(rows.map((r) => r.outcome)).toEqual(["unknown", "unknown", "unknown"]);
-    expect(await t.db.prisma.suppression.count({ where: { scope: s, kind: "unknown" } })).toBe(15);
+    expect(await t.db.prisma.suppression.count({ where: { scope: s, kind: "unknown" } })).toBe(18);
   });
 
   it("sends an unknown call again only for a tool whose service deduplicates, closing the first execution as retried", async () => {

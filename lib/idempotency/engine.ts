@@ -16,6 +16,7 @@ import {
 } from "./errors";
 import { fingerprint as fingerprintOf } from "./fingerprint";
 import { fallbackKey, validateKey } from "./keys";
+import { exceptionNote, PUBLIC_THREW_NOTE } from "./outcome-note";
 import type { KeyRecord, StoredResult } from "./record";
 import type { ReplayCache } from "./replay-cache";
 import { AbandonCall, DEFAULT_POLICY, isFinalToolError, isNotRunError, isOutcomeUnknown, type RunTool, type ToolPolicy, type ToolResult } from "./tool";
@@ -357,7 +358,7 @@ export class Engine {
       if (isOutcomeUnknown(err)) return { class: "unknown", note: err.note, publicNote: err.note, timedOut: err.timedOut, durationMs: took() };
       // the exception's message is for operators (key detail, audit log), not for the caller
       const message = err instanceof Error ? err.message : String(err);
-      return { class: "unknown", note: `the tool threw: ${message}`, publicNote: "the tool threw an exception after it started", timedOut: false, durationMs: took() };
+      return { class: "unknown", note: exceptionNote(message), publicNote: PUBLIC_THREW_NOTE, timedOut: false, durationMs: took() };
     }
   }
 

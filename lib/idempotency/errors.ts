@@ -1,3 +1,4 @@
+import { publicOutcomeNote } from "./outcome-note";
 import type { KeyRecord } from "./record";
 
 /**
@@ -84,7 +85,7 @@ export class UnknownOutcomeKeyError extends SuppressionError {
   readonly code = "outcome_unknown";
   constructor(record: KeyRecord) {
     super(
-      `the first call with this key ended without knowing whether its side effect happened${record.outcomeNote ? ` (${record.outcomeNote})` : ""}; ` +
+      `the first call with this key ended without knowing whether its side effect happened${record.outcomeNote ? ` (${publicOutcomeNote(record.outcomeNote)})` : ""}; ` +
         `the key is held and the action will not run again until the tool's status probe or an operator decides (it happened: resolve; it did not: release)`,
       record,
     );

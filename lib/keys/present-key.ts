@@ -1,3 +1,4 @@
+import { PUBLIC_THREW_NOTE, publicOutcomeNote } from "@/lib/idempotency/outcome-note";
 import { stateOf, type KeyRecord, type KeyState } from "@/lib/idempotency/record";
 
 /** A key record as the API and the console show it: with its derived state, times as ISO strings. */
@@ -28,15 +29,9 @@ const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOStrin
 /** Who a view is for: an operator (console session) sees everything, a tenant (API token) not the internals. */
 export type Audience = "operator" | "tenant";
 
-// The engine keeps an in-process tool's exception for operators ("the tool threw: <message>") and
-// tells the caller only that it threw (lib/idempotency/engine.ts).
-const THREW = "the tool threw: ";
-export const PUBLIC_THREW_NOTE = "the tool threw an exception after it started";
-
 /** An unknown outcome's note as a tenant may read it: an exception's message stays with operators. */
-export function tenantOutcomeNote(note: string | null): string | null {
-  return note !== null && note.startsWith(THREW) ? PUBLIC_THREW_NOTE : note;
-}
+export const tenantOutcomeNote = (note: string | null): string | null => publicOutcomeNote(note);
+export { PUBLIC_THREW_NOTE };
 
 export function presentKey(record: KeyRecord, nowMs: number, withResult = false, audience: Audience = "operator"): KeyView {
   const view: KeyView = {
