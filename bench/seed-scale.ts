@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import { pathToFileURL } from "node:url";
 import { Redis } from "ioredis";
 import pg from "pg";
-import { BUCKETS, bucketOf, KeySpace, lexMemberOf, memberOf } from "@/lib/store/redis/keys";
+import { BUCKETS, bucketOf, KeySpace, lexMemberOf, memberOf } from "@/lib/store/redis/key-names";
 
 /**
  * Fills a Redis key prefix and a PostgreSQL database with a deterministic console-sized dataset:

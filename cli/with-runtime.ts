@@ -1,4 +1,4 @@
-import { openRuntime, type Runtime } from "@/lib/runtime";
+import { openRuntime, type Runtime } from "@/lib/server/runtime";
 
 /**
  * Opens the runtime for one command and closes it however the command ends. Opening applies

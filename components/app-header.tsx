@@ -1,6 +1,6 @@
 import Link from "next/link";
 import { unstable_rethrow } from "next/navigation";
-import { signOut } from "@/app/login/actions";
+import { signOut } from "@/lib/auth/sign-in-actions";
 import { MobileNav } from "@/components/mobile-nav";
 import { NavLink } from "@/components/nav-link";
 import { buttonClass } from "@/components/ui/styles";

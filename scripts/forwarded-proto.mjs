@@ -1,6 +1,6 @@
 // Used by scripts/serve.mjs before a request reaches Next.js or the gateway's fast path.
 
-/** IDEMGATE_TRUSTED_PROXY as a count (lib/config.ts validates it at start and refuses a bad value). */
+/** IDEMGATE_TRUSTED_PROXY as a count (lib/server/config.ts validates it at start and refuses a bad value). */
 export function trustedProxyCount(env = process.env) {
   const n = Number(env.IDEMGATE_TRUSTED_PROXY?.trim() || 0);
   return Number.isInteger(n) && n > 0 ? n : 0;

@@ -4,9 +4,9 @@ import clsx from "clsx";
 import { HealthPill } from "@/components/health-pill";
 import { StateBadge } from "@/components/keys/state-badge";
 import { requireOperator } from "@/lib/auth/require-operator";
-import { formatCount, formatTimestamp } from "@/lib/format";
-import { getOverview } from "@/lib/overview/get-overview";
-import { getRuntime } from "@/lib/runtime";
+import { formatCount, formatTimestamp } from "@/lib/console/format";
+import { getOverview } from "@/lib/console/get-overview";
+import { getRuntime } from "@/lib/server/runtime";
 
 export const dynamic = "force-dynamic";
 export const metadata: Metadata = { title: "Overview" };

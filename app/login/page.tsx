@@ -3,7 +3,7 @@ import { redirect } from "next/navigation";
 import { LoginForm } from "@/components/auth/login-form";
 import { safeNextPath } from "@/lib/auth/safe-next-path";
 import { currentOperator } from "@/lib/auth/session";
-import { signIn } from "./actions";
+import { signIn } from "@/lib/auth/sign-in-actions";
 
 export const dynamic = "force-dynamic";
 export const metadata: Metadata = { title: "Sign in" };

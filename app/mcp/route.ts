@@ -1,5 +1,5 @@
 import { handleMcpRequest } from "@/lib/mcp/server";
-import { getRuntime } from "@/lib/runtime";
+import { getRuntime } from "@/lib/server/runtime";
 
 export const dynamic = "force-dynamic";
 

@@ -1,9 +1,9 @@
 import os from "node:os";
 import { Command } from "commander";
-import { presentKey } from "@/lib/keys/present-key";
-import { probeKey, type ProbeKeyResult } from "@/lib/keys/probe-key";
-import { releaseKey } from "@/lib/keys/release-key";
-import { resolveKey } from "@/lib/keys/resolve-key";
+import { presentKey } from "@/lib/operator/present-key";
+import { probeKey, type ProbeKeyResult } from "@/lib/operator/probe-key";
+import { releaseKey } from "@/lib/operator/release-key";
+import { resolveKey } from "@/lib/operator/resolve-key";
 import { CliError } from "../errors";
 import { withRuntime } from "../with-runtime";
 

@@ -1,7 +1,7 @@
 import { Command, InvalidArgumentError } from "commander";
 import { flaggedFreshKeyDuplicates } from "@/lib/anomalies/anomalies";
 import { reconcileRuntime } from "@/lib/anomalies/background";
-import { formatSummary, runSimulation, SIMULATION_DEFAULTS, SimulationError, SimulationTargetError, type FreshKeyDuplicateSent } from "@/lib/simulate";
+import { formatSummary, runSimulation, SIMULATION_DEFAULTS, SimulationError, SimulationTargetError, type FreshKeyDuplicateSent } from "@/cli/simulate";
 import { CliError } from "../errors";
 import { withRuntime } from "../with-runtime";
 

@@ -1,6 +1,6 @@
 import { Command } from "commander";
 import { createApiToken, listApiTokens, revokeApiToken } from "@/lib/auth/api-tokens";
-import { requireReason } from "@/lib/keys/release-key";
+import { requireReason } from "@/lib/operator/release-key";
 import { cliActor } from "../actor";
 import { CliError } from "../errors";
 import { formatTable } from "../format-table";

@@ -6,7 +6,7 @@ import { reconcileRuntime } from "@/lib/anomalies/background";
 import type { FreshKeyDuplicateEvidence } from "@/lib/anomalies/anomaly-types";
 import { createApiToken } from "@/lib/auth/api-tokens";
 import { handleInvoke } from "@/lib/gateway/fast-invoke";
-import type { Runtime } from "@/lib/runtime";
+import type { Runtime } from "@/lib/server/runtime";
 import { createRedisKeyStore } from "@/lib/store/redis/redis-key-store";
 import { getRegistry } from "@/lib/tools";
 import { createTestPostgres, REDIS_TEST_URL, type TestPostgres } from "@/test/support/databases";

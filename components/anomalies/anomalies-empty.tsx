@@ -1,5 +1,5 @@
 import { buttonClass } from "@/components/ui/styles";
-import { formatDuration } from "@/lib/format";
+import { formatDuration } from "@/lib/console/format";
 import { TYPE_INFO, TYPES } from "./anomaly-types";
 
 function every(ms: number): string {

@@ -2,8 +2,8 @@
 
 import clsx from "clsx";
 import Link from "next/link";
-import { keyHref } from "@/lib/client/api";
-import { formatRelative, formatTimestamp } from "@/lib/format";
+import { keyHref } from "@/lib/console/api";
+import { formatRelative, formatTimestamp } from "@/lib/console/format";
 import { anomalyHref, typeInfo, type AnomalyView } from "./anomaly-types";
 import { AnomalyStatusBadge } from "./status-badge";
 

@@ -6,7 +6,7 @@ import { parseAsArrayOf, parseAsString, parseAsStringLiteral, useQueryStates } f
 import { PollControl } from "@/components/keys/poll-control";
 import { usePollInterval } from "@/components/keys/use-poll-interval";
 import { ProblemAlert } from "@/components/ui/problem-alert";
-import { apiFetch } from "@/lib/client/api";
+import { apiFetch } from "@/lib/console/api";
 import { AnomaliesEmpty } from "./anomalies-empty";
 import { AnomaliesFilters, STATUS_FILTERS } from "./anomalies-filters";
 import { AnomaliesTable } from "./anomalies-table";

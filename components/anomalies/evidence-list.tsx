@@ -1,7 +1,7 @@
 import Link from "next/link";
 import { StateBadge } from "@/components/keys/state-badge";
-import { keyHref } from "@/lib/client/api";
-import { formatCount, formatDuration, formatRelative, formatTimestamp } from "@/lib/format";
+import { keyHref } from "@/lib/console/api";
+import { formatCount, formatDuration, formatRelative, formatTimestamp } from "@/lib/console/format";
 import type { AnomalyView } from "./anomaly-types";
 
 interface Row {

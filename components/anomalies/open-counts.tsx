@@ -2,7 +2,7 @@
 
 import clsx from "clsx";
 import type { AnomalyType } from "@/lib/anomalies/reconcile";
-import { formatCount } from "@/lib/format";
+import { formatCount } from "@/lib/console/format";
 import { TYPE_INFO, TYPES } from "./anomaly-types";
 
 /** One card per anomaly type: how many are open, and in one line what the type means. A card filters the list. */

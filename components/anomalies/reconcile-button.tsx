@@ -3,8 +3,8 @@
 import { useMutation, type UseMutationResult } from "@tanstack/react-query";
 import { ProblemAlert } from "@/components/ui/problem-alert";
 import { buttonClass } from "@/components/ui/styles";
-import { apiFetch } from "@/lib/client/api";
-import { formatCount } from "@/lib/format";
+import { apiFetch } from "@/lib/console/api";
+import { formatCount } from "@/lib/console/format";
 import type { ReconcileResult } from "./anomaly-types";
 
 type Reconcile = UseMutationResult<ReconcileResult, Error, void>;

@@ -6,7 +6,7 @@ import { Dialog } from "@/components/ui/dialog";
 import { ProblemAlert } from "@/components/ui/problem-alert";
 import { ReasonField, reasonOk } from "@/components/ui/reason-field";
 import { buttonClass } from "@/components/ui/styles";
-import { apiFetch } from "@/lib/client/api";
+import { apiFetch } from "@/lib/console/api";
 import type { AnomalyView } from "./anomaly-types";
 
 export type TargetStatus = "acknowledged" | "resolved" | "open";

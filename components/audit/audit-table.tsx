@@ -1,7 +1,7 @@
 import Link from "next/link";
 import { JsonView } from "@/components/keys/json-view";
-import { keyHref } from "@/lib/client/api";
-import { formatTimestamp } from "@/lib/format";
+import { keyHref } from "@/lib/console/api";
+import { formatTimestamp } from "@/lib/console/format";
 
 export interface AuditRow {
   id: string;

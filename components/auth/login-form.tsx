@@ -1,7 +1,7 @@
 "use client";
 
 import { useActionState } from "react";
-import type { SignInState } from "@/app/login/actions";
+import type { SignInState } from "@/lib/auth/sign-in-actions";
 import { buttonClass, inputClass } from "@/components/ui/styles";
 
 export function LoginForm({ action, next }: { action: (prev: SignInState, form: FormData) => Promise<SignInState>; next: string }) {

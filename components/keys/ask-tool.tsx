@@ -3,8 +3,8 @@
 import { useMutation } from "@tanstack/react-query";
 import clsx from "clsx";
 import { buttonClass } from "@/components/ui/styles";
-import { apiFetch, keyPath } from "@/lib/client/api";
-import type { KeyView } from "@/lib/keys/present-key";
+import { apiFetch, keyPath } from "@/lib/console/api";
+import type { KeyView } from "@/lib/operator/present-key";
 
 /** What POST /api/v1/keys/{scope}/{key}/probe answers: the tool's word, and what Idemgate did with it. */
 export interface ProbeResult {

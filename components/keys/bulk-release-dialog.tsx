@@ -6,8 +6,8 @@ import { Dialog } from "@/components/ui/dialog";
 import { ProblemAlert } from "@/components/ui/problem-alert";
 import { ReasonField, reasonOk } from "@/components/ui/reason-field";
 import { buttonClass } from "@/components/ui/styles";
-import { apiFetch } from "@/lib/client/api";
-import type { BulkReleaseResult } from "@/lib/keys/bulk-release-keys";
+import { apiFetch } from "@/lib/console/api";
+import type { BulkReleaseResult } from "@/lib/operator/bulk-release-keys";
 import type { KeyPage } from "./keys-view";
 
 /** Keys held until someone decides; a bulk release acts only on these, never on a running call. */

@@ -6,7 +6,7 @@ import { Dialog } from "@/components/ui/dialog";
 import { ProblemAlert } from "@/components/ui/problem-alert";
 import { ReasonField, reasonOk } from "@/components/ui/reason-field";
 import { buttonClass, inputClass } from "@/components/ui/styles";
-import { apiFetch, keyPath } from "@/lib/client/api";
+import { apiFetch, keyPath } from "@/lib/console/api";
 
 function parseResult(text: string): { ok: true; value: unknown } | { ok: false; error: string } {
   if (!text.trim()) return { ok: false, error: "Enter the result duplicates should get, as JSON." };

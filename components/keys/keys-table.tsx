@@ -2,9 +2,9 @@
 
 import clsx from "clsx";
 import Link from "next/link";
-import { keyHref } from "@/lib/client/api";
-import { formatRelative, formatTimestamp } from "@/lib/format";
-import type { KeyView } from "@/lib/keys/present-key";
+import { keyHref } from "@/lib/console/api";
+import { formatRelative, formatTimestamp } from "@/lib/console/format";
+import type { KeyView } from "@/lib/operator/present-key";
 import { StateBadge } from "./state-badge";
 
 export const rowId = (k: { scope: string; key: string }) => `${k.scope}\u0000${k.key}`;

@@ -6,9 +6,9 @@ import { parseAsArrayOf, parseAsString, parseAsStringLiteral, useQueryStates } f
 import { useEffect, useMemo, useState } from "react";
 import { ProblemAlert } from "@/components/ui/problem-alert";
 import { buttonClass } from "@/components/ui/styles";
-import { apiFetch } from "@/lib/client/api";
-import type { BulkReleaseResult } from "@/lib/keys/bulk-release-keys";
-import type { KeyView } from "@/lib/keys/present-key";
+import { apiFetch } from "@/lib/console/api";
+import type { BulkReleaseResult } from "@/lib/operator/bulk-release-keys";
+import type { KeyView } from "@/lib/operator/present-key";
 import { BulkReleaseDialog, HELD_STATES, heldWords, type BulkTarget } from "./bulk-release-dialog";
 import { KeysFilters, KEY_STATES } from "./keys-filters";
 import { KeysEmpty } from "./keys-empty";

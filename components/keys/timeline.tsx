@@ -1,6 +1,6 @@
 import clsx from "clsx";
-import { formatDuration, formatTimestamp } from "@/lib/format";
-import type { TimelineEventView } from "@/lib/keys/present-key-detail";
+import { formatDuration, formatTimestamp } from "@/lib/console/format";
+import type { TimelineEventView } from "@/lib/operator/present-key-detail";
 import { JsonView } from "./json-view";
 
 const OUTCOME_TONE: Record<string, string> = {

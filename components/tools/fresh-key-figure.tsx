@@ -1,6 +1,6 @@
 import Link from "next/link";
 import type { FreshKeyCounts } from "@/lib/audit/tool-stats";
-import { formatCount } from "@/lib/format";
+import { formatCount } from "@/lib/console/format";
 
 /**
  * Duplicates that got through under fresh keys (the reconciler's fresh-key duplicates: confirmed by

@@ -7,7 +7,7 @@ import { useRouter } from "next/navigation";
 import { useId, useState } from "react";
 import { ProblemAlert } from "@/components/ui/problem-alert";
 import { buttonClass, inputClass } from "@/components/ui/styles";
-import { apiFetch, keyHref } from "@/lib/client/api";
+import { apiFetch, keyHref } from "@/lib/console/api";
 import type { GatewayExchange } from "@/lib/gateway/console-invoke";
 
 export interface InvokeFormTool {

@@ -2,8 +2,8 @@ import clsx from "clsx";
 import Link from "next/link";
 import type { SuppressionLogEntry } from "@/lib/audit/tool-stats";
 import { fmt } from "@/lib/anomalies/retry-gaps";
-import { keyHref } from "@/lib/client/api";
-import { formatTimestamp } from "@/lib/format";
+import { keyHref } from "@/lib/console/api";
+import { formatTimestamp } from "@/lib/console/format";
 
 const KIND_STYLE: Record<string, string> = {
   replay: "bg-ok-soft text-ok",

@@ -1,5 +1,5 @@
 import Link from "next/link";
-import { ApiError } from "@/lib/client/api";
+import { ApiError } from "@/lib/console/api";
 
 /** An API error as the operator should read it: the problem's title and detail, and what to do on 401. */
 export function ProblemAlert({ error, testId = "problem" }: { error: unknown; testId?: string }) {

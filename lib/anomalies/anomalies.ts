@@ -2,7 +2,7 @@ import { Prisma, type Anomaly, type PrismaClient } from "@/generated/prisma/clie
 import { recordOperatorAction } from "@/lib/audit/operator-actions";
 import { newestFirstPageSql } from "@/lib/db/newest-first-page";
 import { InvalidStateError, NotFoundError } from "@/lib/idempotency/errors";
-import { requireReason } from "@/lib/keys/release-key";
+import { requireReason } from "@/lib/operator/release-key";
 
 export const ANOMALY_STATUSES = ["open", "acknowledged", "resolved"] as const;
 export type AnomalyStatus = (typeof ANOMALY_STATUSES)[number];

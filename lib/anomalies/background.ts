@@ -1,9 +1,9 @@
 import { recordOperatorAction } from "@/lib/audit/operator-actions";
 import { purgeAuditRows } from "@/lib/audit/purge-audit";
 import { purgeLoginFailures } from "@/lib/auth/login-limiter";
-import { describeError } from "@/lib/health";
-import { probeKey } from "@/lib/keys/probe-key";
-import type { Runtime } from "@/lib/runtime";
+import { describeError } from "@/lib/server/health";
+import { probeKey } from "@/lib/operator/probe-key";
+import type { Runtime } from "@/lib/server/runtime";
 import { reconcile, RECONCILER_ACTOR, type ReconcileDeps, type ReconcileOptions, type ReconcileReport } from "./reconcile";
 
 /** What the reconciler reads and asks, from the runtime: the tools' side effects and status probes. */

@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type { Prisma, PrismaClient } from "@/generated/prisma/client";
-import type { KeyStore } from "@/lib/store/key-store";
+import type { KeyStore } from "@/lib/idempotency/key-store";
 import type { ListEffects } from "@/lib/tools/effects";
 import type { NewAnomaly } from "./anomaly-types";
 import { retryGapsOf, type CheckContext, type CheckResult } from "./checks/context";

@@ -2,7 +2,7 @@ import { createHash, randomBytes, randomUUID } from "node:crypto";
 import type { PrismaClient } from "@/generated/prisma/client";
 import { recordOperatorAction } from "@/lib/audit/operator-actions";
 import { InvalidArgumentsError } from "@/lib/idempotency/errors";
-import { isValidScope } from "@/lib/idempotency/keys";
+import { isValidScope } from "@/lib/idempotency/key-rules";
 
 export interface TokenPrincipal {
   tokenId: string;

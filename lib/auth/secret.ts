@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import type { Config } from "@/lib/config";
+import type { Config } from "@/lib/server/config";
 
 /**
  * The key that signs and encrypts console sessions: IDEMGATE_SECRET, or one generated on first

@@ -1,6 +1,6 @@
 import "server-only";
 import { cookies, headers } from "next/headers";
-import { getRuntime } from "@/lib/runtime";
+import { getRuntime } from "@/lib/server/runtime";
 import { cookieOperator, cookieSecure, endCookieSession, startCookieSession, type SessionCookieOptions } from "./console-sessions";
 import type { OperatorIdentity } from "./operators";
 import { sessionSecret } from "./secret";

@@ -6,7 +6,7 @@ import { safeNextPath } from "@/lib/auth/safe-next-path";
 import { endSession, startSession } from "@/lib/auth/session";
 import { attemptSignIn, signInMessage } from "@/lib/auth/sign-in";
 import { clientAddress } from "@/lib/http/client-address";
-import { getRuntime } from "@/lib/runtime";
+import { getRuntime } from "@/lib/server/runtime";
 
 export interface SignInState {
   error: string | null;

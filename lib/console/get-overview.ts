@@ -1,7 +1,7 @@
 import { recentActivity, type ToolActivity } from "@/lib/audit/recent-activity";
-import { checkHealth, type Health } from "@/lib/health";
-import type { StateCounts } from "@/lib/store/key-store";
-import type { Runtime } from "@/lib/runtime";
+import { checkHealth, type Health } from "@/lib/server/health";
+import type { StateCounts } from "@/lib/idempotency/key-store";
+import type { Runtime } from "@/lib/server/runtime";
 
 export const ACTIVITY_WINDOW_MS = 60 * 60 * 1000;
 

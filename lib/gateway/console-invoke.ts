@@ -3,8 +3,8 @@ import type { OperatorIdentity } from "@/lib/auth/operators";
 import type { HttpAnswer } from "@/lib/http/answer";
 import { badRequest, problemAnswer } from "@/lib/http/problem";
 import { MAX_BODY_BYTES } from "@/lib/http/read-body";
-import { isValidScope } from "@/lib/idempotency/keys";
-import type { Runtime } from "@/lib/runtime";
+import { isValidScope } from "@/lib/idempotency/key-rules";
+import type { Runtime } from "@/lib/server/runtime";
 import { gatewayRequest, invokeTool } from "./invoke-tool";
 
 /** What the console's invoke form sends. The arguments stay text: the gateway parses them as it would a caller's body. */

@@ -4,7 +4,7 @@ import { drain, nodeHeaders, readAtMost, writeAnswer } from "@/lib/http/node-bri
 import { problemAnswer } from "@/lib/http/problem";
 import { checkJsonHeaders, MAX_BODY_BYTES, parseJsonBytes } from "@/lib/http/read-body";
 import { tokenPrincipal } from "@/lib/http/token-guard";
-import { getRuntime } from "@/lib/runtime";
+import { getRuntime } from "@/lib/server/runtime";
 import { invokeTool } from "./invoke-tool";
 
 const INVOKE_PATH = /^\/api\/v1\/tools\/([^/?#]+)\/invoke(?:\?[^#]*)?$/;

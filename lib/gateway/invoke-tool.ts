@@ -3,7 +3,7 @@ import { MAX_WAIT_MS, type InvokeResult, type KeySource } from "@/lib/idempotenc
 import type { HeaderSource, HttpAnswer } from "@/lib/http/answer";
 import { badRequest, problemAnswer } from "@/lib/http/problem";
 import { readJsonBody } from "@/lib/http/read-body";
-import type { Runtime } from "@/lib/runtime";
+import type { Runtime } from "@/lib/server/runtime";
 
 const SESSION_PATTERN = /^[\x21-\x7e]{1,200}$/;
 

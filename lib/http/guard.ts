@@ -3,7 +3,7 @@ import type { TokenPrincipal } from "@/lib/auth/api-tokens";
 import type { OperatorIdentity } from "@/lib/auth/operators";
 import { can, type Permission } from "@/lib/auth/roles";
 import { currentOperator } from "@/lib/auth/session";
-import { getRuntime, type Runtime } from "@/lib/runtime";
+import { getRuntime, type Runtime } from "@/lib/server/runtime";
 import { errorResponse, forbidden, unauthorized } from "./problem";
 import { bearerToken, tokenPrincipal, type Handler } from "./token-guard";
 

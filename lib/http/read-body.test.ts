@@ -6,7 +6,7 @@ import { POST as invokeRoute } from "@/app/api/v1/tools/[tool]/invoke/route";
 import { createApiToken } from "@/lib/auth/api-tokens";
 import { handleInvoke } from "@/lib/gateway/fast-invoke";
 import { InvalidArgumentsError } from "@/lib/idempotency/errors";
-import type { Runtime } from "@/lib/runtime";
+import type { Runtime } from "@/lib/server/runtime";
 import { SqlKeyStore } from "@/lib/store/sql/sql-key-store";
 import { defineTool } from "@/lib/tools/define-tool";
 import { ToolRegistry } from "@/lib/tools/registry";

@@ -1,5 +1,5 @@
 import { authenticateToken, type TokenPrincipal } from "@/lib/auth/api-tokens";
-import { getRuntime, type Runtime } from "@/lib/runtime";
+import { getRuntime, type Runtime } from "@/lib/server/runtime";
 import type { HeaderSource } from "./answer";
 import { errorResponse, unauthorized } from "./problem";
 

@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import type { BeginOutcome, KeyStore } from "@/lib/store/key-store";
+import type { BeginOutcome, KeyStore } from "@/lib/idempotency/key-store";
 import { COMPLETION_NOT_STORED, OpenExecutionError, type AuditWriter, type PriorExecution, type SuppressionKind, type Transport } from "./audit-port";
 import {
   CallAbandonedError,
@@ -15,7 +15,7 @@ import {
   UnknownOutcomeKeyError,
 } from "./errors";
 import { fingerprint as fingerprintOf } from "./fingerprint";
-import { fallbackKey, validateKey } from "./keys";
+import { fallbackKey, validateKey } from "./key-rules";
 import { exceptionNote, PUBLIC_THREW_NOTE } from "./outcome-note";
 import type { KeyRecord, StoredResult } from "./record";
 import type { ReplayCache } from "./replay-cache";

@@ -2,7 +2,7 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { InvalidArgumentsError } from "./errors";
 import { canonicalJson, fingerprint, MAX_JSON_DEPTH, nestsDeeperThan } from "./fingerprint";
-import { fallbackKey, validateKey } from "./keys";
+import { fallbackKey, validateKey } from "./key-rules";
 
 /** The same object with its keys inserted in another order, at every depth. */
 function shuffleKeys(value: unknown, seed: number): unknown {

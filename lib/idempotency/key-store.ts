@@ -79,7 +79,7 @@ export interface ListQuery {
   limit: number;
   /**
    * from a previous page's nextCursor with the same filters. A store's cursor is a raw position
-   * (it may name a record of another scope); it leaves the server only sealed (lib/keys/list-cursor.ts).
+   * (it may name a record of another scope); it leaves the server only sealed (lib/operator/list-cursor.ts).
    */
   cursor?: string | null;
   nowMs: number;

@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PrismaAuditWriter } from "@/lib/audit/audit-writer";
-import type { KeyStore } from "@/lib/store/key-store";
+import type { KeyStore } from "@/lib/idempotency/key-store";
 import { openTestStore, type StoreUnderTest } from "@/test/support/stores";
 import { Engine, type InvokeResult } from "./engine";
 import { MismatchError } from "./errors";

@@ -62,7 +62,7 @@ export class ReplayCache {
   }
 }
 
-/** Scopes and keys never contain a newline (see lib/idempotency/keys.ts). */
+/** Scopes and keys never contain a newline (see lib/idempotency/key-rules.ts). */
 function cacheKey(scope: string, key: string): string {
   return `${scope}\n${key}`;
 }

@@ -6,7 +6,7 @@ import { InvalidKeyError } from "@/lib/idempotency/errors";
 import { isFinalToolError, isNotRunError, isOutcomeUnknown } from "@/lib/idempotency/tool";
 import type { HeaderSource } from "@/lib/http/answer";
 import { problemAnswer, type ProblemBody } from "@/lib/http/problem";
-import type { Runtime } from "@/lib/runtime";
+import type { Runtime } from "@/lib/server/runtime";
 import { advertisesKeyArgument, KEY_ARGUMENT, META_KEY_FIELD } from "./tools";
 import { mcpOriginOf } from "./upstream/proxied-tool";
 

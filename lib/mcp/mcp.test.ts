@@ -6,7 +6,7 @@ import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { CallToolRequest, CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { Runtime } from "@/lib/runtime";
+import type { Runtime } from "@/lib/server/runtime";
 import { demoTools } from "@/lib/tools/demo";
 import type { TestPostgres } from "@/test/support/databases";
 import { startMcpGateway, type McpGateway } from "@/test/support/mcp-gateway";

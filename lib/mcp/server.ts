@@ -8,7 +8,7 @@ import type { HeaderSource } from "@/lib/http/answer";
 import { problemAnswer } from "@/lib/http/problem";
 import { readJsonBody } from "@/lib/http/read-body";
 import { tokenPrincipal } from "@/lib/http/token-guard";
-import type { Runtime } from "@/lib/runtime";
+import type { Runtime } from "@/lib/server/runtime";
 import { callTool, type CallParams } from "./call-tool";
 import { listMcpTools, META_KEY_FIELD } from "./tools";
 

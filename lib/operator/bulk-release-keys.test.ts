@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PrismaAuditWriter } from "@/lib/audit/audit-writer";
 import { Engine } from "@/lib/idempotency/engine";
 import { stateOf } from "@/lib/idempotency/record";
-import { beginInputs } from "@/lib/store/contract";
+import { beginInputs } from "@/test/support/key-store-contract";
 import { getRegistry } from "@/lib/tools";
 import { openTestStore, type StoreKind, type StoreUnderTest } from "@/test/support/stores";
 import { bulkReleaseKeys } from "./bulk-release-keys";

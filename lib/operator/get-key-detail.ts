@@ -1,7 +1,7 @@
 import { readKeyAuditTrail } from "@/lib/audit/key-audit-trail";
 import type { KeyRecord, KeyState } from "@/lib/idempotency/record";
 import { stateOf } from "@/lib/idempotency/record";
-import type { Runtime } from "@/lib/runtime";
+import type { Runtime } from "@/lib/server/runtime";
 
 export type TimelineEvent =
   | { type: "intent"; at: Date; executionId: string; token: number; session: string | null; caller: string | null; leaseUntil: Date; fallback: boolean }

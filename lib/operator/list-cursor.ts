@@ -1,6 +1,6 @@
 import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from "node:crypto";
 import { sessionSecret } from "@/lib/auth/secret";
-import type { Config } from "@/lib/config";
+import type { Config } from "@/lib/server/config";
 import { InvalidCursorError } from "@/lib/idempotency/errors";
 
 /**

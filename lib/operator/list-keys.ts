@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { KEY_STATES, type KeyState } from "@/lib/idempotency/record";
-import type { Runtime } from "@/lib/runtime";
+import type { Runtime } from "@/lib/server/runtime";
 import { cursorSeal } from "./list-cursor";
 import { presentKey, type Audience, type KeyView } from "./present-key";
 
@@ -16,7 +16,7 @@ export type KeyListQuery = z.output<typeof KeyListQuery>;
 
 /**
  * A page of keys, newest first, straight from the store's indexes. The store's cursor is sealed
- * for this listing's filters (lib/keys/list-cursor.ts): it names no key, and a cursor that was not
+ * for this listing's filters (lib/operator/list-cursor.ts): it names no key, and a cursor that was not
  * handed out for these filters is refused (InvalidCursorError, 400).
  */
 export async function listKeys(

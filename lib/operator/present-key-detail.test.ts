@@ -3,7 +3,7 @@ import { z } from "zod";
 import { createApiToken } from "@/lib/auth/api-tokens";
 import { OutcomeUnknownError } from "@/lib/idempotency/errors";
 import { NotRunError } from "@/lib/idempotency/tool";
-import type { Runtime } from "@/lib/runtime";
+import type { Runtime } from "@/lib/server/runtime";
 import { SqlKeyStore } from "@/lib/store/sql/sql-key-store";
 import { defineTool } from "@/lib/tools/define-tool";
 import { demoTools } from "@/lib/tools/demo";

@@ -2,7 +2,7 @@ import { closeKeyAnomalies } from "@/lib/anomalies/close-key-anomalies";
 import { recordOperatorAction, recordSnapshot } from "@/lib/audit/operator-actions";
 import { InvalidArgumentsError } from "@/lib/idempotency/errors";
 import type { KeyRecord } from "@/lib/idempotency/record";
-import type { Runtime } from "@/lib/runtime";
+import type { Runtime } from "@/lib/server/runtime";
 
 export const MAX_REASON_LENGTH = 1_000;
 

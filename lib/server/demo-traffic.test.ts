@@ -2,9 +2,9 @@ import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { loadConfig } from "@/lib/config";
-import { seedDemoTraffic } from "@/lib/demo-traffic";
-import { openRuntime } from "@/lib/runtime";
+import { loadConfig } from "@/lib/server/config";
+import { seedDemoTraffic } from "@/lib/server/demo-traffic";
+import { openRuntime } from "@/lib/server/runtime";
 
 describe("demo traffic of a first start", () => {
   it("leaves replays, a decline, a released error, a crash and a stale suppression behind, each side effect once", async () => {

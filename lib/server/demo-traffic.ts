@@ -1,5 +1,5 @@
-import type { Runtime } from "@/lib/runtime";
-import { DEMO_SCOPE } from "@/lib/seed";
+import type { Runtime } from "@/lib/server/runtime";
+import { DEMO_SCOPE } from "@/lib/server/seed";
 
 interface DemoCall {
   tool: string;

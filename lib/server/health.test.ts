@@ -4,10 +4,10 @@ import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createOperator, findOperator } from "@/lib/auth/operators";
-import { loadConfig } from "@/lib/config";
-import { healthResponse } from "@/lib/health";
-import { openRuntime, type Runtime } from "@/lib/runtime";
-import { readyLine } from "@/lib/start-server";
+import { loadConfig } from "@/lib/server/config";
+import { healthResponse } from "@/lib/server/health";
+import { openRuntime, type Runtime } from "@/lib/server/runtime";
+import { readyLine } from "@/lib/server/start-server";
 import { createTestPostgres, REDIS_TEST_URL, type TestPostgres } from "@/test/support/databases";
 import { deleteRedisPrefix } from "@/test/support/stores";
 

@@ -1,11 +1,11 @@
 import path from "node:path";
 import { PrismaAuditWriter } from "@/lib/audit/audit-writer";
-import { loadConfig, type Config } from "@/lib/config";
+import { loadConfig, type Config } from "@/lib/server/config";
 import { openDatabase, type Database } from "@/lib/db/database";
 import { Engine, type CallEvent } from "@/lib/idempotency/engine";
 import { ReplayCache } from "@/lib/idempotency/replay-cache";
-import type { KeyStore } from "@/lib/store/key-store";
-import { recordCall } from "@/lib/metrics";
+import type { KeyStore } from "@/lib/idempotency/key-store";
+import { recordCall } from "@/lib/server/metrics";
 import { createRedisClusterKeyStore, createRedisKeyStore, RedisKeyStore } from "@/lib/store/redis/redis-key-store";
 import { SqlKeyStore } from "@/lib/store/sql/sql-key-store";
 import { getRegistry } from "@/lib/tools";

@@ -3,7 +3,7 @@ import { mkdir, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { createApiToken } from "@/lib/auth/api-tokens";
 import { createOperator } from "@/lib/auth/operators";
-import type { Runtime } from "@/lib/runtime";
+import type { Runtime } from "@/lib/server/runtime";
 
 export const DEMO_OPERATOR_EMAIL = "admin@idemgate.local";
 export const DEMO_SCOPE = "demo";

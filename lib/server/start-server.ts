@@ -1,6 +1,6 @@
 import os from "node:os";
-import { keyStoreLocation } from "@/lib/health";
-import type { Runtime } from "@/lib/runtime";
+import { keyStoreLocation } from "@/lib/server/health";
+import type { Runtime } from "@/lib/server/runtime";
 
 /** a hung store must not keep a stopping server alive */
 const CLOSE_TIMEOUT_MS = 5_000;
@@ -13,8 +13,8 @@ const CLOSE_TIMEOUT_MS = 5_000;
 export async function startServer(): Promise<void> {
   const startedMs = Date.now();
   try {
-    const { getRuntime } = await import("@/lib/runtime");
-    const { seedIfEmpty } = await import("@/lib/seed");
+    const { getRuntime } = await import("@/lib/server/runtime");
+    const { seedIfEmpty } = await import("@/lib/server/seed");
     const runtime = await getRuntime();
     const { startBackgroundJobs } = await import("@/lib/anomalies/background");
     const seeded = await seedIfEmpty(runtime);
@@ -23,7 +23,7 @@ export async function startServer(): Promise<void> {
     // only through the demo tools (IDEMGATE_DEMO_TOOLS=0 turns them off).
     if (seeded.created && !runtime.config.databaseUrl && process.env.IDEMGATE_DEMO_TRAFFIC !== "0") {
       if (runtime.config.demoTools) {
-        const { seedDemoTraffic } = await import("@/lib/demo-traffic");
+        const { seedDemoTraffic } = await import("@/lib/server/demo-traffic");
         console.log(`idemgate: seeded ${await seedDemoTraffic(runtime)} demo calls (set IDEMGATE_DEMO_TRAFFIC=0 to start empty)`);
       } else {
         console.log("idemgate: the demo tools are off (IDEMGATE_DEMO_TOOLS=0), so no demo calls were seeded");

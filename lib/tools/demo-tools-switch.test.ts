@@ -2,9 +2,9 @@ import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { demoToolsEnabled, loadConfig } from "@/lib/config";
-import { seedDemoTraffic } from "@/lib/demo-traffic";
-import { openRuntime } from "@/lib/runtime";
+import { demoToolsEnabled, loadConfig } from "@/lib/server/config";
+import { seedDemoTraffic } from "@/lib/server/demo-traffic";
+import { openRuntime } from "@/lib/server/runtime";
 import type { ToolDefinition } from "./define-tool";
 import { ToolRegistry } from "./registry";
 

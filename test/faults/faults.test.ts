@@ -6,7 +6,7 @@ import { promisify } from "node:util";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { IdemgateClient } from "@/lib/client";
-import { runSimulation } from "@/lib/simulate";
+import { runSimulation } from "@/cli/simulate";
 import { createTestPostgres, REDIS_TEST_URL } from "@/test/support/databases";
 import { RedisProcess } from "@/test/support/redis-process";
 import { ROOT, removeDataDir, startServer, type RunningServer } from "@/test/support/server";

@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { BeginInput, KeyStore } from "./key-store";
+import type { BeginInput, KeyStore } from "@/lib/idempotency/key-store";
 import { stateOf, type KeyState, type StoredResult } from "@/lib/idempotency/record";
 
 /**

@@ -2,7 +2,7 @@ import { createServer, type IncomingMessage, type Server as HttpServer, type Ser
 import type { AddressInfo } from "node:net";
 import * as route from "@/app/mcp/route";
 import { createApiToken } from "@/lib/auth/api-tokens";
-import type { Runtime } from "@/lib/runtime";
+import type { Runtime } from "@/lib/server/runtime";
 import { SqlKeyStore } from "@/lib/store/sql/sql-key-store";
 import { demoTools } from "@/lib/tools/demo";
 import { ToolRegistry } from "@/lib/tools/registry";

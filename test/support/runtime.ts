@@ -1,9 +1,9 @@
 import { PrismaAuditWriter } from "@/lib/audit/audit-writer";
-import { loadConfig } from "@/lib/config";
+import { loadConfig } from "@/lib/server/config";
 import type { Database } from "@/lib/db/database";
 import { Engine } from "@/lib/idempotency/engine";
-import type { Runtime } from "@/lib/runtime";
-import type { KeyStore } from "@/lib/store/key-store";
+import type { Runtime } from "@/lib/server/runtime";
+import type { KeyStore } from "@/lib/idempotency/key-store";
 import type { ToolRegistry } from "@/lib/tools/registry";
 
 const holder = globalThis as unknown as { __idemgateRuntime?: Promise<Runtime> };

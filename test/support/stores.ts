@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { Redis } from "ioredis";
 import type { Database } from "@/lib/db/database";
-import type { KeyStore } from "@/lib/store/key-store";
+import type { KeyStore } from "@/lib/idempotency/key-store";
 import { createRedisKeyStore } from "@/lib/store/redis/redis-key-store";
 import { SqlKeyStore } from "@/lib/store/sql/sql-key-store";
 import { createTestPglite, createTestPostgres, REDIS_TEST_URL } from "./databases";

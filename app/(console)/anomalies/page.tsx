@@ -4,7 +4,7 @@ import { AnomaliesView } from "@/components/anomalies/anomalies-view";
 import { countOpenAnomalies } from "@/lib/anomalies/anomalies";
 import { requireOperator } from "@/lib/auth/require-operator";
 import { can } from "@/lib/auth/roles";
-import { getRuntime } from "@/lib/runtime";
+import { getRuntime } from "@/lib/server/runtime";
 import { openAnomalyCounts } from "./actions";
 
 export const dynamic = "force-dynamic";

@@ -6,7 +6,7 @@ import { buttonClass } from "@/components/ui/styles";
 import { listOperatorActions } from "@/lib/audit/operator-actions";
 import { operatorActionFacets } from "@/lib/audit/operator-action-facets";
 import { requireOperator } from "@/lib/auth/require-operator";
-import { getRuntime } from "@/lib/runtime";
+import { getRuntime } from "@/lib/server/runtime";
 
 export const dynamic = "force-dynamic";
 export const metadata: Metadata = { title: "Audit trail" };

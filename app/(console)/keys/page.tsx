@@ -3,7 +3,7 @@ import { Suspense } from "react";
 import { KeysView } from "@/components/keys/keys-view";
 import { requireOperator } from "@/lib/auth/require-operator";
 import { can } from "@/lib/auth/roles";
-import { getRuntime } from "@/lib/runtime";
+import { getRuntime } from "@/lib/server/runtime";
 
 export const dynamic = "force-dynamic";
 export const metadata: Metadata = { title: "Keys" };

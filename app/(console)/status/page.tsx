@@ -2,9 +2,9 @@ import type { Metadata } from "next";
 import clsx from "clsx";
 import { ComponentCard } from "@/components/component-card";
 import { requireOperator } from "@/lib/auth/require-operator";
-import { checkHealth, describeError, type Health } from "@/lib/health";
+import { checkHealth, describeError, type Health } from "@/lib/server/health";
 import { mcpServerRows, type McpServerRow } from "@/lib/mcp/upstream/console-view";
-import { getRuntime, type Runtime } from "@/lib/runtime";
+import { getRuntime, type Runtime } from "@/lib/server/runtime";
 
 export const dynamic = "force-dynamic";
 export const metadata: Metadata = { title: "Status" };

@@ -5,9 +5,9 @@ import { KeyBadge, KindBadge } from "@/components/tools/kind-badge";
 import { McpOriginBadge } from "@/components/tools/mcp-origin-badge";
 import { getToolTotals } from "@/lib/audit/tool-stats";
 import { requireOperator } from "@/lib/auth/require-operator";
-import { formatCount, formatDuration } from "@/lib/format";
+import { formatCount, formatDuration } from "@/lib/console/format";
 import { mcpToolOrigin } from "@/lib/mcp/upstream/console-view";
-import { getRuntime } from "@/lib/runtime";
+import { getRuntime } from "@/lib/server/runtime";
 
 export const dynamic = "force-dynamic";
 export const metadata: Metadata = { title: "Tools" };

@@ -1,6 +1,6 @@
 import { currentOperator } from "@/lib/auth/session";
-import { healthResponse } from "@/lib/health";
-import { getRuntime } from "@/lib/runtime";
+import { healthResponse } from "@/lib/server/health";
+import { getRuntime } from "@/lib/server/runtime";
 
 export const dynamic = "force-dynamic";
 

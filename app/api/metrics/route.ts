@@ -1,5 +1,5 @@
 import { withPrincipal } from "@/lib/http/guard";
-import { metrics } from "@/lib/metrics";
+import { metrics } from "@/lib/server/metrics";
 
 export const dynamic = "force-dynamic";
 

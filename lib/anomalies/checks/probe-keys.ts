@@ -1,7 +1,7 @@
 import { isIdemgateError } from "@/lib/idempotency/errors";
 import type { KeyRecord } from "@/lib/idempotency/record";
 import type { ProbeAnswer } from "@/lib/idempotency/tool";
-import type { ProbeKeyResult } from "@/lib/keys/probe-key";
+import type { ProbeKeyResult } from "@/lib/operator/probe-key";
 import { recordKey, type CheckContext } from "./context";
 
 /** How the trail names the reconciler when it acts on a tool's answer. */
@@ -11,7 +11,7 @@ export const RECONCILER_ACTOR = "reconciler";
 export interface ReconcileProbes {
   /** the tools that have a status probe */
   tools: readonly string[];
-  /** asks a key's tool and acts on its answer (lib/keys/probe-key.ts, with the reconciler as actor) */
+  /** asks a key's tool and acts on its answer (lib/operator/probe-key.ts, with the reconciler as actor) */
   ask(target: { scope: string; key: string }, nowMs: number): Promise<ProbeKeyResult>;
 }
 

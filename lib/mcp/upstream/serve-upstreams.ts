@@ -1,4 +1,4 @@
-import type { Runtime } from "@/lib/runtime";
+import type { Runtime } from "@/lib/server/runtime";
 import type { ToolDefinition } from "@/lib/tools/define-tool";
 import { ToolRegistry } from "@/lib/tools/registry";
 import { mcpServersFromEnv, type McpServerConfig } from "./config";

@@ -2,11 +2,11 @@ import { randomUUID } from "node:crypto";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { STORED_STATUSES, stateOf, type StoredResult } from "@/lib/idempotency/record";
-import { beginInputs, describeKeyStoreContract } from "../contract";
-import type { BeginInput, KeyStore } from "../key-store";
+import { beginInputs, describeKeyStoreContract } from "@/test/support/key-store-contract";
+import type { BeginInput, KeyStore } from "@/lib/idempotency/key-store";
 import { InvalidCursorError } from "@/lib/idempotency/errors";
 import { UnsupportedFilterError } from "./errors";
-import { BUCKET_COUNT, KeySpace, bucketOf, hashTagOf, memberOf } from "./keys";
+import { BUCKET_COUNT, KeySpace, bucketOf, hashTagOf, memberOf } from "./key-names";
 import { RedisKeyStore } from "./redis-key-store";
 
 const REDIS_URL = process.env.REDIS_TEST_URL ?? "redis://127.0.0.1:6379";
@@ -198,7 +198,7 @@ describe("RedisKeyStore", () => {
       const status = record!.status;
       const all = [ks.record(scope, key), ks.token(bucket), ...ks.indexesOf(scope, key, tool, status)];
       expect(all.map(hashTagOf)).toEqual(all.map(() => tag));
-      // the scripts wrote to exactly the index names keys.ts builds
+      // the scripts wrote to exactly the index names key-names.ts builds
       for (const index of ks.indexesOf(scope, key, tool, status)) {
         if (index === ks.byKeyLex(bucket)) {
           const lex = await redis.zrangebylex(index, `[${key}\n${scope}\n`, `(${key}\n${scope}\n\x7f`);

@@ -11,11 +11,11 @@ import type {
   OperatorGuard,
   OperatorOutcome,
   StateCounts,
-} from "../key-store";
+} from "@/lib/idempotency/key-store";
 import { decodeCursor, encodeCursor, mergeBucketPages, type BucketPage, type Position } from "./cursor";
 import { ChangeWaiters, type Watch } from "../change-waiters";
 import { UnexpectedRedisReplyError, UnsupportedFilterError } from "./errors";
-import { BUCKETS, KeySpace, bucketOf, MEMBER_SEPARATOR } from "./keys";
+import { BUCKETS, KeySpace, bucketOf, MEMBER_SEPARATOR } from "./key-names";
 import { LIST_FIELDS, listRowToRecord, pairsToRecord, resultArgs } from "./record-codec";
 import { defineScripts, type CompleteReply, type PageReply } from "./scripts";
 

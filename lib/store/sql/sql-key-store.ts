@@ -14,7 +14,7 @@ import type {
   OperatorGuard,
   OperatorOutcome,
   StateCounts,
-} from "@/lib/store/key-store";
+} from "@/lib/idempotency/key-store";
 import { ChangeWaiters, type Watch } from "../change-waiters";
 import { CHANGE_CHANNEL, PgChangeListener, WAIT_LOCK_SPACE } from "./change-listener";
 

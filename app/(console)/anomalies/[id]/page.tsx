@@ -8,7 +8,7 @@ import { requireOperator } from "@/lib/auth/require-operator";
 import { can } from "@/lib/auth/roles";
 import { NotFoundError } from "@/lib/idempotency/errors";
 import { stateOf } from "@/lib/idempotency/record";
-import { getRuntime, type Runtime } from "@/lib/runtime";
+import { getRuntime, type Runtime } from "@/lib/server/runtime";
 
 export const dynamic = "force-dynamic";
 

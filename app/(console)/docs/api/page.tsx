@@ -7,8 +7,8 @@ import { KeyBadge, KindBadge } from "@/components/tools/kind-badge";
 import { requireOperator } from "@/lib/auth/require-operator";
 import { curlExample, toolOperations, type OperationReference } from "@/lib/docs/openapi-reference";
 import { allProblemDocs, RETRY_LABELS } from "@/lib/docs/problem-docs";
-import { formatDuration } from "@/lib/format";
-import { getRuntime } from "@/lib/runtime";
+import { formatDuration } from "@/lib/console/format";
+import { getRuntime } from "@/lib/server/runtime";
 
 export const dynamic = "force-dynamic";
 export const metadata: Metadata = { title: "API reference" };

@@ -16,9 +16,9 @@ import { DEFAULT_WINDOW, getToolStats, isStatsWindow, OUTCOMES, STATS_WINDOWS, t
 import { requireOperator } from "@/lib/auth/require-operator";
 import { can } from "@/lib/auth/roles";
 import { exampleFromSchema } from "@/lib/docs/json-schema";
-import { formatCount, formatDuration } from "@/lib/format";
+import { formatCount, formatDuration } from "@/lib/console/format";
 import { mcpToolOrigin } from "@/lib/mcp/upstream/console-view";
-import { getRuntime } from "@/lib/runtime";
+import { getRuntime } from "@/lib/server/runtime";
 import type { ToolDescription } from "@/lib/tools";
 
 export const dynamic = "force-dynamic";

@@ -1,6 +1,6 @@
 import { visibleScope, withPrincipal } from "@/lib/http/guard";
 import { parseQuery } from "@/lib/http/parse-body";
-import { KeyListQuery, listKeys } from "@/lib/keys/list-keys";
+import { KeyListQuery, listKeys } from "@/lib/operator/list-keys";
 
 export const dynamic = "force-dynamic";
 

@@ -3,9 +3,9 @@ import Link from "next/link";
 import { KeyDetailView } from "@/components/keys/key-detail-view";
 import { requireOperator } from "@/lib/auth/require-operator";
 import { can } from "@/lib/auth/roles";
-import { getKeyDetail } from "@/lib/keys/get-key-detail";
-import { presentKeyDetail } from "@/lib/keys/present-key-detail";
-import { getRuntime } from "@/lib/runtime";
+import { getKeyDetail } from "@/lib/operator/get-key-detail";
+import { presentKeyDetail } from "@/lib/operator/present-key-detail";
+import { getRuntime } from "@/lib/server/runtime";
 
 export const dynamic = "force-dynamic";
 

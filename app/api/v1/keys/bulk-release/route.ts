@@ -2,7 +2,7 @@ import { z } from "zod";
 import { withPrincipal } from "@/lib/http/guard";
 import { actorOf } from "@/lib/http/actor";
 import { parseBody } from "@/lib/http/parse-body";
-import { bulkReleaseKeys, HELD_STATES } from "@/lib/keys/bulk-release-keys";
+import { bulkReleaseKeys, HELD_STATES } from "@/lib/operator/bulk-release-keys";
 
 export const dynamic = "force-dynamic";
 

@@ -1,6 +1,6 @@
 --[[
   Index key names, derived from the bucket base "{<prefix>:<bucket>}:".
-  Mirrors lib/store/redis/keys.ts (KeySpace); change both together.
+  Mirrors lib/store/redis/key-names.ts (KeySpace); change both together.
 ]]
 local function statusIndexKey(base, status) return base .. "st:" .. status end
 local function statusToolIndexKey(base, status, tool) return base .. "stt:" .. status .. ":" .. tool end

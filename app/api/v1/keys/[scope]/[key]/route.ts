@@ -1,6 +1,6 @@
 import { visibleScope, withPrincipal } from "@/lib/http/guard";
-import { getKeyDetail } from "@/lib/keys/get-key-detail";
-import { presentKeyDetail, presentKeyDetailForTenant } from "@/lib/keys/present-key-detail";
+import { getKeyDetail } from "@/lib/operator/get-key-detail";
+import { presentKeyDetail, presentKeyDetailForTenant } from "@/lib/operator/present-key-detail";
 
 export const dynamic = "force-dynamic";
 

@@ -4,7 +4,7 @@ import { actorOf } from "@/lib/http/actor";
 import { withPrincipal } from "@/lib/http/guard";
 import { parseBody } from "@/lib/http/parse-body";
 import { notFound } from "@/lib/http/problem";
-import { requireReason } from "@/lib/keys/release-key";
+import { requireReason } from "@/lib/operator/release-key";
 
 export const dynamic = "force-dynamic";
 

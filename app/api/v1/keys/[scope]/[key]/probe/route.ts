@@ -1,7 +1,7 @@
 import { withPrincipal } from "@/lib/http/guard";
 import { actorOf } from "@/lib/http/actor";
-import { presentKey } from "@/lib/keys/present-key";
-import { probeKey } from "@/lib/keys/probe-key";
+import { presentKey } from "@/lib/operator/present-key";
+import { probeKey } from "@/lib/operator/probe-key";
 
 export const dynamic = "force-dynamic";
 

@@ -2,8 +2,8 @@ import { withPrincipal } from "@/lib/http/guard";
 import { z } from "zod";
 import { parseBody } from "@/lib/http/parse-body";
 import { actorOf } from "@/lib/http/actor";
-import { presentKey } from "@/lib/keys/present-key";
-import { releaseKey } from "@/lib/keys/release-key";
+import { presentKey } from "@/lib/operator/present-key";
+import { releaseKey } from "@/lib/operator/release-key";
 
 export const dynamic = "force-dynamic";
 

@@ -2,8 +2,8 @@ import { withPrincipal } from "@/lib/http/guard";
 import { z } from "zod";
 import { parseBody } from "@/lib/http/parse-body";
 import { actorOf } from "@/lib/http/actor";
-import { presentKey } from "@/lib/keys/present-key";
-import { resolveKey } from "@/lib/keys/resolve-key";
+import { presentKey } from "@/lib/operator/present-key";
+import { resolveKey } from "@/lib/operator/resolve-key";
 
 export const dynamic = "force-dynamic";
 
