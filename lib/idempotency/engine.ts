@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type { BeginOutcome, KeyStore } from "@/lib/idempotency/key-store";
-import { COMPLETION_NOT_STORED, OpenExecutionError, type AuditWriter, type PriorExecution, type SuppressionKind, type Transport } from "./audit-port";
+import { COMPLETION_NOT_STORED, OpenExecutionError, type AuditWriter, type ExecutionOutcome, type PriorExecution, type SuppressionKind, type Transport } from "./audit-port";
 import {
   CallAbandonedError,
   ConflictError,
@@ -15,8 +15,8 @@ import {
   UnknownOutcomeKeyError,
 } from "./errors";
 import { fingerprint as fingerprintOf } from "./fingerprint";
-import { fallbackKey, validateKey } from "./key-rules";
-import { exceptionNote, PUBLIC_THREW_NOTE } from "./outcome-note";
+import { fallbackKey, passThroughKey, validateKey } from "./key-rules";
+import { exceptionNote, noteWithDetail, PUBLIC_THREW_NOTE } from "./outcome-note";
 import type { KeyRecord, StoredResult } from "./record";
 import type { ReplayCache } from "./replay-cache";
 import { AbandonCall, DEFAULT_POLICY, isFinalToolError, isNotRunError, isOutcomeUnknown, type RunTool, type ToolPolicy, type ToolResult } from "./tool";
@@ -50,7 +50,8 @@ export type { Transport };
 export type InvokeResult =
   | { kind: "executed"; status: number; body: string; key: string; executionId: string; fallback: boolean; lateCompletion: boolean }
   | { kind: "replayed"; status: number; body: string; key: string; record: KeyRecord; gapMs: number; fallback: boolean }
-  | { kind: "read"; status: number; body: string };
+  /** executionId: for a read the audit log records (a pass-through call), its execution */
+  | { kind: "read"; status: number; body: string; executionId?: string };
 
 export interface EngineOptions {
   store: KeyStore;
@@ -113,6 +114,7 @@ export class Engine {
 
   async invoke(tool: ToolPolicy, run: RunTool, request: InvokeRequest): Promise<InvokeResult> {
     if (tool.kind === "read") {
+      if (tool.audited) return this.passThrough(tool, run, request);
       const result = await run(request.args, { scope: request.scope, key: null, session: request.session ?? null, executionId: null });
       this.onCall({ tool: tool.name, result: "read", storeMs: 0, auditMs: 0 });
       return { kind: "read", status: result.status ?? 200, body: serialize(result.body) };
@@ -141,6 +143,67 @@ export class Engine {
     } finally {
       if (holdsWaitSlot) this.waiters--;
     }
+  }
+
+  /**
+   * A read the audit log records: a tool that is idempotent by its own word (an MCP server's
+   * `idempotentHint`), passed through without a key. Nothing is reserved and nothing replayed; the
+   * call is an execution under a key of its own (`passthrough:<execution id>`, never a caller's),
+   * with its caller, session and transport. Its intent is written before it runs, as a write's is
+   * (no intent, no call), and its outcome as a write's would be, but it holds nothing: the caller
+   * may call again at any time. Errors reach the caller as a read's do.
+   */
+  private async passThrough(tool: ToolPolicy, run: RunTool, request: InvokeRequest): Promise<InvokeResult> {
+    const executionId = randomUUID();
+    const startedMs = this.now();
+    const t0 = performance.now();
+    try {
+      await this.audit.intent({
+        id: executionId,
+        scope: request.scope,
+        key: passThroughKey(executionId),
+        tool: tool.name,
+        fingerprint: fingerprintOf(tool.name, request.args),
+        token: 0,
+        session: request.session ?? null,
+        caller: request.caller ?? null,
+        transport: request.transport ?? "http",
+        fallback: false,
+        startedAt: new Date(startedMs),
+        leaseUntil: new Date(startedMs + tool.leaseMs),
+      });
+    } catch (err) {
+      this.onCall({ tool: tool.name, result: "unavailable", storeMs: 0, auditMs: performance.now() - t0 });
+      throw new UnavailableError("audit_log", err);
+    }
+    const auditMs = performance.now() - t0;
+    const started = performance.now();
+    const ended = (outcome: ExecutionOutcome, resultStatus: number | null, error: string | null) => {
+      this.audit.outcome({
+        id: executionId,
+        outcome,
+        finishedAt: new Date(this.now()),
+        durationMs: Math.round(performance.now() - started),
+        resultStatus,
+        resultBody: null,
+        resultFinal: null,
+        expiresAt: null,
+        error,
+      });
+      this.onCall({ tool: tool.name, result: "read", storeMs: 0, auditMs });
+    };
+    let result: ToolResult;
+    try {
+      result = await run(request.args, { scope: request.scope, key: null, session: request.session ?? null, executionId });
+    } catch (err) {
+      if (isFinalToolError(err)) ended("final_error", err.status, null);
+      else if (isNotRunError(err)) ended("failed", null, err.message);
+      else ended("unknown", null, isOutcomeUnknown(err) ? noteWithDetail(err.note, err.detail) : exceptionNote(err instanceof Error ? err.message : String(err)));
+      throw err;
+    }
+    const status = result.status ?? 200;
+    ended(status >= 400 ? "final_error" : "succeeded", status, null);
+    return { kind: "read", status, body: serialize(result.body), executionId };
   }
 
   /**
@@ -355,7 +418,8 @@ export class Engine {
       if (isNotRunError(err)) return { class: "not_run", message: err.message, upstreamStatus: err.upstreamStatus, durationMs: took() };
       if (err instanceof AbandonCall || (err as Error)?.name === "AbandonCall") return { class: "abandoned" };
       // Only the tool's own word that nothing happened frees a key: anything else may have happened.
-      if (isOutcomeUnknown(err)) return { class: "unknown", note: err.note, publicNote: err.note, timedOut: err.timedOut, durationMs: took() };
+      // a tool's detail (another server's error text) is for operators too
+      if (isOutcomeUnknown(err)) return { class: "unknown", note: noteWithDetail(err.note, err.detail), publicNote: err.note, timedOut: err.timedOut, durationMs: took() };
       // the exception's message is for operators (key detail, audit log), not for the caller
       const message = err instanceof Error ? err.message : String(err);
       return { class: "unknown", note: exceptionNote(message), publicNote: PUBLIC_THREW_NOTE, timedOut: false, durationMs: took() };

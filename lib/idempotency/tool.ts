@@ -16,6 +16,12 @@ export interface ToolPolicy {
    * at most once
    */
   dedupes: boolean;
+  /**
+   * a read the audit log records: a tool that is idempotent by its own word (an MCP server's
+   * `idempotentHint`), passed through without a key but audited (DESIGN.md § MCP); writes are
+   * always recorded, other reads never
+   */
+  audited?: boolean;
 }
 
 export interface ToolContext {
@@ -75,8 +81,9 @@ export function isNotRunError(err: unknown): err is NotRunError {
 }
 
 /**
- * Thrown by a tool that cannot tell whether its side effect happened, with a note for operators
- * ("timed out after 400 ms", "the service answered 502"). Any exception other than NotRunError,
+ * Thrown by a tool that cannot tell whether its side effect happened, with a note for operators and
+ * callers ("timed out after 400 ms", "the service answered 502") and an optional detail for
+ * operators only. Any exception other than NotRunError,
  * FinalToolError and AbandonCall is treated the same way; this one carries a readable note.
  */
 export class OutcomeUnknown extends Error {
@@ -84,6 +91,11 @@ export class OutcomeUnknown extends Error {
     readonly note: string,
     /** the call timed out (the gateway answers 504 rather than 502) */
     readonly timedOut: boolean = false,
+    /**
+     * what only operators read (key page, audit log) after the note, such as another server's
+     * error text, which may name its internals; callers read the note alone
+     */
+    readonly detail?: string,
   ) {
     super(note);
     this.name = "OutcomeUnknown";

@@ -82,6 +82,11 @@ export type ToolInput<S extends ArgsSchema> = ToolSpec<S> &
      * unknown (or stuck) is sent again with the same key instead of being held
      */
     dedupes?: boolean;
+    /**
+     * a read recorded in the audit log: a tool that is idempotent by its own word, passed through
+     * without a key (an MCP server's `idempotentHint` tools); writes are always recorded
+     */
+    audited?: boolean;
   };
 
 export class ToolDefinitionError extends Error {
@@ -120,6 +125,7 @@ export function defineTool<S extends ArgsSchema>(input: ToolInput<S>): ToolDefin
     }
   }
   if (input.dedupes && input.kind === "read") throw new ToolDefinitionError(name, "dedupes is for write tools");
+  if (input.audited && input.kind === "write") throw new ToolDefinitionError(name, "audited is for read tools (every write is recorded)");
 
   let fallbackTtlMs: number | null = DEFAULT_POLICY.fallbackTtlMs;
   if (fallbackDedupe) {

@@ -1,4 +1,5 @@
 import type { Execution } from "@/generated/prisma/client";
+import { PASS_THROUGH_PREFIX } from "@/lib/idempotency/key-rules";
 import { stateOf, type KeyRecord } from "@/lib/idempotency/record";
 import type { AnomalyOf } from "../anomaly-types";
 import { advance, rowsAfter, startOf } from "../scan-cursor";
@@ -23,10 +24,16 @@ export async function findUnknownOutcomes(ctx: CheckContext): Promise<CheckResul
   };
 }
 
+/**
+ * Pass-through calls (reads the log records, under keys of their own) hold no key: whatever became
+ * of one, calling again is the caller's business, and nothing waits for a decision.
+ */
+const HOLDS_A_KEY = { NOT: { key: { startsWith: PASS_THROUGH_PREFIX } } };
+
 async function scanReported(ctx: CheckContext): Promise<CheckResult> {
   const start = startOf(ctx.cursor("unknown_outcomes"), ctx.since);
   const rows = await ctx.prisma.execution.findMany({
-    where: { outcome: "unknown", leaseUntil: { gte: ctx.since }, ...rowsAfter("finishedAt", start) },
+    where: { outcome: "unknown", leaseUntil: { gte: ctx.since }, ...rowsAfter("finishedAt", start), ...HOLDS_A_KEY },
     orderBy: [{ finishedAt: "asc" }, { id: "asc" }],
     take: ctx.batch,
   });
@@ -39,7 +46,7 @@ async function scanReported(ctx: CheckContext): Promise<CheckResult> {
 async function scanSilent(ctx: CheckContext): Promise<CheckResult> {
   const start = startOf(ctx.cursor("silent_executions"), ctx.since);
   const rows = await ctx.prisma.execution.findMany({
-    where: { outcome: null, AND: [{ leaseUntil: { lt: new Date(ctx.nowMs) } }, rowsAfter("leaseUntil", start)] },
+    where: { outcome: null, AND: [{ leaseUntil: { lt: new Date(ctx.nowMs) } }, rowsAfter("leaseUntil", start)], ...HOLDS_A_KEY },
     orderBy: [{ leaseUntil: "asc" }, { id: "asc" }],
     take: ctx.batch,
   });
