@@ -3,6 +3,7 @@ import type { TokenPrincipal } from "@/lib/auth/api-tokens";
 import { idempotencyKeyHeader, keySourceHeader, preferredWaitSeconds, sessionHeader } from "@/lib/gateway/invoke-tool";
 import type { InvokeResult, KeySource } from "@/lib/idempotency/engine";
 import { InvalidKeyError } from "@/lib/idempotency/errors";
+import { publicOutcomeNote } from "@/lib/idempotency/outcome-note";
 import { isFinalToolError, isNotRunError, isOutcomeUnknown } from "@/lib/idempotency/tool";
 import type { HeaderSource } from "@/lib/http/answer";
 import { problemAnswer, type ProblemBody } from "@/lib/http/problem";
@@ -110,7 +111,7 @@ function toolResult(result: InvokeResult, proxied: boolean): CallToolResult {
     ...out._meta,
     [RESULT_META_FIELD]:
       result.kind === "read"
-        ? { status: result.status }
+        ? { status: result.status, ...(result.executionId ? { executionId: result.executionId } : {}) }
         : {
             status: result.status,
             key: result.key,
@@ -166,7 +167,8 @@ function errorResult(err: unknown, tool: string, waitSeconds: number | null): Ca
   return { content: [{ type: "text", text: JSON.stringify(body) }], structuredContent: body, isError: true };
 }
 
+/** The caller's note: the first call's (its public note) or the held key's (as a caller may read it). */
 function outcomeNote(err: unknown): string {
   const note = (err as { note?: unknown; record?: { outcomeNote?: unknown } }).note ?? (err as { record?: { outcomeNote?: unknown } }).record?.outcomeNote;
-  return typeof note === "string" && note ? ` (${note})` : "";
+  return typeof note === "string" && note ? ` (${publicOutcomeNote(note)})` : "";
 }

@@ -18,6 +18,8 @@ const effect = (line: string) => {
 };
 const text = (value: unknown) => ({ content: [{ type: "text" as const, text: JSON.stringify(value) }], structuredContent: value as Record<string, unknown> });
 const counts = new Map<string, number>();
+/** What the HTTP server answers to `fail_http`: an error page naming internals a caller must not read. */
+const FAILURE_PAGE = "upstream error: pool exhausted connecting to db.internal:5432 as svc_files";
 
 function buildServer(): McpServer {
   const server = new McpServer({ name: "counting-test-server", version: "1.0.0" });
@@ -61,6 +63,17 @@ function buildServer(): McpServer {
     },
   );
   server.registerTool(
+    "fail_http",
+    {
+      description: "Records its side effect; over HTTP the answer is an error page (HTTP 500) instead of a JSON-RPC response",
+      inputSchema: { label: z.string() },
+    },
+    async ({ label }) => {
+      effect(`fail_http:${label}`);
+      return text({ label });
+    },
+  );
+  server.registerTool(
     "shutdown",
     { description: "Answers, then the process exits (a server that goes away)", inputSchema: {} },
     async () => {
@@ -90,6 +103,16 @@ if (mode === "--stdio") {
       res.writeHead(404).end();
       return;
     }
+    const chunks: Buffer[] = [];
+    for await (const chunk of req) chunks.push(chunk as Buffer);
+    const body: unknown = chunks.length > 0 ? JSON.parse(Buffer.concat(chunks).toString("utf8")) : undefined;
+    const call = body as { method?: string; params?: { name?: string; arguments?: { label?: string } } } | undefined;
+    if (call?.method === "tools/call" && call.params?.name === "fail_http") {
+      // the side effect happened; then a proxy or framework answers with its error page
+      effect(`fail_http:${call.params.arguments?.label ?? ""}`);
+      res.writeHead(500, { "Content-Type": "text/plain" }).end(FAILURE_PAGE);
+      return;
+    }
     const session = req.headers["mcp-session-id"];
     let transport = typeof session === "string" ? transports.get(session) : undefined;
     if (!transport) {
@@ -107,7 +130,7 @@ if (mode === "--stdio") {
       await buildServer().connect(created);
       transport = created;
     }
-    await transport.handleRequest(req, res);
+    await transport.handleRequest(req, res, body);
   });
   http.listen(port, "127.0.0.1", () => process.stderr.write(`listening on ${port}\n`));
 } else {

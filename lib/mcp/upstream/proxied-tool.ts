@@ -19,8 +19,6 @@ export interface McpOrigin {
 export interface McpCallTarget {
   /** whether a call can be sent now; when not, nothing is sent and the call is "not run" */
   connected(): boolean;
-  /** why it is not connected, for the caller */
-  downReason(): string | null;
   callTool(params: Record<string, unknown>, timeoutMs: number): Promise<CallToolResult>;
 }
 
@@ -51,8 +49,8 @@ export function proxiedName(server: string, tool: string): string | null {
 
 /**
  * How a tool's annotations gate it (DESIGN.md § MCP): `readOnlyHint` → a read, never gated;
- * `idempotentHint` → passed through without a key (the resource carries the idempotency);
- * anything else → a write, gated like every other write.
+ * `idempotentHint` → passed through without a key (the resource carries the idempotency), and
+ * recorded in the audit log; anything else → a write, gated like every other write.
  */
 export function gateOf(annotations: ToolAnnotations | undefined): "read" | "idempotent" | "write" {
   if (annotations?.readOnlyHint === true) return "read";
@@ -75,7 +73,9 @@ function argsSchema(inputSchema: Tool["inputSchema"]): ArgsSchema {
  * from the caller's scope and key (as `params.idempotencyKey` and in `_meta`), so a server that
  * honours keys can deduplicate too. Outcome classes: a result is done (one with `isError` is a final
  * result, stored and replayed); a call that could not be sent because the server is not connected
- * is not run; a timeout or a failure at the protocol level is unknown.
+ * is not run; a timeout or a failure at the protocol level is unknown. What the server said when it
+ * failed (its error text may name its internals) is kept for operators (key page, audit log);
+ * callers read a generic note, and the server's state is on the status page.
  */
 export function proxiedTool(server: { name: string; timeoutMs: number }, listed: Tool, target: McpCallTarget): ProxiedToolDefinition | null {
   const name = proxiedName(server.name, listed.name);
@@ -85,15 +85,16 @@ export function proxiedTool(server: { name: string; timeoutMs: number }, listed:
   const description = listed.description?.trim() || listed.title || `${listed.name} of the MCP server ${server.name}`;
   const definition = defineTool({
     name,
-    // An idempotent tool is passed through like a read: repeating it changes nothing more.
+    // An idempotent tool is passed through like a read (repeating it changes nothing more), and audited.
     kind: gate === "write" ? "write" : "read",
+    audited: gate === "idempotent",
     description,
     schema: argsSchema(listed.inputSchema),
     // a call still waiting for its answer must never look stuck
     leaseMs: timeoutMs + 30_000,
     async run(args, ctx) {
       if (!target.connected()) {
-        throw new NotRunError(`the MCP server ${server.name} is not connected${target.downReason() ? ` (${target.downReason()})` : ""}; nothing was sent`);
+        throw new NotRunError(`the MCP server ${server.name} is not connected; nothing was sent`);
       }
       const params: Record<string, unknown> = { name: listed.name, arguments: args };
       if (ctx.key) {
@@ -108,8 +109,7 @@ export function proxiedTool(server: { name: string; timeoutMs: number }, listed:
         if (err instanceof McpError && err.code === ErrorCode.RequestTimeout) {
           throw new OutcomeUnknown(`no answer from the MCP server ${server.name} within ${timeoutMs} ms`, true);
         }
-        const message = err instanceof Error ? err.message : String(err);
-        throw new OutcomeUnknown(`the call to the MCP server ${server.name} failed: ${message.slice(0, 300)}`);
+        throw new OutcomeUnknown(`the call to the MCP server ${server.name} failed`, false, err instanceof Error ? err.message : String(err));
       }
       if (result.isError && gate === "write") throw new FinalToolError(MCP_TOOL_ERROR_STATUS, result);
       return { status: result.isError ? MCP_TOOL_ERROR_STATUS : 200, body: result };

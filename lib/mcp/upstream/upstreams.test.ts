@@ -9,6 +9,8 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import type { CallToolRequest, CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { POST as invokeRoute } from "@/app/api/v1/tools/[tool]/invoke/route";
+import { getKeyDetail } from "@/lib/operator/get-key-detail";
+import { presentKeyDetail, presentKeyDetailForTenant } from "@/lib/operator/present-key-detail";
 import { startMcpGateway, type McpGateway } from "@/test/support/mcp-gateway";
 import { KEY_ARGUMENT } from "../tools";
 import type { McpServerConfig } from "./config";
@@ -122,8 +124,8 @@ describe("Idemgate in front of other MCP servers", () => {
   it("connects to both and lists their tools as <server>.<tool>, with their own schemas and annotations", async () => {
     await waitFor("both servers to be up", () => upstreams.statuses().every((s) => s.state === "up"));
     expect(upstreams.statuses().map((s) => [s.name, s.transport, s.state, s.tools])).toEqual([
-      ["counter_http", "http", "up", 7],
-      ["counter_stdio", "stdio", "up", 7],
+      ["counter_http", "http", "up", 8],
+      ["counter_stdio", "stdio", "up", 8],
     ]);
     const { tools } = await (await connect()).listTools();
     for (const server of ["counter_http", "counter_stdio"]) {
@@ -165,11 +167,26 @@ describe("Idemgate in front of other MCP servers", () => {
         expect(await effects(server, `increment:${label}`)).toBe(0);
 
         const flag = randomUUID();
+        const executionIds: string[] = [];
         for (let i = 0; i < 2; i++) {
           const set = await call(client, { name: `${server}.set_flag`, arguments: { name: flag, value: true } });
           expect(set.isError).toBeFalsy();
+          executionIds.push((set._meta?.["io.idemgate/result"] as { executionId: string }).executionId);
         }
         expect(await effects(server, `set_flag:${flag}`)).toBe(2);
+        await call(client, { name: `${server}.read_count`, arguments: { label } });
+
+        // the idempotent tool's calls are in the audit log, each under a key of its own, with transport mcp; reads are not
+        await gateway.runtime.audit.flush();
+        const recorded = await gateway.pg.db.prisma.execution.findMany({ where: { id: { in: executionIds } } });
+        expect(recorded).toHaveLength(2);
+        for (const row of recorded) {
+          expect(row).toMatchObject({ tool: `${server}.set_flag`, scope: "tenant-u", key: `passthrough:${row.id}`, transport: "mcp", outcome: "succeeded", resultStatus: 200 });
+          expect(row.caller).not.toBeNull();
+        }
+        expect(await gateway.pg.db.prisma.execution.count({ where: { tool: `${server}.read_count` } })).toBe(0);
+        // and the key store holds nothing for them
+        expect((await gateway.runtime.store.list({ scope: "tenant-u", tool: `${server}.set_flag`, limit: 10, nowMs: Date.now() })).items).toEqual([]);
       });
 
       it("stores a tool error (isError) as a final result and replays it", async () => {
@@ -199,6 +216,28 @@ describe("Idemgate in front of other MCP servers", () => {
       });
     });
   }
+
+  it("keeps a guarded server's error text for operators; callers, retries and the tenant's key view read a generic note", async () => {
+    const client = await connect();
+    const label = randomUUID();
+    const key = `fail-${randomUUID()}`;
+    const internals = "db.internal:5432";
+    const first = await call(client, { name: "counter_http.fail_http", arguments: { label }, idempotencyKey: key });
+    expect(first.isError).toBe(true);
+    expect(first.structuredContent).toMatchObject({ type: "/problems/outcome_unknown", detail: expect.stringContaining("the call to the MCP server counter_http failed") });
+    const retry = await call(client, { name: "counter_http.fail_http", arguments: { label }, idempotencyKey: key });
+    expect(retry.structuredContent).toMatchObject({ type: "/problems/outcome_unknown", detail: expect.stringContaining("the call to the MCP server counter_http failed") });
+    for (const answer of [first, retry]) expect(JSON.stringify(answer)).not.toContain(internals);
+    expect(await effects("counter_http", `fail_http:${label}`)).toBe(1);
+
+    // operators read the server's answer (key page, audit log); the tenant's view of its key (GET /api/v1/keys/… with its token) does not
+    await gateway.runtime.audit.flush();
+    const detail = await getKeyDetail(gateway.runtime, "tenant-u", key);
+    expect(JSON.stringify(presentKeyDetail(detail))).toContain(internals);
+    const tenant = JSON.stringify(presentKeyDetailForTenant(detail));
+    expect(tenant).toContain("the call to the MCP server counter_http failed");
+    expect(tenant).not.toContain(internals);
+  });
 
   it("serves the same tools through the HTTP gateway: one run per key, the result whole, 422 for a tool error", async () => {
     const label = randomUUID();

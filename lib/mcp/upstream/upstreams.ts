@@ -91,10 +91,6 @@ export class UpstreamConnection implements McpCallTarget {
     return this.state === "up" && this.client !== null;
   }
 
-  downReason(): string | null {
-    return this.state === "up" ? null : (this.error ?? this.state);
-  }
-
   async callTool(params: Record<string, unknown>, timeoutMs: number): Promise<CallToolResult> {
     const client = this.client;
     if (!client) throw new Error(`not connected to ${this.name}`);
