@@ -3,7 +3,7 @@ import { z } from "zod";
 import { FinalToolError, NotRunError, OutcomeUnknown } from "@/lib/idempotency/tool";
 import { defineTool, TOOL_NAME_PATTERN, type ArgsSchema, type ToolDefinition } from "@/lib/tools/define-tool";
 import { derivedKey } from "@/lib/tools/upstream";
-import { META_KEY_FIELD } from "../tools";
+import { META_KEY_FIELD } from "../key-fields";
 
 /** Where a proxied tool comes from; kept on its definition, so /mcp can pass its results through whole. */
 export interface McpOrigin {
