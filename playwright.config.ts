@@ -28,7 +28,7 @@ const chromium = {
 };
 
 // A short demo lease makes a simulated crash a stuck key within seconds.
-// Every server also seeds a read-only account for the console tests (lib/server/seed.ts).
+// Every server also seeds a read-only account for the console tests (lib/process/seed.ts).
 const common = {
   NEXT_TELEMETRY_DISABLED: "1",
   IDEMGATE_DEMO_LEASE_MS: "3000",

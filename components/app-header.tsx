@@ -4,7 +4,7 @@ import { signOut } from "@/lib/auth/sign-in-actions";
 import { MobileNav } from "@/components/mobile-nav";
 import { NavLink } from "@/components/nav-link";
 import { buttonClass } from "@/components/ui/styles";
-import type { OperatorIdentity } from "@/lib/auth/operators";
+import type { OperatorIdentity } from "@/lib/auth/roles";
 import { currentOperator } from "@/lib/auth/session";
 
 /** Console sections, in the order they appear. Add a page here when it exists. */

@@ -1,5 +1,5 @@
 import { Command } from "commander";
-import { reconcileRuntime } from "@/lib/anomalies/background";
+import { reconcileRuntime } from "@/lib/process/background";
 import { formatTable } from "../format-table";
 import { withRuntime } from "../with-runtime";
 

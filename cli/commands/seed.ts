@@ -1,5 +1,5 @@
 import { Command } from "commander";
-import { seedIfEmpty } from "@/lib/server/seed";
+import { seedIfEmpty } from "@/lib/process/seed";
 import { withRuntime } from "../with-runtime";
 
 export function seedCommand(): Command {

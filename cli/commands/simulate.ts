@@ -1,6 +1,6 @@
 import { Command, InvalidArgumentError } from "commander";
 import { flaggedFreshKeyDuplicates } from "@/lib/anomalies/anomalies";
-import { reconcileRuntime } from "@/lib/anomalies/background";
+import { reconcileRuntime } from "@/lib/process/background";
 import { formatSummary, runSimulation, SIMULATION_DEFAULTS, SimulationError, SimulationTargetError, type FreshKeyDuplicateSent } from "@/cli/simulate";
 import { CliError } from "../errors";
 import { withRuntime } from "../with-runtime";

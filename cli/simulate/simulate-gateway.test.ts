@@ -2,7 +2,7 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { flaggedFreshKeyDuplicates } from "@/lib/anomalies/anomalies";
-import { reconcileRuntime } from "@/lib/anomalies/background";
+import { reconcileRuntime } from "@/lib/process/background";
 import type { FreshKeyDuplicateEvidence } from "@/lib/anomalies/anomaly-types";
 import { createApiToken } from "@/lib/auth/api-tokens";
 import { handleInvoke } from "@/lib/gateway/fast-invoke";

@@ -8,7 +8,7 @@ import { ReasonField, reasonOk } from "@/components/ui/reason-field";
 import { buttonClass } from "@/components/ui/styles";
 import { apiFetch } from "@/lib/console/api";
 import type { BulkReleaseResult } from "@/lib/operator/bulk-release-keys";
-import type { KeyPage } from "./keys-view";
+import type { KeyPage } from "@/lib/operator/present-key";
 
 /** Keys held until someone decides; a bulk release acts only on these, never on a running call. */
 export const HELD_STATES: string[] = ["stuck", "unknown"];

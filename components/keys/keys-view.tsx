@@ -8,18 +8,13 @@ import { ProblemAlert } from "@/components/ui/problem-alert";
 import { buttonClass } from "@/components/ui/styles";
 import { apiFetch } from "@/lib/console/api";
 import type { BulkReleaseResult } from "@/lib/operator/bulk-release-keys";
-import type { KeyView } from "@/lib/operator/present-key";
+import type { KeyPage, KeyView } from "@/lib/operator/present-key";
 import { BulkReleaseDialog, HELD_STATES, heldWords, type BulkTarget } from "./bulk-release-dialog";
 import { KeysFilters, KEY_STATES } from "./keys-filters";
 import { KeysEmpty } from "./keys-empty";
 import { KeysTable, rowId } from "./keys-table";
 import { PollControl } from "./poll-control";
 import { usePollInterval } from "./use-poll-interval";
-
-export interface KeyPage {
-  items: KeyView[];
-  nextCursor: string | null;
-}
 
 export const PAGE_SIZE = 50;
 

@@ -1,7 +1,7 @@
 import clsx from "clsx";
 import Link from "next/link";
 import type { SuppressionLogEntry } from "@/lib/audit/tool-stats";
-import { fmt } from "@/lib/anomalies/retry-gaps";
+import { fmt } from "@/lib/audit/retry-gaps";
 import { keyHref } from "@/lib/console/api";
 import { formatTimestamp } from "@/lib/console/format";
 

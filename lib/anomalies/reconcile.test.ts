@@ -6,7 +6,7 @@ import { Engine } from "@/lib/idempotency/engine";
 import { CallAbandonedError, OutcomeUnknownError, ToolFailedError, UnknownOutcomeKeyError } from "@/lib/idempotency/errors";
 import { defineTool, demoTools, getRegistry, ToolRegistry, type ToolDefinition } from "@/lib/tools";
 import { openTestStore, type StoreUnderTest } from "@/test/support/stores";
-import { reconcileDeps } from "./background";
+import { reconcileDeps } from "@/lib/process/background";
 import { reconcile, RECONCILER_ACTOR, type AnomalyOf, type ReconcileOptions } from "./reconcile";
 import { SCANS } from "./scan-cursor";
 

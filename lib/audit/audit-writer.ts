@@ -43,7 +43,7 @@ export interface AuditWriterOptions {
  * path. In `async` mode intents are batched too: faster, but a crash can lose an intent, so orphan
  * detection is weaker there. Either way a crash loses what is queued (at most one flush interval's
  * rows while the database keeps up); close() writes it, and the server closes the writer on
- * SIGTERM/SIGINT (lib/server/start-server.ts).
+ * SIGTERM/SIGINT (lib/process/start-server.ts).
  *
  * Order: an outcome is never written before its execution's intent. An intent and its outcome in
  * the same batch become one row; an outcome whose intent is still queued for a later batch waits

@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { analyzeGaps } from "@/lib/anomalies/retry-gaps";
+import { analyzeGaps } from "@/lib/audit/retry-gaps";
 import { createTestPostgres, type TestPostgres } from "@/test/support/databases";
 import { bucketRange, bucketSizeMs, getToolStats, getToolTotals, MAX_GAP_SAMPLES, STATS_WINDOWS } from "./tool-stats";
 

@@ -1,5 +1,5 @@
 import { Prisma, type PrismaClient } from "@/generated/prisma/client";
-import { analyzeGaps, gapHistogram, type GapAnalysis } from "@/lib/anomalies/retry-gaps";
+import { analyzeGaps, gapHistogram, type GapAnalysis } from "@/lib/audit/retry-gaps";
 
 /**
  * Per-tool statistics of the audit log for the console: executions against suppressions over time,

@@ -3,7 +3,7 @@ import { getIronSession, type IronSession, type SessionOptions } from "iron-sess
 import type { PrismaClient } from "@/generated/prisma/client";
 import type { HeaderSource } from "@/lib/http/answer";
 import { servedOverHttps } from "@/lib/http/served-over-https";
-import type { OperatorIdentity } from "./operators";
+import type { OperatorIdentity } from "./roles";
 import { isRole } from "./roles";
 
 // Console sessions: the cookie is sealed (iron-session) and carries only a session id; the session

@@ -3,13 +3,7 @@ import type { PrismaClient } from "@/generated/prisma/client";
 import { recordOperatorAction } from "@/lib/audit/operator-actions";
 import { revokeOperatorSessions } from "./console-sessions";
 import { hashPassword, MIN_PASSWORD_LENGTH, passwordHashingGate, verifyPassword, type HashingGate } from "./passwords";
-import { isRole, type Role } from "./roles";
-
-export interface OperatorIdentity {
-  id: string;
-  email: string;
-  role: Role;
-}
+import { isRole, type OperatorIdentity } from "./roles";
 
 export class OperatorInputError extends Error {}
 

@@ -1,7 +1,7 @@
 import "server-only";
 import { headers } from "next/headers";
 import { redirect } from "next/navigation";
-import type { OperatorIdentity } from "./operators";
+import type { OperatorIdentity } from "./roles";
 import { currentOperator } from "./session";
 
 /** Set by proxy.ts on every console request, so a server component knows where to come back to. */

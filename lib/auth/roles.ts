@@ -1,6 +1,13 @@
 export const ROLES = ["viewer", "operator"] as const;
 export type Role = (typeof ROLES)[number];
 
+/** A signed-in operator, or the operator behind a console action. */
+export interface OperatorIdentity {
+  id: string;
+  email: string;
+  role: Role;
+}
+
 /** What each role may do; checked on the server for every page, route handler and action. */
 const PERMISSIONS = {
   viewer: ["read"],

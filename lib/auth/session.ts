@@ -2,7 +2,7 @@ import "server-only";
 import { cookies, headers } from "next/headers";
 import { getRuntime } from "@/lib/server/runtime";
 import { cookieOperator, cookieSecure, endCookieSession, startCookieSession, type SessionCookieOptions } from "./console-sessions";
-import type { OperatorIdentity } from "./operators";
+import type { OperatorIdentity } from "./roles";
 import { sessionSecret } from "./secret";
 
 export { SESSION_COOKIE } from "./console-sessions";

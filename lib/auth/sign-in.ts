@@ -1,6 +1,7 @@
 import type { PrismaClient } from "@/generated/prisma/client";
 import { beginSignInAttempt, signInSucceeded, withdrawSignInAttempt, type LimitKind } from "./login-limiter";
-import { verifyOperatorCredentials, type OperatorIdentity } from "./operators";
+import { verifyOperatorCredentials } from "./operators";
+import type { OperatorIdentity } from "./roles";
 import { PasswordCheckBusyError, passwordHashingGate, type HashingGate } from "./passwords";
 
 export type SignInResult =

@@ -1,5 +1,5 @@
 import { recentActivity, type ToolActivity } from "@/lib/audit/recent-activity";
-import { checkHealth, type Health } from "@/lib/server/health";
+import { checkHealth, type Health } from "@/lib/process/health";
 import type { StateCounts } from "@/lib/idempotency/key-store";
 import type { Runtime } from "@/lib/server/runtime";
 

@@ -2,7 +2,7 @@ import { PrismaPg } from "@prisma/adapter-pg";
 import { PrismaPGlite } from "pglite-prisma-adapter";
 import pg from "pg";
 import { PrismaClient } from "@/generated/prisma/client";
-import { redactUrl } from "@/lib/server/redact-url";
+import { redactUrl } from "@/lib/db/redact-url";
 import { acquireDataDirLock, type DataDirLock } from "./lock";
 import { applyMigrations, type SqlConnection } from "./migrate";
 

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import type { OperatorIdentity } from "@/lib/auth/operators";
+import type { OperatorIdentity } from "@/lib/auth/roles";
 import type { HttpAnswer } from "@/lib/http/answer";
 import { badRequest, problemAnswer } from "@/lib/http/problem";
 import { MAX_BODY_BYTES } from "@/lib/http/read-body";

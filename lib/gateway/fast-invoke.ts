@@ -3,7 +3,7 @@ import type { HttpAnswer } from "@/lib/http/answer";
 import { drain, nodeHeaders, readAtMost, writeAnswer } from "@/lib/http/node-bridge";
 import { problemAnswer } from "@/lib/http/problem";
 import { checkJsonHeaders, MAX_BODY_BYTES, parseJsonBytes } from "@/lib/http/read-body";
-import { tokenPrincipal } from "@/lib/http/token-guard";
+import { tokenPrincipal } from "@/lib/auth/token-guard";
 import { getRuntime } from "@/lib/server/runtime";
 import { invokeTool } from "./invoke-tool";
 

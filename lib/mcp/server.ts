@@ -7,7 +7,7 @@ import type { TokenPrincipal } from "@/lib/auth/api-tokens";
 import type { HeaderSource } from "@/lib/http/answer";
 import { problemAnswer } from "@/lib/http/problem";
 import { readJsonBody } from "@/lib/http/read-body";
-import { tokenPrincipal } from "@/lib/http/token-guard";
+import { tokenPrincipal } from "@/lib/auth/token-guard";
 import type { Runtime } from "@/lib/server/runtime";
 import { callTool, type CallParams } from "./call-tool";
 import { listMcpTools, META_KEY_FIELD } from "./tools";

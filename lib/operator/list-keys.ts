@@ -2,7 +2,7 @@ import { z } from "zod";
 import { KEY_STATES, type KeyState } from "@/lib/idempotency/record";
 import type { Runtime } from "@/lib/server/runtime";
 import { cursorSeal } from "./list-cursor";
-import { presentKey, type Audience, type KeyView } from "./present-key";
+import { presentKey, type Audience, type KeyPage } from "./present-key";
 
 export const KeyListQuery = z.object({
   state: z.enum(KEY_STATES as [KeyState, ...KeyState[]]).optional(),
@@ -23,7 +23,7 @@ export async function listKeys(
   runtime: Pick<Runtime, "config" | "store">,
   query: KeyListQuery,
   audience: Audience = "operator",
-): Promise<{ items: KeyView[]; nextCursor: string | null }> {
+): Promise<KeyPage> {
   const nowMs = Date.now();
   const seal = cursorSeal(runtime.config);
   const filter = { state: query.state, tool: query.tool, scope: query.scope, prefix: query.prefix };

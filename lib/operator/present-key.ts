@@ -27,6 +27,12 @@ export interface KeyView {
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 
 /** Who a view is for: an operator (console session) sees everything, a tenant (API token) not the internals. */
+/** One page of GET /api/v1/keys. */
+export interface KeyPage {
+  items: KeyView[];
+  nextCursor: string | null;
+}
+
 export type Audience = "operator" | "tenant";
 
 /** An unknown outcome's note as a tenant may read it: an exception's message stays with operators. */

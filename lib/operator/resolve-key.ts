@@ -1,4 +1,4 @@
-import { closeKeyAnomalies } from "@/lib/anomalies/close-key-anomalies";
+import { closeKeyAnomalies } from "@/lib/operator/close-key-anomalies";
 import { recordOperatorAction, recordSnapshot } from "@/lib/audit/operator-actions";
 import { InvalidArgumentsError } from "@/lib/idempotency/errors";
 import type { KeyRecord } from "@/lib/idempotency/record";

@@ -48,21 +48,8 @@ export interface Config {
   replayCache: { maxEntries: number; maxBytes: number } | null;
   /** how many reverse proxies in front of the server to trust for X-Forwarded-For (0: none) */
   trustedProxies: number;
-  /** the built-in demo tools are served (IDEMGATE_DEMO_TOOLS; see demoToolsEnabled) */
+  /** the built-in demo tools are served (IDEMGATE_DEMO_TOOLS; see demoToolsEnabled in lib/tools/demo-switch.ts) */
   demoTools: boolean;
-}
-
-/**
- * Whether the built-in demo tools are served: IDEMGATE_DEMO_TOOLS=1 or 0 says so; unset, they are on
- * for the embedded default and off when DATABASE_URL is set (a production deployment, where a tool
- * that pretends to charge cards has no place). Read on its own, without the rest of the
- * configuration, because lib/tools/config.ts asks when it is loaded; loadConfig refuses other values.
- */
-export function demoToolsEnabled(env: Record<string, string | undefined> = process.env): boolean {
-  const explicit = env.IDEMGATE_DEMO_TOOLS?.trim();
-  if (explicit === "1") return true;
-  if (explicit === "0") return false;
-  return !env.DATABASE_URL?.trim();
 }
 
 /** Reads the configuration from the environment; a bad value is a readable error, not a default. */

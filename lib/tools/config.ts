@@ -24,7 +24,7 @@
 //
 // An in-process tool gives `run(args, ctx)` instead of `upstream`; ctx has scope, key, session
 // and the Prisma client as `db`.
-import { demoToolsEnabled } from "@/lib/server/config";
+import { demoToolsEnabled } from "./demo-switch";
 import { defineTools } from "./define-tool";
 import { demoTools } from "./demo";
 import { upstreamToolsFromEnv } from "./upstream-from-env";

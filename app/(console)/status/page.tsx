@@ -2,7 +2,7 @@ import type { Metadata } from "next";
 import clsx from "clsx";
 import { ComponentCard } from "@/components/component-card";
 import { requireOperator } from "@/lib/auth/require-operator";
-import { checkHealth, describeError, type Health } from "@/lib/server/health";
+import { checkHealth, describeError, type Health } from "@/lib/process/health";
 import { mcpServerRows, type McpServerRow } from "@/lib/mcp/upstream/console-view";
 import { getRuntime, type Runtime } from "@/lib/server/runtime";
 

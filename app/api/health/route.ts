@@ -1,5 +1,5 @@
 import { currentOperator } from "@/lib/auth/session";
-import { healthResponse } from "@/lib/server/health";
+import { healthResponse } from "@/lib/process/health";
 import { getRuntime } from "@/lib/server/runtime";
 
 export const dynamic = "force-dynamic";

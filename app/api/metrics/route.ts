@@ -1,4 +1,4 @@
-import { withPrincipal } from "@/lib/http/guard";
+import { withPrincipal } from "@/lib/auth/guard";
 import { metrics } from "@/lib/server/metrics";
 
 export const dynamic = "force-dynamic";

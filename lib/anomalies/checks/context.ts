@@ -2,7 +2,7 @@ import type { PrismaClient } from "@/generated/prisma/client";
 import type { KeyRecord } from "@/lib/idempotency/record";
 import type { KeyStore } from "@/lib/idempotency/key-store";
 import type { NewAnomaly } from "../anomaly-types";
-import { analyzeGaps, type GapAnalysis } from "../retry-gaps";
+import { analyzeGaps, type GapAnalysis } from "@/lib/audit/retry-gaps";
 import type { Position, ScanCursor, ScanName } from "../scan-cursor";
 
 /** What every check of a pass gets. */

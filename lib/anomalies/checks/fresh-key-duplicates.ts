@@ -1,6 +1,6 @@
 import { Prisma, type Execution } from "@/generated/prisma/client";
 import type { AnomalyOf, FreshKeyExecution } from "../anomaly-types";
-import { fmt, retryWindow, type RetryWindow } from "../retry-gaps";
+import { fmt, retryWindow, type RetryWindow } from "@/lib/audit/retry-gaps";
 import { nextPosition, startOf, type Position, type ScanCursor } from "../scan-cursor";
 import type { CheckContext, CheckResult } from "./context";
 

@@ -1,6 +1,6 @@
 import type { Suppression } from "@/generated/prisma/client";
 import type { AnomalyOf } from "../anomaly-types";
-import { fmt, type GapAnalysis } from "../retry-gaps";
+import { fmt, type GapAnalysis } from "@/lib/audit/retry-gaps";
 import { advance, rowsAfter, startOf } from "../scan-cursor";
 import { positionOf, type CheckContext, type CheckResult } from "./context";
 

@@ -11,7 +11,7 @@ import { KeyBadge, KindBadge } from "@/components/tools/kind-badge";
 import { McpOriginBadge } from "@/components/tools/mcp-origin-badge";
 import { SuppressionLog } from "@/components/tools/suppression-log";
 import { WindowPicker } from "@/components/tools/window-picker";
-import { fmt } from "@/lib/anomalies/retry-gaps";
+import { fmt } from "@/lib/audit/retry-gaps";
 import { DEFAULT_WINDOW, getToolStats, isStatsWindow, OUTCOMES, STATS_WINDOWS, type ToolStats } from "@/lib/audit/tool-stats";
 import { requireOperator } from "@/lib/auth/require-operator";
 import { can } from "@/lib/auth/roles";

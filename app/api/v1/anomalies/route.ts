@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { ANOMALY_STATUSES, listAnomalies } from "@/lib/anomalies/anomalies";
-import { withPrincipal } from "@/lib/http/guard";
+import { withPrincipal } from "@/lib/auth/guard";
 import { parseQuery } from "@/lib/http/parse-body";
 import { forbidden } from "@/lib/http/problem";
 

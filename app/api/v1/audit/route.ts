@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { listOperatorActions } from "@/lib/audit/operator-actions";
-import { withPrincipal } from "@/lib/http/guard";
+import { withPrincipal } from "@/lib/auth/guard";
 import { forbidden } from "@/lib/http/problem";
 import { parseQuery } from "@/lib/http/parse-body";
 

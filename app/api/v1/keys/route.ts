@@ -1,4 +1,4 @@
-import { visibleScope, withPrincipal } from "@/lib/http/guard";
+import { visibleScope, withPrincipal } from "@/lib/auth/guard";
 import { parseQuery } from "@/lib/http/parse-body";
 import { KeyListQuery, listKeys } from "@/lib/operator/list-keys";
 

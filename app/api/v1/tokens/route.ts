@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { createApiToken, listApiTokens } from "@/lib/auth/api-tokens";
-import { actorOf } from "@/lib/http/actor";
-import { withPrincipal } from "@/lib/http/guard";
+import { actorOf } from "@/lib/auth/actor";
+import { withPrincipal } from "@/lib/auth/guard";
 import { parseBody } from "@/lib/http/parse-body";
 import { forbidden } from "@/lib/http/problem";
 

@@ -1,4 +1,4 @@
-import { withPrincipal } from "@/lib/http/guard";
+import { withPrincipal } from "@/lib/auth/guard";
 
 export const dynamic = "force-dynamic";
 

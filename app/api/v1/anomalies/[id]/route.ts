@@ -1,5 +1,5 @@
 import { getAnomaly } from "@/lib/anomalies/anomalies";
-import { withPrincipal } from "@/lib/http/guard";
+import { withPrincipal } from "@/lib/auth/guard";
 import { forbidden } from "@/lib/http/problem";
 
 export const dynamic = "force-dynamic";

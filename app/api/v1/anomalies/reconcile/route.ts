@@ -1,6 +1,6 @@
-import { reconcileOnDemand } from "@/lib/anomalies/background";
-import { actorOf } from "@/lib/http/actor";
-import { withPrincipal } from "@/lib/http/guard";
+import { reconcileOnDemand } from "@/lib/process/background";
+import { actorOf } from "@/lib/auth/actor";
+import { withPrincipal } from "@/lib/auth/guard";
 
 export const dynamic = "force-dynamic";
 

@@ -1,7 +1,7 @@
 import { consoleInvoke, consoleInvokeSchema } from "@/lib/gateway/console-invoke";
 import { forbidden } from "@/lib/http/problem";
 import { parseBody } from "@/lib/http/parse-body";
-import { withPrincipal } from "@/lib/http/guard";
+import { withPrincipal } from "@/lib/auth/guard";
 import { MAX_BODY_BYTES } from "@/lib/http/read-body";
 
 export const dynamic = "force-dynamic";

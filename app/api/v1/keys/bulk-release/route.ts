@@ -1,6 +1,6 @@
 import { z } from "zod";
-import { withPrincipal } from "@/lib/http/guard";
-import { actorOf } from "@/lib/http/actor";
+import { withPrincipal } from "@/lib/auth/guard";
+import { actorOf } from "@/lib/auth/actor";
 import { parseBody } from "@/lib/http/parse-body";
 import { bulkReleaseKeys, HELD_STATES } from "@/lib/operator/bulk-release-keys";
 

@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { ANOMALY_STATUSES, setAnomalyStatus } from "@/lib/anomalies/anomalies";
-import { actorOf } from "@/lib/http/actor";
-import { withPrincipal } from "@/lib/http/guard";
+import { actorOf } from "@/lib/auth/actor";
+import { withPrincipal } from "@/lib/auth/guard";
 import { parseBody } from "@/lib/http/parse-body";
 
 export const dynamic = "force-dynamic";

@@ -1,4 +1,4 @@
-import { visibleScope, withPrincipal } from "@/lib/http/guard";
+import { visibleScope, withPrincipal } from "@/lib/auth/guard";
 import { getKeyDetail } from "@/lib/operator/get-key-detail";
 import { presentKeyDetail, presentKeyDetailForTenant } from "@/lib/operator/present-key-detail";
 

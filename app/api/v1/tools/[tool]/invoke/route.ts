@@ -1,6 +1,6 @@
 import { gatewayRequest, invokeTool } from "@/lib/gateway/invoke-tool";
 import { toResponse } from "@/lib/http/answer";
-import { withApiToken } from "@/lib/http/token-guard";
+import { withApiToken } from "@/lib/auth/token-guard";
 
 export const dynamic = "force-dynamic";
 

@@ -1,5 +1,5 @@
-import { withPrincipal } from "@/lib/http/guard";
-import { actorOf } from "@/lib/http/actor";
+import { withPrincipal } from "@/lib/auth/guard";
+import { actorOf } from "@/lib/auth/actor";
 import { presentKey } from "@/lib/operator/present-key";
 import { probeKey } from "@/lib/operator/probe-key";
 

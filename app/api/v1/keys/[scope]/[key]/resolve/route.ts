@@ -1,7 +1,7 @@
-import { withPrincipal } from "@/lib/http/guard";
+import { withPrincipal } from "@/lib/auth/guard";
 import { z } from "zod";
 import { parseBody } from "@/lib/http/parse-body";
-import { actorOf } from "@/lib/http/actor";
+import { actorOf } from "@/lib/auth/actor";
 import { presentKey } from "@/lib/operator/present-key";
 import { resolveKey } from "@/lib/operator/resolve-key";
 

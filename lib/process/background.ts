@@ -1,10 +1,10 @@
 import { recordOperatorAction } from "@/lib/audit/operator-actions";
 import { purgeAuditRows } from "@/lib/audit/purge-audit";
 import { purgeLoginFailures } from "@/lib/auth/login-limiter";
-import { describeError } from "@/lib/server/health";
+import { describeError } from "@/lib/process/health";
 import { probeKey } from "@/lib/operator/probe-key";
 import type { Runtime } from "@/lib/server/runtime";
-import { reconcile, RECONCILER_ACTOR, type ReconcileDeps, type ReconcileOptions, type ReconcileReport } from "./reconcile";
+import { reconcile, RECONCILER_ACTOR, type ReconcileDeps, type ReconcileOptions, type ReconcileReport } from "@/lib/anomalies/reconcile";
 
 /** What the reconciler reads and asks, from the runtime: the tools' side effects and status probes. */
 export function reconcileDeps(runtime: Pick<Runtime, "db" | "store" | "engine" | "registry">): ReconcileDeps {

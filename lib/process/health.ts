@@ -1,12 +1,12 @@
 import packageJson from "@/package.json";
 import type { AuditMode } from "@/lib/audit/audit-writer";
-import type { OperatorIdentity } from "@/lib/auth/operators";
-import { redactUrl } from "@/lib/server/redact-url";
+import type { OperatorIdentity } from "@/lib/auth/roles";
+import { redactUrl } from "@/lib/db/redact-url";
 import type { Runtime } from "@/lib/server/runtime";
 
 export interface ComponentHealth<Kind extends string> {
   kind: Kind;
-  /** a URL without user info or query string (lib/server/redact-url.ts), or "embedded" */
+  /** a URL without user info or query string (lib/db/redact-url.ts), or "embedded" */
   location: string;
   ok: boolean;
   latencyMs: number;

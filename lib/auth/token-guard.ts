@@ -1,7 +1,7 @@
 import { authenticateToken, type TokenPrincipal } from "@/lib/auth/api-tokens";
 import { getRuntime, type Runtime } from "@/lib/server/runtime";
-import type { HeaderSource } from "./answer";
-import { errorResponse, unauthorized } from "./problem";
+import type { HeaderSource } from "@/lib/http/answer";
+import { errorResponse, unauthorized } from "@/lib/http/problem";
 
 // API-token authentication on its own, without the console's cookie sessions: the gateway's
 // node:http fast path (lib/gateway/fast-invoke.ts) runs outside the App Router and uses only this.

@@ -5,9 +5,9 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createOperator, findOperator } from "@/lib/auth/operators";
 import { loadConfig } from "@/lib/server/config";
-import { healthResponse } from "@/lib/server/health";
+import { healthResponse } from "@/lib/process/health";
 import { openRuntime, type Runtime } from "@/lib/server/runtime";
-import { readyLine } from "@/lib/server/start-server";
+import { readyLine } from "@/lib/process/start-server";
 import { createTestPostgres, REDIS_TEST_URL, type TestPostgres } from "@/test/support/databases";
 import { deleteRedisPrefix } from "@/test/support/stores";
 

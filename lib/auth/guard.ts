@@ -1,10 +1,10 @@
 import "server-only";
 import type { TokenPrincipal } from "@/lib/auth/api-tokens";
-import type { OperatorIdentity } from "@/lib/auth/operators";
+import type { OperatorIdentity } from "@/lib/auth/roles";
 import { can, type Permission } from "@/lib/auth/roles";
 import { currentOperator } from "@/lib/auth/session";
 import { getRuntime, type Runtime } from "@/lib/server/runtime";
-import { errorResponse, forbidden, unauthorized } from "./problem";
+import { errorResponse, forbidden, unauthorized } from "@/lib/http/problem";
 import { bearerToken, tokenPrincipal, type Handler } from "./token-guard";
 
 /** Who is asking: a tenant's API token (one scope) or a signed-in operator (every scope). */

@@ -1,5 +1,5 @@
 import type { Runtime } from "@/lib/server/runtime";
-import { DEMO_SCOPE } from "@/lib/server/seed";
+import { DEMO_SCOPE } from "@/lib/process/seed";
 
 interface DemoCall {
   tool: string;

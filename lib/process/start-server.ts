@@ -1,5 +1,5 @@
 import os from "node:os";
-import { keyStoreLocation } from "@/lib/server/health";
+import { keyStoreLocation } from "@/lib/process/health";
 import type { Runtime } from "@/lib/server/runtime";
 
 /** a hung store must not keep a stopping server alive */
@@ -14,16 +14,16 @@ export async function startServer(): Promise<void> {
   const startedMs = Date.now();
   try {
     const { getRuntime } = await import("@/lib/server/runtime");
-    const { seedIfEmpty } = await import("@/lib/server/seed");
+    const { seedIfEmpty } = await import("@/lib/process/seed");
     const runtime = await getRuntime();
-    const { startBackgroundJobs } = await import("@/lib/anomalies/background");
+    const { startBackgroundJobs } = await import("@/lib/process/background");
     const seeded = await seedIfEmpty(runtime);
 
     // Demo traffic on the first start of the embedded default only: never into a real database, and
     // only through the demo tools (IDEMGATE_DEMO_TOOLS=0 turns them off).
     if (seeded.created && !runtime.config.databaseUrl && process.env.IDEMGATE_DEMO_TRAFFIC !== "0") {
       if (runtime.config.demoTools) {
-        const { seedDemoTraffic } = await import("@/lib/server/demo-traffic");
+        const { seedDemoTraffic } = await import("@/lib/process/demo-traffic");
         console.log(`idemgate: seeded ${await seedDemoTraffic(runtime)} demo calls (set IDEMGATE_DEMO_TRAFFIC=0 to start empty)`);
       } else {
         console.log("idemgate: the demo tools are off (IDEMGATE_DEMO_TOOLS=0), so no demo calls were seeded");

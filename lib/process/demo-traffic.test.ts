@@ -3,7 +3,7 @@ import os from "node:os";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { loadConfig } from "@/lib/server/config";
-import { seedDemoTraffic } from "@/lib/server/demo-traffic";
+import { seedDemoTraffic } from "@/lib/process/demo-traffic";
 import { openRuntime } from "@/lib/server/runtime";
 
 describe("demo traffic of a first start", () => {
