@@ -1,4 +1,5 @@
 import { Prisma, type Execution } from "@/generated/prisma/client";
+import { isPassThroughKey } from "@/lib/idempotency/key-rules";
 import type { AnomalyOf, FreshKeyExecution } from "../anomaly-types";
 import { fmt, retryWindow, type RetryWindow } from "@/lib/audit/retry-gaps";
 import { nextPosition, startOf, type Position, type ScanCursor } from "../scan-cursor";
@@ -101,9 +102,10 @@ export async function findFreshKeyDuplicates(ctx: CheckContext): Promise<CheckRe
   const rows = await ctx.prisma.$queryRaw<ScannedExecution[]>(freshKeyScanSql(start, new Date(ctx.nowMs), ctx.batch));
 
   // an execution still running within its lease is judged once it ended (or its lease passed)
-  const running = (e: ScannedExecution) => e.outcome === null && e.leaseUntil.getTime() >= ctx.nowMs;
+  const running = (e: ScannedExecution) => e.outcome === null && e.leaseUntil.getTime() >= ctx.nowMs && !isPassThroughKey(e.key);
   const pending = rows.findIndex(running);
-  const candidates = rows.filter((e) => !running(e) && (e.outcome === null || (EFFECT_OUTCOMES as readonly string[]).includes(e.outcome)));
+  // pass-through calls (reads the log records) are idempotent by their tool's word: repeats are theirs to make
+  const candidates = rows.filter((e) => !running(e) && !isPassThroughKey(e.key) && (e.outcome === null || (EFFECT_OUTCOMES as readonly string[]).includes(e.outcome)));
 
   const windows = new Map<string, RetryWindow>();
   for (const tool of new Set(candidates.map((e) => e.tool))) windows.set(tool, retryWindow(await ctx.retryGaps(tool)));

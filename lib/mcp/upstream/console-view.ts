@@ -1,3 +1,5 @@
+import { Prisma, type PrismaClient } from "@/generated/prisma/client";
+import type { Transport } from "@/lib/idempotency/audit-port";
 import type { ToolDefinition } from "@/lib/tools/define-tool";
 import { gateOf, mcpOriginOf } from "./proxied-tool";
 import { mcpUpstreamStatuses } from "./serve-upstreams";
@@ -42,4 +44,29 @@ export interface McpServerRow extends UpstreamStatus {
 /** Every guarded MCP server of IDEMGATE_MCP_SERVERS, in configured order (empty when none is configured). */
 export function mcpServerRows(statuses: UpstreamStatus[] = mcpUpstreamStatuses()): McpServerRow[] {
   return statuses.map((status) => ({ ...status, warning: status.state !== "up" }));
+}
+
+/** One call passed through to an idempotent tool (recorded in the audit log, no key taken). */
+export interface PassThroughCall {
+  id: string;
+  startedAt: Date;
+  transport: Transport;
+  /** the API token's id */
+  caller: string | null;
+  session: string | null;
+  /** null while it runs */
+  outcome: string | null;
+  durationMs: number | null;
+  resultStatus: number | null;
+  /** for operators: why it failed or its outcome is unknown (a server's error text included) */
+  error: string | null;
+}
+
+export const PASS_THROUGH_CALLS_LIMIT = 20;
+
+/** The latest calls of an audited pass-through tool, newest first, for its console page: a backward scan of the (tool, started_at) index. */
+export async function recentPassThroughCalls(prisma: PrismaClient, tool: string, limit = PASS_THROUGH_CALLS_LIMIT): Promise<PassThroughCall[]> {
+  return prisma.$queryRaw<PassThroughCall[]>(Prisma.sql`
+    SELECT id, started_at AS "startedAt", transport, caller, session, outcome, duration_ms AS "durationMs", result_status AS "resultStatus", error
+    FROM executions WHERE tool = ${tool} ORDER BY started_at DESC LIMIT ${limit}::int`);
 }

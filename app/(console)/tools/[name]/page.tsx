@@ -9,6 +9,7 @@ import { GapHistogram } from "@/components/tools/gap-histogram";
 import { InvokeForm } from "@/components/tools/invoke-form";
 import { KeyBadge, KindBadge } from "@/components/tools/kind-badge";
 import { McpOriginBadge } from "@/components/tools/mcp-origin-badge";
+import { PassThroughCalls } from "@/components/tools/pass-through-calls";
 import { SuppressionLog } from "@/components/tools/suppression-log";
 import { WindowPicker } from "@/components/tools/window-picker";
 import { fmt } from "@/lib/audit/retry-gaps";
@@ -17,7 +18,7 @@ import { requireOperator } from "@/lib/auth/require-operator";
 import { can } from "@/lib/auth/roles";
 import { exampleFromSchema } from "@/lib/docs/json-schema";
 import { formatCount, formatDuration } from "@/lib/console/format";
-import { mcpToolOrigin } from "@/lib/mcp/upstream/console-view";
+import { mcpToolOrigin, recentPassThroughCalls } from "@/lib/mcp/upstream/console-view";
 import { getRuntime } from "@/lib/server/runtime";
 import type { ToolDescription } from "@/lib/tools";
 
@@ -41,6 +42,8 @@ export default async function ToolPage({ params, searchParams }: Props) {
   const mcpOrigin = mcpToolOrigin(definition);
   const write = tool.kind === "write";
   const stats = write ? await getToolStats(runtime.db.prisma, { tool: name, windowMs: STATS_WINDOWS[window] }) : null;
+  // a pass-through tool (idempotent by its own word): not gated, but every call is in the audit log
+  const passThrough = !write && definition.audited ? await recentPassThroughCalls(runtime.db.prisma, name) : null;
   const basePath = `/tools/${encodeURIComponent(name)}`;
 
   return (
@@ -100,7 +103,7 @@ export default async function ToolPage({ params, searchParams }: Props) {
           <Card title="Not gated">
             <p className="px-5 py-4 text-[13px] text-muted">
               {mcpOrigin?.gate === "idempotent"
-                ? `${tool.name} is marked idempotent by its MCP server (idempotentHint): repeating it changes nothing more, so calls are passed through without a key, are never deduplicated and leave no executions or suppressions in the audit log.`
+                ? `${tool.name} is marked idempotent by its MCP server (idempotentHint): repeating it changes nothing more, so calls are passed through without a key and are never deduplicated; each call is recorded in the audit log (below).`
                 : `${tool.name} is a read tool: it has no side effect to protect, so calls never take a key, are never deduplicated and leave no executions or suppressions in the audit log.`}{" "}
               The form below runs it through the gateway like any caller.
             </p>
@@ -118,6 +121,12 @@ export default async function ToolPage({ params, searchParams }: Props) {
           role={operator.role}
         />
       </Card>
+
+      {passThrough && (
+        <Card title="Recent calls" aside={passThrough.length === 0 ? undefined : `latest ${passThrough.length} · over MCP or HTTP`} testId="pass-through-card">
+          <PassThroughCalls calls={passThrough} />
+        </Card>
+      )}
 
       {stats && (
         <Card
