@@ -1,4 +1,4 @@
-import { Counter, Histogram, Registry, collectDefaultMetrics } from "prom-client";
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
 import type { CallEvent } from "@/lib/idempotency/engine";
 
 interface Metrics {
@@ -7,6 +7,20 @@ interface Metrics {
   cachedAnswers: Counter<"tool">;
   storeSeconds: Histogram<"tool">;
   auditSeconds: Histogram<"tool">;
+  keys: Gauge<"state">;
+  openAnomalies: Gauge<"type">;
+  up: Gauge<"component">;
+}
+
+/**
+ * The deployment's figures, the same from every process (aggregate them with max, not sum); read
+ * when scraped (lib/process/deployment-figures.ts). null: the source did not answer, its series are
+ * left out rather than shown as zero.
+ */
+export interface DeploymentFigures {
+  up: { key_store: boolean; audit_log: boolean };
+  keys: Record<string, number> | null;
+  openAnomalies: Record<string, number> | null;
 }
 
 const holder = globalThis as unknown as { __idemgateMetrics?: Metrics };
@@ -34,6 +48,9 @@ export function metrics(): Metrics {
     }),
     storeSeconds: new Histogram({ name: "idemgate_store_seconds", help: "Key store time per call", labelNames: ["tool"], buckets: BUCKETS, registers: [registry] }),
     auditSeconds: new Histogram({ name: "idemgate_audit_seconds", help: "Synchronous audit log time per call (intent writes)", labelNames: ["tool"], buckets: BUCKETS, registers: [registry] }),
+    keys: new Gauge({ name: "idemgate_keys", help: "Keys in the key store by state, read when scraped (deployment-wide: the same from every process)", labelNames: ["state"], registers: [registry] }),
+    openAnomalies: new Gauge({ name: "idemgate_anomalies_open", help: "Open anomalies by type, read when scraped (deployment-wide)", labelNames: ["type"], registers: [registry] }),
+    up: new Gauge({ name: "idemgate_up", help: "1 when the component (key_store, audit_log) answered this scrape's ping, else 0", labelNames: ["component"], registers: [registry] }),
   };
   return holder.__idemgateMetrics;
 }
@@ -44,4 +61,13 @@ export function recordCall(event: CallEvent): void {
   if (event.cached) m.cachedAnswers.inc({ tool: event.tool });
   if (event.storeMs > 0) m.storeSeconds.observe({ tool: event.tool }, event.storeMs / 1000);
   if (event.auditMs > 0) m.auditSeconds.observe({ tool: event.tool }, event.auditMs / 1000);
+}
+
+export function setDeploymentFigures(figures: DeploymentFigures): void {
+  const m = metrics();
+  for (const [component, ok] of Object.entries(figures.up)) m.up.set({ component }, ok ? 1 : 0);
+  m.keys.reset();
+  for (const [state, n] of Object.entries(figures.keys ?? {})) m.keys.set({ state }, n);
+  m.openAnomalies.reset();
+  for (const [type, n] of Object.entries(figures.openAnomalies ?? {})) m.openAnomalies.set({ type }, n);
 }

@@ -1,0 +1,25 @@
+import { countOpenAnomalies } from "@/lib/anomalies/anomalies";
+import { ANOMALY_TYPES } from "@/lib/anomalies/anomaly-types";
+import { KEY_STATES } from "@/lib/idempotency/record";
+import type { DeploymentFigures } from "@/lib/server/metrics";
+import type { Runtime } from "@/lib/server/runtime";
+import { checkHealth } from "./health";
+
+/**
+ * What the deployment-wide gauges of /api/metrics show, read when Prometheus scrapes: whether each
+ * store answers (the health check's pings, bounded by its timeout), keys by state (the store's
+ * counters and indexes, no scan) and open anomalies by type. A source that fails is reported as
+ * down and its figures left out, so a scrape never fails because a store does.
+ */
+export async function readDeploymentFigures(runtime: Runtime): Promise<DeploymentFigures> {
+  const [health, counts, anomalies] = await Promise.all([
+    checkHealth(runtime),
+    runtime.store.counts(Date.now()).catch(() => null),
+    countOpenAnomalies(runtime.db.prisma).catch(() => null),
+  ]);
+  return {
+    up: { key_store: health.keyStore.ok && counts !== null, audit_log: health.database.ok && anomalies !== null },
+    keys: counts && Object.fromEntries(KEY_STATES.map((state) => [state, counts[state] ?? 0])),
+    openAnomalies: anomalies && Object.fromEntries(ANOMALY_TYPES.map((type) => [type, anomalies[type] ?? 0])),
+  };
+}
