@@ -1,5 +1,6 @@
 import { availableParallelism } from "node:os";
 import { hash, verify } from "@node-rs/argon2";
+import { IdemgateError } from "@/lib/idempotency/errors";
 
 // OWASP's argon2id baseline: 19 MiB, 2 passes, 1 lane.
 const OPTIONS = { memoryCost: 19_456, timeCost: 2, parallelism: 1 } as const;
@@ -7,7 +8,8 @@ const OPTIONS = { memoryCost: 19_456, timeCost: 2, parallelism: 1 } as const;
 export const MIN_PASSWORD_LENGTH = 12;
 
 /** Refused at once: the process is hashing as many passwords as it allows, with a full queue. */
-export class PasswordCheckBusyError extends Error {
+export class PasswordCheckBusyError extends IdemgateError {
+  readonly code = "password_check_busy";
   constructor() {
     super("too many password checks at once; try again in a few seconds");
     this.name = "PasswordCheckBusyError";

@@ -2,7 +2,8 @@ import type { PrismaClient } from "@/generated/prisma/client";
 import { beginSignInAttempt, signInSucceeded, withdrawSignInAttempt, type LimitKind } from "./login-limiter";
 import { verifyOperatorCredentials } from "./operators";
 import type { OperatorIdentity } from "./roles";
-import { PasswordCheckBusyError, passwordHashingGate, type HashingGate } from "./passwords";
+import { isIdemgateError } from "@/lib/idempotency/errors";
+import { passwordHashingGate, type HashingGate } from "./passwords";
 
 export type SignInResult =
   | { ok: true; operator: OperatorIdentity }
@@ -31,7 +32,7 @@ export async function attemptSignIn(prisma: PrismaClient, input: SignInInput): P
   try {
     operator = await verifyOperatorCredentials(prisma, input.email, input.password, input.gate ?? passwordHashingGate());
   } catch (err) {
-    if (!(err instanceof PasswordCheckBusyError)) throw err;
+    if (!isIdemgateError(err, "password_check_busy")) throw err;
     await withdrawSignInAttempt(prisma, decision.attempt);
     return { ok: false, reason: "busy" };
   }

@@ -69,10 +69,9 @@ function problemParts(status: number, body: ProblemBody, headers: Record<string,
 }
 
 /**
- * The fields errorResponse reads. The runtime is opened from instrumentation.ts, which Next bundles
- * apart from the route handlers, so an error thrown by the engine or the registry is an instance of
- * *another copy* of the error classes and `instanceof` fails across that boundary. Errors are
- * therefore recognized by their code (one of PROBLEMS) and the fields their classes carry.
+ * The fields errorResponse reads. An error thrown by the engine or the registry may be an instance of
+ * another bundle's copy of its class, so it is recognized by isIdemgateError and its code (one of
+ * PROBLEMS), and read by the fields its class carries, never by `instanceof`.
  */
 interface KnownError extends Error {
   code: string;
@@ -84,10 +83,7 @@ interface KnownError extends Error {
 }
 
 function knownError(err: unknown): KnownError | null {
-  if (isIdemgateError(err)) return err;
-  if (!(err instanceof Error)) return null;
-  const code = (err as { code?: unknown }).code;
-  return typeof code === "string" && Object.hasOwn(PROBLEMS, code) ? (err as KnownError) : null;
+  return isIdemgateError(err) && Object.hasOwn(PROBLEMS, err.code) ? err : null;
 }
 
 const SUPPRESSION_CODES = new Set(["conflict", "stuck", "mismatch", "outcome_unknown"]);
@@ -105,7 +101,8 @@ export function problemAnswer(err: unknown, instance?: string): HttpAnswer {
     return problemParts(500, { type: "/problems/internal", title: PROBLEMS.internal.title, status: 500, detail: "an unexpected error occurred; it has been logged", instance });
   }
   const info = PROBLEMS[known.code] ?? PROBLEMS.internal;
-  const http = known instanceof HttpError || (typeof known.status === "number" && typeof known.headers === "object" && known.headers !== null);
+  // HttpError and OutcomeUnknownError choose their own status (and headers)
+  const http = typeof known.status === "number" && typeof known.headers === "object" && known.headers !== null;
   const status = http ? (known.status as number) : info.status;
   const headers: Record<string, string> = http ? { ...(known.headers as Record<string, string>) } : {};
   const body: ProblemBody = { type: `/problems/${known.code}`, title: info.title, status, detail: known.message };

@@ -1,3 +1,4 @@
+import { IdemgateError } from "./errors";
 /** How a call reached Idemgate: the HTTP gateway or the MCP endpoint. */
 export type Transport = "http" | "mcp";
 
@@ -92,7 +93,8 @@ export interface PriorExecution {
 export const COMPLETION_NOT_STORED = "completion not stored";
 
 /** The log already has an execution of this key without an outcome: a second one may not start. */
-export class OpenExecutionError extends Error {
+export class OpenExecutionError extends IdemgateError {
+  readonly code = "open_execution";
   constructor(
     readonly scope: string,
     readonly key: string,

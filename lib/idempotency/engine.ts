@@ -1,10 +1,11 @@
 import { randomUUID } from "node:crypto";
 import type { BeginOutcome, KeyStore } from "@/lib/idempotency/key-store";
-import { COMPLETION_NOT_STORED, OpenExecutionError, type AuditWriter, type ExecutionOutcome, type PriorExecution, type SuppressionKind, type Transport } from "./audit-port";
+import { COMPLETION_NOT_STORED, type AuditWriter, type ExecutionOutcome, type PriorExecution, type SuppressionKind, type Transport } from "./audit-port";
 import {
   CallAbandonedError,
   ConflictError,
   InvalidStateError,
+  isIdemgateError,
   MismatchError,
   MissingKeyError,
   OutcomeUnknownError,
@@ -19,7 +20,7 @@ import { fallbackKey, passThroughKey, validateKey } from "./key-rules";
 import { exceptionNote, noteWithDetail, PUBLIC_THREW_NOTE } from "./outcome-note";
 import type { KeyRecord, StoredResult } from "./record";
 import type { ReplayCache } from "./replay-cache";
-import { AbandonCall, DEFAULT_POLICY, isFinalToolError, isNotRunError, isOutcomeUnknown, type RunTool, type ToolPolicy, type ToolResult } from "./tool";
+import { DEFAULT_POLICY, isAbandonCall, isFinalToolError, isNotRunError, isOutcomeUnknown, type RunTool, type ToolPolicy, type ToolResult } from "./tool";
 
 export interface InvokeRequest {
   scope: string;
@@ -332,7 +333,7 @@ export class Engine {
       // No intent, no side effect: give the key back so a retry can run once the log is back.
       await this.store.abandon(call.scope, call.key, token).catch(() => {});
       await this.settleWindow(call, { class: "not_run" });
-      if (err instanceof OpenExecutionError || (err as Error)?.name === "OpenExecutionError") {
+      if (isIdemgateError(err, "open_execution")) {
         // The store lost the reservation of a call that is still running; the log caught it.
         return this.suppressed("conflict", begun.record, { ...call, auditMs: performance.now() - t1 });
       }
@@ -416,7 +417,7 @@ export class Engine {
     } catch (err) {
       if (isFinalToolError(err)) return { class: "done", stored: { status: err.status, body: serialize(err.body), final: true }, durationMs: took() };
       if (isNotRunError(err)) return { class: "not_run", message: err.message, upstreamStatus: err.upstreamStatus, durationMs: took() };
-      if (err instanceof AbandonCall || (err as Error)?.name === "AbandonCall") return { class: "abandoned" };
+      if (isAbandonCall(err)) return { class: "abandoned" };
       // Only the tool's own word that nothing happened frees a key: anything else may have happened.
       // a tool's detail (another server's error text) is for operators too
       if (isOutcomeUnknown(err)) return { class: "unknown", note: noteWithDetail(err.note, err.detail), publicNote: err.note, timedOut: err.timedOut, durationMs: took() };

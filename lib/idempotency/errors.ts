@@ -2,20 +2,30 @@ import { publicOutcomeNote } from "./outcome-note";
 import type { KeyRecord } from "./record";
 
 /**
- * Every way a call can end without a fresh or replayed result. Each carries a stable `code`; the
- * gateway maps codes to HTTP statuses and problem types in one place (lib/http/problem.ts).
+ * Idemgate's errors: every way a call can end without a fresh or replayed result (below), the HTTP
+ * layer's own (lib/http/problem.ts), the signals a tool throws (tool.ts) and the audit log's
+ * (audit-port.ts). Each is an IdemgateError with a stable `code`; the gateway maps codes to HTTP
+ * statuses and problem types in one place (lib/http/problem.ts).
+ *
+ * Next.js bundles instrumentation.ts (which opens the runtime) apart from the route handlers, so an
+ * error thrown by the engine can be an instance of *another copy* of its class, and `instanceof` and
+ * class names fail across that boundary. Errors are therefore recognized in one way only:
+ * isIdemgateError(err, code?), which reads a brand kept under a registry symbol (Symbol.for gives
+ * the same symbol in every copy of this module) and the error's code.
  */
 const BRAND = Symbol.for("idemgate.error");
 
 export abstract class IdemgateError extends Error {
   abstract readonly code: string;
-  /** recognizes the error across copies of this module (Next bundles instrumentation and routes apart) */
   readonly [BRAND] = true;
 }
 
-/** `instanceof IdemgateError` that also holds for errors thrown by another bundle's copy of the class. */
-export function isIdemgateError(err: unknown): err is IdemgateError {
-  return typeof err === "object" && err !== null && (err as { [BRAND]?: unknown })[BRAND] === true;
+/** Whether `err` is an Idemgate error (of this code), whichever bundle's copy of its class threw it. */
+export function isIdemgateError(err: unknown): err is IdemgateError;
+export function isIdemgateError<C extends string>(err: unknown, code: C): err is IdemgateError & { readonly code: C };
+export function isIdemgateError(err: unknown, code?: string): boolean {
+  if (typeof err !== "object" || err === null || (err as { [BRAND]?: unknown })[BRAND] !== true) return false;
+  return code === undefined || (err as IdemgateError).code === code;
 }
 
 export class MissingKeyError extends IdemgateError {

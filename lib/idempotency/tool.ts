@@ -1,3 +1,4 @@
+import { IdemgateError, isIdemgateError } from "./errors";
 /** What the engine needs to know of a tool. The registry (lib/tools) adds schemas and upstreams. */
 export interface ToolPolicy {
   name: string;
@@ -44,7 +45,8 @@ export type RunTool = (args: unknown, ctx: ToolContext) => Promise<ToolResult>;
 /**
  * Thrown by a tool for an outcome that is final (a card declined): stored like a result and replayed.
  */
-export class FinalToolError extends Error {
+export class FinalToolError extends IdemgateError {
+  readonly code = "tool_final";
   constructor(
     readonly status: number,
     readonly body: unknown,
@@ -54,9 +56,9 @@ export class FinalToolError extends Error {
   }
 }
 
-/** Also recognizes a FinalToolError thrown by another bundle's copy of this module. */
+/** Also recognizes a FinalToolError thrown by another bundle's copy of this module (see errors.ts). */
 export function isFinalToolError(err: unknown): err is FinalToolError {
-  return err instanceof FinalToolError || (err instanceof Error && err.name === "FinalToolError" && "status" in err && "body" in err);
+  return isIdemgateError(err, "tool_final");
 }
 
 /**
@@ -65,7 +67,8 @@ export function isFinalToolError(err: unknown): err is FinalToolError {
  * is the only way a call frees its key: the reservation is released and a retry runs. Any other
  * exception means the outcome is unknown and the key stays held.
  */
-export class NotRunError extends Error {
+export class NotRunError extends IdemgateError {
+  readonly code = "tool_not_run";
   constructor(
     message: string,
     /** the service's status when it answered (408, 425, 429, or an explicit not-applied answer) */
@@ -77,7 +80,7 @@ export class NotRunError extends Error {
 }
 
 export function isNotRunError(err: unknown): err is NotRunError {
-  return err instanceof NotRunError || (err instanceof Error && err.name === "NotRunError");
+  return isIdemgateError(err, "tool_not_run");
 }
 
 /**
@@ -86,7 +89,8 @@ export function isNotRunError(err: unknown): err is NotRunError {
  * operators only. Any exception other than NotRunError,
  * FinalToolError and AbandonCall is treated the same way; this one carries a readable note.
  */
-export class OutcomeUnknown extends Error {
+export class OutcomeUnknown extends IdemgateError {
+  readonly code = "tool_outcome_unknown";
   constructor(
     readonly note: string,
     /** the call timed out (the gateway answers 504 rather than 502) */
@@ -103,7 +107,7 @@ export class OutcomeUnknown extends Error {
 }
 
 export function isOutcomeUnknown(err: unknown): err is OutcomeUnknown {
-  return err instanceof OutcomeUnknown || (err instanceof Error && err.name === "OutcomeUnknown" && "note" in err);
+  return isIdemgateError(err, "tool_outcome_unknown");
 }
 
 /**
@@ -131,11 +135,16 @@ export interface ProbeContext {
 export type ProbeTool = (ctx: ProbeContext) => Promise<ProbeAnswer>;
 
 /** Thrown by a tool to abandon the call exactly as a crashed process would (simulation). */
-export class AbandonCall extends Error {
+export class AbandonCall extends IdemgateError {
+  readonly code = "tool_abandon";
   constructor() {
     super("call abandoned");
     this.name = "AbandonCall";
   }
+}
+
+export function isAbandonCall(err: unknown): err is AbandonCall {
+  return isIdemgateError(err, "tool_abandon");
 }
 
 export const DEFAULT_POLICY = {

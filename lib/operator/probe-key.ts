@@ -1,6 +1,6 @@
 import { closeKeyAnomalies } from "@/lib/operator/close-key-anomalies";
 import { recordOperatorAction, recordSnapshot } from "@/lib/audit/operator-actions";
-import { InvalidStateError, NotFoundError } from "@/lib/idempotency/errors";
+import { InvalidStateError, isIdemgateError, NotFoundError } from "@/lib/idempotency/errors";
 import { stateOf, type KeyRecord } from "@/lib/idempotency/record";
 import type { ProbeAnswer, ProbeContext, ProbeTool } from "@/lib/idempotency/tool";
 import type { KeyRuntime } from "./release-key";
@@ -64,7 +64,7 @@ export async function probeKey(
     }
   } catch (err) {
     // the key changed while the tool was asked (a late completion, an operator, another probe)
-    if (!(err instanceof InvalidStateError)) throw err;
+    if (!isIdemgateError(err, "invalid_state")) throw err;
     refused = err.message;
     record = await runtime.store.get(scope, key);
   }

@@ -6,7 +6,7 @@ import { typeInfo, type AnomalyView } from "@/components/anomalies/anomaly-types
 import { getAnomaly } from "@/lib/anomalies/anomalies";
 import { requireOperator } from "@/lib/auth/require-operator";
 import { can } from "@/lib/auth/roles";
-import { NotFoundError } from "@/lib/idempotency/errors";
+import { isIdemgateError } from "@/lib/idempotency/errors";
 import { stateOf } from "@/lib/idempotency/record";
 import { getRuntime, type Runtime } from "@/lib/server/runtime";
 
@@ -26,7 +26,7 @@ async function load(runtime: Runtime, id: string) {
   try {
     return await getAnomaly(runtime.db.prisma, id);
   } catch (err) {
-    if (err instanceof NotFoundError) notFound();
+    if (isIdemgateError(err, "not_found")) notFound();
     throw err;
   }
 }
