@@ -1,6 +1,7 @@
 import type { PrismaClient } from "@/generated/prisma/client";
 import { isUniqueViolation } from "@/lib/db/errors";
 import { COMPLETION_NOT_STORED, OpenExecutionError, type AuditWriter, type ClosedOutcome, type ExecutionOutcome, type IntentEntry, type OutcomeEntry, type PriorExecution, type SuppressionEntry } from "@/lib/idempotency/audit-port";
+import { GroupCommit, type ItemResults } from "./group-commit";
 
 export type AuditMode = "durable" | "async";
 
@@ -14,7 +15,7 @@ export interface AuditWriterOptions {
   mode?: AuditMode;
   /** how often queued rows are written */
   flushIntervalMs?: number;
-  /** a batch this large is written at once */
+  /** a batch this large is written at once; also the most durable intents one commit carries */
   maxBatch?: number;
   /**
    * Rows held in memory at most, queued or being written (default DEFAULT_MAX_QUEUED). When the
@@ -39,9 +40,12 @@ export interface AuditWriterOptions {
 
 /**
  * Writes the audit log. In `durable` mode (the default) an execution's intent is in the database
- * before the tool runs; outcomes and suppressions are queued and written in batches off the hot
- * path. In `async` mode intents are batched too: faster, but a crash can lose an intent, so orphan
- * detection is weaker there. Either way a crash loses what is queued (at most one flush interval's
+ * before the tool runs. Concurrent calls' intents share one statement and one commit (group
+ * commit): a lone intent is written at once, those arriving while a commit is under way go out
+ * together in the next one, and each caller goes on only once the commit carrying its intent is
+ * done. Outcomes and suppressions are queued and written in batches off the hot path. In `async`
+ * mode intents are batched too: faster, but a crash can lose an intent, so orphan detection is
+ * weaker there. Either way a crash loses what is queued (at most one flush interval's
  * rows while the database keeps up); close() writes it, and the server closes the writer on
  * SIGTERM/SIGINT (lib/process/start-server.ts).
  *
@@ -69,6 +73,7 @@ export class PrismaAuditWriter implements AuditWriter {
   private readonly closeTimeoutMs: number;
   private readonly onError: (err: unknown) => void;
   private readonly execute: (sql: string, params: readonly unknown[]) => Promise<number>;
+  private readonly intentCommits: GroupCommit<IntentEntry>;
 
   constructor(
     private readonly prisma: PrismaClient,
@@ -82,6 +87,7 @@ export class PrismaAuditWriter implements AuditWriter {
     if (!(this.maxQueued >= 1)) throw new RangeError(`maxQueued must be at least 1, got ${this.maxQueued}`);
     this.onError = options.onError ?? ((err) => console.error("audit log write failed; will retry", err));
     this.execute = options.execute ?? ((sql, params) => prisma.$executeRawUnsafe(sql, ...params));
+    this.intentCommits = new GroupCommit((entries) => this.insertIntents(entries), this.maxBatch);
   }
 
   async intent(entry: IntentEntry): Promise<void> {
@@ -97,7 +103,7 @@ export class PrismaAuditWriter implements AuditWriter {
       // closed: nothing would write a queued row any more
     }
     try {
-      await this.insertIntent(entry);
+      await this.intentCommits.submit(entry);
     } catch (err) {
       if (!isUniqueViolation(err)) throw err;
       // Another execution of this key has no outcome in the database: maybe only because its
@@ -109,6 +115,30 @@ export class PrismaAuditWriter implements AuditWriter {
         if (isUniqueViolation(again)) throw new OpenExecutionError(entry.scope, entry.key);
         throw again;
       }
+    }
+  }
+
+  /**
+   * Intents written at once (durable mode, or after close), the commits that carried them, and the
+   * intents waiting for the commit under way to end.
+   */
+  get intentStats(): { commits: number; intents: number; waiting: number } {
+    const { writes, items } = this.intentCommits.stats;
+    return { commits: writes, intents: items, waiting: this.intentCommits.waiting };
+  }
+
+  /**
+   * One commit for a group of intents: one statement, so all of them or none. An intent meeting an
+   * open execution of its key (a unique violation) is an answer for that call alone: then each is
+   * written on its own, and only the one in the way is refused.
+   */
+  private async insertIntents(entries: IntentEntry[]): Promise<ItemResults | void> {
+    if (entries.length === 1) return this.insertIntent(entries[0]);
+    try {
+      await this.execute(INSERT_INTENTS, [JSON.stringify(entries.map(intentJson))]);
+    } catch (err) {
+      if (!isUniqueViolation(err)) throw err;
+      return Promise.allSettled(entries.map((e) => this.insertIntent(e)));
     }
   }
 
@@ -355,6 +385,14 @@ export class PrismaAuditWriter implements AuditWriter {
 const INSERT_INTENT = `
   INSERT INTO executions (id, scope, key, tool, fingerprint, token, session, caller, transport, fallback, started_at, lease_until)
   VALUES ($1, $2, $3, $4, $5, $6::bigint, $7, $8, $9, $10::boolean, $11::timestamptz, $12::timestamptz)`;
+
+/** Concurrent calls' intents, a JSON array ($1): one statement, one commit. */
+const INSERT_INTENTS = `
+  INSERT INTO executions (id, scope, key, tool, fingerprint, token, session, caller, transport, fallback, started_at, lease_until)
+  SELECT id, scope, key, tool, fingerprint, token, session, caller, transport, fallback, started_at, lease_until
+  FROM jsonb_to_recordset($1::jsonb) AS v(
+    id text, scope text, key text, tool text, fingerprint text, token bigint, session text, caller text, transport text, fallback boolean,
+    started_at timestamptz, lease_until timestamptz)`;
 
 /**
  * A batch: outcomes of executions written before, new executions (with their outcome when it is in
