@@ -1,0 +1,87 @@
+import { spawn } from "node:child_process";
+import { randomUUID } from "node:crypto";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { removeDataDir, ROOT, startServer, type RunningServer } from "@/test/support/server";
+
+// The integration examples (examples/*, walked through in docs/integrate.md) run as a user runs
+// them — `tsx examples/<name>/index.ts` with IDEMGATE_URL and IDEMGATE_TOKEN — against a production
+// server. Each plays a scripted agent step that calls payments.charge, fails, and is run again with
+// the same action key: the charge must happen once, and the retry must get the first charge back.
+// Port 3170 is this file's.
+
+const EXAMPLES = ["ai-sdk", "openai-agents", "langchain"] as const;
+const PORT = 3170;
+const DATA_DIR = `.data/fault-examples-${PORT}`;
+
+interface Summary {
+  example: string;
+  customerId: string;
+  actionKey: string;
+  attempts: number;
+  calls: { tool: string; key: string | null; replayed: boolean; status: number; body: { chargeId?: string } }[];
+  text: string;
+}
+
+let server: RunningServer;
+let token: string;
+
+function runExample(name: string, customerId: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const tsx = path.join(ROOT, "node_modules", "tsx", "dist", "cli.mjs");
+  const child = spawn(process.execPath, [tsx, path.join("examples", name, "index.ts")], {
+    cwd: ROOT,
+    stdio: ["ignore", "pipe", "pipe"],
+    env: { ...process.env, IDEMGATE_URL: server.url, IDEMGATE_TOKEN: token, EXAMPLE_CUSTOMER_ID: customerId },
+  });
+  let stdout = "";
+  let stderr = "";
+  child.stdout.on("data", (d) => (stdout += d));
+  child.stderr.on("data", (d) => (stderr += d));
+  return new Promise((resolve) => child.once("exit", (code) => resolve({ code, stdout, stderr })));
+}
+
+async function chargesOf(customerId: string): Promise<{ chargeId: string }[]> {
+  const res = await fetch(`${server.url}/api/v1/tools/payments.list_charges/invoke`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+    body: JSON.stringify({ customerId }),
+  });
+  expect(res.status).toBe(200);
+  return ((await res.json()) as { charges: { chargeId: string }[] }).charges;
+}
+
+describe("integration examples against a production server", () => {
+  beforeAll(async () => {
+    await removeDataDir(DATA_DIR);
+    server = await startServer({ port: PORT, dataDir: DATA_DIR, env: { IDEMGATE_RECONCILE_INTERVAL_MS: "0" } });
+    token = (await server.credentials()).apiToken;
+  });
+
+  afterAll(async () => {
+    await server?.stop();
+    await removeDataDir(DATA_DIR);
+  });
+
+  it.each(EXAMPLES)("%s: the step run twice charges once, and the retry gets the first charge back", async (name) => {
+    const customerId = `cus_${name.replace(/-/g, "_")}_${randomUUID().slice(0, 8)}`;
+    const run = await runExample(name, customerId);
+    expect(run.code, `${run.stderr}\n${server.output()}`).toBe(0);
+    const summary = JSON.parse(run.stdout.trim().split("\n").at(-1)!) as Summary;
+
+    expect(summary).toMatchObject({ example: name, customerId, attempts: 2 });
+    const charges = summary.calls.filter((call) => call.tool === "payments.charge");
+    expect(charges.map((call) => [call.status, call.replayed])).toEqual([
+      [200, false],
+      [200, true],
+    ]);
+    // one key per logical action, minted by the orchestrator and sent on both attempts
+    expect(charges[0].key).toBe(`${summary.actionKey}/payments.charge`);
+    expect(charges[1].key).toBe(charges[0].key);
+    // the replay is the first result, byte for byte as parsed JSON
+    expect(charges[1].body).toEqual(charges[0].body);
+
+    // the side effect, counted where it happened: the demo payment provider's own table
+    const made = await chargesOf(customerId);
+    expect(made.map((charge) => charge.chargeId)).toEqual([charges[0].body.chargeId]);
+  });
+});
