@@ -6,8 +6,8 @@ export interface RetryOptions {
   /** the longest backoff */
   maxDelayMs: number;
   /**
-   * the longest wait a `Retry-After` may ask for; the gateway's conflict answer asks for the rest of
-   * the holder's lease (up to a minute), longer than most callers want to wait between attempts
+   * the longest wait a `Retry-After` may ask for (the gateway's conflict answer asks for 1 s; a
+   * proxy or another server in front of it may ask for longer than a caller wants to wait)
    */
   maxRetryAfterMs: number;
 }

@@ -17,11 +17,11 @@ describe("errorResponse", () => {
     expect(errorResponse(foreign(new UnknownToolError("nope"))).status).toBe(404);
   });
 
-  it("keeps the record and Retry-After of a foreign conflict", async () => {
+  it("keeps the record of a foreign conflict and sends the Retry-After of the problem table", async () => {
     const record = { scope: "s", key: "k", tool: "t", createdAtMs: 0, leaseUntilMs: Date.now() + 5_000, status: "inflight" } as unknown as KeyRecord;
-    const res = errorResponse(foreign(new ConflictError(record, 2_500)));
+    const res = errorResponse(foreign(new ConflictError(record)));
     expect(res.status).toBe(409);
-    expect(res.headers.get("retry-after")).toBe("3");
+    expect(res.headers.get("retry-after")).toBe("1");
     expect(await res.json()).toMatchObject({ key: "k", tool: "t" });
   });
 

@@ -1,4 +1,4 @@
-import { IdemgateError, isIdemgateError, type SuppressionError } from "@/lib/idempotency/errors";
+import { CONFLICT_RETRY_AFTER_MS, IdemgateError, isIdemgateError, type SuppressionError } from "@/lib/idempotency/errors";
 import { stateOf } from "@/lib/idempotency/record";
 import { toResponse, type HttpAnswer } from "./answer";
 
@@ -14,14 +14,35 @@ export class HttpError extends IdemgateError {
   }
 }
 
-export const unauthorized = (detail = "send an API token as `Authorization: Bearer <token>`") =>
-  new HttpError("unauthorized", 401, detail, { "WWW-Authenticate": 'Bearer realm="idemgate"' });
+export const unauthorized = (detail = "send an API token as `Authorization: Bearer <token>`") => new HttpError("unauthorized", 401, detail);
 export const forbidden = (detail: string) => new HttpError("forbidden", 403, detail);
 export const notFound = (detail: string) => new HttpError("not_found", 404, detail);
 export const badRequest = (code: string, detail: string) => new HttpError(code, 400, detail);
 
-/** One place maps every error code to its status and title; the `type` is `/problems/<code>`. */
-const PROBLEMS: Record<string, { status: number; title: string }> = {
+/** A header the gateway sends with a problem type: its value, and what it tells the caller. */
+export interface ProblemHeader {
+  value: string;
+  description: string;
+}
+
+export interface ProblemType {
+  /** the status this type is answered with */
+  status: number;
+  title: string;
+  /** other statuses the same type is answered with */
+  otherStatuses?: readonly number[];
+  /** headers sent with every answer of this type */
+  headers?: Readonly<Record<string, ProblemHeader>>;
+}
+
+const RETRY_AFTER_SECONDS = Math.max(1, Math.ceil(CONFLICT_RETRY_AFTER_MS / 1000));
+
+/**
+ * One place maps every error code to its status, title and headers; the `type` is
+ * `/problems/<code>`. The gateway's answers (problemAnswer), the problem pages and the OpenAPI
+ * document's error responses (lib/tools/openapi.ts) are all read from this table.
+ */
+const PROBLEMS: Record<string, ProblemType> = {
   missing_key: { status: 400, title: "Idempotency-Key required" },
   invalid_key: { status: 400, title: "Invalid Idempotency-Key" },
   invalid_arguments: { status: 400, title: "Invalid arguments" },
@@ -29,13 +50,27 @@ const PROBLEMS: Record<string, { status: number; title: string }> = {
   invalid_header: { status: 400, title: "Invalid header" },
   invalid_request: { status: 400, title: "Invalid request" },
   invalid_cursor: { status: 400, title: "Invalid list cursor" },
-  unauthorized: { status: 401, title: "Authentication required" },
+  unauthorized: {
+    status: 401,
+    title: "Authentication required",
+    headers: { "WWW-Authenticate": { value: 'Bearer realm="idemgate"', description: "the scheme to authenticate with: an API token as a bearer token" } },
+  },
   forbidden: { status: 403, title: "Not allowed" },
   unknown_tool: { status: 404, title: "Unknown tool" },
   not_found: { status: 404, title: "Not found" },
-  conflict: { status: 409, title: "Request in progress" },
+  conflict: {
+    status: 409,
+    title: "Request in progress",
+    headers: {
+      "Retry-After": {
+        value: String(RETRY_AFTER_SECONDS),
+        description: `always ${RETRY_AFTER_SECONDS} (seconds): send the same request with the same key again after this; it is not the rest of the running call's lease`,
+      },
+    },
+  },
   stuck: { status: 409, title: "Key stuck: an operator must decide" },
-  outcome_unknown: { status: 409, title: "Outcome unknown: the key is held" },
+  // 409 for a retry of a key whose outcome is unknown; 502 (504 after a timeout) for the call itself
+  outcome_unknown: { status: 409, title: "Outcome unknown: the key is held", otherStatuses: [502, 504] },
   invalid_state: { status: 409, title: "Not allowed in this state" },
   payload_too_large: { status: 413, title: "Request body too large" },
   unsupported_media_type: { status: 415, title: "Unsupported media type" },
@@ -48,8 +83,13 @@ const PROBLEMS: Record<string, { status: number; title: string }> = {
 
 export const PROBLEM_CODES = Object.keys(PROBLEMS);
 
-export function problemInfo(code: string): { status: number; title: string } | undefined {
+export function problemInfo(code: string): ProblemType | undefined {
   return PROBLEMS[code];
+}
+
+/** The headers the gateway sends with an answer of this type (values only). */
+function problemHeaders(info: ProblemType): Record<string, string> {
+  return Object.fromEntries(Object.entries(info.headers ?? {}).map(([name, h]) => [name, h.value]));
 }
 
 export interface ProblemBody {
@@ -79,7 +119,6 @@ interface KnownError extends Error {
   headers?: unknown;
   issues?: unknown;
   record?: unknown;
-  retryAfterMs?: unknown;
 }
 
 function knownError(err: unknown): KnownError | null {
@@ -104,7 +143,7 @@ export function problemAnswer(err: unknown, instance?: string): HttpAnswer {
   // HttpError and OutcomeUnknownError choose their own status (and headers)
   const http = typeof known.status === "number" && typeof known.headers === "object" && known.headers !== null;
   const status = http ? (known.status as number) : info.status;
-  const headers: Record<string, string> = http ? { ...(known.headers as Record<string, string>) } : {};
+  const headers: Record<string, string> = { ...problemHeaders(info), ...(http ? (known.headers as Record<string, string>) : {}) };
   const body: ProblemBody = { type: `/problems/${known.code}`, title: info.title, status, detail: known.message };
   if (instance) body.instance = instance;
   if (known.code === "invalid_arguments" && Array.isArray(known.issues) && known.issues.length) body.errors = known.issues;
@@ -124,9 +163,6 @@ export function problemAnswer(err: unknown, instance?: string): HttpAnswer {
       body.key = (known as unknown as { key: string }).key;
       body.state = "unknown";
     }
-  }
-  if (known.code === "conflict" && typeof known.retryAfterMs === "number") {
-    headers["Retry-After"] = String(Math.max(1, Math.ceil(known.retryAfterMs / 1000)));
   }
   return problemParts(status, body, headers);
 }

@@ -589,8 +589,7 @@ export class Engine {
         return { kind: "replayed", status: result.status, body: result.body, key: call.key, record, gapMs, fallback: call.fallback };
       }
       case "conflict":
-        // most calls finish in well under a lease: a short wait, not the lease's remainder
-        throw new ConflictError(record, CONFLICT_RETRY_AFTER_MS);
+        throw new ConflictError(record);
       case "stuck":
         throw new StuckKeyError(record);
       case "unknown":
@@ -691,9 +690,6 @@ export const MAX_WAIT_MS = 60_000;
 const FALLBACK_POLL_MS = 1_000;
 
 const DEFAULT_MAX_WAITERS = 1_000;
-
-/** What a 409 for a running call asks the caller to wait (Retry-After). */
-const CONFLICT_RETRY_AFTER_MS = 1_000;
 
 /** How far back an operator's release looks for an execution blocking a key the store lost. */
 const RELEASE_LOOKBACK_MS = 7 * 24 * 60 * 60 * 1000;

@@ -59,11 +59,11 @@ describe("recognizing Idemgate errors across bundles", () => {
       scope: "s", key: "k", tool: "t", fingerprint: "f", status: "inflight", token: 1, createdAtMs: 0, leaseUntilMs: 30_000,
       completedAtMs: null, expiresAtMs: null, result: null, fallback: false, session: null, executionId: null, outcomeNote: null, unknownAtMs: null,
     };
-    const err = new errors.ConflictError(record, 2_500);
+    const err = new errors.ConflictError(record);
     expect(err instanceof ConflictError).toBe(false);
     const answer = problemAnswer(err);
     expect(answer.status).toBe(409);
-    expect(answer.headers["Retry-After"]).toBe("3");
+    expect(answer.headers["Retry-After"]).toBe("1");
     expect(JSON.parse(answer.body).type).toBe("/problems/conflict");
   });
 });

@@ -69,9 +69,17 @@ export abstract class SuppressionError extends IdemgateError {
   }
 }
 
+/**
+ * What a 409 for a running call asks the caller to wait (Retry-After, in whole seconds): most calls
+ * finish in well under a lease, so a short wait, not the lease's remainder. The gateway sends it
+ * and the API reference states it from the one problem table (lib/http/problem.ts).
+ */
+export const CONFLICT_RETRY_AFTER_MS = 1_000;
+
 export class ConflictError extends SuppressionError {
   readonly code = "conflict";
-  constructor(record: KeyRecord, readonly retryAfterMs: number) {
+  readonly retryAfterMs = CONFLICT_RETRY_AFTER_MS;
+  constructor(record: KeyRecord) {
     super(`a call with this key is still running; retry after it finishes`, record);
   }
 }

@@ -1,31 +1,68 @@
+import { problemInfo } from "@/lib/http/problem";
 import { problemSchema, toJsonSchema, toolListSchema, type JsonSchema, type ToolDescription } from "./api-schemas";
 
 export type OpenApiDocument = Record<string, unknown> & { openapi: "3.1.0"; paths: Record<string, Record<string, unknown>> };
 
 const PROBLEM_REF = { $ref: "#/components/schemas/Problem" };
 
-function problemResponse(description: string, headers?: Record<string, unknown>) {
-  return { description, ...(headers ? { headers } : {}), content: { "application/problem+json": { schema: PROBLEM_REF } } };
+/**
+ * The problem types (`/problems/<code>`) each operation can answer with. Their statuses, titles and
+ * headers are read from the one problem table (lib/http/problem.ts) that the gateway answers from,
+ * so the document cannot state another status or another Retry-After than the gateway sends.
+ */
+export const OPERATION_PROBLEMS = {
+  write: [
+    "missing_key", "invalid_key", "invalid_arguments", "invalid_json", "invalid_header", "unauthorized", "forbidden", "unknown_tool",
+    "conflict", "stuck", "outcome_unknown", "payload_too_large", "unsupported_media_type", "mismatch", "abandoned", "internal",
+    "tool_failed", "unavailable",
+  ],
+  read: ["invalid_arguments", "invalid_json", "invalid_header", "unauthorized", "forbidden", "unknown_tool", "payload_too_large", "unsupported_media_type", "internal", "unavailable"],
+  list: ["unauthorized", "forbidden"],
+} as const satisfies Record<string, readonly string[]>;
+
+type OperationKind = keyof typeof OPERATION_PROBLEMS;
+
+/** A header's schema: the exact value the gateway sends. */
+function headerSchema(value: string) {
+  return /^\d+$/.test(value) ? { type: "integer", const: Number(value) } : { type: "string", const: value };
 }
 
-/** Every error answer the gateway gives, defined once and referenced by each operation. */
-const RESPONSES = {
-  BadRequest: problemResponse("invalid arguments (checked against the tool's schema), an invalid Idempotency-Key, or a write without one"),
-  Unauthorized: problemResponse("no valid API token"),
-  Forbidden: problemResponse("the token may not call this tool"),
-  NotFound: problemResponse("no tool by this name"),
-  Conflict: problemResponse("a call with this key is still running (retry after Retry-After), or it is stuck and an operator must decide", {
-    "Retry-After": { description: "seconds until the running call's lease ends", schema: { type: "integer" } },
-  }),
-  PayloadTooLarge: problemResponse("the request body is too large"),
-  Mismatch: problemResponse("this key was first used with other arguments or another tool"),
-  Unavailable: problemResponse("the key store or the audit log is unavailable; nothing was run"),
-  Abandoned: problemResponse("the call was abandoned after its side effect; the key stays reserved until an operator decides"),
-  ToolFailed: problemResponse("the tool failed before finishing; the key was released, a retry runs again"),
-  ToolTimeout: problemResponse("the tool did not answer in time; the key was released, a retry runs again"),
-} as const;
+/** status -> the problem types of this operation answered with it, in table order */
+function problemsByStatus(kind: OperationKind): Map<number, string[]> {
+  const byStatus = new Map<number, string[]>();
+  for (const code of OPERATION_PROBLEMS[kind]) {
+    const info = problemInfo(code);
+    if (!info) throw new Error(`no problem type ${code} in lib/http/problem.ts`);
+    for (const status of [info.status, ...(info.otherStatuses ?? [])]) byStatus.set(status, [...(byStatus.get(status) ?? []), code]);
+  }
+  return new Map([...byStatus].sort(([a], [b]) => a - b));
+}
 
-const ref = (name: keyof typeof RESPONSES) => ({ $ref: `#/components/responses/${name}` });
+/** One error response per status and operation kind, each listing its problem types and their headers. */
+function errorResponses(kind: OperationKind): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [status, codes] of problemsByStatus(kind)) {
+    const headers: Record<string, unknown> = {};
+    for (const code of codes) {
+      for (const [name, h] of Object.entries(problemInfo(code)!.headers ?? {})) {
+        headers[name] = { description: codes.length > 1 ? `with \`/problems/${code}\`: ${h.description}` : h.description, schema: headerSchema(h.value) };
+      }
+    }
+    out[`${kind}${status}`] = {
+      description: codes.map((c) => `${problemInfo(c)!.title} (\`/problems/${c}\`)`).join("; "),
+      ...(Object.keys(headers).length ? { headers } : {}),
+      content: { "application/problem+json": { schema: PROBLEM_REF } },
+    };
+  }
+  return out;
+}
+
+const RESPONSES = Object.assign({}, ...(Object.keys(OPERATION_PROBLEMS) as OperationKind[]).map(errorResponses)) as Record<string, unknown>;
+
+/** The error responses of one kind of operation, by status, as references to components.responses. */
+function errorRefs(kind: OperationKind): Record<string, unknown> {
+  return Object.fromEntries([...problemsByStatus(kind).keys()].map((status) => [String(status), { $ref: `#/components/responses/${kind}${status}` }]));
+}
 
 function parameters(tool: ToolDescription): unknown[] {
   const session = {
@@ -59,19 +96,7 @@ function operation(tool: ToolDescription) {
       : {}),
     content: { "application/json": { schema: tool.resultSchema ?? {} } },
   };
-  const responses: Record<string, unknown> = {
-    "200": success,
-    "400": ref("BadRequest"),
-    "401": ref("Unauthorized"),
-    "403": ref("Forbidden"),
-    "404": ref("NotFound"),
-    ...(write ? { "409": ref("Conflict") } : {}),
-    "413": ref("PayloadTooLarge"),
-    ...(write ? { "422": ref("Mismatch"), "500": ref("Abandoned") } : {}),
-    "502": ref("ToolFailed"),
-    "503": ref("Unavailable"),
-    "504": ref("ToolTimeout"),
-  };
+  const responses: Record<string, unknown> = { "200": success, ...errorRefs(write ? "write" : "read") };
   if (write) {
     responses.default = {
       description: "a final error of the tool itself (e.g. 402 card declined): stored and replayed like a result",
@@ -108,8 +133,7 @@ export function buildOpenApiDocument(tools: readonly ToolDescription[], baseUrl?
         security: [{ bearer: [] }],
         responses: {
           "200": { description: "the tools", content: { "application/json": { schema: toJsonSchema(toolListSchema, "output") } } },
-          "401": ref("Unauthorized"),
-          "403": ref("Forbidden"),
+          ...errorRefs("list"),
         },
       },
     },
