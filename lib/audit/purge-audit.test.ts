@@ -27,7 +27,7 @@ describe("audit retention", () => {
       data: [old, old, recent].map((at, i) => ({ id: randomUUID(), scope: "s", key: `k${i}`, tool: "t", kind: "replay", at })),
     });
     const purged = await purgeAuditRows(pg.db.prisma, new Date(Date.now() - 30 * 86_400_000), 10);
-    expect(purged).toEqual({ executions: 25, suppressions: 2 });
+    expect(purged).toMatchObject({ executions: 25, suppressions: 2 });
     expect((await pg.db.prisma.execution.findMany({ select: { key: true } })).map((e) => e.key).sort()).toEqual(["orphan", "recent"]);
     expect(await pg.db.prisma.suppression.count()).toBe(1);
   });

@@ -3,15 +3,21 @@ import type { PrismaClient } from "@/generated/prisma/client";
 export interface AuditPurgeResult {
   executions: number;
   suppressions: number;
+  /** rows of the tool-stats rollups folded away (their half hours' figures are unchanged) */
+  rollupRows: number;
 }
 
 /**
  * Deletes audit rows older than `olderThan` in batches (each a short statement, so the log stays
  * writable meanwhile): suppressions, and executions that have an outcome. An execution without
  * an outcome is kept whatever its age: it may be the only trace of a side effect nobody resolved.
+ *
+ * The tool-stats rollups (tool_stats_half_hours) follow every deletion through their triggers, so
+ * the console's figures always match the rows left; afterwards the rollup rows of the half hours
+ * before `olderThan` are folded into one per tool and half hour, and dropped where nothing is left.
  */
 export async function purgeAuditRows(prisma: PrismaClient, olderThan: Date, batch = 5_000): Promise<AuditPurgeResult> {
-  const result: AuditPurgeResult = { executions: 0, suppressions: 0 };
+  const result: AuditPurgeResult = { executions: 0, suppressions: 0, rollupRows: 0 };
   for (;;) {
     const n = await prisma.$executeRaw`
       DELETE FROM suppressions WHERE id IN (SELECT id FROM suppressions WHERE at < ${olderThan}::timestamptz LIMIT ${batch})`;
@@ -25,5 +31,7 @@ export async function purgeAuditRows(prisma: PrismaClient, olderThan: Date, batc
     result.executions += n;
     if (n < batch) break;
   }
+  const [folded] = await prisma.$queryRaw<{ n: number }[]>`SELECT tool_stats_compact(${olderThan.toISOString()}::timestamp) AS n`;
+  result.rollupRows = folded.n;
   return result;
 }

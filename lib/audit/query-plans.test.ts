@@ -99,16 +99,23 @@ async function indexBacked(sql: Prisma.Sql): Promise<string[]> {
 }
 
 describe("tool list and tool page", () => {
-  it("counts the last 24 h per tool from the time indexes alone", async () => {
-    const sql = toolTotalsSql({ nowMs: NOW });
-    expect(await indexBacked(sql.executions)).toEqual(["executions_started_at_idx"]);
-    expect(await indexBacked(sql.suppressions)).toEqual(["suppressions_at_idx"]);
-    const onlyIndex = nodes(await plan(sql.executions)).some((n) => n["Node Type"] === "Index Only Scan");
-    expect(onlyIndex).toBe(true);
+  it("counts the tool list's 24 h from the rollups, and the open executions from their own index", async () => {
+    const q = toolTotalsSql({ nowMs: NOW });
+    if (q.source !== "rollups") throw new Error("the 24 h tool list reads the rollups");
+    await indexBacked(q.sql.rollups);
+    expect(await indexBacked(q.sql.openExecutions)).toEqual(["executions_open_tool_started_at_idx"]);
+    // the log's grouped counts, which a window not made of half hours falls back on
+    const log = toolTotalsSql({ nowMs: NOW, source: "log" });
+    if (log.source !== "log") throw new Error("unreachable");
+    expect(await indexBacked(log.sql.executions)).toEqual(["executions_started_at_idx"]);
+    expect(await indexBacked(log.sql.suppressions)).toEqual(["suppressions_at_idx"]);
+    expect(nodes(await plan(log.sql.executions)).some((n) => n["Node Type"] === "Index Only Scan")).toBe(true);
   });
 
-  it.each(["1h", "24h", "7d"] as const)("reads one tool's %s stats through the (tool, time) indexes", async (window) => {
-    const { sql } = toolStatsSql({ tool: "tool-3", windowMs: STATS_WINDOWS[window], nowMs: NOW });
+  it("reads one tool's last hour through the (tool, time) indexes", async () => {
+    const q = toolStatsSql({ tool: "tool-3", windowMs: STATS_WINDOWS["1h"], nowMs: NOW });
+    if (q.source !== "log") throw new Error("an hour of one-minute buckets reads the log");
+    const { sql } = q;
     for (const name of ["executionBuckets", "outcomes", "durations"] as const) {
       const p = await plan(sql[name]);
       expect(await indexBacked(sql[name]), name).toEqual(["executions_tool_started_at_idx"]);
@@ -119,6 +126,20 @@ describe("tool list and tool page", () => {
       const p = await plan(sql[name]);
       expect(await indexBacked(sql[name]), name).toEqual(["suppressions_tool_at_idx"]);
       expect(nodes(p).map((n) => n["Node Type"]), name).toContain("Index Only Scan");
+    }
+  });
+
+  it.each(["1h", "24h", "7d"] as const)("reads one tool's %s page through indexes: rollups by key, open executions by their own index", async (window) => {
+    const q = toolStatsSql({ tool: "tool-3", windowMs: STATS_WINDOWS[window], nowMs: NOW });
+    expect(q.source).toBe(window === "1h" ? "log" : "rollups");
+    const { sql } = q;
+    if (q.source === "rollups") {
+      for (const name of ["rollupBuckets", "histograms"] as const) {
+        const used = await indexBacked(q.sql[name]);
+        // a handful of rollup rows: the planner may read them whole; never an audit table
+        expect(used.every((i) => i.startsWith("tool_stats_half_hours_")), name).toBe(true);
+      }
+      expect(await indexBacked(q.sql.openExecutions)).toEqual(["executions_open_tool_started_at_idx"]);
     }
     // the newest 50: either time index, bounded by the window, serves it
     expect(["suppressions_tool_at_idx", "suppressions_at_idx"]).toEqual(expect.arrayContaining(await indexBacked(sql.suppressionLog)));

@@ -42,15 +42,41 @@ export interface GapAnalysis {
   reasoning: string;
 }
 
-function quantile(sorted: number[], q: number): number {
-  if (sorted.length === 0) return NaN;
-  const i = Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1));
-  return sorted[i];
+/** Distinct gaps in ascending order, each with how many replays had it. */
+export interface GapRun {
+  gapMs: number;
+  count: number;
+}
+
+/** The value at rank ceil(q·n) − 1 of the first `n` gaps of `runs`. */
+function quantile(runs: readonly GapRun[], n: number, q: number): number {
+  if (n === 0) return NaN;
+  const rank = Math.min(n - 1, Math.max(0, Math.ceil(q * n) - 1));
+  let seen = 0;
+  for (const run of runs) {
+    seen += run.count;
+    if (rank < seen) return run.gapMs;
+  }
+  return runs[runs.length - 1].gapMs;
 }
 
 export function analyzeGaps(gapsMs: readonly number[]): GapAnalysis {
   const sorted = gapsMs.filter((g) => Number.isFinite(g) && g >= 0).sort((a, b) => a - b);
-  const n = sorted.length;
+  const runs: GapRun[] = [];
+  for (const g of sorted) {
+    const last = runs[runs.length - 1];
+    if (last && last.gapMs === g) last.count++;
+    else runs.push({ gapMs: g, count: 1 });
+  }
+  return analyzeGapRuns(runs);
+}
+
+/**
+ * analyzeGaps over gaps given as runs (ascending, distinct, counts > 0): the same answer as over
+ * the gaps themselves, for gaps summed from histograms (the tool-stats rollups) without listing them.
+ */
+export function analyzeGapRuns(runs: readonly GapRun[]): GapAnalysis {
+  const n = runs.reduce((sum, r) => sum + r.count, 0);
   if (n === 0) {
     return {
       samples: 0,
@@ -69,19 +95,20 @@ export function analyzeGaps(gapsMs: readonly number[]): GapAnalysis {
   // Widest stretch on a log scale between consecutive gaps (1 ms floor so zero gaps compare).
   let splitAt = -1;
   let widest = 1;
-  for (let i = 0; i + 1 < n; i++) {
-    const ratio = Math.max(1, sorted[i + 1]) / Math.max(1, sorted[i]);
+  for (let i = 0; i + 1 < runs.length; i++) {
+    const ratio = Math.max(1, runs[i + 1].gapMs) / Math.max(1, runs[i].gapMs);
     if (ratio > widest) {
       widest = ratio;
       splitAt = i;
     }
   }
   const twoClusters = widest >= SPLIT_RATIO && splitAt >= 0;
-  const retry = twoClusters ? sorted.slice(0, splitAt + 1) : sorted;
-  const retryMax = retry[retry.length - 1];
-  const p99 = quantile(retry, 0.99);
-  const p999 = quantile(retry, 0.999);
-  const firstRepeat = twoClusters ? sorted[splitAt + 1] : null;
+  const retry = twoClusters ? runs.slice(0, splitAt + 1) : runs;
+  const retryCount = retry.reduce((sum, r) => sum + r.count, 0);
+  const retryMax = retry[retry.length - 1].gapMs;
+  const p99 = quantile(retry, retryCount, 0.99);
+  const p999 = quantile(retry, retryCount, 0.999);
+  const firstRepeat = twoClusters ? runs[splitAt + 1].gapMs : null;
 
   let threshold: number;
   let reasoning: string;
@@ -89,7 +116,7 @@ export function analyzeGaps(gapsMs: readonly number[]): GapAnalysis {
     // geometric midpoint of the empty stretch
     threshold = Math.max(MIN_STALE_THRESHOLD_MS, Math.round(Math.sqrt(Math.max(1, retryMax) * firstRepeat)));
     reasoning =
-      `${retry.length} duplicates arrived within ${fmt(retryMax)} (retries); ${n - retry.length} arrived after ${fmt(firstRepeat)} or later, ` +
+      `${retryCount} duplicates arrived within ${fmt(retryMax)} (retries); ${n - retryCount} arrived after ${fmt(firstRepeat)} or later, ` +
       `a ${Math.round(widest)}× jump: those look like new actions`;
   } else {
     threshold = Math.max(MIN_STALE_THRESHOLD_MS, Math.round(p99 * OUTLIER_FACTOR));
@@ -107,12 +134,12 @@ export function analyzeGaps(gapsMs: readonly number[]): GapAnalysis {
 
   return {
     samples: n,
-    p50Ms: quantile(sorted, 0.5),
+    p50Ms: quantile(runs, n, 0.5),
     p99Ms: p99,
     p999Ms: p999,
     retryClusterMaxMs: retryMax,
     firstRepeatGapMs: firstRepeat,
-    repeats: twoClusters ? n - retry.length : 0,
+    repeats: twoClusters ? n - retryCount : 0,
     staleThresholdMs: threshold,
     suggestedTtlMs: suggested,
     reasoning,

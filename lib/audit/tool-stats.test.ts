@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { analyzeGaps } from "@/lib/audit/retry-gaps";
 import { createTestPostgres, type TestPostgres } from "@/test/support/databases";
-import { bucketRange, bucketSizeMs, getToolStats, getToolTotals, MAX_GAP_SAMPLES, STATS_WINDOWS } from "./tool-stats";
+import { bucketRange, bucketSizeMs, getToolStats, getToolTotals, HISTOGRAM_ERROR, MAX_GAP_SAMPLES, STATS_WINDOWS } from "./tool-stats";
 
 // A fixed "now" inside a 30-minute bucket: the 24 h range runs from 12:00 on the 9th to 12:30 on the 10th.
 const NOW = Date.UTC(2026, 2, 10, 12, 10, 0);
@@ -175,18 +175,31 @@ describe("getToolStats", () => {
   it("counts outcomes (no outcome yet is unknown) and takes duration percentiles", async () => {
     const stats = await getToolStats(t.db.prisma, { tool: "payments.charge", nowMs: NOW });
     expect(stats.outcomes).toEqual({ succeeded: 2, failed: 1, final_error: 1, late_completion: 0, released: 0, unknown: 1 });
-    // 10, 20, 30, 40: continuous percentiles, the outside rows' 9 999 ms left out
+    // 10, 20, 30, 40: continuous percentiles, the outside rows' 9 999 ms left out; from the
+    // rollups' histogram, within its error (10, 20 and 30 ms have buckets of their own)
+    expect(stats.source).toBe("rollups");
     expect(stats.durationMs.p50).toBe(25);
-    expect(stats.durationMs.p95).toBeCloseTo(38.5);
+    expect(Math.abs(stats.durationMs.p95! - 38.5)).toBeLessThanOrEqual(38.5 * HISTOGRAM_ERROR);
+    expect(stats.durationMs.p95).not.toBeCloseTo(38.5);
+    // the log's exact figures, read the other way
+    const log = await getToolStats(t.db.prisma, { tool: "payments.charge", nowMs: NOW, source: "log" });
+    expect(log.outcomes).toEqual(stats.outcomes);
+    expect(log.durationMs.p95).toBeCloseTo(38.5);
   });
 
   it("analyzes the window's replay gaps only", async () => {
     const stats = await getToolStats(t.db.prisma, { tool: "payments.charge", nowMs: NOW });
     const expected = analyzeGaps([...RETRY_GAPS, ...REPEAT_GAPS, 1_500]);
-    expect(stats.gaps).toMatchObject(expected);
+    // the log gives the exact analysis; the rollups the same within the histograms' error
+    const log = await getToolStats(t.db.prisma, { tool: "payments.charge", nowMs: NOW, source: "log" });
+    expect(log.gaps).toMatchObject(expected);
+    expect(log.gaps.histogram).toEqual(stats.gaps.histogram);
+    for (const field of ["p50Ms", "p99Ms", "p999Ms", "retryClusterMaxMs", "firstRepeatGapMs", "staleThresholdMs", "suggestedTtlMs"] as const) {
+      expect(Math.abs(stats.gaps[field]! - expected[field]!), field).toBeLessThanOrEqual(expected[field]! * 2 * HISTOGRAM_ERROR);
+    }
     expect(stats.gaps.samples).toBe(34);
     expect(stats.gaps.repeats).toBe(3);
-    expect(stats.gaps.firstRepeatGapMs).toBe(40 * MIN);
+    expect(log.gaps.firstRepeatGapMs).toBe(40 * MIN);
     expect(stats.gaps.suggestedTtlMs).not.toBeNull();
     expect(stats.gaps.suggestedTtlMs!).toBeGreaterThan(3_100);
     expect(stats.gaps.suggestedTtlMs!).toBeLessThan(40 * MIN);
@@ -246,15 +259,17 @@ describe("getToolStats", () => {
   });
 
   // last: it adds 20 000 rows of another tool
-  it("caps the suppression log at 50 rows and the gap samples at the newest MAX_GAP_SAMPLES", async () => {
-    const base = NOW - 6 * HOUR;
+  it("caps the suppression log at 50 rows; the log's gap samples at the newest MAX_GAP_SAMPLES, the rollups' not at all", async () => {
+    const base = NOW - 30 * MIN;
     // generated in SQL: createMany of 20 000 rows takes seconds
     await t.db.prisma.$executeRaw`
       INSERT INTO suppressions (id, scope, key, tool, kind, gap_ms, at)
       SELECT gen_random_uuid()::text, 'demo', 'k' || i, 'payments.refund', 'replay', CASE WHEN i < 5 THEN 999999 ELSE 1000 END,
              ${new Date(base).toISOString()}::timestamp + i * interval '1 millisecond'
       FROM generate_series(0, ${MAX_GAP_SAMPLES + 4}::int) AS i`;
-    const stats = await getToolStats(t.db.prisma, { tool: "payments.refund", nowMs: NOW });
+    // the last hour reads the log
+    const stats = await getToolStats(t.db.prisma, { tool: "payments.refund", windowMs: STATS_WINDOWS["1h"], nowMs: NOW });
+    expect(stats.source).toBe("log");
     expect(stats.totals.replay).toBe(MAX_GAP_SAMPLES + 5);
     expect(stats.suppressionLog).toHaveLength(50);
     expect(stats.suppressionLog[0].at.getTime()).toBe(base + MAX_GAP_SAMPLES + 4);
@@ -263,14 +278,26 @@ describe("getToolStats", () => {
     // the five oldest (the long gaps) are the ones left out
     expect(stats.gaps.retryClusterMaxMs).toBe(1_000);
     expect(stats.gaps.repeats).toBe(0);
+    // 24 h reads the rollups: every replay of the window, the five long gaps a cluster of their own
+    const day = await getToolStats(t.db.prisma, { tool: "payments.refund", nowMs: NOW });
+    expect(day.source).toBe("rollups");
+    expect(day.suppressionLog).toEqual(stats.suppressionLog);
+    expect(day.gaps.truncated).toBe(false);
+    expect(day.gaps.samples).toBe(MAX_GAP_SAMPLES + 5);
+    expect(day.gaps.repeats).toBe(5);
+    expect(Math.abs(day.gaps.retryClusterMaxMs! - 1_000)).toBeLessThanOrEqual(1_000 * HISTOGRAM_ERROR);
+    expect(Math.abs(day.gaps.firstRepeatGapMs! - 999_999)).toBeLessThanOrEqual(999_999 * HISTOGRAM_ERROR);
+    expect(day.gaps.histogram.find((h) => h.upToMs === 1_000)?.count).toBe(MAX_GAP_SAMPLES);
   });
 });
 
 describe("getToolTotals", () => {
-  it("counts the last 24 h per tool with the suppression rate", async () => {
+  it("counts the tool page's 24 h per tool with the suppression rate", async () => {
     const totals = await getToolTotals(t.db.prisma, { nowMs: NOW });
-    // exactly 24 h here, not bucket-aligned: the rows at 12:00:01 and 12:00:02 on the 9th are left out
-    expect(totals.get("payments.charge")).toEqual({ executions: 3, suppressions: 37, suppressionRate: 37 / 40 });
+    // the page's 49 half hours: the rows at 12:00:01 and 12:00:02 on the 9th are in, the one before 12:00 is not
+    expect(totals.get("payments.charge")).toEqual({ executions: 5, suppressions: 37, suppressionRate: 37 / 42 });
+    const page = await getToolStats(t.db.prisma, { tool: "payments.charge", nowMs: NOW });
+    expect(totals.get("payments.charge")).toMatchObject({ executions: page.totals.executions, suppressions: page.totals.suppressions });
     expect(totals.get("email.send")).toEqual({ executions: 2, suppressions: 1, suppressionRate: 1 / 3 });
     expect(totals.has("tickets.create")).toBe(false);
   });

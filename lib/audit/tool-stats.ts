@@ -1,14 +1,23 @@
 import { Prisma, type PrismaClient } from "@/generated/prisma/client";
-import { analyzeGaps, gapHistogram, type GapAnalysis } from "@/lib/audit/retry-gaps";
+import { analyzeGapRuns, analyzeGaps, GAP_BUCKETS_MS, gapHistogram, type GapAnalysis } from "@/lib/audit/retry-gaps";
 
 /**
  * Per-tool statistics of the audit log for the console: executions against suppressions over time,
  * outcomes, durations and the retry gaps behind the suggested fallback TTL.
  *
- * Everything is aggregated in SQL (date_bin, count … FILTER, percentile_cont) over the
- * (tool, started_at) and (tool, at) indexes, which carry the columns aggregated (INCLUDE): a window
- * costs index-only range scans proportional to that tool's rows in it, and returns ~48 rows, not
- * the rows themselves. PostgreSQL 14+ and PGlite both have date_bin.
+ * Windows whose buckets are whole half hours (24 h, 7 d, and the tool list's 24 h) read the
+ * rollups of migration 20261201060000_tool_stats_rollups: per tool and half hour, executions with
+ * an outcome by outcome, suppressions by kind, and histograms of durations and replay gaps, kept by
+ * triggers in the same transaction as the audit rows. A page sums at most 49 or 337 half hours of
+ * one tool (a few rows each), whatever the number of audit rows. Counts are exact: the executions
+ * still without an outcome, which the rollups leave out, are counted from the log through an index
+ * that holds only them. Duration percentiles and the retry-gap analysis come from the stored
+ * log-scale histograms (HISTOGRAM_ERROR); the console's gap histogram is stored bucket for bucket
+ * and exact.
+ *
+ * Shorter windows (1 h, one-minute buckets) read the log itself, as aggregates over the
+ * (tool, started_at) and (tool, at) indexes, which carry the columns aggregated (INCLUDE): an hour
+ * of one tool's rows, with exact percentiles over the newest MAX_GAP_SAMPLES replays.
  *
  * Next to the duplicates it suppressed, a tool's page counts the duplicates that got through under
  * fresh keys: the reconciler's fresh_key_duplicate anomalies of the window by status (open,
@@ -108,9 +117,12 @@ export interface ToolStats {
   bucketMs: number;
   fromMs: number;
   toMs: number;
+  /** rollups: summed from tool_stats_half_hours (percentiles within HISTOGRAM_ERROR); log: read from the audit rows */
+  source: "rollups" | "log";
   buckets: StatsBucket[];
   totals: { executions: number; suppressions: number } & Record<SuppressionKind | "fallback", number>;
   outcomes: Record<Outcome, number>;
+  /** of the executions with an outcome */
   durationMs: { p50: number | null; p95: number | null };
   gaps: GapAnalysis & { histogram: { upToMs: number; count: number }[]; truncated: boolean };
   suppressionLog: SuppressionLogEntry[];
@@ -122,11 +134,70 @@ export interface ToolStatsQuery {
   tool?: string | null;
   windowMs?: number;
   nowMs?: number;
+  /** "log": read the audit rows even where the rollups serve the window (the reference the rollups are tested against) */
+  source?: "log";
 }
 
 // Audit times are `timestamp(3)` holding UTC; an ISO string cast to timestamp drops its "Z".
 const ts = (ms: number) => Prisma.sql`${new Date(ms).toISOString()}::timestamp`;
 const epochMs = (column: Prisma.Sql) => Prisma.sql`(extract(epoch from ${column}) * 1000)::float8`;
+
+/** The rollups' grain (tool_stats_half_hours): a window whose bucket range is made of whole half hours reads them. */
+export const ROLLUP_MS = 1_800_000;
+/** Histogram buckets per doubling: bucket k ≥ 1 holds [2^((k−1)/16), 2^(k/16)) ms, bucket 0 holds 0 ms. */
+export const HISTOGRAM_STEPS = 16;
+/**
+ * The largest relative error of a duration percentile or a retry-gap figure read from the rollups'
+ * histograms: each value is taken as its bucket's geometric middle (or the one whole millisecond
+ * the bucket holds), 2^(1/32) − 1 ≈ 2.2 %. A percentile between two ranks interpolates two such
+ * values, so it keeps the bound.
+ */
+export const HISTOGRAM_ERROR = 2 ** (1 / (2 * HISTOGRAM_STEPS)) - 1;
+
+/** The value a histogram bucket stands for (see HISTOGRAM_ERROR). */
+export function histogramValue(bucket: number): number {
+  if (bucket <= 0) return 0;
+  const lo = 2 ** ((bucket - 1) / HISTOGRAM_STEPS);
+  const hi = 2 ** (bucket / HISTOGRAM_STEPS);
+  // durations and gaps are whole milliseconds: [lo, hi) holds ceil(lo) … ceil(hi) − 1
+  const first = Math.ceil(lo);
+  const last = Math.ceil(hi) - 1;
+  if (last <= first) return first;
+  return Math.min(last, Math.max(first, Math.sqrt(lo * hi)));
+}
+
+/** percentile_cont over a histogram ([bucket, count] in any order): the value at rank p·(n − 1), interpolated. */
+export function histogramPercentile(histogram: readonly (readonly [number, number])[], p: number): number | null {
+  const runs = histogram.filter(([, n]) => n > 0).sort((a, b) => a[0] - b[0]);
+  const n = runs.reduce((sum, [, c]) => sum + c, 0);
+  if (n === 0) return null;
+  const rank = p * (n - 1);
+  const at = (r: number) => {
+    let seen = 0;
+    for (const [bucket, count] of runs) {
+      seen += count;
+      if (r < seen) return histogramValue(bucket);
+    }
+    return histogramValue(runs[runs.length - 1][0]);
+  };
+  const lower = at(Math.floor(rank));
+  return lower + (rank - Math.floor(rank)) * (at(Math.ceil(rank)) - lower);
+}
+
+/** Adds a histogram read as "lower subscript:count,count,…" (NULL: none) to `sums` (bucket → count). */
+function addHistogramText(sums: Map<number, number>, text: string | null): void {
+  if (text === null) return;
+  const colon = text.indexOf(":");
+  let bucket = Number(text.slice(0, colon));
+  let start = colon + 1;
+  for (let i = start; i <= text.length; i++) {
+    if (i < text.length && text.charCodeAt(i) !== 44 /* , */) continue;
+    const n = Number(text.slice(start, i));
+    if (n !== 0) sums.set(bucket, (sums.get(bucket) ?? 0) + n);
+    bucket++;
+    start = i + 1;
+  }
+}
 
 /** The statements behind one stats view, exposed so tests can EXPLAIN exactly what runs. */
 export function toolStatsSql(query: ToolStatsQuery = {}) {
@@ -138,14 +209,58 @@ export function toolStatsSql(query: ToolStatsQuery = {}) {
   const toolIs = tool === null ? Prisma.empty : Prisma.sql`tool = ${tool} AND`;
   const execWhere = Prisma.sql`WHERE ${toolIs} started_at >= ${ts(fromMs)} AND started_at < ${ts(toMs)}`;
   const suppWhere = Prisma.sql`WHERE ${toolIs} at >= ${ts(fromMs)} AND at < ${ts(toMs)}`;
+  const rollupWhere = Prisma.sql`WHERE ${toolIs} half_hour >= ${ts(fromMs)} AND half_hour < ${ts(toMs)}`;
   const anomalyWhere = Prisma.sql`WHERE ${toolIs} type = 'fresh_key_duplicate' AND detected_at >= ${ts(fromMs)} AND detected_at < ${ts(toMs)}`;
   const bin = (column: Prisma.Sql) => Prisma.sql`date_bin(${bucketMs}::int * interval '1 millisecond', ${column}, ${ts(fromMs)})`;
+
+  const common = {
+    suppressionLog: Prisma.sql`
+      SELECT id, at, tool, scope, key, kind, fallback, gap_ms AS "gapMs", session, original_session AS "originalSession", caller
+      FROM suppressions ${suppWhere}
+      ORDER BY at DESC, id DESC LIMIT ${SUPPRESSION_LOG_LIMIT}::int`,
+    freshKeyDuplicates: Prisma.sql`
+      SELECT status, count(*)::int AS n FROM anomalies ${anomalyWhere} GROUP BY status`,
+  };
+
+  if (bucketMs % ROLLUP_MS === 0 && query.source !== "log") {
+    return {
+      tool,
+      windowMs,
+      ...range,
+      source: "rollups" as const,
+      sql: {
+        ...common,
+        rollupBuckets: Prisma.sql`
+          SELECT ${epochMs(Prisma.sql`b`)} AS start_ms,
+            sum(executions)::int AS executions, sum(succeeded)::int AS succeeded, sum(failed)::int AS failed,
+            sum(final_error)::int AS final_error, sum(late_completion)::int AS late_completion, sum(released)::int AS released,
+            sum(replay)::int AS replay, sum(conflict)::int AS conflict, sum(stuck)::int AS stuck, sum(unknown)::int AS unknown,
+            sum(mismatch)::int AS mismatch, sum(fresh_key)::int AS fresh_key, sum(fallback)::int AS fallback
+          FROM (SELECT ${bin(Prisma.sql`half_hour`)} AS b, * FROM tool_stats_half_hours ${rollupWhere}) r
+          GROUP BY b`,
+        // executions without an outcome yet are not in the rollups: the partial index holds only them
+        openExecutions: Prisma.sql`
+          SELECT ${epochMs(Prisma.sql`b`)} AS start_ms, count(*)::int AS n
+          FROM (SELECT ${bin(Prisma.sql`started_at`)} AS b FROM executions ${execWhere} AND outcome IS NULL) e
+          GROUP BY b`,
+        // the half hours' histograms as text ("lower subscript:counts"), summed here: cheaper than unnesting them in SQL
+        histograms: Prisma.sql`
+          SELECT array_lower(duration_hist, 1) || ':' || array_to_string(duration_hist, ',', '0') AS durations,
+            array_lower(gap_hist, 1) || ':' || array_to_string(gap_hist, ',', '0') AS gaps,
+            array_lower(gap_display, 1) || ':' || array_to_string(gap_display, ',', '0') AS display
+          FROM tool_stats_half_hours
+          ${rollupWhere} AND (duration_hist IS NOT NULL OR gap_hist IS NOT NULL OR gap_display IS NOT NULL)`,
+      },
+    };
+  }
 
   return {
     tool,
     windowMs,
     ...range,
+    source: "log" as const,
     sql: {
+      ...common,
       executionBuckets: Prisma.sql`
         SELECT ${epochMs(Prisma.sql`b`)} AS start_ms, count(*)::int AS executions
         FROM (SELECT ${bin(Prisma.sql`started_at`)} AS b FROM executions ${execWhere}) e
@@ -170,27 +285,16 @@ export function toolStatsSql(query: ToolStatsQuery = {}) {
       gaps: Prisma.sql`
         SELECT gap_ms FROM suppressions ${suppWhere} AND kind = 'replay' AND gap_ms IS NOT NULL
         ORDER BY at DESC LIMIT ${MAX_GAP_SAMPLES + 1}::int`,
-      suppressionLog: Prisma.sql`
-        SELECT id, at, tool, scope, key, kind, fallback, gap_ms AS "gapMs", session, original_session AS "originalSession", caller
-        FROM suppressions ${suppWhere}
-        ORDER BY at DESC, id DESC LIMIT ${SUPPRESSION_LOG_LIMIT}::int`,
-      freshKeyDuplicates: Prisma.sql`
-        SELECT status, count(*)::int AS n FROM anomalies ${anomalyWhere} GROUP BY status`,
     },
   };
 }
 
+type SuppressionCounts = { fallback: number } & Record<SuppressionKind, number>;
+type RollupBucketRow = { start_ms: number; executions: number } & Record<Exclude<Outcome, "unknown">, number> & SuppressionCounts;
+
 export async function getToolStats(prisma: PrismaClient, query: ToolStatsQuery = {}): Promise<ToolStats> {
-  const { tool, windowMs, bucketMs, fromMs, toMs, count, sql } = toolStatsSql(query);
-  const [execBuckets, suppBuckets, outcomeRows, durationRows, gapRows, log, freshKeyRows] = await Promise.all([
-    prisma.$queryRaw<{ start_ms: number; executions: number }[]>(sql.executionBuckets),
-    prisma.$queryRaw<({ start_ms: number; fallback: number } & Record<SuppressionKind, number>)[]>(sql.suppressionBuckets),
-    prisma.$queryRaw<{ outcome: string; n: number }[]>(sql.outcomes),
-    prisma.$queryRaw<{ p50: number | null; p95: number | null }[]>(sql.durations),
-    prisma.$queryRaw<{ gap_ms: number }[]>(sql.gaps),
-    prisma.$queryRaw<SuppressionLogEntry[]>(sql.suppressionLog),
-    prisma.$queryRaw<{ status: string; n: number }[]>(sql.freshKeyDuplicates),
-  ]);
+  const q = toolStatsSql(query);
+  const { tool, windowMs, bucketMs, fromMs, count } = q;
 
   const buckets: StatsBucket[] = Array.from({ length: count }, (_, i) => ({
     startMs: fromMs + i * bucketMs,
@@ -204,15 +308,92 @@ export async function getToolStats(prisma: PrismaClient, query: ToolStatsQuery =
     fallback: 0,
   }));
   const at = (startMs: number) => buckets[Math.round((Number(startMs) - fromMs) / bucketMs)];
-  for (const row of execBuckets) {
-    const b = at(row.start_ms);
-    if (b) b.executions = row.executions;
-  }
-  for (const row of suppBuckets) {
-    const b = at(row.start_ms);
-    if (!b) continue;
-    for (const kind of SUPPRESSION_KINDS) b[kind] = row[kind];
-    b.fallback = row.fallback;
+  const outcomes = Object.fromEntries(OUTCOMES.map((o) => [o, 0])) as Record<Outcome, number>;
+  const countOutcome = (outcome: string, n: number) => {
+    // an outcome this version does not know is still an outcome nobody can vouch for
+    const key: Outcome = (OUTCOMES as readonly string[]).includes(outcome) ? (outcome as Outcome) : "unknown";
+    outcomes[key] += n;
+  };
+  const addSuppressions = (b: StatsBucket | undefined, row: SuppressionCounts) => {
+    if (!b) return;
+    for (const kind of SUPPRESSION_KINDS) b[kind] += row[kind];
+    b.fallback += row.fallback;
+  };
+
+  let durationMs: ToolStats["durationMs"];
+  let gaps: ToolStats["gaps"];
+  let log: SuppressionLogEntry[];
+  let freshKeyRows: { status: string; n: number }[];
+
+  if (q.source === "rollups") {
+    const { sql } = q;
+    const [rollupRows, openRows, histogramRows, logRows, freshRows] = await Promise.all([
+      prisma.$queryRaw<RollupBucketRow[]>(sql.rollupBuckets),
+      prisma.$queryRaw<{ start_ms: number; n: number }[]>(sql.openExecutions),
+      prisma.$queryRaw<{ durations: string | null; gaps: string | null; display: string | null }[]>(sql.histograms),
+      prisma.$queryRaw<SuppressionLogEntry[]>(sql.suppressionLog),
+      prisma.$queryRaw<{ status: string; n: number }[]>(sql.freshKeyDuplicates),
+    ]);
+    for (const row of rollupRows) {
+      const b = at(row.start_ms);
+      if (b) b.executions += row.executions;
+      addSuppressions(b, row);
+      let known = 0;
+      for (const o of OUTCOMES) {
+        if (o === "unknown") continue;
+        countOutcome(o, row[o]);
+        known += row[o];
+      }
+      // stored outcomes other than these (an execution a retry superseded, …)
+      countOutcome("unknown", row.executions - known);
+    }
+    for (const row of openRows) {
+      const b = at(row.start_ms);
+      if (b) b.executions += row.n;
+      countOutcome("unknown", row.n);
+    }
+    const histogram = (name: "durations" | "gaps" | "display") => {
+      const sums = new Map<number, number>();
+      for (const row of histogramRows) addHistogramText(sums, row[name]);
+      return [...sums];
+    };
+    const durations = histogram("durations");
+    durationMs = { p50: histogramPercentile(durations, 0.5), p95: histogramPercentile(durations, 0.95) };
+    const runs = histogram("gaps")
+      .filter(([, n]) => n > 0)
+      .sort((a, b) => a[0] - b[0])
+      .map(([bucket, n]) => ({ gapMs: histogramValue(bucket), count: n }));
+    const display = new Map(histogram("display"));
+    gaps = {
+      ...analyzeGapRuns(runs),
+      histogram: GAP_BUCKETS_MS.map((upToMs, i) => ({ upToMs, count: display.get(i + 1) ?? 0 })),
+      truncated: false,
+    };
+    log = logRows;
+    freshKeyRows = freshRows;
+  } else {
+    const { sql } = q;
+    const [execBuckets, suppBuckets, outcomeRows, durationRows, gapRows, logRows, freshRows] = await Promise.all([
+      prisma.$queryRaw<{ start_ms: number; executions: number }[]>(sql.executionBuckets),
+      prisma.$queryRaw<({ start_ms: number } & SuppressionCounts)[]>(sql.suppressionBuckets),
+      prisma.$queryRaw<{ outcome: string; n: number }[]>(sql.outcomes),
+      prisma.$queryRaw<{ p50: number | null; p95: number | null }[]>(sql.durations),
+      prisma.$queryRaw<{ gap_ms: number }[]>(sql.gaps),
+      prisma.$queryRaw<SuppressionLogEntry[]>(sql.suppressionLog),
+      prisma.$queryRaw<{ status: string; n: number }[]>(sql.freshKeyDuplicates),
+    ]);
+    for (const row of execBuckets) {
+      const b = at(row.start_ms);
+      if (b) b.executions += row.executions;
+    }
+    for (const row of suppBuckets) addSuppressions(at(row.start_ms), row);
+    for (const row of outcomeRows) countOutcome(row.outcome, row.n);
+    durationMs = { p50: durationRows[0]?.p50 ?? null, p95: durationRows[0]?.p95 ?? null };
+    const truncated = gapRows.length > MAX_GAP_SAMPLES;
+    const samples = gapRows.slice(0, MAX_GAP_SAMPLES).map((r) => r.gap_ms);
+    gaps = { ...analyzeGaps(samples), histogram: gapHistogram(samples), truncated };
+    log = logRows;
+    freshKeyRows = freshRows;
   }
 
   const totals = { executions: 0, suppressions: 0, replay: 0, conflict: 0, stuck: 0, unknown: 0, mismatch: 0, fresh_key: 0, fallback: 0 };
@@ -225,13 +406,6 @@ export async function getToolStats(prisma: PrismaClient, query: ToolStatsQuery =
     totals.fallback += b.fallback;
   }
 
-  const outcomes = Object.fromEntries(OUTCOMES.map((o) => [o, 0])) as Record<Outcome, number>;
-  for (const row of outcomeRows) {
-    // an outcome this version does not know is still an outcome nobody can vouch for
-    const key: Outcome = (OUTCOMES as readonly string[]).includes(row.outcome) ? (row.outcome as Outcome) : "unknown";
-    outcomes[key] += row.n;
-  }
-
   const byStatus = (status: string) => freshKeyRows.find((r) => r.status === status)?.n ?? 0;
   const freshKeyDuplicates: FreshKeyCounts = {
     open: byStatus("open"),
@@ -240,20 +414,18 @@ export async function getToolStats(prisma: PrismaClient, query: ToolStatsQuery =
     suppressed: totals.fresh_key,
   };
 
-  const truncated = gapRows.length > MAX_GAP_SAMPLES;
-  const gaps = gapRows.slice(0, MAX_GAP_SAMPLES).map((r) => r.gap_ms);
-
   return {
     tool,
     windowMs,
     bucketMs,
     fromMs,
-    toMs,
+    toMs: q.toMs,
+    source: q.source,
     buckets,
     totals,
     outcomes,
-    durationMs: { p50: durationRows[0]?.p50 ?? null, p95: durationRows[0]?.p95 ?? null },
-    gaps: { ...analyzeGaps(gaps), histogram: gapHistogram(gaps), truncated },
+    durationMs,
+    gaps,
     suppressionLog: log,
     freshKeyDuplicates,
   };
@@ -266,33 +438,76 @@ export interface ToolTotals {
   suppressionRate: number | null;
 }
 
-/** The two grouped counts behind getToolTotals, exposed for EXPLAIN in tests. */
-export function toolTotalsSql(options: { windowMs?: number; nowMs?: number } = {}) {
-  const nowMs = options.nowMs ?? Date.now();
-  const since = ts(nowMs - (options.windowMs ?? STATS_WINDOWS[DEFAULT_WINDOW]));
-  const until = ts(nowMs);
+/**
+ * The grouped counts behind getToolTotals, exposed for EXPLAIN in tests: the range of the tool
+ * page's view of the same window (for 24 h: 49 half hours up to the end of the current one), so
+ * the list and the page show the same numbers.
+ */
+export function toolTotalsSql(options: Omit<ToolStatsQuery, "tool"> = {}) {
+  const { fromMs, toMs } = bucketRange(options.windowMs ?? STATS_WINDOWS[DEFAULT_WINDOW], options.nowMs ?? Date.now());
+  if (fromMs % ROLLUP_MS === 0 && toMs % ROLLUP_MS === 0 && options.source !== "log") {
+    return {
+      fromMs,
+      toMs,
+      source: "rollups" as const,
+      sql: {
+        rollups: Prisma.sql`
+          SELECT tool, sum(executions)::int AS executions,
+            sum(replay + conflict + stuck + unknown + mismatch + fresh_key)::int AS suppressions
+          FROM tool_stats_half_hours WHERE half_hour >= ${ts(fromMs)} AND half_hour < ${ts(toMs)} GROUP BY tool`,
+        openExecutions: Prisma.sql`
+          SELECT tool, count(*)::int AS n FROM executions
+          WHERE outcome IS NULL AND started_at >= ${ts(fromMs)} AND started_at < ${ts(toMs)} GROUP BY tool`,
+      },
+    };
+  }
   return {
-    executions: Prisma.sql`SELECT tool, count(*)::int AS n FROM executions WHERE started_at >= ${since} AND started_at <= ${until} GROUP BY tool`,
-    suppressions: Prisma.sql`SELECT tool, count(*)::int AS n FROM suppressions WHERE at >= ${since} AND at <= ${until} GROUP BY tool`,
+    fromMs,
+    toMs,
+    source: "log" as const,
+    sql: {
+      executions: Prisma.sql`SELECT tool, count(*)::int AS n FROM executions WHERE started_at >= ${ts(fromMs)} AND started_at < ${ts(toMs)} GROUP BY tool`,
+      suppressions: Prisma.sql`
+        SELECT tool, count(*)::int AS n FROM suppressions
+        WHERE at >= ${ts(fromMs)} AND at < ${ts(toMs)} AND kind IN (${Prisma.join([...SUPPRESSION_KINDS])}) GROUP BY tool`,
+    },
   };
 }
 
-/** Executions and suppressions per tool over the last `windowMs`, for the tool list: two grouped counts. */
-export async function getToolTotals(prisma: PrismaClient, options: { windowMs?: number; nowMs?: number } = {}): Promise<Map<string, ToolTotals>> {
-  const sql = toolTotalsSql(options);
-  const [executions, suppressions] = await Promise.all([
-    prisma.$queryRaw<{ tool: string; n: number }[]>(sql.executions),
-    prisma.$queryRaw<{ tool: string; n: number }[]>(sql.suppressions),
-  ]);
+/** Executions and suppressions per tool over the last `windowMs` (as the tool page counts it), for the tool list. */
+export async function getToolTotals(prisma: PrismaClient, options: Omit<ToolStatsQuery, "tool"> = {}): Promise<Map<string, ToolTotals>> {
+  const q = toolTotalsSql(options);
   const out = new Map<string, ToolTotals>();
   const entry = (tool: string) => {
     let e = out.get(tool);
     if (!e) out.set(tool, (e = { executions: 0, suppressions: 0, suppressionRate: null }));
     return e;
   };
-  for (const row of executions) entry(row.tool).executions = row.n;
-  for (const row of suppressions) entry(row.tool).suppressions = row.n;
-  for (const e of out.values()) {
+  if (q.source === "rollups") {
+    const [rollups, open] = await Promise.all([
+      prisma.$queryRaw<{ tool: string; executions: number; suppressions: number }[]>(q.sql.rollups),
+      prisma.$queryRaw<{ tool: string; n: number }[]>(q.sql.openExecutions),
+    ]);
+    for (const row of rollups) {
+      const e = entry(row.tool);
+      e.executions += row.executions;
+      e.suppressions += row.suppressions;
+    }
+    for (const row of open) entry(row.tool).executions += row.n;
+  } else {
+    const [executions, suppressions] = await Promise.all([
+      prisma.$queryRaw<{ tool: string; n: number }[]>(q.sql.executions),
+      prisma.$queryRaw<{ tool: string; n: number }[]>(q.sql.suppressions),
+    ]);
+    for (const row of executions) entry(row.tool).executions += row.n;
+    for (const row of suppressions) entry(row.tool).suppressions += row.n;
+  }
+  for (const [tool, e] of out) {
+    // half hours whose rows were all removed again
+    if (e.executions === 0 && e.suppressions === 0) {
+      out.delete(tool);
+      continue;
+    }
     const calls = e.executions + e.suppressions;
     e.suppressionRate = calls === 0 ? null : e.suppressions / calls;
   }

@@ -23,8 +23,8 @@ export default async function ToolsPage() {
       <div>
         <h1 className="text-xl font-semibold tracking-tight">Tools</h1>
         <p className="mt-1 max-w-3xl text-muted">
-          Every configured tool with its idempotency policy and the last 24 hours of calls: executions that ran the side effect, and
-          duplicates suppressed from an existing record. Open a tool for its retry gaps, a suggested fallback TTL and an invoke form.
+          Every configured tool with its idempotency policy and the last 24 hours of calls (in whole half hours, as on a tool&apos;s
+          page): executions that ran the side effect, and duplicates suppressed from an existing record. Open a tool for its retry gaps, a suggested fallback TTL and an invoke form.
         </p>
       </div>
 
