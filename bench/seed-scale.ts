@@ -3,12 +3,14 @@ import { pathToFileURL } from "node:url";
 import { Redis } from "ioredis";
 import pg from "pg";
 import { BUCKETS, bucketOf, KeySpace, lexMemberOf, memberOf } from "@/lib/store/redis/key-names";
+import { encodeRecord } from "@/lib/store/redis/record-codec";
 
 /**
  * Fills a Redis key prefix and a PostgreSQL database with a deterministic console-sized dataset:
  * `keys` key records (same records in both stores) and `auditRows` audit rows (70 % executions,
- * 30 % suppressions) plus 1 % as many anomalies. Redis gets the hashes and index entries exactly
- * as scripts/begin-3.lua and complete-1.lua write them (includes/record.lua, KeySpace); PostgreSQL
+ * 30 % suppressions) plus 1 % as many anomalies. Redis gets the record values and index entries
+ * exactly as scripts/begin-3.lua and complete-1.lua write them (record-codec.ts, includes/record.lua,
+ * KeySpace); PostgreSQL
  * gets INSERT … SELECT generate_series into the tables the SQL store and the audit log read.
  *
  *   npx tsx bench/seed-scale.ts --keys 1000000 --audit-rows 1000000 \
@@ -57,14 +59,25 @@ export function seedRecord(i: number, n: number, nowMs: number): SeedRecord {
 const md5 = (s: string) => createHash("md5").update(s).digest("hex");
 const executionIdOf = (i: number) => `00000000-0000-4000-8000-${i.toString(16).padStart(12, "0")}`;
 
-/** The record's hash fields as begin (and complete, for done) leave them. */
-function hashFields(r: SeedRecord): string[] {
-  const f = ["scope", r.scope, "key", r.key, "tool", r.tool, "fingerprint", r.fingerprint, "status", r.status, "token", String(r.token),
-    "createdAtMs", String(r.createdAtMs), "fallback", "0", "executionId", r.executionId];
-  if (r.session !== null) f.push("session", r.session);
-  if (r.status === "inflight") f.push("leaseUntilMs", String(r.deadlineMs));
-  else f.push("completedAtMs", String(r.createdAtMs + 50), "expiresAtMs", String(r.deadlineMs), "resultStatus", "200", "resultBody", RESULT_BODY, "resultFinal", "0");
-  return f;
+/** The record value as begin (and complete, for done) leave it. */
+function recordValue(r: SeedRecord): string {
+  const done = r.status === "done";
+  return encodeRecord({
+    tool: r.tool,
+    fingerprint: r.fingerprint,
+    status: r.status,
+    token: r.token,
+    createdAtMs: r.createdAtMs,
+    leaseUntilMs: done ? null : r.deadlineMs,
+    completedAtMs: done ? r.createdAtMs + 50 : null,
+    expiresAtMs: done ? r.deadlineMs : null,
+    result: done ? { status: 200, body: RESULT_BODY, final: false } : null,
+    fallback: false,
+    session: r.session,
+    executionId: r.executionId,
+    outcomeNote: null,
+    unknownAtMs: null,
+  });
 }
 
 export async function seedRedis(redis: Redis, prefix: string, n: number, nowMs: number): Promise<void> {
@@ -81,15 +94,12 @@ export async function seedRedis(redis: Redis, prefix: string, n: number, nowMs: 
     for (let i = start; i < Math.min(n, start + CHUNK); i++) {
       const r = seedRecord(i, n, nowMs);
       const b = bucketOf(r.scope, r.key);
-      pipeline.hset(ks.record(r.scope, r.key), ...hashFields(r));
+      pipeline.set(ks.record(r.scope, r.key), recordValue(r));
       const member = memberOf(r.scope, r.key);
       add(ks.byStatus(b, r.status), r.deadlineMs, member);
-      add(ks.byStatusTool(b, r.status, r.tool), r.deadlineMs, member);
-      add(ks.byStatusScope(b, r.status, r.scope), r.deadlineMs, member);
+      if (r.status === "inflight") add(ks.byHeldTool(b, r.status, r.tool), r.deadlineMs, member);
       add(ks.byCreated(b), r.createdAtMs, member);
-      add(ks.byTool(b, r.tool), r.createdAtMs, member);
-      add(ks.byScope(b, r.scope), r.createdAtMs, member);
-      add(ks.byKeyLex(b), 0, lexMemberOf(r.scope, r.key, r.createdAtMs));
+      add(ks.byKeyLex(b), 0, lexMemberOf(r.scope, r.key));
     }
     for (const [index, args] of zsets) pipeline.zadd(index, ...args);
     await pipeline.exec();
@@ -118,15 +128,18 @@ export async function seedPostgres(client: pg.Client, n: number, auditRows: numb
     FROM (SELECT i, ${created("i")} AS c, i % 100 < 3 AS inflight FROM generate_series(0, ${n - 1}) AS i) s`, [RESULT_BODY]);
   const executions = Math.round(auditRows * 0.7);
   const suppressions = auditRows - executions;
-  // execution j is of record i = j·n/executions; suppression j replays record i a gap after it started
+  // execution j is of record i = j·n/executions; suppression j replays record i a gap after it started. With more
+  // executions than records, only a record's first execution may still be open (one open execution per key).
   await client.query(`
     INSERT INTO executions (id, scope, key, tool, fingerprint, token, session, caller, fallback, started_at, lease_until, outcome,
       finished_at, duration_ms, result_status, result_body, result_final, expires_at, error)
     SELECT 'e-' || j, ${scopeOf("i")}, ${keyOf("i")}, ${toolOf("i")}, ${fp("i")}, i + 1, NULL, 'tok_bench', false, ${ts("c")},
-      ${ts(`c + ${LEASE_MS}`)}, CASE WHEN i % 100 < 3 THEN NULL WHEN j % 50 = 0 THEN 'failed' ELSE 'succeeded' END,
-      CASE WHEN i % 100 >= 3 THEN ${ts("c + 50")} END, CASE WHEN i % 100 >= 3 THEN ((j::bigint * 7919) % 500)::int END,
-      CASE WHEN i % 100 >= 3 THEN 200 END, CASE WHEN i % 100 >= 3 THEN $1 END, false, ${ts(`c + ${TTL_MS}`)}, NULL
-    FROM (SELECT j, i, ${created("i")} AS c FROM (SELECT j, (j::bigint * ${n} / ${executions})::int AS i FROM generate_series(0, ${executions - 1}) AS j) x) s`,
+      ${ts(`c + ${LEASE_MS}`)}, CASE WHEN open THEN NULL WHEN j % 50 = 0 THEN 'failed' ELSE 'succeeded' END,
+      CASE WHEN NOT open THEN ${ts("c + 50")} END, CASE WHEN NOT open THEN ((j::bigint * 7919) % 500)::int END,
+      CASE WHEN NOT open THEN 200 END, CASE WHEN NOT open THEN $1 END, false, ${ts(`c + ${TTL_MS}`)}, NULL
+    FROM (SELECT j, i, ${created("i")} AS c,
+            i % 100 < 3 AND (j = 0 OR ((j - 1)::bigint * ${n} / ${executions})::int <> i) AS open
+          FROM (SELECT j, (j::bigint * ${n} / ${executions})::int AS i FROM generate_series(0, ${executions - 1}) AS j) x) s`,
     [RESULT_BODY]);
   await client.query(`
     INSERT INTO suppressions (id, scope, key, tool, kind, fallback, gap_ms, session, caller, original_session, original_execution_id, at)

@@ -40,39 +40,31 @@ export class KeySpace {
     return `${this.base(bucket)}epoch`;
   }
 
-  /** stored status, scored by deadline (inflight: leaseUntilMs, unknown: unknownAtMs, done: expiresAtMs) */
+  /**
+   * Every record, by stored status, scored by its deadline (inflight: leaseUntilMs, unknown:
+   * unknownAtMs, done: expiresAtMs): lists by state, counts, purge.
+   */
   byStatus(bucket: number, status: StoredStatus): string {
     return `${this.base(bucket)}st:${status}`;
   }
 
-  /** stored status and tool, scored by deadline */
-  byStatusTool(bucket: number, status: StoredStatus, tool: string): string {
-    return `${this.base(bucket)}stt:${status}:${tool}`;
+  /**
+   * Held records only (stored status inflight or unknown: what an operator or a probe acts on), by
+   * status and tool, scored by deadline. Done records are in no per-tool index: a tool filter on
+   * done, expired or all keys is applied while reading the status or time index.
+   */
+  byHeldTool(bucket: number, status: HeldStatus, tool: string): string {
+    return `${this.base(bucket)}stt:${status}:${escapeField(tool)}`;
   }
 
-  /** stored status and scope, scored by deadline */
-  byStatusScope(bucket: number, status: StoredStatus, scope: string): string {
-    return `${this.base(bucket)}sts:${status}:${scope}`;
-  }
-
-  /** all records, scored by createdAtMs */
+  /** every record, scored by createdAtMs */
   byCreated(bucket: number): string {
     return `${this.base(bucket)}created`;
   }
 
-  /** scored by createdAtMs */
-  byTool(bucket: number, tool: string): string {
-    return `${this.base(bucket)}tool:${tool}`;
-  }
-
-  /** scored by createdAtMs */
-  byScope(bucket: number, scope: string): string {
-    return `${this.base(bucket)}scope:${scope}`;
-  }
-
-  /** score 0, members `key \n scope \n createdAtMs`, for key-prefix search with ZRANGEBYLEX */
+  /** score 0, members `key \n scope`, for key-prefix search with ZRANGEBYLEX */
   byKeyLex(bucket: number): string {
-    return `${this.base(bucket)}lex`;
+    return `${this.base(bucket)}lx`;
   }
 
   /**
@@ -91,24 +83,42 @@ export class KeySpace {
   /** Every index key a record with these fields is listed under (for tests and tooling). */
   indexesOf(scope: string, key: string, tool: string, status: StoredStatus): string[] {
     const b = bucketOf(scope, key);
-    return [
-      this.byStatus(b, status),
-      this.byStatusTool(b, status, tool),
-      this.byStatusScope(b, status, scope),
-      this.byCreated(b),
-      this.byTool(b, tool),
-      this.byScope(b, scope),
-      this.byKeyLex(b),
-    ];
+    const held = isHeldStatus(status) ? [this.byHeldTool(b, status, tool)] : [];
+    return [this.byStatus(b, status), ...held, this.byCreated(b), this.byKeyLex(b)];
   }
+
+  /** A SCAN MATCH pattern for every key of the bucket (records, indexes, token, epoch). */
+  bucketPattern(bucket: number): string {
+    return `${this.base(bucket).replace(/[*?[\]\\]/g, "\\$&")}*`;
+  }
+}
+
+/** Stored statuses that hold their key until the call ends or someone decides. */
+export type HeldStatus = Exclude<StoredStatus, "done">;
+
+export function isHeldStatus(status: StoredStatus): status is HeldStatus {
+  return status !== "done";
+}
+
+/**
+ * How free-form fields go into a record value and a key name: "%" and "\n" (the value's field
+ * separator) are percent-encoded; everything else is kept. Tool names, fingerprints and execution
+ * ids never contain either, so for them this is the identity.
+ */
+export function escapeField(value: string): string {
+  return value.includes("%") || value.includes("\n") ? value.replace(/%/g, "%25").replace(/\n/g, "%0A") : value;
+}
+
+export function unescapeField(value: string): string {
+  return value.includes("%") ? value.replace(/%0A/g, "\n").replace(/%25/g, "%") : value;
 }
 
 export function memberOf(scope: string, key: string): string {
   return `${scope}${MEMBER_SEPARATOR}${key}`;
 }
 
-export function lexMemberOf(scope: string, key: string, createdAtMs: number): string {
-  return `${key}${MEMBER_SEPARATOR}${scope}${MEMBER_SEPARATOR}${createdAtMs}`;
+export function lexMemberOf(scope: string, key: string): string {
+  return `${key}${MEMBER_SEPARATOR}${scope}`;
 }
 
 /** FNV-1a (32 bit) of the UTF-8 bytes of `scope \n key`, mod BUCKET_COUNT: stable across processes. */

@@ -6,7 +6,7 @@ import { beginInputs, describeKeyStoreContract } from "@/test/support/key-store-
 import type { BeginInput, KeyStore } from "@/lib/idempotency/key-store";
 import { InvalidCursorError } from "@/lib/idempotency/errors";
 import { UnsupportedFilterError } from "./errors";
-import { BUCKET_COUNT, KeySpace, bucketOf, hashTagOf, memberOf } from "./key-names";
+import { BUCKET_COUNT, KeySpace, bucketOf, hashTagOf, isHeldStatus, lexMemberOf, memberOf } from "./key-names";
 import { RedisKeyStore } from "./redis-key-store";
 
 const REDIS_URL = process.env.REDIS_TEST_URL ?? "redis://127.0.0.1:6379";
@@ -201,8 +201,7 @@ describe("RedisKeyStore", () => {
       // the scripts wrote to exactly the index names key-names.ts builds
       for (const index of ks.indexesOf(scope, key, tool, status)) {
         if (index === ks.byKeyLex(bucket)) {
-          const lex = await redis.zrangebylex(index, `[${key}\n${scope}\n`, `(${key}\n${scope}\n\x7f`);
-          expect(lex).toHaveLength(1);
+          expect(await redis.zscore(index, lexMemberOf(scope, key))).toBe("0");
         } else {
           expect(await redis.zscore(index, memberOf(scope, key))).not.toBeNull();
         }
@@ -211,9 +210,8 @@ describe("RedisKeyStore", () => {
       const deadline = { inflight: record!.leaseUntilMs, unknown: record!.unknownAtMs, done: record!.expiresAtMs }[status];
       expect(Number(await redis.zscore(ks.byStatus(bucket, status), memberOf(scope, key)))).toBe(deadline);
       for (const other of STORED_STATUSES.filter((s) => s !== status)) {
-        for (const index of [ks.byStatus(bucket, other), ks.byStatusTool(bucket, other, tool), ks.byStatusScope(bucket, other, scope)]) {
-          expect(await redis.zscore(index, memberOf(scope, key))).toBeNull();
-        }
+        const indexes = [ks.byStatus(bucket, other), ...(isHeldStatus(other) ? [ks.byHeldTool(bucket, other, tool)] : [])];
+        for (const index of indexes) expect(await redis.zscore(index, memberOf(scope, key))).toBeNull();
       }
     }
     expect(new Set(await Promise.all(pairs.map(async ({ key }) => (await store.get(scope, key))!.status)))).toEqual(
@@ -242,7 +240,7 @@ describe("RedisKeyStore", () => {
       const members = await redis.zrange(k, "0", "-1");
       for (let i = 0; i < 20; i++) {
         expect(members).not.toContain(memberOf(scope, `p-${i}`));
-        expect(members.some((m) => m.startsWith(`p-${i}\n${scope}\n`))).toBe(false);
+        expect(members).not.toContain(lexMemberOf(scope, `p-${i}`));
       }
     }
     expect(await store.get(scope, "p-3")).toBeNull();
@@ -261,6 +259,94 @@ describe("RedisKeyStore", () => {
     expect((await store.list({ scope, tool: "email.send", limit: 10, nowMs: T0 + 60 })).items).toEqual([]);
     expect((await store.list({ scope, prefix: "x", limit: 10, nowMs: T0 + 60 })).items.map((r) => r.createdAtMs)).toEqual([T0 + 50]);
     expect(await store.counts(T0 + 60, { scope })).toEqual({ inflight: 1, stuck: 0, unknown: 0, done: 0, expired: 0 });
+  });
+
+  it("keeps free-form text intact: sessions and outcome notes with newlines and percent signs", async () => {
+    newScope();
+    const session = "sess\n%0A%25 ünï";
+    const note = "the service answered 502:\nline two %0A 100%";
+    const r = await reserve({ key: "free", session, tool: "odd%tool" });
+    expect(r.record).toMatchObject({ session, tool: "odd%tool" });
+    await store.markUnknown(scope, "free", r.token, note, T0 + 5);
+    expect(await store.get(scope, "free")).toMatchObject({ session, outcomeNote: note, status: "unknown", tool: "odd%tool" });
+    const listed = await store.list({ scope, state: "unknown", tool: "odd%tool", limit: 10, nowMs: T0 + 10 });
+    expect(listed.items.map((x) => [x.key, x.session, x.outcomeNote])).toEqual([["free", session, note]]);
+    expect((await store.list({ scope, tool: "odd%tool", limit: 10, nowMs: T0 + 10 })).items.map((x) => x.key)).toEqual(["free"]);
+    // an empty session is not an absent one
+    const empty = await reserve({ key: "empty-session", session: "" });
+    expect(empty.record.session).toBe("");
+    expect((await reserve({ key: "no-session", session: null })).record.session).toBeNull();
+  });
+
+  it("filters done and expired keys by tool while reading, and counts them", async () => {
+    newScope();
+    for (let i = 0; i < 12; i++) {
+      const r = await reserve({ key: `t-${i}`, tool: i % 3 === 0 ? "email.send" : "tickets.create" });
+      await store.complete(scope, `t-${i}`, r.token, ok, i < 6 ? 10 : 60_000, T0);
+    }
+    const now = T0 + 1_000;
+    const keys = async (q: Omit<Parameters<KeyStore["list"]>[0], "nowMs" | "limit">) =>
+      (await store.list({ ...q, limit: 50, nowMs: now })).items.map((r) => r.key).sort();
+    expect(await keys({ scope, tool: "email.send" })).toEqual(["t-0", "t-3", "t-6", "t-9"]);
+    expect(await keys({ scope, tool: "email.send", state: "done" })).toEqual(["t-6", "t-9"]);
+    expect(await keys({ scope, tool: "email.send", state: "expired" })).toEqual(["t-0", "t-3"]);
+    expect(await keys({ scope, tool: "email.send", prefix: "t-" })).toEqual(["t-0", "t-3", "t-6", "t-9"]);
+    expect((await store.counts(now, { tool: "email.send" })).done).toBeGreaterThanOrEqual(2);
+    expect(await store.counts(now, { scope })).toEqual({ inflight: 0, stuck: 0, unknown: 0, done: 6, expired: 6 });
+  });
+
+  it("rebuild-indexes rewrites records kept in the hash encoding of earlier versions and lists them again; a second run changes nothing", async () => {
+    const oldPrefix = `idgtest:${randomUUID().slice(0, 8)}`;
+    const { store: old, redis: raw } = await openStore(oldPrefix);
+    try {
+      const ks = new KeySpace(oldPrefix);
+      const oldScope = "tenant-a";
+      // as the previous version's scripts wrote them: a hash per record, seven index entries
+      const rows = [
+        { key: "h-done", status: "done", tool: "email.send", extra: ["completedAtMs", String(T0 + 5), "expiresAtMs", String(T0 + 60_000), "resultStatus", "201", "resultBody", '{"id":"x\n%"}', "resultFinal", "0"] },
+        { key: "h-unknown", status: "unknown", tool: "tickets.create", extra: ["leaseUntilMs", String(T0 + 1_000), "unknownAtMs", String(T0 + 7), "outcomeNote", "timed out\nafter 400 ms"] },
+        { key: "h-inflight", status: "inflight", tool: "email.send", extra: ["leaseUntilMs", String(T0 + 60_000), "session", "s%1"] },
+      ];
+      for (const [i, r] of rows.entries()) {
+        const b = bucketOf(oldScope, r.key);
+        const base = ks.base(b);
+        await raw.hset(ks.record(oldScope, r.key), "scope", oldScope, "key", r.key, "tool", r.tool, "fingerprint", "fp-1", "status", r.status,
+          "token", String(100 + i), "createdAtMs", String(T0 + i), "fallback", "0", "executionId", `e-${i}`, ...r.extra);
+        const member = memberOf(oldScope, r.key);
+        await raw.zadd(`${base}st:${r.status}`, T0 + 9, member);
+        await raw.zadd(`${base}stt:${r.status}:${r.tool}`, T0 + 9, member);
+        await raw.zadd(`${base}sts:${r.status}:${oldScope}`, T0 + 9, member);
+        await raw.zadd(`${base}created`, T0 + i, member);
+        await raw.zadd(`${base}tool:${r.tool}`, T0 + i, member);
+        await raw.zadd(`${base}scope:${oldScope}`, T0 + i, member);
+        await raw.zadd(`${base}lex`, 0, `${r.key}\n${oldScope}\n${T0 + i}`);
+      }
+      await expect(old.begin(input({ scope: oldScope, key: "h-done", fingerprint: "fp-1" }))).rejects.toThrow(/WRONGTYPE|rebuild-indexes/);
+
+      const first = await old.rebuildIndexes();
+      expect(first).toMatchObject({ records: 3, rewritten: 3 });
+      expect(first.droppedIndexes).toBeGreaterThanOrEqual(7);
+      const now = T0 + 2_000;
+      expect(await old.get(oldScope, "h-done")).toMatchObject({ status: "done", tool: "email.send", executionId: "e-0", result: { status: 201, body: '{"id":"x\n%"}', final: false }, expiresAtMs: T0 + 60_000 });
+      expect(await old.get(oldScope, "h-unknown")).toMatchObject({ status: "unknown", outcomeNote: "timed out\nafter 400 ms", unknownAtMs: T0 + 7 });
+      expect(await old.get(oldScope, "h-inflight")).toMatchObject({ status: "inflight", session: "s%1", leaseUntilMs: T0 + 60_000 });
+      expect(await old.counts(now)).toEqual({ inflight: 1, stuck: 0, unknown: 1, done: 1, expired: 0 });
+      expect((await old.list({ limit: 10, nowMs: now })).items.map((r) => r.key)).toEqual(["h-inflight", "h-unknown", "h-done"]);
+      expect((await old.list({ state: "unknown", tool: "tickets.create", limit: 10, nowMs: now })).items.map((r) => r.key)).toEqual(["h-unknown"]);
+      expect((await old.list({ prefix: "h-d", limit: 10, nowMs: now })).items.map((r) => r.key)).toEqual(["h-done"]);
+      // the earlier versions' index keys are gone
+      const left = (await keysWithPrefix(raw, oldPrefix)).map((k) => k.slice(k.indexOf("}:") + 2).split(":")[0]);
+      expect(left.filter((k) => ["sts", "tool", "scope", "lex"].includes(k))).toEqual([]);
+      // and the replay answers from the rewritten record
+      const replay = await old.begin(input({ scope: oldScope, key: "h-done", fingerprint: "fp-1", nowMs: now }));
+      expect(replay.kind === "replay" && replay.record.result?.status).toBe(201);
+
+      expect(await old.rebuildIndexes()).toMatchObject({ records: 3, rewritten: 0 });
+      expect(await old.counts(now)).toEqual({ inflight: 1, stuck: 0, unknown: 1, done: 1, expired: 0 });
+    } finally {
+      await deletePrefix(raw, oldPrefix);
+      await old.close();
+    }
   });
 
   it("stores result bodies byte for byte", async () => {
@@ -312,7 +398,7 @@ describe("RedisKeyStore", () => {
     }
   });
 
-  it("goes out as one EVALSHA per begin and complete, and one HGETALL per get", async () => {
+  it("goes out as one EVALSHA per begin and complete, and one GET per get", async () => {
     newScope();
     await reserve({ key: "warm" }); // scripts are loaded from here on
     const sent: string[] = [];
@@ -329,7 +415,7 @@ describe("RedisKeyStore", () => {
       expect((await store.begin(input({ key: "rt" }))).kind).toBe("replay");
       expect(sent).toEqual(["evalsha", "evalsha", "evalsha"]);
       await store.get(scope, "rt");
-      expect(sent.at(-1)).toBe("hgetall");
+      expect(sent.at(-1)).toBe("get");
       expect(sent).toHaveLength(4);
     } finally {
       redis.sendCommand = original;

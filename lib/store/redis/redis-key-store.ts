@@ -1,5 +1,5 @@
 import { Cluster, Redis, type ClusterNode, type ClusterOptions, type RedisOptions } from "ioredis";
-import { KEY_STATES, stateOf, type KeyRecord, type KeyState, type StoredResult, type StoredStatus } from "@/lib/idempotency/record";
+import { KEY_STATES, STORED_STATUSES, stateOf, type KeyRecord, type KeyState, type StoredResult, type StoredStatus } from "@/lib/idempotency/record";
 import type {
   BeginInput,
   BeginOutcome,
@@ -15,8 +15,8 @@ import type {
 import { decodeCursor, encodeCursor, mergeBucketPages, type BucketPage, type Position } from "./cursor";
 import { ChangeWaiters, type Watch } from "../change-waiters";
 import { UnexpectedRedisReplyError, UnsupportedFilterError } from "./errors";
-import { BUCKETS, KeySpace, bucketOf, MEMBER_SEPARATOR } from "./key-names";
-import { LIST_FIELDS, listRowToRecord, pairsToRecord, resultArgs } from "./record-codec";
+import { BUCKETS, KeySpace, bucketOf, escapeField, isHeldStatus, MEMBER_SEPARATOR } from "./key-names";
+import { decodeRecord, optionalArg, resultArgs, statusOfValue } from "./record-codec";
 import { defineScripts, type CompleteReply, type PageReply } from "./scripts";
 
 export interface RedisKeyStoreOptions {
@@ -51,8 +51,8 @@ function scoreBounds(range: "future" | "past" | "all", nowMs: number): [max: str
 
 /** The part of one list query each bucket runs: an index and a score range, or the lex index. */
 type Plan =
-  | { mode: "score"; index: (bucket: number) => string; max: number; maxInclusive: boolean; min: string; scope: string; prefix: string }
-  | { mode: "lex"; scope: string; prefix: string; fallback: Extract<Plan, { mode: "score" }> };
+  | { mode: "score"; index: (bucket: number) => string; max: number; maxInclusive: boolean; min: string; scope: string; prefix: string; tool: string }
+  | { mode: "lex"; scope: string; prefix: string; tool: string; fallback: Extract<Plan, { mode: "score" }> };
 
 /**
  * KeyStore on Redis, one server or a Redis Cluster (ioredis `Cluster`). Each state change is one Lua
@@ -80,6 +80,8 @@ export class RedisKeyStore implements KeyStore {
   }
 
   private epochsMarked: Promise<unknown> | null = null;
+  /** set once every bucket has its epoch: begin then skips the wait */
+  private epochsReady = false;
   private readonly waiters = new ChangeWaiters((channel) => this.watch(channel));
   /** the connection waiters listen on; null until the first wait */
   private subscriberClient: Redis | Cluster | null = null;
@@ -90,41 +92,45 @@ export class RedisKeyStore implements KeyStore {
    * that loses its data later gets a new epoch from the begin script.
    */
   private markEpochs(nowMs: number): Promise<unknown> {
-    this.epochsMarked ??= Promise.all(BUCKETS.map((b) => this.redis.set(this.keys.epoch(b), String(nowMs), "NX"))).catch((err) => {
-      this.epochsMarked = null;
-      throw err;
-    });
+    this.epochsMarked ??= Promise.all(BUCKETS.map((b) => this.redis.set(this.keys.epoch(b), String(nowMs), "NX"))).then(
+      () => {
+        this.epochsReady = true;
+      },
+      (err) => {
+        this.epochsMarked = null;
+        throw err;
+      },
+    );
     return this.epochsMarked;
   }
 
   async begin(input: BeginInput): Promise<BeginOutcome> {
-    await this.markEpochs(input.nowMs);
-    const bucket = bucketOf(input.scope, input.key);
+    if (!this.epochsReady) await this.markEpochs(input.nowMs);
+    const { scope, key } = input;
+    const bucket = bucketOf(scope, key);
+    const base = this.keys.base(bucket);
     const reply = await this.redis.idgBegin(
-      this.keys.record(input.scope, input.key),
-      this.keys.token(bucket),
-      this.keys.epoch(bucket),
-      this.keys.base(bucket),
-      input.scope,
-      input.key,
-      input.tool,
-      input.fingerprint,
+      this.keys.record(scope, key),
+      `${base}token`,
+      `${base}epoch`,
+      base,
+      scope,
+      key,
+      escapeField(input.tool),
+      escapeField(input.fingerprint),
       String(input.nowMs),
       String(input.nowMs + input.leaseMs),
-      input.fallback ? "1" : "0",
-      input.session ?? "",
-      input.session === null ? "0" : "1",
-      input.executionId,
-      input.takeoverStuck ? "1" : "0",
+      (input.fallback ? "1" : "0") + (input.takeoverStuck ? "1" : "0") + (input.retryUnknown ? "1" : "0"),
+      optionalArg(input.session),
+      escapeField(input.executionId),
       String(bucket),
-      input.retryUnknown ? "1" : "0",
     );
-    const [outcome, token, recordPairs, takenOverPairs, epochMs] = reply;
-    const record = pairsToRecord(recordPairs);
+    const [outcome, token, value, takenOver, epochMs] = reply;
+    const record = decodeRecord(scope, key, value);
     if (record === null) throw new UnexpectedRedisReplyError("begin", reply);
     switch (outcome) {
       case "reserved":
-        return { kind: "reserved", token: Number(token), record, takenOver: pairsToRecord(takenOverPairs), storeEpochMs: Number(epochMs) };
+        return { kind: "reserved", token: Number(token), record, takenOver: decodeRecord(scope, key, takenOver), storeEpochMs: Number(epochMs) };
       case "replay":
       case "conflict":
       case "stuck":
@@ -148,17 +154,19 @@ export class RedisKeyStore implements KeyStore {
     const reply = await this.redis.idgComplete(
       this.keys.record(scope, key),
       this.keys.base(bucketOf(scope, key)),
+      scope,
+      key,
       String(token),
       String(nowMs),
       String(nowMs + ttlMs),
       ...resultArgs(result),
-      options.executionId ?? "",
+      options.executionId === undefined ? "" : escapeField(options.executionId),
     );
-    return completeOutcome("complete", reply);
+    return completeOutcome("complete", scope, key, reply);
   }
 
   async abandon(scope: string, key: string, token: number): Promise<boolean> {
-    const deleted = await this.redis.idgAbandon(this.keys.record(scope, key), this.keys.base(bucketOf(scope, key)), String(token));
+    const deleted = await this.redis.idgAbandon(this.keys.record(scope, key), this.keys.base(bucketOf(scope, key)), scope, key, String(token));
     return Number(deleted) === 1;
   }
 
@@ -166,22 +174,26 @@ export class RedisKeyStore implements KeyStore {
     const reply = await this.redis.idgMarkUnknown(
       this.keys.record(scope, key),
       this.keys.base(bucketOf(scope, key)),
+      scope,
+      key,
       String(token),
       String(nowMs),
-      note,
+      optionalArg(note),
     );
-    return completeOutcome("markUnknown", reply);
+    return completeOutcome("markUnknown", scope, key, reply);
   }
 
   async release(scope: string, key: string, guard: OperatorGuard): Promise<OperatorOutcome> {
     const reply = await this.redis.idgRelease(
       this.keys.record(scope, key),
       this.keys.base(bucketOf(scope, key)),
+      scope,
+      key,
       String(guard.nowMs),
       guard.force ? "1" : "0",
     );
-    const [outcome, beforePairs] = reply;
-    const before = pairsToRecord(beforePairs);
+    const [outcome, beforeValue] = reply;
+    const before = decodeRecord(scope, key, beforeValue);
     if (outcome === "ok" && before !== null) return { ok: true, before, after: null };
     if (isOperatorRefusal(outcome)) return { ok: false, reason: outcome, current: before };
     throw new UnexpectedRedisReplyError("release", reply);
@@ -191,24 +203,23 @@ export class RedisKeyStore implements KeyStore {
     const reply = await this.redis.idgResolve(
       this.keys.record(scope, key),
       this.keys.base(bucketOf(scope, key)),
+      scope,
+      key,
       String(guard.nowMs),
       String(guard.nowMs + ttlMs),
       ...resultArgs(result),
       guard.force ? "1" : "0",
     );
-    const [outcome, beforePairs, afterPairs] = reply;
-    const before = pairsToRecord(beforePairs);
-    const after = pairsToRecord(afterPairs);
+    const [outcome, beforeValue, afterValue] = reply;
+    const before = decodeRecord(scope, key, beforeValue);
+    const after = decodeRecord(scope, key, afterValue);
     if (outcome === "ok" && before !== null && after !== null) return { ok: true, before, after };
     if (isOperatorRefusal(outcome)) return { ok: false, reason: outcome, current: before };
     throw new UnexpectedRedisReplyError("resolve", reply);
   }
 
   async get(scope: string, key: string): Promise<KeyRecord | null> {
-    const hash: unknown = await this.redis.hgetall(this.keys.record(scope, key));
-    // ioredis turns the reply into an object; a RESP2-style flat array is accepted too
-    const pairs = Array.isArray(hash) ? hash : Object.entries((hash ?? {}) as Record<string, string>).flat();
-    return pairsToRecord(pairs);
+    return decodeRecord(scope, key, await this.redis.get(this.keys.record(scope, key)));
   }
 
   /**
@@ -227,7 +238,7 @@ export class RedisKeyStore implements KeyStore {
     const pages = await Promise.all(BUCKETS.map((bucket) => this.readBucket(plan, bucket, cursor, limit + 1, budget)));
     const { entries, next } = mergeBucketPages(pages, limit);
 
-    const rows = await Promise.all(entries.map((entry) => this.readListRow(entry.member)));
+    const rows = await this.readListRows(entries.map((entry) => entry.member));
     const items = rows.filter((row): row is KeyRecord =>
       // a record may change between the index read and the row read: drop what no longer matches
       row !== null && (query.state === undefined || stateOf(row, query.nowMs) === query.state),
@@ -235,34 +246,38 @@ export class RedisKeyStore implements KeyStore {
     return { items, nextCursor: next === null ? null : encodeCursor(next) };
   }
 
+  /**
+   * Which index a list reads. A state filter reads that stored status' index (deadline order), or
+   * with a tool filter on a held state (inflight, stuck, unknown) that tool's held index; without
+   * a state, the time index, or the lex index for a key prefix. Scope and key prefix are matched
+   * on the index member, a tool filter on done, expired or all keys on the record (done records
+   * are in no per-tool index), while reading within the budget.
+   */
   private planList(query: ListQuery): Plan {
-    const { state, tool, scope } = query;
+    const { state } = query;
+    const scope = query.scope ?? "";
     const prefix = query.prefix ?? "";
+    const tool = query.tool === undefined ? "" : escapeField(query.tool);
     if (state !== undefined) {
       const { status, range } = STATE_RANGES[state];
       const [max, min] = scoreBounds(range, query.nowMs);
-      const index = tool !== undefined
-        ? (b: number) => this.keys.byStatusTool(b, status, tool)
-        : scope !== undefined
-          ? (b: number) => this.keys.byStatusScope(b, status, scope)
-          : (b: number) => this.keys.byStatus(b, status);
+      const byTool = tool !== "" && isHeldStatus(status);
       return {
         mode: "score",
-        index,
+        index: byTool && isHeldStatus(status) ? (b: number) => this.keys.byHeldTool(b, status, query.tool!) : (b: number) => this.keys.byStatus(b, status),
         max: max === "+inf" ? Infinity : Number(max),
         maxInclusive: true,
         min,
-        scope: tool !== undefined ? (scope ?? "") : "",
+        scope,
         prefix,
+        tool: byTool ? "" : tool,
       };
     }
-    const byTime = (index: (b: number) => string, scopeFilter: string): Extract<Plan, { mode: "score" }> => ({
-      mode: "score", index, max: Infinity, maxInclusive: true, min: "-inf", scope: scopeFilter, prefix,
-    });
-    if (tool !== undefined) return byTime((b) => this.keys.byTool(b, tool), scope ?? "");
-    const timePlan = scope !== undefined ? byTime((b) => this.keys.byScope(b, scope), "") : byTime((b) => this.keys.byCreated(b), "");
+    const timePlan: Extract<Plan, { mode: "score" }> = {
+      mode: "score", index: (b) => this.keys.byCreated(b), max: Infinity, maxInclusive: true, min: "-inf", scope, prefix, tool,
+    };
     // a prefix is usually selective: the lex index answers it unless a bucket has too many matches
-    return prefix !== "" ? { mode: "lex", scope: scope ?? "", prefix, fallback: timePlan } : timePlan;
+    return prefix !== "" ? { mode: "lex", scope, prefix, tool, fallback: timePlan } : timePlan;
   }
 
   private async readBucket(plan: Plan, bucket: number, cursor: Position | null, want: number, budget: number): Promise<BucketPage> {
@@ -276,6 +291,8 @@ export class RedisKeyStore implements KeyStore {
         String(budget),
         plan.scope,
         plan.prefix,
+        plan.tool,
+        this.keys.base(bucket),
       );
       if (Number(reply[0]) === -1) return this.readBucket(plan.fallback, bucket, cursor, want, budget);
       return parsePage(reply);
@@ -291,37 +308,75 @@ export class RedisKeyStore implements KeyStore {
     const reply = await this.redis.idgPage(
       plan.index(bucket),
       "score", max, plan.min, skipScore, skipMember,
-      String(want), String(budget), plan.scope, plan.prefix,
+      String(want), String(budget), plan.scope, plan.prefix, plan.tool, this.keys.base(bucket),
     );
     return parsePage(reply);
   }
 
-  private async readListRow(member: string): Promise<KeyRecord | null> {
-    const at = member.indexOf(MEMBER_SEPARATOR);
-    const scope = member.slice(0, at);
-    const key = member.slice(at + 1);
-    const values = await this.redis.hmget(this.keys.record(scope, key), ...LIST_FIELDS);
-    return listRowToRecord(values);
+  /** The records of index members, without their results: one MGET per bucket (one slot each). */
+  private async readListRows(members: string[]): Promise<(KeyRecord | null)[]> {
+    const named = members.map((member) => {
+      const at = member.indexOf(MEMBER_SEPARATOR);
+      const scope = member.slice(0, at);
+      const key = member.slice(at + 1);
+      return { scope, key, bucket: bucketOf(scope, key) };
+    });
+    const byBucket = new Map<number, number[]>();
+    named.forEach((n, i) => {
+      const at = byBucket.get(n.bucket);
+      if (at) at.push(i);
+      else byBucket.set(n.bucket, [i]);
+    });
+    const rows = new Array<KeyRecord | null>(members.length).fill(null);
+    await Promise.all(
+      [...byBucket.values()].map(async (indexes) => {
+        const values = await this.redis.mget(...indexes.map((i) => this.keys.record(named[i].scope, named[i].key)));
+        indexes.forEach((i, j) => {
+          rows[i] = decodeRecord(named[i].scope, named[i].key, values[j], false);
+        });
+      }),
+    );
+    return rows;
   }
 
-  /** ZCOUNT per bucket and stored status, all in flight at once; scope and tool together are not indexed. */
+  /**
+   * Per bucket and state: unfiltered, a ZCOUNT of the status index; by tool on a held state, a
+   * ZCOUNT of the tool's held index; otherwise the count script reads the status index through
+   * (filtered counts serve the API, not a console page). Scope and tool together are not offered.
+   */
   async counts(nowMs: number, filter: { tool?: string; scope?: string } = {}): Promise<StateCounts> {
     const { tool, scope } = filter;
     if (tool !== undefined && scope !== undefined) {
       throw new UnsupportedFilterError("counts by tool and scope together");
     }
-    const indexOf = (bucket: number, status: StoredStatus) =>
-      tool !== undefined ? this.keys.byStatusTool(bucket, status, tool)
-        : scope !== undefined ? this.keys.byStatusScope(bucket, status, scope)
-          : this.keys.byStatus(bucket, status);
     const counts = Object.fromEntries(KEY_STATES.map((state) => [state, 0])) as StateCounts;
+    const split: Record<StoredStatus, [future: KeyState, past: KeyState]> = {
+      inflight: ["inflight", "stuck"],
+      unknown: ["unknown", "unknown"],
+      done: ["done", "expired"],
+    };
     await Promise.all(
       BUCKETS.flatMap((bucket) =>
-        KEY_STATES.map(async (state) => {
-          const { status, range } = STATE_RANGES[state];
-          const [max, min] = scoreBounds(range, nowMs);
-          const n = await this.redis.zcount(indexOf(bucket, status), min, max);
-          counts[state] += n; // after the await: `counts[state] += await …` would add to a value read before it
+        STORED_STATUSES.map(async (status) => {
+          const [futureState, pastState] = split[status];
+          let future: number;
+          let past: number;
+          if (scope === undefined && (tool === undefined || isHeldStatus(status))) {
+            const index = tool !== undefined && isHeldStatus(status) ? this.keys.byHeldTool(bucket, status, tool) : this.keys.byStatus(bucket, status);
+            [future, past] = await Promise.all([this.redis.zcount(index, `(${nowMs}`, "+inf"), this.redis.zcount(index, "-inf", String(nowMs))]);
+          } else {
+            const reply = await this.redis.idgCount(
+              this.keys.byStatus(bucket, status),
+              this.keys.base(bucket),
+              String(nowMs),
+              scope ?? "",
+              tool === undefined ? "" : escapeField(tool),
+            );
+            [future, past] = [Number(reply[0]), Number(reply[1])];
+          }
+          // after the awaits: `counts[state] += await …` would add to a value read before it
+          counts[futureState] += future;
+          counts[pastState] += past;
         }),
       ),
     );
@@ -348,7 +403,8 @@ export class RedisKeyStore implements KeyStore {
   async waitForChange(scope: string, key: string, timeoutMs: number, signal?: AbortSignal): Promise<boolean> {
     const recordKey = this.keys.record(scope, key);
     return this.waiters.wait(this.keys.changeChannel(scope, key), timeoutMs, signal, async () => {
-      return (await this.redis.hget(recordKey, "status")) === "inflight";
+      // the status letter sits at a fixed place in the value
+      return statusOfValue(await this.redis.getrange(recordKey, 0, 2)) === "inflight";
     });
   }
 
@@ -391,6 +447,63 @@ export class RedisKeyStore implements KeyStore {
     return subscriber;
   }
 
+  /**
+   * `idemgate store rebuild-indexes`: drops every index key of the store and lists each record
+   * again in the indexes it belongs in, rewriting records kept in the hash encoding of earlier
+   * versions in the current one (the scripts refuse those). Two passes of SCAN over every master:
+   * the first unlinks index keys, the second rebuilds record by record (one script call each,
+   * atomic per record). Run it with the gateways stopped: until it is done, lists miss records and
+   * calls on a record in the old encoding fail. Running it again changes nothing.
+   */
+  async rebuildIndexes(): Promise<{ records: number; rewritten: number; droppedIndexes: number }> {
+    const nodes: Redis[] = this.redis instanceof Cluster ? this.redis.nodes("master") : [this.redis];
+    const pattern = `{${this.keys.prefix.replace(/[*?[\]\\]/g, "\\$&")}:*`;
+    const named = (redisKey: string) => {
+      const close = redisKey.indexOf("}:");
+      const bucket = Number(redisKey.slice(this.keys.prefix.length + 2, close));
+      return { bucket, base: redisKey.slice(0, close + 2), rest: redisKey.slice(close + 2) };
+    };
+    const scanAll = async (each: (keys: string[]) => Promise<void>) => {
+      for (const node of nodes) {
+        let cursor = "0";
+        do {
+          const [next, keys] = await node.scan(cursor, "MATCH", pattern, "COUNT", 1_000);
+          cursor = next;
+          await each(keys.filter((k) => named(k).base === this.keys.base(named(k).bucket)));
+        } while (cursor !== "0");
+      }
+    };
+    let droppedIndexes = 0;
+    await scanAll(async (keys) => {
+      const indexes = keys.filter((k) => {
+        const { rest } = named(k);
+        return !rest.startsWith("r:") && rest !== "token" && rest !== "epoch";
+      });
+      // one UNLINK per key: on a cluster a multi-key command must stay within one slot
+      await Promise.all(indexes.map((k) => this.redis.unlink(k)));
+      droppedIndexes += indexes.length;
+    });
+    let records = 0;
+    let rewritten = 0;
+    await scanAll(async (keys) => {
+      const outcomes = await Promise.all(
+        keys
+          .filter((k) => named(k).rest.startsWith("r:"))
+          .map((k) => {
+            const { base, rest } = named(k);
+            // scopes hold no ":" (SCOPE_PATTERN); the key is everything after the first one
+            const at = rest.indexOf(":", 2);
+            return this.redis.idgRebuild(k, base, rest.slice(2, at), rest.slice(at + 1));
+          }),
+      );
+      for (const o of outcomes) {
+        if (Number(o) >= 0) records++;
+        if (Number(o) === 1) rewritten++;
+      }
+    });
+    return { records, rewritten, droppedIndexes };
+  }
+
   /** Resolves once connected, or after `timeoutMs` (the caller then serves 503s until Redis is back). */
   async waitUntilReady(timeoutMs: number): Promise<boolean> {
     if (this.redis.status === "ready") return true;
@@ -420,9 +533,9 @@ export class RedisKeyStore implements KeyStore {
   }
 }
 
-function completeOutcome(what: string, reply: CompleteReply): CompleteOutcome {
-  const [outcome, pairs] = reply;
-  const record = pairsToRecord(pairs);
+function completeOutcome(what: string, scope: string, key: string, reply: CompleteReply): CompleteOutcome {
+  const [outcome, value] = reply;
+  const record = decodeRecord(scope, key, value);
   if (outcome === "ok" && record !== null) return { ok: true, record };
   if (outcome === "stale_token" || outcome === "absent") return { ok: false, reason: outcome, current: record };
   throw new UnexpectedRedisReplyError(what, reply);

@@ -3,11 +3,13 @@ import path from "node:path";
 import type { Cluster, Redis, Result } from "ioredis";
 
 /** Raw replies of the Lua scripts in ./scripts; see each file's header. */
-export type HashPairs = string[];
-export type BeginReply = [outcome: string, token: number, record: HashPairs, takenOver: HashPairs, epochMs: string];
-export type CompleteReply = [outcome: string, record: HashPairs];
-export type ReleaseReply = [outcome: string, before: HashPairs];
-export type ResolveReply = [outcome: string, before: HashPairs, after: HashPairs];
+/** A record value (record-codec.ts); "" when there is none. */
+export type RecordValue = string;
+export type BeginReply = [outcome: string, token: string, record: RecordValue, takenOver: RecordValue, epochMs: string];
+export type CompleteReply = [outcome: string, record: RecordValue];
+export type ReleaseReply = [outcome: string, before: RecordValue];
+export type ResolveReply = [outcome: string, before: RecordValue, after: RecordValue];
+export type CountReply = [future: number, past: number];
 /** [done, stopScore, stopMember, member, score, member, score, ...] or [-1] (lex overflow) */
 export type PageReply = (string | number)[];
 
@@ -21,6 +23,8 @@ declare module "ioredis" {
     idgResolve(...args: [recordKey: string, ...argv: string[]]): Result<ResolveReply, Context>;
     idgPurge(...args: [doneIndexKey: string, ...argv: string[]]): Result<number, Context>;
     idgPage(...args: [indexKey: string, ...argv: string[]]): Result<PageReply, Context>;
+    idgCount(...args: [statusIndexKey: string, ...argv: string[]]): Result<CountReply, Context>;
+    idgRebuild(...args: [recordKey: string, ...argv: string[]]): Result<number, Context>;
   }
 }
 
@@ -34,6 +38,8 @@ const COMMANDS: Record<string, { command: string; readOnly?: boolean }> = {
   resolve: { command: "idgResolve" },
   purge: { command: "idgPurge" },
   page: { command: "idgPage", readOnly: true },
+  count: { command: "idgCount", readOnly: true },
+  rebuild: { command: "idgRebuild" },
 };
 
 export interface LoadedScript {

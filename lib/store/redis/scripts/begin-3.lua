@@ -1,28 +1,26 @@
 --[[
   Reserves a key, or answers with the record that prevents it.
   Input:
-    KEYS[1] record hash
+    KEYS[1] record
     KEYS[2] the bucket's last fencing token
     KEYS[3] the bucket's epoch: since when (ms) it holds data; set when absent (new or lost data)
     ARGV[1] bucket base "{<prefix>:<bucket>}:"
     ARGV[2] scope
     ARGV[3] key
-    ARGV[4] tool
-    ARGV[5] fingerprint
+    ARGV[4] tool (escaped)
+    ARGV[5] fingerprint (escaped)
     ARGV[6] nowMs
     ARGV[7] leaseUntilMs
-    ARGV[8] fallback "1" | "0"
-    ARGV[9] session ("" when ARGV[10] is "0")
-    ARGV[10] has session "1" | "0"
-    ARGV[11] executionId
-    ARGV[12] take over a stuck reservation "1" | "0"
-    ARGV[13] bucket number
-    ARGV[14] retry an unknown or stuck reservation (the tool's service deduplicates) "1" | "0"
+    ARGV[8] flags, one "1" | "0" each: fallback key; take over a stuck reservation; retry an unknown
+            or stuck reservation (the tool's service deduplicates)
+    ARGV[9] session ("" or "=" + escaped text)
+    ARGV[10] executionId
+    ARGV[11] bucket number
   Output:
-    { outcome, token, record (HGETALL pairs), takenOver (HGETALL pairs or empty), epochMs }
-    outcome: "reserved" | "replay" | "conflict" | "stuck" | "unknown" | "mismatch"; token 0 unless
-    reserved. An expired done record is replaced whatever its fingerprint; otherwise mismatch wins
-    over state.
+    { outcome, token, record value, taken-over record value or "", epochMs or "" }
+    outcome: "reserved" | "replay" | "conflict" | "stuck" | "unknown" | "mismatch"; token 0 and
+    epochMs "" unless reserved. An expired done record is replaced whatever its fingerprint;
+    otherwise mismatch wins over state.
   Publishes "inflight" on the record's change channel when it replaces a record (expired, or
   taken over); a new record is not announced (nobody waits on a record that does not exist).
 ]]
@@ -42,7 +40,31 @@ local function nextToken(tokenKey, bucket)
 end
 
 local base = bucketBase(ARGV[1])
+local scope, key = ARGV[2], ARGV[3]
 local nowMs = tonumber(ARGV[6])
+local current = redis.call("GET", KEYS[1])
+local takenOver = ""
+local replaced = nil
+
+if current then
+  local rec = decodeRecord(current)
+  local expired = rec.status == "done" and tonumber(rec.expiresAtMs) <= nowMs
+  if not expired then
+    if rec.fingerprint ~= ARGV[5] then return { "mismatch", 0, current, "", "" } end
+    if rec.status == "done" then return { "replay", 0, current, "", "" } end
+    local retryUnknown = string.sub(ARGV[8], 3, 3) == "1"
+    if rec.status == "unknown" then
+      if not retryUnknown then return { "unknown", 0, current, "", "" } end
+    else
+      if tonumber(rec.leaseUntilMs) > nowMs then return { "conflict", 0, current, "", "" } end
+      if string.sub(ARGV[8], 2, 2) ~= "1" and not retryUnknown then return { "stuck", 0, current, "", "" } end
+    end
+    takenOver = current
+  end
+  removeFromIndexes(base, scope, key, rec)
+  replaced = rec
+end
+
 -- A bucket without an epoch is new, or lost its data (flush, restart without persistence): from
 -- now on it only knows records written since, and the caller consults the audit log for older ones.
 local epoch = redis.call("GET", KEYS[3])
@@ -50,43 +72,15 @@ if not epoch then
   epoch = ARGV[6]
   redis.call("SET", KEYS[3], epoch)
 end
-local current = redis.call("HGETALL", KEYS[1])
-local takenOver = {}
-local replaced = nil
 
-if #current > 0 then
-  local rec = hashToTable(current)
-  local expired = rec.status == "done" and tonumber(rec.expiresAtMs) <= nowMs
-  if not expired then
-    if rec.fingerprint ~= ARGV[5] then return { "mismatch", 0, current, {}, epoch } end
-    if rec.status == "done" then return { "replay", 0, current, {}, epoch } end
-    local retryUnknown = ARGV[14] == "1"
-    if rec.status == "unknown" then
-      if not retryUnknown then return { "unknown", 0, current, {}, epoch } end
-    else
-      if tonumber(rec.leaseUntilMs) > nowMs then return { "conflict", 0, current, {}, epoch } end
-      if ARGV[12] ~= "1" and not retryUnknown then return { "stuck", 0, current, {}, epoch } end
-    end
-    takenOver = current
-  end
-  removeFromIndexes(base, rec)
-  redis.call("DEL", KEYS[1])
-  replaced = rec
-end
-
-local token = nextToken(KEYS[2], tonumber(ARGV[13]))
+local token = string.format("%d", nextToken(KEYS[2], tonumber(ARGV[11])))
 local fresh = {
-  scope = ARGV[2], key = ARGV[3], tool = ARGV[4], fingerprint = ARGV[5], status = "inflight",
-  token = string.format("%d", token), createdAtMs = ARGV[6], leaseUntilMs = ARGV[7],
-  fallback = ARGV[8], executionId = ARGV[11],
+  status = "inflight", token = token, createdAtMs = ARGV[6], leaseUntilMs = ARGV[7],
+  fallback = string.sub(ARGV[8], 1, 1), tool = ARGV[4], fingerprint = ARGV[5], executionId = ARGV[10],
+  session = ARGV[9],
 }
-if ARGV[10] == "1" then fresh.session = ARGV[9] end
-local fields = {}
-for name, value in pairs(fresh) do
-  fields[#fields + 1] = name
-  fields[#fields + 1] = value
-end
-redis.call("HSET", KEYS[1], unpack(fields))
-addToIndexes(base, fresh)
-if replaced then announceChange(base, replaced, "inflight") end
-return { "reserved", token, fields, takenOver, epoch }
+local value = encodeRecord(fresh)
+redis.call("SET", KEYS[1], value)
+addToIndexes(base, scope, key, fresh)
+if replaced then announceChange(base, scope, key, "inflight") end
+return { "reserved", token, value, takenOver, epoch }

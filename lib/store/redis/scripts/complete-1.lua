@@ -1,17 +1,19 @@
 --[[
   Stores the result of the reservation held under a token.
   Input:
-    KEYS[1] record hash
+    KEYS[1] record
     ARGV[1] bucket base "{<prefix>:<bucket>}:"
-    ARGV[2] token
-    ARGV[3] completedAtMs
-    ARGV[4] expiresAtMs
-    ARGV[5] result status
-    ARGV[6] result body
-    ARGV[7] result final "1" | "0"
-    ARGV[8] execution id to record instead of the reserving one ("" keeps it): restoring a result
+    ARGV[2] scope
+    ARGV[3] key
+    ARGV[4] token
+    ARGV[5] completedAtMs
+    ARGV[6] expiresAtMs
+    ARGV[7] result status
+    ARGV[8] result body
+    ARGV[9] result final "1" | "0"
+    ARGV[10] execution id (escaped) to record instead of the reserving one ("" keeps it): restoring a result
   Output:
-    { "ok" | "stale_token" | "absent", record (HGETALL pairs, empty when absent) }
+    { "ok" | "stale_token" | "absent", record value (empty when absent) }
     A stuck reservation may still be completed by its holder: nobody else holds the token. An
     unknown one may not (stale_token): its holder already gave up on it.
   Publishes "done" on the record's change channel when ok.
@@ -20,18 +22,21 @@
 --- @include "record"
 
 local base = bucketBase(ARGV[1])
-local current = redis.call("HGETALL", KEYS[1])
-if #current == 0 then return { "absent", {} } end
-local rec = hashToTable(current)
-if rec.status ~= "inflight" or rec.token ~= ARGV[2] then return { "stale_token", current } end
+local scope, key = ARGV[2], ARGV[3]
+local current = redis.call("GET", KEYS[1])
+if not current then return { "absent", "" } end
+local rec = decodeRecord(current)
+if rec.status ~= "inflight" or rec.token ~= ARGV[4] then return { "stale_token", current } end
 
-changeStatus(base, rec, "done", ARGV[4])
-rec.completedAtMs = ARGV[3]
-rec.expiresAtMs = ARGV[4]
-rec.leaseUntilMs = nil
-redis.call("HDEL", KEYS[1], "leaseUntilMs")
-redis.call("HSET", KEYS[1], "status", "done", "completedAtMs", ARGV[3], "expiresAtMs", ARGV[4],
-  "resultStatus", ARGV[5], "resultBody", ARGV[6], "resultFinal", ARGV[7])
-if ARGV[8] and ARGV[8] ~= "" then redis.call("HSET", KEYS[1], "executionId", ARGV[8]) end
-announceChange(base, rec, "done")
-return { "ok", redis.call("HGETALL", KEYS[1]) }
+changeStatus(base, scope, key, rec, "done", ARGV[6])
+rec.completedAtMs = ARGV[5]
+rec.expiresAtMs = ARGV[6]
+rec.leaseUntilMs = ""
+rec.resultStatus = ARGV[7]
+rec.resultBody = ARGV[8]
+rec.resultFinal = ARGV[9]
+if ARGV[10] ~= "" then rec.executionId = ARGV[10] end
+local value = encodeRecord(rec)
+redis.call("SET", KEYS[1], value)
+announceChange(base, scope, key, "done")
+return { "ok", value }

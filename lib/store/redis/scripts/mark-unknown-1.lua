@@ -3,13 +3,15 @@
   holds the key until a probe or an operator decides. leaseUntilMs stays (when the call's lease
   ended); the record moves to the unknown status indexes, scored by unknownAtMs.
   Input:
-    KEYS[1] record hash
+    KEYS[1] record
     ARGV[1] bucket base "{<prefix>:<bucket>}:"
-    ARGV[2] token
-    ARGV[3] unknownAtMs
-    ARGV[4] outcome note
+    ARGV[2] scope
+    ARGV[3] key
+    ARGV[4] token
+    ARGV[5] unknownAtMs
+    ARGV[6] outcome note ("=" + escaped text)
   Output:
-    { "ok" | "stale_token" | "absent", record (HGETALL pairs, empty when absent) }
+    { "ok" | "stale_token" | "absent", record value (empty when absent) }
     Like complete: refused unless the record is inflight (or stuck) under the token.
   Publishes "unknown" on the record's change channel when ok.
 ]]
@@ -17,12 +19,16 @@
 --- @include "record"
 
 local base = bucketBase(ARGV[1])
-local current = redis.call("HGETALL", KEYS[1])
-if #current == 0 then return { "absent", {} } end
-local rec = hashToTable(current)
-if rec.status ~= "inflight" or rec.token ~= ARGV[2] then return { "stale_token", current } end
+local scope, key = ARGV[2], ARGV[3]
+local current = redis.call("GET", KEYS[1])
+if not current then return { "absent", "" } end
+local rec = decodeRecord(current)
+if rec.status ~= "inflight" or rec.token ~= ARGV[4] then return { "stale_token", current } end
 
-changeStatus(base, rec, "unknown", ARGV[3])
-redis.call("HSET", KEYS[1], "status", "unknown", "unknownAtMs", ARGV[3], "outcomeNote", ARGV[4])
-announceChange(base, rec, "unknown")
-return { "ok", redis.call("HGETALL", KEYS[1]) }
+changeStatus(base, scope, key, rec, "unknown", ARGV[5])
+rec.unknownAtMs = ARGV[5]
+rec.outcomeNote = ARGV[6]
+local value = encodeRecord(rec)
+redis.call("SET", KEYS[1], value)
+announceChange(base, scope, key, "unknown")
+return { "ok", value }

@@ -14,16 +14,24 @@
     ARGV[7] budget: how many entries to examine at most
     ARGV[8] scope filter, "" for none
     ARGV[9] key prefix filter, "" for none (lex mode: required)
+    ARGV[10] tool filter (escaped), "" for none: read from each examined entry's record
+    ARGV[11] bucket base "{<prefix>:<bucket>}:", for reading records
   Output:
     { done, stopScore, stopMember, member1, score1, member2, score2, ... }
     done = 1 when the index has nothing more in range; otherwise every entry down to
     (stopScore, stopMember) has been examined. Lex mode answers { -1 } when more than the
-    budget of keys match the prefix, so the caller reads another index instead.
+    budget of keys match the prefix, so the caller reads another index instead. Lex members
+    carry no time: the matches' records give their createdAtMs (and tool).
 ]]
+--- @include "keys"
+--- @include "record"
+
+local base = bucketBase(ARGV[11])
 local limit = tonumber(ARGV[6])
 local budget = tonumber(ARGV[7])
 local scope = ARGV[8]
 local prefix = ARGV[9]
+local tool = ARGV[10]
 
 -- byte order, as sorted sets compare members (Lua's < follows the server's collation locale)
 local function bytesLess(a, b)
@@ -35,11 +43,20 @@ local function bytesLess(a, b)
   return #a < #b
 end
 
+-- the record of an index member "scope \n key", or nil when it is gone
+local function recordOf(memberScope, memberKey)
+  return decodeRecord(redis.call("GET", recordKeyOf(base, memberScope, memberKey)))
+end
+
 local function matches(member)
-  if scope == "" and prefix == "" then return true end
+  if scope == "" and prefix == "" and tool == "" then return true end
   local nl = string.find(member, "\n", 1, true)
   if scope ~= "" and string.sub(member, 1, nl - 1) ~= scope then return false end
   if prefix ~= "" and string.sub(member, nl + 1, nl + #prefix) ~= prefix then return false end
+  if tool ~= "" then
+    local rec = recordOf(string.sub(member, 1, nl - 1), string.sub(member, nl + 1))
+    if not rec or rec.tool ~= tool then return false end
+  end
   return true
 end
 
@@ -51,16 +68,18 @@ if ARGV[1] == "lex" then
   local cursorScore = tonumber(ARGV[4])
   local found = {}
   for _, lexMember in ipairs(raw) do
-    local nl1 = string.find(lexMember, "\n", 1, true)
-    local nl2 = string.find(lexMember, "\n", nl1 + 1, true)
-    local key = string.sub(lexMember, 1, nl1 - 1)
-    local entryScope = string.sub(lexMember, nl1 + 1, nl2 - 1)
-    local createdAt = string.sub(lexMember, nl2 + 1)
+    local nl = string.find(lexMember, "\n", 1, true)
+    local key = string.sub(lexMember, 1, nl - 1)
+    local entryScope = string.sub(lexMember, nl + 1)
     if scope == "" or entryScope == scope then
-      local member = entryScope .. "\n" .. key
-      local s = tonumber(createdAt)
-      if not hasCursor or s < cursorScore or (s == cursorScore and bytesLess(member, ARGV[5])) then
-        found[#found + 1] = { s, member, createdAt }
+      local rec = recordOf(entryScope, key)
+      if rec and (tool == "" or rec.tool == tool) then
+        local member = entryScope .. "\n" .. key
+        local createdAt = rec.createdAtMs
+        local s = tonumber(createdAt)
+        if not hasCursor or s < cursorScore or (s == cursorScore and bytesLess(member, ARGV[5])) then
+          found[#found + 1] = { s, member, createdAt }
+        end
       end
     end
   end

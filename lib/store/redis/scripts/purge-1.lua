@@ -18,13 +18,13 @@ local base = bucketBase(ARGV[1])
 local members = redis.call("ZRANGEBYSCORE", KEYS[1], "-inf", "(" .. ARGV[2], "LIMIT", 0, tonumber(ARGV[3]))
 for _, member in ipairs(members) do
   local nl = string.find(member, "\n", 1, true)
-  local recordKey = recordKeyOf(base, string.sub(member, 1, nl - 1), string.sub(member, nl + 1))
-  local current = redis.call("HGETALL", recordKey)
-  local rec = hashToTable(current)
-  if #current > 0 and rec.status == "done" then
-    removeFromIndexes(base, rec)
+  local scope, key = string.sub(member, 1, nl - 1), string.sub(member, nl + 1)
+  local recordKey = recordKeyOf(base, scope, key)
+  local rec = decodeRecord(redis.call("GET", recordKey))
+  if rec and rec.status == "done" then
+    removeFromIndexes(base, scope, key, rec)
     redis.call("DEL", recordKey)
-    announceChange(base, rec, "absent")
+    announceChange(base, scope, key, "absent")
   end
   -- a member without its done record is a leftover: drop it so purge cannot loop on it
   redis.call("ZREM", KEYS[1], member)

@@ -2,12 +2,14 @@
   Operator: deletes a stuck or unknown reservation (an inflight one within its lease only when
   forced).
   Input:
-    KEYS[1] record hash
+    KEYS[1] record
     ARGV[1] bucket base "{<prefix>:<bucket>}:"
-    ARGV[2] nowMs
-    ARGV[3] force "1" | "0"
+    ARGV[2] scope
+    ARGV[3] key
+    ARGV[4] nowMs
+    ARGV[5] force "1" | "0"
   Output:
-    { "ok" | "absent" | "not_inflight" | "running", record before (HGETALL pairs, empty when absent) }
+    { "ok" | "absent" | "not_inflight" | "running", record value before (empty when absent) }
   Publishes "absent" on the record's change channel when ok.
 ]]
 --- @include "keys"
@@ -15,12 +17,13 @@
 --- @include "operator"
 
 local base = bucketBase(ARGV[1])
-local current = redis.call("HGETALL", KEYS[1])
-if #current == 0 then return { "absent", {} } end
-local rec = hashToTable(current)
-local refusal = operatorRefusal(rec, tonumber(ARGV[2]), ARGV[3] == "1")
+local scope, key = ARGV[2], ARGV[3]
+local current = redis.call("GET", KEYS[1])
+if not current then return { "absent", "" } end
+local rec = decodeRecord(current)
+local refusal = operatorRefusal(rec, tonumber(ARGV[4]), ARGV[5] == "1")
 if refusal then return { refusal, current } end
-removeFromIndexes(base, rec)
+removeFromIndexes(base, scope, key, rec)
 redis.call("DEL", KEYS[1])
-announceChange(base, rec, "absent")
+announceChange(base, scope, key, "absent")
 return { "ok", current }

@@ -3,12 +3,10 @@
   Mirrors lib/store/redis/key-names.ts (KeySpace); change both together.
 ]]
 local function statusIndexKey(base, status) return base .. "st:" .. status end
-local function statusToolIndexKey(base, status, tool) return base .. "stt:" .. status .. ":" .. tool end
-local function statusScopeIndexKey(base, status, scope) return base .. "sts:" .. status .. ":" .. scope end
+-- held records only (inflight, unknown); tool as stored (escaped)
+local function heldToolIndexKey(base, status, tool) return base .. "stt:" .. status .. ":" .. tool end
 local function createdIndexKey(base) return base .. "created" end
-local function toolIndexKey(base, tool) return base .. "tool:" .. tool end
-local function scopeIndexKey(base, scope) return base .. "scope:" .. scope end
-local function lexIndexKey(base) return base .. "lex" end
+local function lexIndexKey(base) return base .. "lx" end
 local function recordKeyOf(base, scope, key) return base .. "r:" .. scope .. ":" .. key end
 -- a pub/sub channel, not a key: see KeySpace.changeChannel
 local function changeChannelOf(base, scope, key) return base .. "chg:" .. scope .. "\n" .. key end

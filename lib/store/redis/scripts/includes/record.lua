@@ -1,11 +1,41 @@
 --[[
-  Record hashes and their index entries. A record's fields are strings; a null field is absent.
-  Index members are "scope \n key"; lex members are "key \n scope \n createdAtMs".
+  Records and their index entries. A record is one string value (lib/store/redis/record-codec.ts):
+  "2", then the fields in the order of decodeRecord, joined by "\n", the result body last (raw). Scope and
+  key are not stored in it: scripts get them as arguments, purge from index members.
+  rec.status is the full word (inflight | unknown | done); the value holds its first letter.
+  Index members are "scope \n key"; lex members are "key \n scope".
 ]]
-local function hashToTable(flat)
-  local t = {}
-  for i = 1, #flat, 2 do t[flat[i]] = flat[i + 1] end
-  return t
+-- Every script runs this file's top level on each call: constants are literals, no tables built.
+-- One string.match (in C) reads every field, far cheaper than a loop of finds and subs:
+-- "^2\n(.)\n" then 14 times "([^\n]*)\n", then "(.*)$".
+local RECORD_PATTERN = "^2\n(.)\n([^\n]*)\n([^\n]*)\n([^\n]*)\n([^\n]*)\n([^\n]*)\n([^\n]*)\n([^\n]*)\n([^\n]*)\n([^\n]*)\n([^\n]*)\n([^\n]*)\n([^\n]*)\n([^\n]*)\n([^\n]*)\n(.*)$"
+local function statusWord(letter)
+  if letter == "d" then return "done" elseif letter == "i" then return "inflight" elseif letter == "u" then return "unknown" end
+  return nil
+end
+
+-- nil for an absent record (GET answered false)
+local function decodeRecord(value)
+  if not value then return nil end
+  local status, token, createdAtMs, leaseUntilMs, completedAtMs, expiresAtMs, unknownAtMs, fallback, tool,
+    fingerprint, executionId, session, outcomeNote, resultStatus, resultFinal, resultBody = string.match(value, RECORD_PATTERN)
+  if not status or not statusWord(status) then
+    error(redis.error_reply("ERR idemgate: a record in an encoding this version does not read; run `idemgate store rebuild-indexes`"))
+  end
+  return {
+    status = statusWord(status), token = token, createdAtMs = createdAtMs, leaseUntilMs = leaseUntilMs,
+    completedAtMs = completedAtMs, expiresAtMs = expiresAtMs, unknownAtMs = unknownAtMs, fallback = fallback,
+    tool = tool, fingerprint = fingerprint, executionId = executionId, session = session, outcomeNote = outcomeNote,
+    resultStatus = resultStatus, resultFinal = resultFinal, resultBody = resultBody,
+  }
+end
+
+-- one concatenation expression: a single allocation of the value
+local function encodeRecord(r)
+  return "2\n" .. string.sub(r.status, 1, 1) .. "\n" .. r.token .. "\n" .. r.createdAtMs .. "\n" .. (r.leaseUntilMs or "") .. "\n" ..
+    (r.completedAtMs or "") .. "\n" .. (r.expiresAtMs or "") .. "\n" .. (r.unknownAtMs or "") .. "\n" .. r.fallback .. "\n" ..
+    r.tool .. "\n" .. r.fingerprint .. "\n" .. r.executionId .. "\n" .. (r.session or "") .. "\n" .. (r.outcomeNote or "") .. "\n" ..
+    (r.resultStatus or "") .. "\n" .. (r.resultFinal or "") .. "\n" .. (r.resultBody or "")
 end
 
 -- The score of a record in its status indexes: inflight by leaseUntilMs (stuck once it passed),
@@ -16,40 +46,34 @@ local function deadlineOf(rec)
   return rec.expiresAtMs
 end
 
-local function removeFromIndexes(base, rec)
-  local member = rec.scope .. "\n" .. rec.key
+-- Only held records (inflight, unknown) are in a per-tool index.
+local function isHeld(status) return status ~= "done" end
+
+local function removeFromIndexes(base, scope, key, rec)
+  local member = scope .. "\n" .. key
   redis.call("ZREM", statusIndexKey(base, rec.status), member)
-  redis.call("ZREM", statusToolIndexKey(base, rec.status, rec.tool), member)
-  redis.call("ZREM", statusScopeIndexKey(base, rec.status, rec.scope), member)
+  if isHeld(rec.status) then redis.call("ZREM", heldToolIndexKey(base, rec.status, rec.tool), member) end
   redis.call("ZREM", createdIndexKey(base), member)
-  redis.call("ZREM", toolIndexKey(base, rec.tool), member)
-  redis.call("ZREM", scopeIndexKey(base, rec.scope), member)
-  redis.call("ZREM", lexIndexKey(base), rec.key .. "\n" .. rec.scope .. "\n" .. rec.createdAtMs)
+  redis.call("ZREM", lexIndexKey(base), key .. "\n" .. scope)
 end
 
-local function addToIndexes(base, rec)
-  local member = rec.scope .. "\n" .. rec.key
+local function addToIndexes(base, scope, key, rec)
+  local member = scope .. "\n" .. key
   local deadline = deadlineOf(rec)
   redis.call("ZADD", statusIndexKey(base, rec.status), deadline, member)
-  redis.call("ZADD", statusToolIndexKey(base, rec.status, rec.tool), deadline, member)
-  redis.call("ZADD", statusScopeIndexKey(base, rec.status, rec.scope), deadline, member)
+  if isHeld(rec.status) then redis.call("ZADD", heldToolIndexKey(base, rec.status, rec.tool), deadline, member) end
   redis.call("ZADD", createdIndexKey(base), rec.createdAtMs, member)
-  redis.call("ZADD", toolIndexKey(base, rec.tool), rec.createdAtMs, member)
-  redis.call("ZADD", scopeIndexKey(base, rec.scope), rec.createdAtMs, member)
-  redis.call("ZADD", lexIndexKey(base), 0, rec.key .. "\n" .. rec.scope .. "\n" .. rec.createdAtMs)
+  redis.call("ZADD", lexIndexKey(base), 0, key .. "\n" .. scope)
 end
 
--- A status change (inflight -> unknown -> done) moves the record between the status-keyed indexes only; the
--- indexes keyed by creation time (created, tool, scope, lex) do not change. Half the writes of a
--- full remove and add.
-local function changeStatus(base, rec, status, deadline)
-  local member = rec.scope .. "\n" .. rec.key
+-- A status change (inflight -> unknown -> done) moves the record between the status-keyed indexes
+-- only; the indexes keyed by creation time and key do not change.
+local function changeStatus(base, scope, key, rec, status, deadline)
+  local member = scope .. "\n" .. key
   redis.call("ZREM", statusIndexKey(base, rec.status), member)
-  redis.call("ZREM", statusToolIndexKey(base, rec.status, rec.tool), member)
-  redis.call("ZREM", statusScopeIndexKey(base, rec.status, rec.scope), member)
+  if isHeld(rec.status) then redis.call("ZREM", heldToolIndexKey(base, rec.status, rec.tool), member) end
   redis.call("ZADD", statusIndexKey(base, status), deadline, member)
-  redis.call("ZADD", statusToolIndexKey(base, status, rec.tool), deadline, member)
-  redis.call("ZADD", statusScopeIndexKey(base, status, rec.scope), deadline, member)
+  if isHeld(status) then redis.call("ZADD", heldToolIndexKey(base, status, rec.tool), deadline, member) end
   rec.status = status
 end
 
@@ -57,6 +81,6 @@ end
 -- is the new stored status or "absent". PUBLISH to a channel nobody listens on costs next to
 -- nothing; on a cluster it is broadcast to every node, whose subscribers then read the record on
 -- its master, where this script's writes are already applied.
-local function announceChange(base, rec, status)
-  redis.call("PUBLISH", changeChannelOf(base, rec.scope, rec.key), status)
+local function announceChange(base, scope, key, status)
+  redis.call("PUBLISH", changeChannelOf(base, scope, key), status)
 end
