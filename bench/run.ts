@@ -6,10 +6,12 @@ import { benchPeers } from "./peers-bench";
 import { printTable, type Row } from "./stats";
 
 /*
- * npm run bench [-- --quick] [-- --scale 1000000] [-- --only engine,peers,gateway,console] [-- --no-build]
+ * npm run bench [-- --quick] [-- --scale 1000000] [-- --audit-scale 10000000] [-- --only engine,peers,gateway,console] [-- --no-build]
  * Prints one Markdown table; every figure is a median over repeated runs and every ratio is against
  * a baseline measured in the same run on the same Redis and PostgreSQL.
  *   --scale N    keys (and audit rows) of the large console dataset; default 100000 (quick 20000)
+ *   --audit-scale N  also time the tool pages and the tool list on a PostgreSQL-only dataset of N audit
+ *                rows (10000000 takes several minutes to seed, so it is off by default)
  *   --no-build   serve the existing .next build instead of running `next build` first
  */
 const argv = process.argv.slice(2);
@@ -19,6 +21,7 @@ const option = (name: string) => {
   return at === -1 ? undefined : argv[at + 1];
 };
 const scale = Number(option("scale") ?? (quick ? 20_000 : 100_000));
+const auditScale = option("audit-scale") === undefined ? undefined : Number(option("audit-scale"));
 const only = new Set((option("only") ?? "engine,peers,gateway,console").split(","));
 
 async function section(name: string, fn: () => Promise<Row[]>): Promise<Row[]> {
@@ -45,7 +48,7 @@ async function main(): Promise<void> {
     ...(await section("gateway", () =>
       benchGateway({ durationS: quick ? 3 : 10, connections: 50, rounds: 3, build: !argv.includes("--no-build"), port: 3141, barePort: 3142 }),
     )),
-    ...(await section("console", () => benchConsole({ small: 10_000, large: scale, repeats: quick ? 20 : 50 }))),
+    ...(await section("console", () => benchConsole({ small: 10_000, large: scale, repeats: quick ? 20 : 50, auditLarge: auditScale }))),
   ];
   printTable("Results", rows);
   console.log(`\ntotal ${((performance.now() - started) / 1000).toFixed(0)} s`);

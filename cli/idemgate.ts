@@ -7,6 +7,7 @@ import { operatorCommand } from "./commands/operator";
 import { reconcileCommand } from "./commands/reconcile";
 import { seedCommand } from "./commands/seed";
 import { simulateCommand } from "./commands/simulate";
+import { storeCommand } from "./commands/store";
 import { tokenCommand } from "./commands/token";
 import { describeError } from "./errors";
 
@@ -17,6 +18,7 @@ const COMMANDS: (() => Command)[] = [
   migrateCommand,
   seedCommand,
   keyCommand,
+  storeCommand,
   reconcileCommand,
   simulateCommand,
   mcpCommand,
