@@ -10,15 +10,15 @@ import { openTestStore, type StoreUnderTest } from "@/test/support/stores";
 import { PrismaAuditWriter, type AuditWriterOptions } from "./audit-writer";
 
 /**
- * The statements a writer sends, seen from the driver: which intents each carries, and whether the
- * database has answered it (an autocommit statement has committed when it answers).
+ * The statements a writer sends, seen from the driver (or Prisma): which intents each carries, and
+ * whether the database has answered it (an autocommit statement has committed when it answers).
  */
-function statementLog(db: Database) {
+function statementLog(db: Database, through: "the driver" | "Prisma" = "the driver") {
   const statements: { text: string; done: boolean }[] = [];
   const execute = async (sql: string, params: readonly unknown[]) => {
     const statement = { text: JSON.stringify(params), done: false };
     statements.push(statement);
-    const changed = await db.execute(sql, params);
+    const changed = through === "the driver" ? await db.execute(sql, params) : await db.prisma.$executeRawUnsafe(sql, ...params);
     statement.done = true;
     return changed;
   };
@@ -37,7 +37,11 @@ const intent = (key: string, scope = "gc") => {
   };
 };
 
-describe.each(["PostgreSQL", "PGlite"] as const)("durable intents on %s: group commit", (database) => {
+describe.each([
+  ["PostgreSQL", "the driver"],
+  ["PostgreSQL", "Prisma"],
+  ["PGlite", "the driver"],
+] as const)("durable intents on %s through %s: group commit", (database, through) => {
   let handle: { db: Database; drop: () => Promise<void> };
   beforeAll(async () => {
     handle = database === "PostgreSQL" ? await createTestPostgres("group_commit") : await createTestPglite();
@@ -48,7 +52,7 @@ describe.each(["PostgreSQL", "PGlite"] as const)("durable intents on %s: group c
   const rows = (ids: string[]) => handle.db.prisma.execution.count({ where: { id: { in: ids } } });
 
   it("writes a lone intent at once, in a commit of its own: no batching delay", async () => {
-    const log = statementLog(handle.db);
+    const log = statementLog(handle.db, through);
     const writer = newWriter(log);
     const lone = intent("lone");
     const written = writer.intent(lone);
@@ -62,7 +66,7 @@ describe.each(["PostgreSQL", "PGlite"] as const)("durable intents on %s: group c
   });
 
   it("writes concurrent intents in fewer commits than callers, at most maxBatch to a commit, each intent once", async () => {
-    const log = statementLog(handle.db);
+    const log = statementLog(handle.db, through);
     const writer = newWriter(log, { maxBatch: 16 });
     const intents = Array.from({ length: 40 }, (_, n) => intent(`many-${n}`));
     // the first goes alone; the 39 arriving while it is written wait for it and go out together
@@ -79,7 +83,7 @@ describe.each(["PostgreSQL", "PGlite"] as const)("durable intents on %s: group c
   });
 
   it("lets each caller go on only once the commit carrying its intent has ended", async () => {
-    const log = statementLog(handle.db);
+    const log = statementLog(handle.db, through);
     const writer = newWriter(log);
     const intents = Array.from({ length: 30 }, (_, n) => intent(`acked-${n}`));
     const early: string[] = [];
@@ -97,7 +101,7 @@ describe.each(["PostgreSQL", "PGlite"] as const)("durable intents on %s: group c
   });
 
   it("rejects every caller of a batch the database refuses, acknowledges none of it, and writes the next batch", async () => {
-    const log = statementLog(handle.db);
+    const log = statementLog(handle.db, through);
     const writer = newWriter(log);
     const refused = Array.from({ length: 12 }, (_, n) => intent(`refused-${n}`));
     await handle.db.execute(`ALTER TABLE executions RENAME TO executions_away`, []);
@@ -119,7 +123,7 @@ describe.each(["PostgreSQL", "PGlite"] as const)("durable intents on %s: group c
   });
 
   it("refuses only the intent that meets an open execution of its key; the others of its batch are written", async () => {
-    const log = statementLog(handle.db);
+    const log = statementLog(handle.db, through);
     const writer = newWriter(log);
     const first = intent("taken");
     await writer.intent(first);
