@@ -83,7 +83,7 @@ export default async function ToolsPage() {
                   ) : (
                     <td colSpan={7} className="px-3 py-3 text-xs text-faint">
                       {tool.mcpOrigin?.gate === "idempotent"
-                        ? "idempotent at its MCP server: passed through without a key, not deduplicated, not audited"
+                        ? "idempotent at its MCP server: passed through without a key, not deduplicated, each call audited"
                         : "read: never gated, not deduplicated, not audited"}
                     </td>
                   )}

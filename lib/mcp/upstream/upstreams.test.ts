@@ -15,7 +15,7 @@ import { startMcpGateway, type McpGateway } from "@/test/support/mcp-gateway";
 import { KEY_ARGUMENT } from "../tools";
 import type { McpServerConfig } from "./config";
 import { startMcpUpstreams } from "./serve-upstreams";
-import type { McpUpstreams } from "./upstreams";
+import { UpstreamConnection, type McpUpstreams } from "./upstreams";
 
 // Idemgate in front of other MCP servers (IDEMGATE_MCP_SERVERS): two servers built with the SDK
 // (test/support/mcp-test-server.ts), one over Streamable HTTP and one over stdio, each a real
@@ -291,6 +291,17 @@ describe("Idemgate in front of other MCP servers", () => {
     const retried = await call(client, { name: "counter_http.increment", arguments: { label }, idempotencyKey: key });
     expect(retried.isError).toBeFalsy();
     expect(await effects("counter_http", `increment:${label}`)).toBe(1);
+  });
+
+  it("a server that cannot be reached is down with the reason, for the status page", async () => {
+    const offline = new UpstreamConnection({ name: "offline", url: "http://127.0.0.1:1/mcp" }, { onTools: () => {}, maxBackoffMs: 60_000 });
+    try {
+      await offline.start();
+      expect(offline.status()).toMatchObject({ name: "offline", transport: "http", state: "down", error: expect.stringMatching(/^cannot connect: /), tools: 0 });
+      expect(offline.connected()).toBe(false);
+    } finally {
+      await offline.close();
+    }
   });
 
   it("a stdio server whose process exits is started again, and its tools work", async () => {

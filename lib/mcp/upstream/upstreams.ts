@@ -137,11 +137,12 @@ export class UpstreamConnection implements McpCallTarget {
         for (const line of chunk.toString().split("\n")) if (line.trim()) this.options.log?.(`${this.name} (stderr): ${line.slice(0, 500)}`);
       });
     }
-    client.onclose = () => {
-      if (generation === this.generation) this.lost("the connection closed");
-    };
     try {
       await client.connect(transport, { timeout: CONNECT_TIMEOUT_MS });
+      // from here on a close means the server went away; before, a failed connection says why itself
+      client.onclose = () => {
+        if (generation === this.generation) this.lost("the connection closed");
+      };
       const tools = await listAll(client);
       if (this.closed || generation !== this.generation) {
         await client.close().catch(() => {});

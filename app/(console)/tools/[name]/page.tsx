@@ -18,7 +18,7 @@ import { requireOperator } from "@/lib/auth/require-operator";
 import { can } from "@/lib/auth/roles";
 import { exampleFromSchema } from "@/lib/docs/json-schema";
 import { formatCount, formatDuration } from "@/lib/console/format";
-import { mcpToolOrigin, recentPassThroughCalls } from "@/lib/mcp/upstream/console-view";
+import { mcpToolOrigin, recentPassThroughCalls, type McpToolOrigin } from "@/lib/mcp/upstream/console-view";
 import { getRuntime } from "@/lib/server/runtime";
 import type { ToolDescription } from "@/lib/tools";
 
@@ -95,7 +95,7 @@ export default async function ToolPage({ params, searchParams }: Props) {
 
           <div className="grid gap-6 lg:grid-cols-[3fr_2fr] lg:items-start">
             <RetryGaps stats={stats} tool={tool} window={window} />
-            <Policy tool={tool} />
+            <Policy tool={tool} mcpOrigin={mcpOrigin} />
           </div>
         </>
       ) : (
@@ -108,7 +108,7 @@ export default async function ToolPage({ params, searchParams }: Props) {
               The form below runs it through the gateway like any caller.
             </p>
           </Card>
-          <Policy tool={tool} />
+          <Policy tool={tool} mcpOrigin={mcpOrigin} />
         </div>
       )}
 
@@ -262,8 +262,9 @@ function RetryGaps({ stats, tool, window }: { stats: ToolStats; tool: ToolDescri
   );
 }
 
-function Policy({ tool }: { tool: ToolDescription }) {
+function Policy({ tool, mcpOrigin }: { tool: ToolDescription; mcpOrigin: McpToolOrigin | null }) {
   const write = tool.kind === "write";
+  const runs = mcpOrigin ? `at the MCP server ${mcpOrigin.server}` : tool.source === "upstream" ? "upstream (HTTP)" : "in process";
   const rows: [string, React.ReactNode, string][] = write
     ? [
         ["Result TTL", formatDuration(tool.ttlMs), "how long a stored result is replayed"],
@@ -275,11 +276,11 @@ function Policy({ tool }: { tool: ToolDescription }) {
           tool.fallbackTtlMs === null ? "a write without a key is refused (400)" : "keyless calls are deduplicated by their arguments",
         ],
         ["Idempotency-Key", tool.idempotencyKey, ""],
-        ["Runs", tool.source === "upstream" ? "upstream (HTTP)" : "in process", ""],
+        ["Runs", runs, ""],
       ]
     : [
-        ["Idempotency-Key", "unused", "read tools are never gated"],
-        ["Runs", tool.source === "upstream" ? "upstream (HTTP)" : "in process", ""],
+        ["Idempotency-Key", "unused", mcpOrigin?.gate === "idempotent" ? "passed through: idempotent by its server's word" : "read tools are never gated"],
+        ["Runs", runs, ""],
       ];
   return (
     <Card title="Policy" testId="tool-policy">
@@ -295,7 +296,15 @@ function Policy({ tool }: { tool: ToolDescription }) {
         ))}
       </dl>
       <p className="border-t border-line px-5 py-2.5 text-xs text-faint">
-        Set in <code className="font-mono">lib/tools/config.ts</code>.
+        {mcpOrigin ? (
+          <>
+            From its server&apos;s annotations (<code className="font-mono">IDEMGATE_MCP_SERVERS</code>).
+          </>
+        ) : (
+          <>
+            Set in <code className="font-mono">lib/tools/config.ts</code>.
+          </>
+        )}
       </p>
     </Card>
   );
