@@ -5,7 +5,7 @@ const nextConfig: NextConfig = {
   poweredByHeader: false,
   // the build checks the app's own code; `npm run typecheck` checks everything (tests, bench, CLI)
   typescript: { tsconfigPath: "tsconfig.build.json" },
-  outputFileTracingIncludes: { "/*": ["./lib/store/redis/scripts/**/*.lua", "./prisma/migrations/**/*.sql"] },
+  outputFileTracingIncludes: { "/*": ["./lib/store/redis/scripts/**/*.lua", "./prisma/migrations/**/*.sql", "./docs/*.md"] },
 };
 
 export default nextConfig;

@@ -14,7 +14,7 @@ export const NAV_ITEMS: { href: string; label: string }[] = [
   { href: "/tools", label: "Tools" },
   { href: "/anomalies", label: "Anomalies" },
   { href: "/audit", label: "Audit trail" },
-  { href: "/docs/api", label: "API reference" },
+  { href: "/docs", label: "Docs" },
   { href: "/status", label: "Status" },
 ];
 
