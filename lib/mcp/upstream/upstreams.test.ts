@@ -262,6 +262,13 @@ describe("Idemgate in front of other MCP servers", () => {
     const refused = await invoke("counter_http.refuse", { label }, `gateway-refuse-${randomUUID()}`);
     expect(refused.status).toBe(422);
     expect(await refused.json()).toMatchObject({ isError: true });
+    // an idempotentHint tool over HTTP is passed through and recorded too, with transport http
+    const flag = await invoke("counter_http.set_flag", { name: label, value: true }, `gateway-flag-${randomUUID()}`);
+    expect(flag.status).toBe(200);
+    await gateway.runtime.audit.flush();
+    const recorded = await gateway.pg.db.prisma.execution.findMany({ where: { tool: "counter_http.set_flag", transport: "http" } });
+    expect(recorded).toHaveLength(1);
+    expect(recorded[0]).toMatchObject({ scope: "tenant-u", key: `passthrough:${recorded[0].id}`, outcome: "succeeded" });
   });
 
   it("re-lists a server's tools when it says they changed", async () => {
