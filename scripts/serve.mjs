@@ -34,9 +34,10 @@ await app.prepare();
 
 const trustedProxies = trustedProxyCount();
 const server = http.createServer((req, res) => {
-  setForwardedProto(req, trustedProxies);
+  // the gateway's fast path reads no X-Forwarded-Proto (and setting it would build node's headers object)
   const fastInvoke = globalThis.__idemgateFastInvoke;
   if (fastInvoke?.(req, res)) return;
+  setForwardedProto(req, trustedProxies);
   handle(req, res).catch((err) => {
     console.error("idemgate: request failed", err);
     if (!res.headersSent) res.writeHead(500);

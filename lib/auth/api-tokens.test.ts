@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Database } from "@/lib/db/database";
 import { createTestPglite, createTestPostgres } from "@/test/support/databases";
-import { authenticateToken, createApiToken, revokeApiToken } from "./api-tokens";
+import { authenticateToken, cachedPrincipal, createApiToken, revokeApiToken, TOKEN_CACHE_MS } from "./api-tokens";
 
 async function trailOf(db: Database, tokenId: string) {
   const rows = await db.prisma.operatorAction.findMany({ where: { stateAfter: { path: ["tokenId"], equals: tokenId } }, orderBy: { at: "asc" } });
@@ -54,5 +54,48 @@ describe.each(["PostgreSQL", "PGlite"] as const)("API tokens and the operator au
     } finally {
       await prisma.$executeRawUnsafe(`ALTER TABLE operator_actions DROP CONSTRAINT refuse_all`);
     }
+  });
+});
+
+describe("the token cache honours revocation", () => {
+  let t: { db: Database; drop: () => Promise<void> };
+  beforeAll(async () => {
+    t = await createTestPostgres("token_cache");
+  });
+  afterAll(() => t?.drop());
+
+  it("a revocation in this process takes effect at once, also for a token looked up a moment before", async () => {
+    const { prisma } = t.db;
+    const created = await createApiToken(prisma, { scope: "tenant-c", actor: "ops@example.com" });
+    const principal = { tokenId: created.id, scope: "tenant-c" };
+    expect(await authenticateToken(prisma, created.token)).toMatchObject(principal);
+    // now answered without the database
+    expect(cachedPrincipal(created.token)).toMatchObject(principal);
+    expect(await revokeApiToken(prisma, { id: created.id, actor: "ops@example.com", reason: "leaked" })).toBe(true);
+    expect(cachedPrincipal(created.token)).toBeUndefined();
+    expect(await authenticateToken(prisma, created.token)).toBeNull();
+    expect(cachedPrincipal(created.token)).toBeNull();
+  });
+
+  it("a revocation by another process (the CLI, another replica) takes effect within TOKEN_CACHE_MS", async () => {
+    const { prisma } = t.db;
+    const created = await createApiToken(prisma, { scope: "tenant-c", actor: "ops@example.com" });
+    const t0 = Date.now();
+    expect(await authenticateToken(prisma, created.token, t0)).toMatchObject({ tokenId: created.id });
+    // what `idemgate token revoke` in another process writes; this process's cache does not hear of it
+    await prisma.apiToken.update({ where: { id: created.id }, data: { revokedAt: new Date() } });
+    expect(await authenticateToken(prisma, created.token, t0 + TOKEN_CACHE_MS - 1)).toMatchObject({ tokenId: created.id });
+    expect(cachedPrincipal(created.token, t0 + TOKEN_CACHE_MS)).toBeUndefined();
+    expect(await authenticateToken(prisma, created.token, t0 + TOKEN_CACHE_MS)).toBeNull();
+  });
+
+  it("an unknown token is answered from the cache as unknown, and a malformed one without a lookup", async () => {
+    const { prisma } = t.db;
+    const unknown = "idg_" + "x".repeat(43);
+    expect(cachedPrincipal(unknown)).toBeUndefined();
+    expect(await authenticateToken(prisma, unknown)).toBeNull();
+    expect(cachedPrincipal(unknown)).toBeNull();
+    expect(cachedPrincipal("not-a-token")).toBeNull();
+    expect(cachedPrincipal("idg_" + "y".repeat(300))).toBeNull();
   });
 });

@@ -1,4 +1,4 @@
-import { createHash, randomBytes, randomUUID } from "node:crypto";
+import { hash, randomBytes, randomUUID } from "node:crypto";
 import type { PrismaClient } from "@/generated/prisma/client";
 import { recordOperatorAction } from "@/lib/audit/operator-actions";
 import { InvalidArgumentsError } from "@/lib/idempotency/errors";
@@ -15,7 +15,7 @@ const TOKEN_PREFIX = "idg_";
 
 function hashToken(token: string): string {
   // API tokens carry 256 random bits: a fast hash is the right tool (unlike passwords).
-  return createHash("sha256").update(token).digest("hex");
+  return hash("sha256", token, "hex");
 }
 
 export class InvalidScopeError extends InvalidArgumentsError {
@@ -57,7 +57,7 @@ export async function createApiToken(
     });
     return created;
   });
-  tokenCache.clear();
+  clearTokenCache();
   return { id: row.id, token, scope: row.scope, prefix: row.prefix, advisoryKeys: row.advisoryKeys };
 }
 
@@ -80,7 +80,7 @@ export async function revokeApiToken(prisma: PrismaClient, input: { id: string; 
     });
     return true;
   });
-  tokenCache.clear();
+  clearTokenCache();
   return revoked;
 }
 
@@ -92,24 +92,53 @@ export function listApiTokens(prisma: PrismaClient) {
 }
 
 // Looking a token up costs a database round trip on every call; a short cache keeps that off the
-// hot path. A revocation in this process clears it at once; one made by another process (the CLI)
-// takes effect within TOKEN_CACHE_MS. Kept on globalThis: the server loads this module more than
-// once (the App Router's bundles and the gateway's fast path), and a revocation must reach them all.
+// hot path, keyed by the token's SHA-256 (the secret itself is not kept). A revocation or creation
+// in this process clears it at once (and a lookup that was under way when it did is not cached);
+// one made by another process (the CLI, another replica) takes effect within TOKEN_CACHE_MS.
+// At most TOKEN_CACHE_ENTRIES tokens, the oldest dropped first. Kept on globalThis: the server loads
+// this module more than once (the App Router's bundles and the gateway's fast path), and a
+// revocation must reach them all.
 export const TOKEN_CACHE_MS = 5_000;
-const holder = globalThis as unknown as { __idemgateTokenCache?: Map<string, { principal: TokenPrincipal | null; untilMs: number }> };
-const tokenCache = (holder.__idemgateTokenCache ??= new Map());
+export const TOKEN_CACHE_ENTRIES = 10_000;
+
+interface TokenCache {
+  entries: Map<string, { principal: TokenPrincipal | null; untilMs: number }>;
+  /** bumped by every clear: a lookup started before it does not fill the cache */
+  generation: number;
+}
+const holder = globalThis as unknown as { __idemgateTokenCache?: TokenCache };
+const tokenCache: TokenCache = (holder.__idemgateTokenCache ??= { entries: new Map(), generation: 0 });
+
+function clearTokenCache(): void {
+  tokenCache.entries.clear();
+  tokenCache.generation++;
+}
+
+/**
+ * The cached answer for a bearer token, without I/O: its principal, null when it is unknown or
+ * revoked, undefined when this process has not looked it up within TOKEN_CACHE_MS.
+ */
+export function cachedPrincipal(token: string, nowMs = Date.now()): TokenPrincipal | null | undefined {
+  if (!token.startsWith(TOKEN_PREFIX) || token.length > 200) return null;
+  const cached = tokenCache.entries.get(hashToken(token));
+  return cached && cached.untilMs > nowMs ? cached.principal : undefined;
+}
 
 /** The principal for a bearer token, or null for an unknown or revoked one. */
-export async function authenticateToken(prisma: PrismaClient, token: string): Promise<TokenPrincipal | null> {
+export async function authenticateToken(prisma: PrismaClient, token: string, nowMs = Date.now()): Promise<TokenPrincipal | null> {
   if (!token.startsWith(TOKEN_PREFIX) || token.length > 200) return null;
   const digest = hashToken(token);
-  const now = Date.now();
-  const cached = tokenCache.get(digest);
-  if (cached && cached.untilMs > now) return cached.principal;
+  const cached = tokenCache.entries.get(digest);
+  if (cached && cached.untilMs > nowMs) return cached.principal;
+  const generation = tokenCache.generation;
   const row = await prisma.apiToken.findUnique({ where: { hash: digest }, select: { id: true, scope: true, advisoryKeys: true, revokedAt: true } });
   const principal = row && !row.revokedAt ? { tokenId: row.id, scope: row.scope, advisoryKeys: row.advisoryKeys } : null;
-  if (tokenCache.size > 10_000) tokenCache.clear();
-  tokenCache.set(digest, { principal, untilMs: now + TOKEN_CACHE_MS });
+  if (generation === tokenCache.generation) {
+    const { entries } = tokenCache;
+    entries.delete(digest);
+    if (entries.size >= TOKEN_CACHE_ENTRIES) entries.delete(entries.keys().next().value!);
+    entries.set(digest, { principal, untilMs: nowMs + TOKEN_CACHE_MS });
+  }
   if (principal) {
     void prisma.apiToken.update({ where: { id: principal.tokenId }, data: { lastUsedAt: new Date() } }).catch(() => {});
   }

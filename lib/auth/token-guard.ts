@@ -1,4 +1,4 @@
-import { authenticateToken, type TokenPrincipal } from "@/lib/auth/api-tokens";
+import { authenticateToken, cachedPrincipal, type TokenPrincipal } from "@/lib/auth/api-tokens";
 import { getRuntime, type Runtime } from "@/lib/server/runtime";
 import type { HeaderSource } from "@/lib/http/answer";
 import { errorResponse, unauthorized } from "@/lib/http/problem";
@@ -13,11 +13,25 @@ export function bearerToken(headers: HeaderSource): string | null {
   return match ? match[1] : null;
 }
 
+const UNKNOWN_TOKEN = "the API token is unknown or revoked";
+
+/**
+ * The caller's principal when this process knows its token (looked up within TOKEN_CACHE_MS),
+ * without I/O; undefined when it must be looked up (tokenPrincipal). Throws the same 401s.
+ */
+export function knownPrincipal(headers: HeaderSource): TokenPrincipal | undefined {
+  const token = bearerToken(headers);
+  if (!token) throw unauthorized();
+  const principal = cachedPrincipal(token);
+  if (principal === null) throw unauthorized(UNKNOWN_TOKEN);
+  return principal ?? undefined;
+}
+
 export async function tokenPrincipal(headers: HeaderSource, runtime: Runtime): Promise<TokenPrincipal> {
   const token = bearerToken(headers);
   if (!token) throw unauthorized();
   const principal = await authenticateToken(runtime.db.prisma, token);
-  if (!principal) throw unauthorized("the API token is unknown or revoked");
+  if (!principal) throw unauthorized(UNKNOWN_TOKEN);
   return principal;
 }
 

@@ -1,10 +1,11 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
+import type { TokenPrincipal } from "@/lib/auth/api-tokens";
+import { knownPrincipal, tokenPrincipal } from "@/lib/auth/token-guard";
 import type { HttpAnswer } from "@/lib/http/answer";
-import { drain, nodeHeaders, readAtMost, writeAnswer } from "@/lib/http/node-bridge";
+import { bodyConsumed, completeBody, drain, nodeHeaders, readAtMost, writeAnswer } from "@/lib/http/node-bridge";
 import { problemAnswer } from "@/lib/http/problem";
 import { checkJsonHeaders, MAX_BODY_BYTES, parseJsonBytes } from "@/lib/http/read-body";
-import { tokenPrincipal } from "@/lib/auth/token-guard";
-import { getRuntime } from "@/lib/server/runtime";
+import { getRuntime, type Runtime } from "@/lib/server/runtime";
 import { invokeTool } from "./invoke-tool";
 
 const INVOKE_PATH = /^\/api\/v1\/tools\/([^/?#]+)\/invoke(?:\?[^#]*)?$/;
@@ -34,22 +35,40 @@ export function handleInvoke(req: IncomingMessage, res: ServerResponse): boolean
   return true;
 }
 
+/** The runtime getRuntime()'s promise resolved to: while it hands out the same promise, calls use it without awaiting. */
+let opened: { promise: Promise<Runtime>; runtime: Runtime } | undefined;
+
+function runtimeNow(): Runtime | Promise<Runtime> {
+  const promise = getRuntime();
+  if (opened?.promise === promise) return opened.runtime;
+  return promise.then((runtime) => {
+    opened = { promise, runtime };
+    return runtime;
+  });
+}
+
+// Each await is a promise, and with Next.js's AsyncLocalStorage every promise also runs async hooks:
+// a call whose token this process knows awaits its body and the engine only.
 async function serve(req: IncomingMessage, res: ServerResponse, tool: string): Promise<void> {
   let answer: HttpAnswer;
   try {
     const headers = nodeHeaders(req);
-    const runtime = await getRuntime();
-    const principal = await tokenPrincipal(headers, runtime);
-    const json = async () => {
+    const ready = runtimeNow();
+    const runtime = ready instanceof Promise ? await ready : ready;
+    const principal: TokenPrincipal = knownPrincipal(headers) ?? (await tokenPrincipal(headers, runtime));
+    const json = () => {
       checkJsonHeaders(headers, MAX_BODY_BYTES);
-      return parseJsonBytes(await readAtMost(req, MAX_BODY_BYTES + 1), MAX_BODY_BYTES);
+      // whole when the token was looked up (node:http parsed the body meanwhile); else still to come
+      const body = completeBody(req, MAX_BODY_BYTES);
+      if (body !== undefined) return parseJsonBytes(body, MAX_BODY_BYTES);
+      return readAtMost(req, MAX_BODY_BYTES + 1).then((bytes) => parseJsonBytes(bytes, MAX_BODY_BYTES));
     };
     answer = await invokeTool({ headers, json }, tool, principal, runtime);
   } catch (err) {
     answer = problemAnswer(err, (req.url ?? "").split("?")[0]);
   }
   try {
-    const ended = await drain(req, DRAIN_LIMITS);
+    const ended = bodyConsumed(req) || (await drain(req, DRAIN_LIMITS));
     writeAnswer(res, answer, { close: !ended });
   } catch {
     // the client went away, or a header could not be written: nothing left to tell it

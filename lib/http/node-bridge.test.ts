@@ -1,7 +1,7 @@
 import { createServer, request, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
-import { drain, nodeHeaders, readAtMost, writeAnswer } from "./node-bridge";
+import { bodyConsumed, completeBody, drain, nodeHeaders, readAtMost, writeAnswer } from "./node-bridge";
 
 let server: Server | null = null;
 afterEach(() => new Promise<void>((r) => (server ? server.close(() => r()) : r())));
@@ -81,5 +81,39 @@ describe("node-bridge", () => {
     ).catch((err: NodeJS.ErrnoException) => ({ status: 0, connection: "reset", body: String(err.code) }));
     if (out.status === 0) expect(["ECONNRESET", "EPIPE"]).toContain(out.body);
     else expect(out).toMatchObject({ status: 413, connection: "close" });
+  });
+
+  it("holds a body whole once node:http has parsed it (after the handler awaited I/O): read at once, nothing left to drain", async () => {
+    const out = await exchange(
+      async (req) => {
+        const before = completeBody(req, 1_000);
+        await new Promise((resolve) => setImmediate(resolve));
+        const body = completeBody(req, 1_000);
+        return { status: 200, body: JSON.stringify({ before: before === undefined, body: body?.toString(), consumed: bodyConsumed(req) }) };
+      },
+      (port) => post(port, [["Content-Length", "11"]], [Buffer.from('{"a":"bcd"}')]),
+    );
+    expect(JSON.parse(out.body)).toEqual({ before: true, body: '{"a":"bcd"}', consumed: true });
+    expect(out.connection).not.toBe("close");
+  });
+
+  it("leaves a body not yet parsed, or over the limit, to readAtMost", async () => {
+    const late = await exchange(
+      async (req) => {
+        // in the request event itself: node:http emits it once the headers are parsed
+        const held = completeBody(req, 1_000);
+        return { status: 200, body: JSON.stringify({ held: held === undefined ? null : held.length, read: (await readAtMost(req, 1_000)).length }) };
+      },
+      (port) => post(port, [["Transfer-Encoding", "chunked"]], [Buffer.alloc(300, "a"), Buffer.alloc(300, "b")]),
+    );
+    expect(JSON.parse(late.body)).toEqual({ held: null, read: 600 });
+    const large = await exchange(
+      async (req) => {
+        await new Promise((resolve) => setImmediate(resolve));
+        return { status: 200, body: JSON.stringify({ held: completeBody(req, 10) === undefined, read: (await readAtMost(req, 1_000)).length }) };
+      },
+      (port) => post(port, [["Content-Length", "100"]], [Buffer.alloc(100, "c")]),
+    );
+    expect(JSON.parse(large.body)).toEqual({ held: true, read: 100 });
   });
 });

@@ -3,15 +3,41 @@ import type { HeaderSource, HttpAnswer } from "./answer";
 
 /**
  * A node:http request's headers looked up as a Fetch `Headers` would answer: repeated headers are
- * joined with ", " (node:http itself keeps only the first of some, such as Authorization).
+ * joined with ", " (node:http itself keeps only the first of some, such as Authorization). Reads
+ * `rawHeaders` at each lookup: the gateway asks for a handful of names, and building node's
+ * `headers` or `headersDistinct` objects (every header, lower-cased, merged) costs more than that.
  */
 export function nodeHeaders(req: IncomingMessage): HeaderSource {
+  const raw = req.rawHeaders;
   return {
     get(name) {
-      const values = req.headersDistinct[name.toLowerCase()];
-      return values === undefined ? null : values.join(", ");
+      const wanted = name.toLowerCase();
+      let value: string | null = null;
+      for (let i = 0; i < raw.length; i += 2) {
+        const candidate = raw[i];
+        if (candidate.length !== wanted.length || candidate.toLowerCase() !== wanted) continue;
+        value = value === null ? raw[i + 1] : `${value}, ${raw[i + 1]}`;
+      }
+      return value;
     },
   };
+}
+
+/**
+ * The whole body when node:http has already parsed all of it (a handler that awaited I/O first
+ * finds a small body complete): at most `max` bytes, read without waiting for events. Undefined
+ * when the body is still arriving (always so in the request event itself), or larger than `max`:
+ * then readAtMost() and drain() take it.
+ */
+export function completeBody(req: IncomingMessage, max: number): Buffer | undefined {
+  if (!req.complete || req.readableLength > max || req.readableFlowing) return undefined;
+  const chunk = req.read() as Buffer | null;
+  return chunk ?? Buffer.alloc(0);
+}
+
+/** Whether the whole body has been read (nothing for drain() to do): the connection can be kept. */
+export function bodyConsumed(req: IncomingMessage): boolean {
+  return req.readableEnded || (req.complete && req.readableLength === 0);
 }
 
 /**
@@ -71,8 +97,11 @@ export function drain(req: IncomingMessage, limits: { maxBytes: number; maxMs: n
 
 /** Writes an answer; `close` ends the connection after it (a body left unread). */
 export function writeAnswer(res: ServerResponse, answer: HttpAnswer, options: { close: boolean }): void {
-  const headers: Record<string, string> = { ...answer.headers, "Content-Length": String(Buffer.byteLength(answer.body)) };
-  if (options.close) headers.Connection = "close";
+  // a flat [name, value, …] list: node:http takes it as it is, without copying an object
+  const headers: string[] = [];
+  for (const name in answer.headers) headers.push(name, answer.headers[name]);
+  headers.push("Content-Length", String(Buffer.byteLength(answer.body)));
+  if (options.close) headers.push("Connection", "close");
   res.writeHead(answer.status, headers);
   res.end(answer.body);
 }

@@ -6,6 +6,9 @@ import { HttpError, badRequest } from "./problem";
 
 export const MAX_BODY_BYTES = 1024 * 1024;
 
+/** Stateless between calls (no `stream` option), so one decoder serves every request. */
+const UTF8 = new TextDecoder("utf-8", { fatal: true });
+
 /**
  * Reads a JSON request body of at most `limit` bytes, refusing larger ones before parsing (and,
  * when Content-Length says so, before reading). An empty body is `undefined`.
@@ -50,7 +53,7 @@ export function parseJsonBytes(bytes: Uint8Array, limit = MAX_BODY_BYTES): unkno
   if (bytes.byteLength === 0) return undefined;
   let text: string;
   try {
-    text = new TextDecoder("utf-8", { fatal: true }).decode(bytes);
+    text = UTF8.decode(bytes);
   } catch {
     throw badRequest("invalid_json", "the body is not valid UTF-8");
   }

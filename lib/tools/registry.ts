@@ -22,6 +22,7 @@ function issuePath(path: readonly PropertyKey[]): string {
 export class ToolRegistry {
   private readonly tools: ReadonlyMap<string, ToolDefinition>;
   private readonly fetchImpl: typeof fetch | undefined;
+  private readonly runners = new WeakMap<PrismaClient, WeakMap<ToolDefinition, RunTool>>();
 
   constructor(tools: readonly ToolDefinition[], options: RegistryOptions = {}) {
     this.tools = new Map(defineTools(tools).map((t) => [t.name, t]));
@@ -62,8 +63,19 @@ export class ToolRegistry {
     throw new InvalidArgumentsError(`invalid arguments for ${tool.name}: ${summary}`, issues);
   }
 
-  /** What the engine runs for this tool: the in-process function bound to `db`, or the forwarder. */
+  /**
+   * What the engine runs for this tool: the in-process function bound to `db`, or the forwarder.
+   * Made once per tool and database (every call asks for it, replays too).
+   */
   runnerFor(tool: ToolDefinition, db: PrismaClient): RunTool {
+    let runners = this.runners.get(db);
+    if (!runners) this.runners.set(db, (runners = new WeakMap()));
+    let runner = runners.get(tool);
+    if (!runner) runners.set(tool, (runner = this.makeRunner(tool, db)));
+    return runner;
+  }
+
+  private makeRunner(tool: ToolDefinition, db: PrismaClient): RunTool {
     if (tool.upstream) return upstreamRunner(tool.upstream, this.fetchImpl);
     const run = tool.run.bind(tool);
     return (args, ctx) => run(args as Record<string, unknown>, { ...ctx, db });
