@@ -114,6 +114,21 @@ export async function benchPeers(options: PeersOptions): Promise<Row[]> {
       ratio: durable.throughput / async.throughput,
       target: "≥ 0.8×",
     });
+    // issue 14: the engine's first executions (audit async, the server's default replay cache) per peer
+    for (const [peer, target] of [[POWERTOOLS, "≥ 1.0×"], [NODE_IDEMPOTENCY, "≥ 0.5×"]] as const) {
+      const theirs = first.get(peer);
+      if (!theirs) continue;
+      const p = medianRound(theirs);
+      rows.push({
+        section: "peers",
+        name: `first execution, audit async, ${options.concurrency} callers: Idemgate vs ${peer.split(" (")[0]}`,
+        value: async.throughput,
+        unit: "calls/s",
+        baseline: `${p.throughput.toFixed(0)} calls/s`,
+        ratio: async.throughput / p.throughput,
+        target,
+      });
+    }
     return [...rows, ...failures];
   } finally {
     for (const c of opened) await c.close().catch(() => {});
@@ -122,6 +137,8 @@ export async function benchPeers(options: PeersOptions): Promise<Row[]> {
 }
 
 const BARE = "bare Redis";
+const POWERTOOLS = "@aws-lambda-powertools/idempotency 2.35.0 (cache layer, @redis/client)";
+const NODE_IDEMPOTENCY = "@node-idempotency/core 1.0.11 (storage-adapter-redis 1.0.2)";
 
 function push(map: Map<string, LoadRound[]>, name: string, round: LoadRound): void {
   map.set(name, [...(map.get(name) ?? []), round]);
@@ -196,7 +213,7 @@ async function powertools(prefix: string, useLocalCache: boolean): Promise<Conte
     config,
   });
   return {
-    name: `@aws-lambda-powertools/idempotency 2.35.0 (cache layer, @redis/client)${useLocalCache ? ", useLocalCache" : ""}`,
+    name: `${POWERTOOLS}${useLocalCache ? ", useLocalCache" : ""}`,
     call: (key) => run({ key, args: ARGS }),
     close: async () => void (await client.quit()),
   };
@@ -208,7 +225,7 @@ async function nodeIdempotency(prefix: string): Promise<Contender> {
   await storage.connect();
   const idem = new Idempotency(storage, { cacheKeyPrefix: `${prefix}-nodeidem`, cacheTTLMS: 86_400_000, enforceIdempotency: true });
   return {
-    name: "@node-idempotency/core 1.0.11 (storage-adapter-redis 1.0.2)",
+    name: NODE_IDEMPOTENCY,
     async call(key) {
       const req = { headers: { "idempotency-key": key }, path: "/tools/bench.write/invoke", method: "POST", body: ARGS };
       const cached = await idem.onRequest(req);
