@@ -97,7 +97,6 @@ export async function seedRedis(redis: Redis, prefix: string, n: number, nowMs: 
       pipeline.set(ks.record(r.scope, r.key), recordValue(r));
       const member = memberOf(r.scope, r.key);
       add(ks.byStatus(b, r.status), r.deadlineMs, member);
-      if (r.status === "inflight") add(ks.byHeldTool(b, r.status, r.tool), r.deadlineMs, member);
       add(ks.byCreated(b), r.createdAtMs, member);
       add(ks.byKeyLex(b), 0, lexMemberOf(r.scope, r.key));
     }

@@ -49,12 +49,13 @@ export class KeySpace {
   }
 
   /**
-   * Held records only (stored status inflight or unknown: what an operator or a probe acts on), by
-   * status and tool, scored by deadline. Done records are in no per-tool index: a tool filter on
-   * done, expired or all keys is applied while reading the status or time index.
+   * Unknown records only, by tool, scored by unknownAtMs: they stay until someone decides, so they
+   * can pile up (an outage), and operators and probes list them by tool. Every other tool filter is
+   * applied while reading the status or time index: inflight records (running and stuck) are few,
+   * and a first execution then touches no per-tool index.
    */
-  byHeldTool(bucket: number, status: HeldStatus, tool: string): string {
-    return `${this.base(bucket)}stt:${status}:${escapeField(tool)}`;
+  byUnknownTool(bucket: number, tool: string): string {
+    return `${this.base(bucket)}stt:unknown:${escapeField(tool)}`;
   }
 
   /** every record, scored by createdAtMs */
@@ -83,21 +84,14 @@ export class KeySpace {
   /** Every index key a record with these fields is listed under (for tests and tooling). */
   indexesOf(scope: string, key: string, tool: string, status: StoredStatus): string[] {
     const b = bucketOf(scope, key);
-    const held = isHeldStatus(status) ? [this.byHeldTool(b, status, tool)] : [];
-    return [this.byStatus(b, status), ...held, this.byCreated(b), this.byKeyLex(b)];
+    const byTool = status === "unknown" ? [this.byUnknownTool(b, tool)] : [];
+    return [this.byStatus(b, status), ...byTool, this.byCreated(b), this.byKeyLex(b)];
   }
 
   /** A SCAN MATCH pattern for every key of the bucket (records, indexes, token, epoch). */
   bucketPattern(bucket: number): string {
     return `${this.base(bucket).replace(/[*?[\]\\]/g, "\\$&")}*`;
   }
-}
-
-/** Stored statuses that hold their key until the call ends or someone decides. */
-export type HeldStatus = Exclude<StoredStatus, "done">;
-
-export function isHeldStatus(status: StoredStatus): status is HeldStatus {
-  return status !== "done";
 }
 
 /**

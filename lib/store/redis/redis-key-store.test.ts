@@ -6,7 +6,7 @@ import { beginInputs, describeKeyStoreContract } from "@/test/support/key-store-
 import type { BeginInput, KeyStore } from "@/lib/idempotency/key-store";
 import { InvalidCursorError } from "@/lib/idempotency/errors";
 import { UnsupportedFilterError } from "./errors";
-import { BUCKET_COUNT, KeySpace, bucketOf, hashTagOf, isHeldStatus, lexMemberOf, memberOf } from "./key-names";
+import { BUCKET_COUNT, KeySpace, bucketOf, hashTagOf, lexMemberOf, memberOf } from "./key-names";
 import { RedisKeyStore } from "./redis-key-store";
 
 const REDIS_URL = process.env.REDIS_TEST_URL ?? "redis://127.0.0.1:6379";
@@ -210,7 +210,7 @@ describe("RedisKeyStore", () => {
       const deadline = { inflight: record!.leaseUntilMs, unknown: record!.unknownAtMs, done: record!.expiresAtMs }[status];
       expect(Number(await redis.zscore(ks.byStatus(bucket, status), memberOf(scope, key)))).toBe(deadline);
       for (const other of STORED_STATUSES.filter((s) => s !== status)) {
-        const indexes = [ks.byStatus(bucket, other), ...(isHeldStatus(other) ? [ks.byHeldTool(bucket, other, tool)] : [])];
+        const indexes = [ks.byStatus(bucket, other), ...(other === "unknown" ? [ks.byUnknownTool(bucket, tool)] : [])];
         for (const index of indexes) expect(await redis.zscore(index, memberOf(scope, key))).toBeNull();
       }
     }

@@ -15,7 +15,7 @@ import type {
 import { decodeCursor, encodeCursor, mergeBucketPages, type BucketPage, type Position } from "./cursor";
 import { ChangeWaiters, type Watch } from "../change-waiters";
 import { UnexpectedRedisReplyError, UnsupportedFilterError } from "./errors";
-import { BUCKETS, KeySpace, bucketOf, escapeField, isHeldStatus, MEMBER_SEPARATOR } from "./key-names";
+import { BUCKETS, KeySpace, bucketOf, escapeField, MEMBER_SEPARATOR } from "./key-names";
 import { decodeRecord, optionalArg, resultArgs, statusOfValue } from "./record-codec";
 import { defineScripts, type CompleteReply, type PageReply } from "./scripts";
 
@@ -248,10 +248,10 @@ export class RedisKeyStore implements KeyStore {
 
   /**
    * Which index a list reads. A state filter reads that stored status' index (deadline order), or
-   * with a tool filter on a held state (inflight, stuck, unknown) that tool's held index; without
-   * a state, the time index, or the lex index for a key prefix. Scope and key prefix are matched
-   * on the index member, a tool filter on done, expired or all keys on the record (done records
-   * are in no per-tool index), while reading within the budget.
+   * for unknown keys of one tool that tool's unknown index; without a state, the time index, or
+   * the lex index for a key prefix. Scope and key prefix are matched on the index member, any
+   * other tool filter on the record (only unknown records have a per-tool index), while reading
+   * within the budget.
    */
   private planList(query: ListQuery): Plan {
     const { state } = query;
@@ -261,10 +261,10 @@ export class RedisKeyStore implements KeyStore {
     if (state !== undefined) {
       const { status, range } = STATE_RANGES[state];
       const [max, min] = scoreBounds(range, query.nowMs);
-      const byTool = tool !== "" && isHeldStatus(status);
+      const byTool = tool !== "" && status === "unknown";
       return {
         mode: "score",
-        index: byTool && isHeldStatus(status) ? (b: number) => this.keys.byHeldTool(b, status, query.tool!) : (b: number) => this.keys.byStatus(b, status),
+        index: byTool ? (b: number) => this.keys.byUnknownTool(b, query.tool!) : (b: number) => this.keys.byStatus(b, status),
         max: max === "+inf" ? Infinity : Number(max),
         maxInclusive: true,
         min,
@@ -340,8 +340,8 @@ export class RedisKeyStore implements KeyStore {
   }
 
   /**
-   * Per bucket and state: unfiltered, a ZCOUNT of the status index; by tool on a held state, a
-   * ZCOUNT of the tool's held index; otherwise the count script reads the status index through
+   * Per bucket and state: unfiltered, a ZCOUNT of the status index; unknown keys by tool, a ZCOUNT
+   * of the tool's unknown index; otherwise the count script reads the status index through
    * (filtered counts serve the API, not a console page). Scope and tool together are not offered.
    */
   async counts(nowMs: number, filter: { tool?: string; scope?: string } = {}): Promise<StateCounts> {
@@ -361,8 +361,8 @@ export class RedisKeyStore implements KeyStore {
           const [futureState, pastState] = split[status];
           let future: number;
           let past: number;
-          if (scope === undefined && (tool === undefined || isHeldStatus(status))) {
-            const index = tool !== undefined && isHeldStatus(status) ? this.keys.byHeldTool(bucket, status, tool) : this.keys.byStatus(bucket, status);
+          if (scope === undefined && (tool === undefined || status === "unknown")) {
+            const index = tool !== undefined ? this.keys.byUnknownTool(bucket, tool) : this.keys.byStatus(bucket, status);
             [future, past] = await Promise.all([this.redis.zcount(index, `(${nowMs}`, "+inf"), this.redis.zcount(index, "-inf", String(nowMs))]);
           } else {
             const reply = await this.redis.idgCount(

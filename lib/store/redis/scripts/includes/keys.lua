@@ -3,8 +3,8 @@
   Mirrors lib/store/redis/key-names.ts (KeySpace); change both together.
 ]]
 local function statusIndexKey(base, status) return base .. "st:" .. status end
--- held records only (inflight, unknown); tool as stored (escaped)
-local function heldToolIndexKey(base, status, tool) return base .. "stt:" .. status .. ":" .. tool end
+-- unknown records only; tool as stored (escaped)
+local function unknownToolIndexKey(base, tool) return base .. "stt:unknown:" .. tool end
 local function createdIndexKey(base) return base .. "created" end
 local function lexIndexKey(base) return base .. "lx" end
 local function recordKeyOf(base, scope, key) return base .. "r:" .. scope .. ":" .. key end

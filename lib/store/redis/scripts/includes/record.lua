@@ -46,13 +46,13 @@ local function deadlineOf(rec)
   return rec.expiresAtMs
 end
 
--- Only held records (inflight, unknown) are in a per-tool index.
-local function isHeld(status) return status ~= "done" end
+-- Only unknown records are in a per-tool index (KeySpace.byUnknownTool).
+local function hasToolIndex(status) return status == "unknown" end
 
 local function removeFromIndexes(base, scope, key, rec)
   local member = scope .. "\n" .. key
   redis.call("ZREM", statusIndexKey(base, rec.status), member)
-  if isHeld(rec.status) then redis.call("ZREM", heldToolIndexKey(base, rec.status, rec.tool), member) end
+  if hasToolIndex(rec.status) then redis.call("ZREM", unknownToolIndexKey(base, rec.tool), member) end
   redis.call("ZREM", createdIndexKey(base), member)
   redis.call("ZREM", lexIndexKey(base), key .. "\n" .. scope)
 end
@@ -61,7 +61,7 @@ local function addToIndexes(base, scope, key, rec)
   local member = scope .. "\n" .. key
   local deadline = deadlineOf(rec)
   redis.call("ZADD", statusIndexKey(base, rec.status), deadline, member)
-  if isHeld(rec.status) then redis.call("ZADD", heldToolIndexKey(base, rec.status, rec.tool), deadline, member) end
+  if hasToolIndex(rec.status) then redis.call("ZADD", unknownToolIndexKey(base, rec.tool), deadline, member) end
   redis.call("ZADD", createdIndexKey(base), rec.createdAtMs, member)
   redis.call("ZADD", lexIndexKey(base), 0, key .. "\n" .. scope)
 end
@@ -71,9 +71,9 @@ end
 local function changeStatus(base, scope, key, rec, status, deadline)
   local member = scope .. "\n" .. key
   redis.call("ZREM", statusIndexKey(base, rec.status), member)
-  if isHeld(rec.status) then redis.call("ZREM", heldToolIndexKey(base, rec.status, rec.tool), member) end
+  if hasToolIndex(rec.status) then redis.call("ZREM", unknownToolIndexKey(base, rec.tool), member) end
   redis.call("ZADD", statusIndexKey(base, status), deadline, member)
-  if isHeld(status) then redis.call("ZADD", heldToolIndexKey(base, status, rec.tool), deadline, member) end
+  if hasToolIndex(status) then redis.call("ZADD", unknownToolIndexKey(base, rec.tool), deadline, member) end
   rec.status = status
 end
 
