@@ -45,11 +45,11 @@ function errorResponses(kind: OperationKind): Record<string, unknown> {
     const headers: Record<string, unknown> = {};
     for (const code of codes) {
       for (const [name, h] of Object.entries(problemInfo(code)!.headers ?? {})) {
-        headers[name] = { description: codes.length > 1 ? `with \`/problems/${code}\`: ${h.description}` : h.description, schema: headerSchema(h.value) };
+        headers[name] = { description: codes.length > 1 ? `with /problems/${code}: ${h.description}` : h.description, schema: headerSchema(h.value) };
       }
     }
     out[`${kind}${status}`] = {
-      description: codes.map((c) => `${problemInfo(c)!.title} (\`/problems/${c}\`)`).join("; "),
+      description: codes.map((c) => `${problemInfo(c)!.title} (/problems/${c})`).join("; "),
       ...(Object.keys(headers).length ? { headers } : {}),
       content: { "application/problem+json": { schema: PROBLEM_REF } },
     };
