@@ -1,4 +1,4 @@
-import { createHash } from "node:crypto";
+import { hash } from "node:crypto";
 import canonicalize from "canonicalize";
 import { InvalidArgumentsError } from "./errors";
 
@@ -40,5 +40,6 @@ export function canonicalJson(value: unknown): string {
 
 /** SHA-256 (hex) of the tool name and the canonical JSON of its arguments. */
 export function fingerprint(tool: string, args: unknown): string {
-  return createHash("sha256").update(tool).update("\n").update(canonicalJson(args ?? null)).digest("hex");
+  // one-shot: the same digest as a Hash object fed tool, "\n" and the JSON, without building one per call
+  return hash("sha256", `${tool}\n${canonicalJson(args ?? null)}`, "hex");
 }

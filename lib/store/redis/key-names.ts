@@ -117,12 +117,20 @@ export function lexMemberOf(scope: string, key: string): string {
 
 /** FNV-1a (32 bit) of the UTF-8 bytes of `scope \n key`, mod BUCKET_COUNT: stable across processes. */
 export function bucketOf(scope: string, key: string): number {
-  const bytes = Buffer.from(memberOf(scope, key), "utf8");
+  const member = memberOf(scope, key);
   let h = 0x811c9dc5;
-  for (const byte of bytes) {
-    h ^= byte;
-    h = Math.imul(h, 0x01000193) >>> 0;
+  for (let i = 0; i < member.length; i++) {
+    const c = member.charCodeAt(i);
+    // keys and scopes are ASCII, one byte per character; anything else goes by its UTF-8 bytes
+    if (c > 0x7f) return bucketOfBytes(member);
+    h = Math.imul(h ^ c, 0x01000193) >>> 0;
   }
+  return h % BUCKET_COUNT;
+}
+
+function bucketOfBytes(member: string): number {
+  let h = 0x811c9dc5;
+  for (const byte of Buffer.from(member, "utf8")) h = Math.imul(h ^ byte, 0x01000193) >>> 0;
   return h % BUCKET_COUNT;
 }
 
