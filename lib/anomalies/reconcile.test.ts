@@ -1,41 +1,27 @@
 import { randomUUID } from "node:crypto";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { PrismaAuditWriter } from "@/lib/audit/audit-writer";
-import { Engine } from "@/lib/idempotency/engine";
 import { CallAbandonedError, OutcomeUnknownError, ToolFailedError, UnknownOutcomeKeyError } from "@/lib/idempotency/errors";
 import { defineTool, demoTools, getRegistry, ToolRegistry, type ToolDefinition } from "@/lib/tools";
-import { openTestStore, type StoreUnderTest } from "@/test/support/stores";
+import { useEngineFixture } from "@/test/support/engine-fixture";
 import { reconcileDeps } from "@/lib/process/background";
 import { reconcile, RECONCILER_ACTOR, type AnomalyOf, type ReconcileOptions } from "./reconcile";
 import { SCANS } from "./scan-cursor";
 
 describe("reconciler", () => {
-  let t: StoreUnderTest;
-  let audit: PrismaAuditWriter;
-  let engine: Engine;
-  let clock = Date.now();
+  const t = useEngineFixture("redis");
+  const clock = t.clock;
   const registry = getRegistry();
   const charge = registry.get("payments.charge");
   const tickets = registry.get("tickets.create");
 
-  beforeAll(async () => {
-    t = await openTestStore("redis");
-    audit = new PrismaAuditWriter(t.db.prisma, { flushIntervalMs: 5 });
-    engine = new Engine({ store: t.store, audit, now: () => clock });
-  });
-  afterAll(async () => {
-    await audit?.close();
-    await t?.cleanup();
-  });
-
   const call = (tool: typeof charge, scope: string, key: string | null, args: Record<string, unknown>, session: string | null = "conv-1") =>
-    engine.invoke(tool, registry.runnerFor(tool, t.db.prisma), { scope, key, args: registry.parseArgs(tool, args), session });
+    t.engine.invoke(tool, registry.runnerFor(tool, t.db.prisma), { scope, key, args: registry.parseArgs(tool, args), session });
   const pass = async () => {
-    await audit.flush();
+    await t.audit.flush();
     // a pass comes after the rows it reads (rows as young as the pass are read again next time)
-    clock += 1;
-    return reconcile({ prisma: t.db.prisma, store: t.store, listEffects: (db, since) => registry.listEffects(db, since) }, { nowMs: clock, effectGraceMs: 0, settleMs: 0 });
+    clock.ms += 1;
+    return reconcile({ prisma: t.db.prisma, store: t.store, listEffects: (db, since) => registry.listEffects(db, since) }, { nowMs: clock.ms, effectGraceMs: 0, settleMs: 0 });
   };
   const ofScope = (report: Awaited<ReturnType<typeof pass>>, scope: string) => report.flagged.filter((a) => a.scope === scope);
   const chargeArgs = { customerId: "cus_1", amountCents: 1_250, currency: "EUR" };
@@ -46,7 +32,7 @@ describe("reconciler", () => {
       // five orders, each its own action (its own amount) retried under its own key
       const order = { ...chargeArgs, amountCents: 1_000 + i };
       await call(charge, scope, `order-${i}`, order);
-      clock += 800;
+      clock.ms += 800;
       await call(charge, scope, `order-${i}`, order);
     }
     const report = await pass();
@@ -57,7 +43,7 @@ describe("reconciler", () => {
     const scope = `crash-${randomUUID().slice(0, 6)}`;
     await expect(call(charge, scope, "k", { ...chargeArgs, simulate: { outcome: "crash_after_effect" } })).rejects.toBeInstanceOf(CallAbandonedError);
     expect(ofScope(await pass(), scope)).toEqual([]);
-    clock += charge.leaseMs + 1;
+    clock.ms += charge.leaseMs + 1;
     const report = await pass();
     const found = ofScope(report, scope);
     expect(found.map((a) => a.type)).toEqual(["orphan_unknown_outcome"]);
@@ -83,10 +69,10 @@ describe("reconciler", () => {
   it("fills in an outcome the audit log lost when the key store has the result", async () => {
     const scope = `lost-outcome-${randomUUID().slice(0, 6)}`;
     const out = await call(charge, scope, "k", chargeArgs);
-    await audit.flush();
+    await t.audit.flush();
     if (out.kind !== "executed") throw new Error("expected a first execution");
     await t.db.prisma.execution.update({ where: { id: out.executionId }, data: { outcome: null, finishedAt: null } });
-    clock += charge.leaseMs + 1;
+    clock.ms += charge.leaseMs + 1;
     const report = await pass();
     expect(ofScope(report, scope)).toEqual([]);
     expect(report.backfilled).toBeGreaterThanOrEqual(1);
@@ -109,12 +95,12 @@ describe("reconciler", () => {
     let release!: () => void;
     const gate = new Promise<void>((r) => (release = r));
     const slowRun = registry.runnerFor(charge, t.db.prisma);
-    const held = engine.invoke(charge, async (args, ctx) => {
+    const held = t.engine.invoke(charge, async (args, ctx) => {
       await gate;
       return slowRun(args, ctx);
     }, { scope, key: "k", args: registry.parseArgs(charge, chargeArgs) });
     await new Promise((r) => setTimeout(r, 50));
-    await engine.release({ scope, key: "k", actor: "test", reason: "presumed dead", force: true });
+    await t.engine.release({ scope, key: "k", actor: "test", reason: "presumed dead", force: true });
     await call(charge, scope, "k", chargeArgs);
     release();
     await held;
@@ -126,9 +112,9 @@ describe("reconciler", () => {
 
   it("flags a side effect with no execution in the audit log", async () => {
     const scope = `unrec-${randomUUID().slice(0, 6)}`;
-    clock += 1_000;
+    clock.ms += 1_000;
     await t.db.prisma.demoCharge.create({
-      data: { id: `ch_${randomUUID()}`, scope, customerId: "c", amountCents: 1, currency: "EUR", idempotencyKey: "never-audited", createdAt: new Date(clock - 500) },
+      data: { id: `ch_${randomUUID()}`, scope, customerId: "c", amountCents: 1, currency: "EUR", idempotencyKey: "never-audited", createdAt: new Date(clock.ms - 500) },
     });
     const found = ofScope(await pass(), scope);
     expect(found.map((a) => a.type)).toEqual(["orphan_unrecorded_effect"]);
@@ -137,15 +123,15 @@ describe("reconciler", () => {
   it("flags replays to another session, far-late replays and late fallback matches — not ordinary ones", async () => {
     const scope = `stale-${randomUUID().slice(0, 6)}`;
     await call(charge, scope, "conversation-key", chargeArgs, "conv-a");
-    clock += 500;
+    clock.ms += 500;
     await call(charge, scope, "conversation-key", chargeArgs, "conv-a"); // a retry: fine
-    clock += 500;
+    clock.ms += 500;
     await call(charge, scope, "conversation-key", chargeArgs, "conv-b"); // another conversation reused the key
     await call(charge, scope, "reused-later", chargeArgs, "conv-c");
-    clock += 3 * 3_600_000;
+    clock.ms += 3 * 3_600_000;
     await call(charge, scope, "reused-later", chargeArgs, "conv-c"); // three hours later
     await call(tickets, scope, null, { title: "printer on fire" }, "conv-d");
-    clock += 30_000;
+    clock.ms += 30_000;
     const replay = await call(tickets, scope, null, { title: "printer on fire" }, "conv-d"); // keyless, 30 s later
     expect(replay.kind).toBe("replayed");
 
@@ -171,30 +157,18 @@ const cannotTell = defineTool({
 });
 
 describe("the reconciler asks the tools that can tell", () => {
-  let t: StoreUnderTest;
-  let audit: PrismaAuditWriter;
-  let engine: Engine;
-  let clock = Date.now();
+  const t = useEngineFixture("redis");
+  const clock = t.clock;
   const registry = new ToolRegistry([...demoTools, cannotTell]);
   const charge = registry.get("payments.charge");
   const chargeArgs = (customerId: string, outcome?: string) => ({ customerId, amountCents: 2_000, currency: "EUR", ...(outcome ? { simulate: { outcome } } : {}) });
 
-  beforeAll(async () => {
-    t = await openTestStore("redis");
-    audit = new PrismaAuditWriter(t.db.prisma, { flushIntervalMs: 5 });
-    engine = new Engine({ store: t.store, audit, now: () => clock });
-  });
-  afterAll(async () => {
-    await audit?.close();
-    await t?.cleanup();
-  });
-
   const call = (tool: ToolDefinition, scope: string, key: string, args: Record<string, unknown>) =>
-    engine.invoke(tool, registry.runnerFor(tool, t.db.prisma), { scope, key, args: registry.parseArgs(tool, args) });
+    t.engine.invoke(tool, registry.runnerFor(tool, t.db.prisma), { scope, key, args: registry.parseArgs(tool, args) });
   const pass = async (options: ReconcileOptions = {}) => {
-    await audit.flush();
-    clock += 1;
-    return reconcile(reconcileDeps({ db: t.db, store: t.store, engine, registry }), { nowMs: clock, settleMs: 0, effectGraceMs: 0, ...options });
+    await t.audit.flush();
+    clock.ms += 1;
+    return reconcile(reconcileDeps({ db: t.db, store: t.store, engine: t.engine, registry }), { nowMs: clock.ms, settleMs: 0, effectGraceMs: 0, ...options });
   };
   const probedIn = (report: Awaited<ReturnType<typeof pass>>, scope: string) => report.probed.filter((p) => p.scope === scope);
   const charges = (scope: string) => t.db.prisma.demoCharge.count({ where: { scope } });
@@ -225,7 +199,7 @@ describe("the reconciler asks the tools that can tell", () => {
 
   it("releases a key its tool says did not happen; the retry runs once", async () => {
     const scope = `p-released-${randomUUID().slice(0, 6)}`;
-    const failing = engine.invoke(charge, async () => Promise.reject(new Error("socket hang up")), { scope, key: "k", args: registry.parseArgs(charge, chargeArgs("cus_2")) });
+    const failing = t.engine.invoke(charge, async () => Promise.reject(new Error("socket hang up")), { scope, key: "k", args: registry.parseArgs(charge, chargeArgs("cus_2")) });
     await expect(failing).rejects.toBeInstanceOf(OutcomeUnknownError);
     const report = await pass();
     expect(probedIn(report, scope)).toMatchObject([{ answer: "not_applied", action: "released" }]);
@@ -249,11 +223,11 @@ describe("the reconciler asks the tools that can tell", () => {
   it("asks about a stuck key only once it has been stuck a while: its holder may only be slow", async () => {
     const scope = `p-stuck-${randomUUID().slice(0, 6)}`;
     await expect(call(charge, scope, "k", chargeArgs("cus_3", "crash_after_effect"))).rejects.toBeInstanceOf(CallAbandonedError);
-    clock += charge.leaseMs + 1;
+    clock.ms += charge.leaseMs + 1;
     const early = await pass();
     expect(early.flagged.filter((a) => a.scope === scope).map((a) => a.type)).toEqual(["orphan_unknown_outcome"]);
     expect(probedIn(early, scope)).toEqual([]);
-    clock += 60_000;
+    clock.ms += 60_000;
     expect(probedIn(await pass(), scope)).toMatchObject([{ state: "stuck", answer: "applied", action: "resolved" }]);
     expect((await t.store.get(scope, "k"))?.status).toBe("done");
     expect((await t.db.prisma.anomaly.findFirstOrThrow({ where: { scope } })).status).toBe("resolved");
@@ -272,35 +246,23 @@ describe("the reconciler asks the tools that can tell", () => {
 });
 
 describe("the reconciler's scans continue where the previous pass left them", () => {
-  let t: StoreUnderTest;
-  let audit: PrismaAuditWriter;
-  let engine: Engine;
   // the demo tools stamp their effects with the wall clock: this clock follows it
   let offsetMs = 0;
   const now = () => Date.now() + offsetMs;
+  const t = useEngineFixture("redis", { now });
   const registry = getRegistry();
   const charge = registry.get("payments.charge");
   const deps = () => ({ prisma: t.db.prisma, store: t.store, listEffects: registry.listEffects.bind(registry) });
 
-  beforeAll(async () => {
-    t = await openTestStore("redis");
-    audit = new PrismaAuditWriter(t.db.prisma, { flushIntervalMs: 5 });
-    engine = new Engine({ store: t.store, audit, now });
-  });
-  afterAll(async () => {
-    await audit?.close();
-    await t?.cleanup();
-  });
-
   const call = (key: string, session: string, outcome?: string) =>
-    engine.invoke(charge, registry.runnerFor(charge, t.db.prisma), {
+    t.engine.invoke(charge, registry.runnerFor(charge, t.db.prisma), {
       scope: "cursor",
       key,
       session,
       args: registry.parseArgs(charge, { customerId: `cus_${key}`, amountCents: 100, currency: "EUR", ...(outcome ? { simulate: { outcome } } : {}) }),
     });
   const pass = async (options: ReconcileOptions = {}) => {
-    await audit.flush();
+    await t.audit.flush();
     // every row is at least a few milliseconds older than the pass
     await new Promise((r) => setTimeout(r, 5));
     return reconcile(deps(), { nowMs: now(), settleMs: 0, effectGraceMs: 0, ...options });
@@ -379,31 +341,19 @@ const placeOrder = defineTool({
 });
 
 describe.each(["redis", "pglite"] as const)("fresh-key duplicates (%s key store)", (kind) => {
-  let t: StoreUnderTest;
-  let audit: PrismaAuditWriter;
-  let engine: Engine;
-  let clock = Date.now();
+  const t = useEngineFixture(kind);
+  const clock = t.clock;
   const registry = new ToolRegistry([...demoTools, placeOrder]);
   const charge = registry.get("payments.charge");
   const orders = registry.get("orders.place");
 
-  beforeAll(async () => {
-    t = await openTestStore(kind);
-    audit = new PrismaAuditWriter(t.db.prisma, { flushIntervalMs: 5 });
-    engine = new Engine({ store: t.store, audit, now: () => clock });
-  }, 60_000);
-  afterAll(async () => {
-    await audit?.close();
-    await t?.cleanup();
-  });
-
   type Extra = { session?: string; caller?: string; keySource?: "orchestrator" | "model" };
   const call = (tool: ToolDefinition, scope: string, key: string | null, args: Record<string, unknown>, extra: Extra = {}) =>
-    engine.invoke(tool, registry.runnerFor(tool, t.db.prisma), { scope, key, args: registry.parseArgs(tool, args), session: extra.session ?? "conv-1", caller: extra.caller ?? null, keySource: extra.keySource });
+    t.engine.invoke(tool, registry.runnerFor(tool, t.db.prisma), { scope, key, args: registry.parseArgs(tool, args), session: extra.session ?? "conv-1", caller: extra.caller ?? null, keySource: extra.keySource });
   const pass = async (options: ReconcileOptions = {}) => {
-    await audit.flush();
-    clock += 1;
-    return reconcile({ prisma: t.db.prisma, store: t.store }, { nowMs: clock, settleMs: 0, ...options });
+    await t.audit.flush();
+    clock.ms += 1;
+    return reconcile({ prisma: t.db.prisma, store: t.store }, { nowMs: clock.ms, settleMs: 0, ...options });
   };
   const duplicatesIn = (report: Awaited<ReturnType<typeof pass>>, scope: string) =>
     report.flagged.filter((a): a is AnomalyOf<"fresh_key_duplicate"> => a.type === "fresh_key_duplicate" && a.scope === scope);
@@ -416,7 +366,7 @@ describe.each(["redis", "pglite"] as const)("fresh-key duplicates (%s key store)
     const answers = [];
     for (const [i, key] of ["order-1", "order-1-retry", "order-1-again"].entries()) {
       answers.push(await call(charge, scope, key, args("cus_fk"), { session: `conv-${i}`, caller: `token-${i}` }));
-      clock += 1_500;
+      clock.ms += 1_500;
     }
     expect(answers.map((a) => a.kind)).toEqual(["executed", "executed", "executed"]);
     expect(await charges(scope)).toBe(3);
@@ -451,12 +401,12 @@ describe.each(["redis", "pglite"] as const)("fresh-key duplicates (%s key store)
     const answers = [];
     for (const key of ["m-1", "m-2", "m-3"]) {
       answers.push(await call(charge, scope, key, args("cus_fk"), { keySource: "model" }));
-      clock += 1_500;
+      clock.ms += 1_500;
     }
     expect(answers.map((a) => a.kind)).toEqual(["executed", "replayed", "replayed"]);
     expect(new Set(answers.map((a) => JSON.parse(a.body).chargeId)).size).toBe(1);
     expect(await charges(scope)).toBe(1);
-    await audit.flush();
+    await t.audit.flush();
     expect(await t.db.prisma.suppression.count({ where: { scope, kind: "fresh_key" } })).toBe(2);
     expect(duplicatesIn(await pass(), scope)).toEqual([]);
     expect(await t.db.prisma.anomaly.count({ where: { scope } })).toBe(0);
@@ -467,10 +417,10 @@ describe.each(["redis", "pglite"] as const)("fresh-key duplicates (%s key store)
     const other = newScope("other-tenant");
     await call(charge, scope, "monday", args("cus_r"));
     await call(charge, other, "monday", args("cus_r")); // another tenant: its own action
-    clock += 1_000;
+    clock.ms += 1_000;
     await call(charge, scope, "other-amount", { ...args("cus_r"), amountCents: 4_300 });
     await call(orders, scope, "same-args-other-tool", { sku: "x", qty: 1 });
-    clock += 5 * 60_000;
+    clock.ms += 5 * 60_000;
     await call(charge, scope, "five-minutes-later", args("cus_r"));
     expect(await charges(scope)).toBe(3);
     const report = await pass();
@@ -483,14 +433,14 @@ describe.each(["redis", "pglite"] as const)("fresh-key duplicates (%s key store)
     // 30 retries of 30 orders, each within a second: the retry cluster ends at 1 s
     for (let i = 0; i < 30; i++) {
       await call(orders, scope, `o-${i}`, { sku: `sku-${i}`, qty: 1 });
-      clock += 1_000;
+      clock.ms += 1_000;
       expect((await call(orders, scope, `o-${i}`, { sku: `sku-${i}`, qty: 1 })).kind).toBe("replayed");
-      clock += 50;
+      clock.ms += 50;
     }
     await call(orders, scope, "a", { sku: "lamp", qty: 2 });
-    clock += 5_000;
+    clock.ms += 5_000;
     await call(orders, scope, "a-fresh", { sku: "lamp", qty: 2 }); // a retry under a fresh key: flagged
-    clock += 30_000;
+    clock.ms += 30_000;
     await call(orders, scope, "b", { sku: "lamp", qty: 2 }); // 30 s on: beyond the 10 s window, a new order
     const found = duplicatesIn(await pass(), scope);
     expect(found.map((a) => a.key)).toEqual(["a-fresh"]);
@@ -501,12 +451,12 @@ describe.each(["redis", "pglite"] as const)("fresh-key duplicates (%s key store)
   it("counts only executions that may have had an effect: not a call its tool said did not run", async () => {
     const scope = newScope("not-run");
     await expect(call(charge, scope, "first", { ...args("cus_n"), simulate: { outcome: "error" } })).rejects.toBeInstanceOf(ToolFailedError);
-    clock += 2_000;
+    clock.ms += 2_000;
     await call(charge, scope, "second", args("cus_n")); // identical arguments, not the same: the first did nothing
-    clock += 2_000;
+    clock.ms += 2_000;
     // an unknown outcome may have happened: a fresh-key retry after it is flagged
     await expect(call(charge, scope, "third", { ...args("cus_u"), simulate: { outcome: "throw_after_effect" } })).rejects.toBeInstanceOf(OutcomeUnknownError);
-    clock += 2_000;
+    clock.ms += 2_000;
     await call(charge, scope, "fourth", { ...args("cus_u"), simulate: { outcome: "throw_after_effect" } }).catch(() => null);
     const found = duplicatesIn(await pass(), scope);
     expect(found.map((a) => [a.evidence.original.key, a.key])).toEqual([["third", "fourth"]]);
@@ -516,11 +466,11 @@ describe.each(["redis", "pglite"] as const)("fresh-key duplicates (%s key store)
   it("does not match keyless calls with each other; a keyed call identical to a keyless one is flagged", async () => {
     const scope = newScope("keyless");
     await call(orders, scope, null, { sku: "mug", qty: 1 });
-    clock += orders.fallbackTtlMs! + 1_000; // the fallback window has passed: the same keyless call runs again
+    clock.ms += orders.fallbackTtlMs! + 1_000; // the fallback window has passed: the same keyless call runs again
     const again = await call(orders, scope, null, { sku: "mug", qty: 1 });
     expect(again.kind).toBe("executed");
     expect(duplicatesIn(await pass(), scope)).toEqual([]);
-    clock += 2_000;
+    clock.ms += 2_000;
     await call(orders, scope, "mug-order", { sku: "mug", qty: 1 });
     const found = duplicatesIn(await pass(), scope);
     expect(found.map((a) => [a.evidence.original.fallback, a.evidence.duplicate.key])).toEqual([[true, "mug-order"]]);
@@ -529,16 +479,16 @@ describe.each(["redis", "pglite"] as const)("fresh-key duplicates (%s key store)
   it("judges a duplicate still running once it has ended: the scan waits for it", async () => {
     const scope = newScope("running");
     await call(charge, scope, "k1", args("cus_w"));
-    clock += 1_000;
+    clock.ms += 1_000;
     let finish!: () => void;
     const gate = new Promise<void>((r) => (finish = r));
     const run = registry.runnerFor(charge, t.db.prisma);
-    const held = engine.invoke(charge, async (a, ctx) => {
+    const held = t.engine.invoke(charge, async (a, ctx) => {
       await gate;
       return run(a, ctx);
     }, { scope, key: "k2", args: registry.parseArgs(charge, args("cus_w")) });
     await new Promise((r) => setTimeout(r, 50));
-    clock += 1_000;
+    clock.ms += 1_000;
     await call(charge, scope, "k3", { ...args("cus_w"), amountCents: 1 }); // after the running one
     expect(duplicatesIn(await pass(), scope)).toEqual([]);
     finish();

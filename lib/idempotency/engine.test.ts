@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PrismaClient } from "@/generated/prisma/client";
 import { PrismaAuditWriter } from "@/lib/audit/audit-writer";
 import { createRedisKeyStore } from "@/lib/store/redis/redis-key-store";
+import { useEngineFixture } from "@/test/support/engine-fixture";
 import { openTestStore, STORE_KINDS, type StoreUnderTest } from "@/test/support/stores";
 import { Engine } from "./engine";
 import {
@@ -49,43 +50,31 @@ function deferred<T = void>() {
 }
 
 describe.each(STORE_KINDS)("engine on the %s store", (kind) => {
-  let t: StoreUnderTest;
-  let audit: PrismaAuditWriter;
-  let clock = 1_800_000_000_000;
-  let engine: Engine;
+  const t = useEngineFixture(kind, { startMs: 1_800_000_000_000, audit: { mode: "durable", flushIntervalMs: 5 } });
+  const clock = t.clock;
   const scope = () => `s${randomUUID().slice(0, 8)}`;
-
-  beforeAll(async () => {
-    t = await openTestStore(kind);
-    audit = new PrismaAuditWriter(t.db.prisma, { mode: "durable", flushIntervalMs: 5 });
-    engine = new Engine({ store: t.store, audit, now: () => clock });
-  });
-  afterAll(async () => {
-    await audit?.close();
-    await t?.cleanup();
-  });
 
   it("runs read tools without a key and without touching the store", async () => {
     const tool = countingTool(() => ({ balanceCents: 0 }));
     const s = scope();
-    const out = await engine.invoke(lookup, tool.run, { scope: s, args: { customerId: "c1" } });
+    const out = await t.engine.invoke(lookup, tool.run, { scope: s, args: { customerId: "c1" } });
     expect(out).toEqual({ kind: "read", status: 200, body: '{"balanceCents":0}' });
     expect(tool.calls).toHaveLength(1);
-    expect((await t.store.list({ scope: s, limit: 10, nowMs: clock })).items).toEqual([]);
+    expect((await t.store.list({ scope: s, limit: 10, nowMs: clock.ms })).items).toEqual([]);
   });
 
   it("runs a first call once and replays the stored body to duplicates, with the gap", async () => {
     const tool = countingTool();
     const s = scope();
     const req = { scope: s, key: "order-1", args: { amountCents: 500, currency: "EUR" }, session: "run-a" };
-    const first = await engine.invoke(charge, tool.run, req);
+    const first = await t.engine.invoke(charge, tool.run, req);
     expect(first).toMatchObject({ kind: "executed", status: 200, body: '{"chargeId":"ch_1"}' });
-    clock += 1_500;
-    const second = await engine.invoke(charge, tool.run, { ...req, args: { currency: "EUR", amountCents: 500 } });
+    clock.ms += 1_500;
+    const second = await t.engine.invoke(charge, tool.run, { ...req, args: { currency: "EUR", amountCents: 500 } });
     expect(second).toMatchObject({ kind: "replayed", status: 200, body: '{"chargeId":"ch_1"}', gapMs: 1_500 });
     expect(tool.calls).toHaveLength(1);
 
-    await audit.flush();
+    await t.audit.flush();
     const execs = await t.db.prisma.execution.findMany({ where: { scope: s } });
     expect(execs).toHaveLength(1);
     expect(execs[0]).toMatchObject({ outcome: "succeeded", resultStatus: 200, session: "run-a" });
@@ -97,7 +86,7 @@ describe.each(STORE_KINDS)("engine on the %s store", (kind) => {
   it("writes the intent before the tool runs", async () => {
     const s = scope();
     let intentSeen: unknown = "not checked";
-    await engine.invoke(charge, async (_args, ctx) => {
+    await t.engine.invoke(charge, async (_args, ctx) => {
       intentSeen = await t.db.prisma.execution.findUnique({ where: { id: ctx.executionId! } });
       return { body: { ok: true } };
     }, { scope: s, key: "k", args: {} });
@@ -115,14 +104,14 @@ describe.each(STORE_KINDS)("engine on the %s store", (kind) => {
       await gate.promise;
       return { body: { done: true } };
     };
-    const first = engine.invoke(charge, slow, { scope: s, key: "k", args: { a: 1 } });
+    const first = t.engine.invoke(charge, slow, { scope: s, key: "k", args: { a: 1 } });
     await started.promise;
-    const err = await engine.invoke(charge, slow, { scope: s, key: "k", args: { a: 1 } }).catch((e) => e);
+    const err = await t.engine.invoke(charge, slow, { scope: s, key: "k", args: { a: 1 } }).catch((e) => e);
     expect(err).toBeInstanceOf(ConflictError);
     expect((err as ConflictError).retryAfterMs).toBeGreaterThan(0);
     gate.resolve();
     await first;
-    expect((await engine.invoke(charge, slow, { scope: s, key: "k", args: { a: 1 } })).kind).toBe("replayed");
+    expect((await t.engine.invoke(charge, slow, { scope: s, key: "k", args: { a: 1 } })).kind).toBe("replayed");
     expect(runs).toBe(1);
   });
 
@@ -131,51 +120,51 @@ describe.each(STORE_KINDS)("engine on the %s store", (kind) => {
     const crash: RunTool = async () => {
       throw new AbandonCall();
     };
-    await expect(engine.invoke(charge, crash, { scope: s, key: "k", args: {} })).rejects.toBeInstanceOf(CallAbandonedError);
+    await expect(t.engine.invoke(charge, crash, { scope: s, key: "k", args: {} })).rejects.toBeInstanceOf(CallAbandonedError);
     const tool = countingTool();
-    await expect(engine.invoke(charge, tool.run, { scope: s, key: "k", args: {} })).rejects.toBeInstanceOf(ConflictError);
-    clock += charge.leaseMs + 1;
-    await expect(engine.invoke(charge, tool.run, { scope: s, key: "k", args: {} })).rejects.toBeInstanceOf(StuckKeyError);
+    await expect(t.engine.invoke(charge, tool.run, { scope: s, key: "k", args: {} })).rejects.toBeInstanceOf(ConflictError);
+    clock.ms += charge.leaseMs + 1;
+    await expect(t.engine.invoke(charge, tool.run, { scope: s, key: "k", args: {} })).rejects.toBeInstanceOf(StuckKeyError);
     expect(tool.calls).toHaveLength(0);
     const takeover = { ...charge, stuckPolicy: "takeover" as const };
-    expect((await engine.invoke(takeover, tool.run, { scope: s, key: "k", args: {} })).kind).toBe("executed");
+    expect((await t.engine.invoke(takeover, tool.run, { scope: s, key: "k", args: {} })).kind).toBe("executed");
     expect(tool.calls).toHaveLength(1);
   });
 
   it("refuses a key reused with other arguments", async () => {
     const s = scope();
     const tool = countingTool();
-    await engine.invoke(charge, tool.run, { scope: s, key: "k", args: { amountCents: 1 } });
-    await expect(engine.invoke(charge, tool.run, { scope: s, key: "k", args: { amountCents: 2 } })).rejects.toBeInstanceOf(MismatchError);
+    await t.engine.invoke(charge, tool.run, { scope: s, key: "k", args: { amountCents: 1 } });
+    await expect(t.engine.invoke(charge, tool.run, { scope: s, key: "k", args: { amountCents: 2 } })).rejects.toBeInstanceOf(MismatchError);
     expect(tool.calls).toHaveLength(1);
   });
 
   it("runs an expired key as new", async () => {
     const s = scope();
     const tool = countingTool();
-    await engine.invoke(charge, tool.run, { scope: s, key: "k", args: {} });
-    clock += charge.ttlMs;
-    expect((await engine.invoke(charge, tool.run, { scope: s, key: "k", args: {} })).kind).toBe("executed");
+    await t.engine.invoke(charge, tool.run, { scope: s, key: "k", args: {} });
+    clock.ms += charge.ttlMs;
+    expect((await t.engine.invoke(charge, tool.run, { scope: s, key: "k", args: {} })).kind).toBe("executed");
     expect(tool.calls).toHaveLength(2);
   });
 
   it("refuses keyless writes unless the tool opted into fallback dedupe", async () => {
     const s = scope();
     const tool = countingTool();
-    await expect(engine.invoke(charge, tool.run, { scope: s, args: {} })).rejects.toBeInstanceOf(MissingKeyError);
-    await expect(engine.invoke(charge, tool.run, { scope: s, key: "bad\u00e9", args: {} })).rejects.toBeInstanceOf(InvalidKeyError);
+    await expect(t.engine.invoke(charge, tool.run, { scope: s, args: {} })).rejects.toBeInstanceOf(MissingKeyError);
+    await expect(t.engine.invoke(charge, tool.run, { scope: s, key: "bad\u00e9", args: {} })).rejects.toBeInstanceOf(InvalidKeyError);
     expect(tool.calls).toHaveLength(0);
 
     const fallback = { ...charge, name: "tickets.create", fallbackTtlMs: 60_000 };
-    const a = await engine.invoke(fallback, tool.run, { scope: s, args: { title: "x" } });
-    const b = await engine.invoke(fallback, tool.run, { scope: s, args: { title: "x" } });
+    const a = await t.engine.invoke(fallback, tool.run, { scope: s, args: { title: "x" } });
+    const b = await t.engine.invoke(fallback, tool.run, { scope: s, args: { title: "x" } });
     expect(a).toMatchObject({ kind: "executed", fallback: true });
     expect(b).toMatchObject({ kind: "replayed", fallback: true });
     expect(a.kind === "executed" && a.key).toMatch(/^fallback:[0-9a-f]{64}$/);
-    clock += 60_000;
-    expect((await engine.invoke(fallback, tool.run, { scope: s, args: { title: "x" } })).kind).toBe("executed");
+    clock.ms += 60_000;
+    expect((await t.engine.invoke(fallback, tool.run, { scope: s, args: { title: "x" } })).kind).toBe("executed");
     expect(tool.calls).toHaveLength(2);
-    await audit.flush();
+    await t.audit.flush();
     expect(await t.db.prisma.suppression.count({ where: { scope: s, fallback: true } })).toBe(1);
   });
 
@@ -186,8 +175,8 @@ describe.each(STORE_KINDS)("engine on the %s store", (kind) => {
       runs++;
       throw new FinalToolError(402, { type: "card_declined" });
     };
-    const a = await engine.invoke(charge, declines, { scope: s, key: "d", args: {} });
-    const b = await engine.invoke(charge, declines, { scope: s, key: "d", args: {} });
+    const a = await t.engine.invoke(charge, declines, { scope: s, key: "d", args: {} });
+    const b = await t.engine.invoke(charge, declines, { scope: s, key: "d", args: {} });
     expect(a).toMatchObject({ kind: "executed", status: 402, body: '{"type":"card_declined"}' });
     expect(b).toMatchObject({ kind: "replayed", status: 402, body: '{"type":"card_declined"}' });
     expect(runs).toBe(1);
@@ -198,10 +187,10 @@ describe.each(STORE_KINDS)("engine on the %s store", (kind) => {
       if (attempts === 1) throw new NotRunError("refused before acting");
       return { body: { ok: attempts } };
     };
-    await expect(engine.invoke(charge, flaky, { scope: s, key: "f", args: {} })).rejects.toBeInstanceOf(ToolFailedError);
+    await expect(t.engine.invoke(charge, flaky, { scope: s, key: "f", args: {} })).rejects.toBeInstanceOf(ToolFailedError);
     expect(await t.store.get(s, "f")).toBeNull();
-    expect(await engine.invoke(charge, flaky, { scope: s, key: "f", args: {} })).toMatchObject({ kind: "executed", body: '{"ok":2}' });
-    await audit.flush();
+    expect(await t.engine.invoke(charge, flaky, { scope: s, key: "f", args: {} })).toMatchObject({ kind: "executed", body: '{"ok":2}' });
+    await t.audit.flush();
     const outcomes = (await t.db.prisma.execution.findMany({ where: { scope: s }, orderBy: { startedAt: "asc" } })).map((e) => e.outcome);
     expect(outcomes.sort()).toEqual(["failed", "final_error", "succeeded"]);
   });
@@ -215,22 +204,22 @@ describe.each(STORE_KINDS)("engine on the %s store", (kind) => {
       ["answered-502", async () => { effects++; throw new OutcomeUnknown("the service answered 502"); }, 502, "the service answered 502"],
     ];
     for (const [key, run, status, note] of cases) {
-      const first = await engine.invoke(charge, run, { scope: s, key, args: { a: 1 } }).catch((e: unknown) => e);
+      const first = await t.engine.invoke(charge, run, { scope: s, key, args: { a: 1 } }).catch((e: unknown) => e);
       expect(first).toBeInstanceOf(OutcomeUnknownError);
       expect((first as OutcomeUnknownError).status).toBe(status);
       const record = await t.store.get(s, key);
-      expect(record).toMatchObject({ status: "unknown", outcomeNote: note, unknownAtMs: clock });
+      expect(record).toMatchObject({ status: "unknown", outcomeNote: note, unknownAtMs: clock.ms });
       for (let i = 0; i < 5; i++) {
-        clock += 10 * charge.leaseMs; // long past the lease: still unknown, never stuck or free
-        await expect(engine.invoke(charge, run, { scope: s, key, args: { a: 1 } })).rejects.toBeInstanceOf(UnknownOutcomeKeyError);
+        clock.ms += 10 * charge.leaseMs; // long past the lease: still unknown, never stuck or free
+        await expect(t.engine.invoke(charge, run, { scope: s, key, args: { a: 1 } })).rejects.toBeInstanceOf(UnknownOutcomeKeyError);
       }
       // callers read why in the same words as the first caller: an exception's message stays with operators
-      const retried = (await engine.invoke(charge, run, { scope: s, key, args: { a: 1 } }).catch((e: unknown) => e)) as Error;
+      const retried = (await t.engine.invoke(charge, run, { scope: s, key, args: { a: 1 } }).catch((e: unknown) => e)) as Error;
       expect(retried.message).not.toContain("socket hang up");
       expect(retried.message).toContain(key === "threw" ? "the tool threw an exception after it started" : note);
     }
     expect(effects).toBe(3);
-    await audit.flush();
+    await t.audit.flush();
     const rows = await t.db.prisma.execution.findMany({ where: { scope: s } });
     expect(rows.map((r) => r.outcome)).toEqual(["unknown", "unknown", "unknown"]);
     expect(await t.db.prisma.suppression.count({ where: { scope: s, kind: "unknown" } })).toBe(18);
@@ -245,11 +234,11 @@ describe.each(STORE_KINDS)("engine on the %s store", (kind) => {
       if (n === 1) throw new OutcomeUnknown("timed out after 400 ms", true);
       return { body: { attempt: n } };
     };
-    await expect(engine.invoke(dedupes, run, { scope: s, key: "k", args: {} })).rejects.toBeInstanceOf(OutcomeUnknownError);
-    expect(await engine.invoke(dedupes, run, { scope: s, key: "k", args: {} })).toMatchObject({ kind: "executed", body: '{"attempt":2}' });
-    expect(await engine.invoke(dedupes, run, { scope: s, key: "k", args: {} })).toMatchObject({ kind: "replayed", body: '{"attempt":2}' });
+    await expect(t.engine.invoke(dedupes, run, { scope: s, key: "k", args: {} })).rejects.toBeInstanceOf(OutcomeUnknownError);
+    expect(await t.engine.invoke(dedupes, run, { scope: s, key: "k", args: {} })).toMatchObject({ kind: "executed", body: '{"attempt":2}' });
+    expect(await t.engine.invoke(dedupes, run, { scope: s, key: "k", args: {} })).toMatchObject({ kind: "replayed", body: '{"attempt":2}' });
     expect(n).toBe(2);
-    await audit.flush();
+    await t.audit.flush();
     const outcomes = (await t.db.prisma.execution.findMany({ where: { scope: s }, orderBy: { startedAt: "asc" } })).map((e) => e.outcome);
     expect(outcomes.sort()).toEqual(["retried", "succeeded"]);
   });
@@ -257,27 +246,27 @@ describe.each(STORE_KINDS)("engine on the %s store", (kind) => {
   it("lets an operator release or resolve an unknown key, and refuses a running one without force", async () => {
     const s = scope();
     const boom: RunTool = async () => { throw new Error("boom"); };
-    await engine.invoke(charge, boom, { scope: s, key: "u1", args: {} }).catch(() => {});
-    await engine.invoke(charge, boom, { scope: s, key: "u2", args: {} }).catch(() => {});
-    await engine.release({ scope: s, key: "u1", actor: "ops", reason: "the PSP shows no charge" });
-    expect(await engine.invoke(charge, countingTool().run, { scope: s, key: "u1", args: {} })).toMatchObject({ kind: "executed" });
-    await engine.resolve({ scope: s, key: "u2", actor: "ops", reason: "the PSP shows the charge", result: { chargeId: "ch_psp" }, ttlMs: 60_000 });
-    expect(await engine.invoke(charge, countingTool().run, { scope: s, key: "u2", args: {} })).toMatchObject({ kind: "replayed", body: '{"chargeId":"ch_psp"}' });
+    await t.engine.invoke(charge, boom, { scope: s, key: "u1", args: {} }).catch(() => {});
+    await t.engine.invoke(charge, boom, { scope: s, key: "u2", args: {} }).catch(() => {});
+    await t.engine.release({ scope: s, key: "u1", actor: "ops", reason: "the PSP shows no charge" });
+    expect(await t.engine.invoke(charge, countingTool().run, { scope: s, key: "u1", args: {} })).toMatchObject({ kind: "executed" });
+    await t.engine.resolve({ scope: s, key: "u2", actor: "ops", reason: "the PSP shows the charge", result: { chargeId: "ch_psp" }, ttlMs: 60_000 });
+    expect(await t.engine.invoke(charge, countingTool().run, { scope: s, key: "u2", args: {} })).toMatchObject({ kind: "replayed", body: '{"chargeId":"ch_psp"}' });
 
     const gate = deferred();
     const started = deferred();
-    const running = engine.invoke(charge, async () => {
+    const running = t.engine.invoke(charge, async () => {
       started.resolve();
       await gate.promise;
       return { body: { late: true } };
     }, { scope: s, key: "r", args: {} });
     await started.promise;
-    await expect(engine.release({ scope: s, key: "r", actor: "ops", reason: "looks stuck" })).rejects.toBeInstanceOf(InvalidStateError);
-    await expect(engine.resolve({ scope: s, key: "r", actor: "ops", reason: "looks done", result: {}, ttlMs: 60_000 })).rejects.toBeInstanceOf(InvalidStateError);
-    await engine.release({ scope: s, key: "r", actor: "ops", reason: "looks stuck", force: true });
+    await expect(t.engine.release({ scope: s, key: "r", actor: "ops", reason: "looks stuck" })).rejects.toBeInstanceOf(InvalidStateError);
+    await expect(t.engine.resolve({ scope: s, key: "r", actor: "ops", reason: "looks done", result: {}, ttlMs: 60_000 })).rejects.toBeInstanceOf(InvalidStateError);
+    await t.engine.release({ scope: s, key: "r", actor: "ops", reason: "looks stuck", force: true });
     gate.resolve();
     await running;
-    await audit.flush();
+    await t.audit.flush();
     // the result that arrived after the release is a late completion, never a plain success
     const [late] = await t.db.prisma.execution.findMany({ where: { scope: s, key: "r" } });
     expect(late.outcome).toBe("late_completion");
@@ -290,22 +279,22 @@ describe.each(STORE_KINDS)("engine on the %s store", (kind) => {
     const args = { customerId: "c1", amountCents: 500 };
     const answers = [];
     for (const key of ["model-1", "model-2", "model-3"]) {
-      answers.push(await engine.invoke(charge, tool.run, { scope: s, key, args, keySource: "model" }));
-      clock += 1_000;
+      answers.push(await t.engine.invoke(charge, tool.run, { scope: s, key, args, keySource: "model" }));
+      clock.ms += 1_000;
     }
     expect(tool.calls).toHaveLength(1);
     expect(answers.map((a) => a.kind)).toEqual(["executed", "replayed", "replayed"]);
     expect(new Set(answers.map((a) => a.body))).toEqual(new Set(['{"chargeId":"ch_1"}']));
     // each fresh key now answers like the first call
-    expect(await engine.invoke(charge, tool.run, { scope: s, key: "model-2", args, keySource: "model" })).toMatchObject({ kind: "replayed", body: '{"chargeId":"ch_1"}' });
-    await audit.flush();
+    expect(await t.engine.invoke(charge, tool.run, { scope: s, key: "model-2", args, keySource: "model" })).toMatchObject({ kind: "replayed", body: '{"chargeId":"ch_1"}' });
+    await t.audit.flush();
     expect(await t.db.prisma.suppression.count({ where: { scope: s, kind: "fresh_key" } })).toBe(2);
 
     // past the window the same arguments are a new action
-    clock += DEFAULT_POLICY.fallbackDefaultTtlMs;
-    expect(await engine.invoke(charge, tool.run, { scope: s, key: "model-4", args, keySource: "model" })).toMatchObject({ kind: "executed" });
+    clock.ms += DEFAULT_POLICY.fallbackDefaultTtlMs;
+    expect(await t.engine.invoke(charge, tool.run, { scope: s, key: "model-4", args, keySource: "model" })).toMatchObject({ kind: "executed" });
     // keys from the orchestrator are authoritative: never matched by arguments
-    for (const key of ["orch-1", "orch-2"]) await engine.invoke(charge, tool.run, { scope: s, key, args });
+    for (const key of ["orch-1", "orch-2"]) await t.engine.invoke(charge, tool.run, { scope: s, key, args });
     expect(tool.calls).toHaveLength(4);
   });
 
@@ -316,8 +305,8 @@ describe.each(STORE_KINDS)("engine on the %s store", (kind) => {
       effects++;
       throw new Error("reset after the charge");
     };
-    await expect(engine.invoke(charge, boom, { scope: s, key: "m-1", args: { a: 1 }, keySource: "model" })).rejects.toBeInstanceOf(OutcomeUnknownError);
-    await expect(engine.invoke(charge, boom, { scope: s, key: "m-2", args: { a: 1 }, keySource: "model" })).rejects.toBeInstanceOf(UnknownOutcomeKeyError);
+    await expect(t.engine.invoke(charge, boom, { scope: s, key: "m-1", args: { a: 1 }, keySource: "model" })).rejects.toBeInstanceOf(OutcomeUnknownError);
+    await expect(t.engine.invoke(charge, boom, { scope: s, key: "m-2", args: { a: 1 }, keySource: "model" })).rejects.toBeInstanceOf(UnknownOutcomeKeyError);
     expect(effects).toBe(1);
     // the second key was given back: it is not held by anything of its own
     expect(await t.store.get(s, "m-2")).toBeNull();
@@ -325,8 +314,8 @@ describe.each(STORE_KINDS)("engine on the %s store", (kind) => {
     const refuses: RunTool = async () => {
       throw new NotRunError("refused");
     };
-    await expect(engine.invoke(charge, refuses, { scope: s, key: "m-3", args: { b: 1 }, keySource: "model" })).rejects.toBeInstanceOf(ToolFailedError);
-    expect(await engine.invoke(charge, countingTool().run, { scope: s, key: "m-4", args: { b: 1 }, keySource: "model" })).toMatchObject({ kind: "executed" });
+    await expect(t.engine.invoke(charge, refuses, { scope: s, key: "m-3", args: { b: 1 }, keySource: "model" })).rejects.toBeInstanceOf(ToolFailedError);
+    expect(await t.engine.invoke(charge, countingTool().run, { scope: s, key: "m-4", args: { b: 1 }, keySource: "model" })).toMatchObject({ kind: "executed" });
   });
 
   describe("Prefer: wait", () => {
@@ -346,9 +335,9 @@ describe.each(STORE_KINDS)("engine on the %s store", (kind) => {
     it("holds a duplicate until the running call ends and answers it with the stored result", async () => {
       const s = scope();
       const first = held();
-      const a = engine.invoke(charge, first.run, { scope: s, key: "w", args: {} });
+      const a = t.engine.invoke(charge, first.run, { scope: s, key: "w", args: {} });
       await first.started.promise;
-      const b = engine.invoke(charge, first.run, { scope: s, key: "w", args: {}, waitMs: 10_000 });
+      const b = t.engine.invoke(charge, first.run, { scope: s, key: "w", args: {}, waitMs: 10_000 });
       let answered = false;
       void b.then(() => (answered = true));
       await new Promise((r) => setTimeout(r, 200));
@@ -358,7 +347,7 @@ describe.each(STORE_KINDS)("engine on the %s store", (kind) => {
       expect(x).toMatchObject({ kind: "executed", body: '{"chargeId":"ch_waited"}' });
       expect(y).toMatchObject({ kind: "replayed", body: '{"chargeId":"ch_waited"}' });
       expect(first.effects()).toBe(1);
-      await audit.flush();
+      await t.audit.flush();
       // one suppression for the waiting call, none for its wake-ups
       expect(await t.db.prisma.suppression.findMany({ where: { scope: s }, select: { kind: true } })).toEqual([{ kind: "replay" }]);
     });
@@ -366,19 +355,19 @@ describe.each(STORE_KINDS)("engine on the %s store", (kind) => {
     it("answers 409 once the wait is over while the call still runs, and the unknown answer when it ends so", async () => {
       const s = scope();
       const first = held();
-      const a = engine.invoke(charge, first.run, { scope: s, key: "w", args: {} });
+      const a = t.engine.invoke(charge, first.run, { scope: s, key: "w", args: {} });
       await first.started.promise;
       const t0 = performance.now();
-      await expect(engine.invoke(charge, first.run, { scope: s, key: "w", args: {}, waitMs: 300 })).rejects.toBeInstanceOf(ConflictError);
+      await expect(t.engine.invoke(charge, first.run, { scope: s, key: "w", args: {}, waitMs: 300 })).rejects.toBeInstanceOf(ConflictError);
       expect(performance.now() - t0).toBeGreaterThanOrEqual(250);
       first.gate.resolve();
       await a;
 
       const gate = deferred();
       const started = deferred();
-      const u = engine.invoke(charge, async () => { started.resolve(); await gate.promise; throw new OutcomeUnknown("the service answered 502"); }, { scope: s, key: "u", args: {} });
+      const u = t.engine.invoke(charge, async () => { started.resolve(); await gate.promise; throw new OutcomeUnknown("the service answered 502"); }, { scope: s, key: "u", args: {} });
       await started.promise;
-      const waiting = engine.invoke(charge, countingTool().run, { scope: s, key: "u", args: {}, waitMs: 10_000 });
+      const waiting = t.engine.invoke(charge, countingTool().run, { scope: s, key: "u", args: {}, waitMs: 10_000 });
       setTimeout(() => gate.resolve(), 100);
       await expect(u).rejects.toBeInstanceOf(OutcomeUnknownError);
       await expect(waiting).rejects.toBeInstanceOf(UnknownOutcomeKeyError);
@@ -386,16 +375,16 @@ describe.each(STORE_KINDS)("engine on the %s store", (kind) => {
 
     it("ends the wait with the stuck answer when the holder never finishes (a crash sends nothing)", async () => {
       const s = scope();
-      await engine.invoke(charge, async () => { throw new AbandonCall(); }, { scope: s, key: "c", args: {} }).catch(() => {});
-      const waiting = engine.invoke(charge, countingTool().run, { scope: s, key: "c", args: {}, waitMs: 20_000 });
+      await t.engine.invoke(charge, async () => { throw new AbandonCall(); }, { scope: s, key: "c", args: {} }).catch(() => {});
+      const waiting = t.engine.invoke(charge, countingTool().run, { scope: s, key: "c", args: {}, waitMs: 20_000 });
       await new Promise((r) => setTimeout(r, 100));
-      clock += charge.leaseMs; // the lease passes while it waits
+      clock.ms += charge.leaseMs; // the lease passes while it waits
       await expect(waiting).rejects.toBeInstanceOf(StuckKeyError);
     });
 
     it("holds at most maxWaiters calls per process; beyond, 503 and nothing runs", async () => {
       const s = scope();
-      const small = new Engine({ store: t.store, audit, now: () => clock, maxWaiters: 1 });
+      const small = new Engine({ store: t.store, audit: t.audit, now: clock.now, maxWaiters: 1 });
       const first = held();
       const a = small.invoke(charge, first.run, { scope: s, key: "w", args: {} });
       await first.started.promise;
@@ -413,34 +402,34 @@ describe.each(STORE_KINDS)("engine on the %s store", (kind) => {
     const s = scope();
     const gate = deferred();
     const started = deferred();
-    const held = engine.invoke(charge, async () => {
+    const held = t.engine.invoke(charge, async () => {
       started.resolve();
       await gate.promise;
       return { body: { who: "first" } };
     }, { scope: s, key: "k", args: {} });
     await started.promise;
-    await engine.release({ scope: s, key: "k", actor: "ops@example.com", reason: "holder presumed dead", force: true });
-    const second = await engine.invoke(charge, async () => ({ body: { who: "second" } }), { scope: s, key: "k", args: {} });
+    await t.engine.release({ scope: s, key: "k", actor: "ops@example.com", reason: "holder presumed dead", force: true });
+    const second = await t.engine.invoke(charge, async () => ({ body: { who: "second" } }), { scope: s, key: "k", args: {} });
     expect(second.kind).toBe("executed");
     gate.resolve();
     expect(await held).toMatchObject({ kind: "executed", lateCompletion: true });
     const record = await t.store.get(s, "k");
     expect(record?.result?.body).toBe('{"who":"second"}');
-    await audit.flush();
+    await t.audit.flush();
     const late = await t.db.prisma.execution.findMany({ where: { scope: s, outcome: "late_completion" } });
     expect(late).toHaveLength(1);
   });
 
   it("lets an operator release or resolve only stuck, unknown or (forced) running keys", async () => {
     const s = scope();
-    await engine.invoke(charge, countingTool().run, { scope: s, key: "done", args: {} });
-    await expect(engine.release({ scope: s, key: "done", actor: "a", reason: "r" })).rejects.toBeInstanceOf(InvalidStateError);
-    await expect(engine.release({ scope: s, key: "nope", actor: "a", reason: "r" })).rejects.toBeInstanceOf(InvalidStateError);
-    await engine.invoke(charge, async () => { throw new AbandonCall(); }, { scope: s, key: "stuck", args: {} }).catch(() => {});
-    clock += charge.leaseMs + 1;
-    const resolved = await engine.resolve({ scope: s, key: "stuck", actor: "a", reason: "charge seen in the PSP", result: { chargeId: "ch_manual" }, ttlMs: 60_000 });
+    await t.engine.invoke(charge, countingTool().run, { scope: s, key: "done", args: {} });
+    await expect(t.engine.release({ scope: s, key: "done", actor: "a", reason: "r" })).rejects.toBeInstanceOf(InvalidStateError);
+    await expect(t.engine.release({ scope: s, key: "nope", actor: "a", reason: "r" })).rejects.toBeInstanceOf(InvalidStateError);
+    await t.engine.invoke(charge, async () => { throw new AbandonCall(); }, { scope: s, key: "stuck", args: {} }).catch(() => {});
+    clock.ms += charge.leaseMs + 1;
+    const resolved = await t.engine.resolve({ scope: s, key: "stuck", actor: "a", reason: "charge seen in the PSP", result: { chargeId: "ch_manual" }, ttlMs: 60_000 });
     expect(resolved.after?.status).toBe("done");
-    const replay = await engine.invoke(charge, countingTool().run, { scope: s, key: "stuck", args: {} });
+    const replay = await t.engine.invoke(charge, countingTool().run, { scope: s, key: "stuck", args: {} });
     expect(replay).toMatchObject({ kind: "replayed", body: '{"chargeId":"ch_manual"}' });
   });
 
@@ -448,7 +437,7 @@ describe.each(STORE_KINDS)("engine on the %s store", (kind) => {
     const s = scope();
     const tool = countingTool();
     const outs = await Promise.allSettled(
-      Array.from({ length: 200 }, () => engine.invoke(charge, tool.run, { scope: s, key: "same", args: { n: 1 } })),
+      Array.from({ length: 200 }, () => t.engine.invoke(charge, tool.run, { scope: s, key: "same", args: { n: 1 } })),
     );
     expect(tool.calls).toHaveLength(1);
     const kinds = outs.map((o) => (o.status === "fulfilled" ? o.value.kind : (o.reason as Error).constructor.name));
@@ -456,7 +445,7 @@ describe.each(STORE_KINDS)("engine on the %s store", (kind) => {
     expect(kinds.every((k) => ["executed", "replayed", "ConflictError"].includes(k))).toBe(true);
 
     const many = countingTool();
-    await Promise.all(Array.from({ length: 200 }, (_, i) => engine.invoke(charge, many.run, { scope: s, key: `k${i}`, args: { n: i } })));
+    await Promise.all(Array.from({ length: 200 }, (_, i) => t.engine.invoke(charge, many.run, { scope: s, key: `k${i}`, args: { n: i } })));
     expect(many.calls).toHaveLength(200);
   });
 });
@@ -497,50 +486,38 @@ describe("engine fails closed", () => {
 });
 
 describe("engine after the key store lost its data", () => {
-  let t: StoreUnderTest;
-  let audit: PrismaAuditWriter;
-  let engine: Engine;
-  let clock = Date.now();
+  const t = useEngineFixture("redis");
+  const clock = t.clock;
   const scope = () => `loss${randomUUID().slice(0, 8)}`;
-
-  beforeAll(async () => {
-    t = await openTestStore("redis");
-    audit = new PrismaAuditWriter(t.db.prisma, { flushIntervalMs: 5 });
-    engine = new Engine({ store: t.store, audit, now: () => clock });
-  });
-  afterAll(async () => {
-    await audit?.close();
-    await t?.cleanup();
-  });
 
   it("answers a duplicate from the audit log instead of running the side effect again", async () => {
     const s = scope();
     const tool = countingTool();
-    const first = await engine.invoke(charge, tool.run, { scope: s, key: "k", args: { a: 1 }, session: "x" });
+    const first = await t.engine.invoke(charge, tool.run, { scope: s, key: "k", args: { a: 1 }, session: "x" });
     await t.loseData!();
-    clock += 2_000;
-    const again = await engine.invoke(charge, tool.run, { scope: s, key: "k", args: { a: 1 }, session: "x" });
+    clock.ms += 2_000;
+    const again = await t.engine.invoke(charge, tool.run, { scope: s, key: "k", args: { a: 1 }, session: "x" });
     expect(again).toMatchObject({ kind: "replayed", body: first.body, status: 200 });
     expect(tool.calls).toHaveLength(1);
     // the result is back in the store, under the original execution
     const record = await t.store.get(s, "k");
     expect(record).toMatchObject({ status: "done", executionId: first.kind === "executed" ? first.executionId : "?" });
-    expect(await engine.invoke(charge, tool.run, { scope: s, key: "k", args: { a: 1 } })).toMatchObject({ kind: "replayed" });
-    await expect(engine.invoke(charge, tool.run, { scope: s, key: "k", args: { a: 2 } })).rejects.toBeInstanceOf(MismatchError);
+    expect(await t.engine.invoke(charge, tool.run, { scope: s, key: "k", args: { a: 1 } })).toMatchObject({ kind: "replayed" });
+    await expect(t.engine.invoke(charge, tool.run, { scope: s, key: "k", args: { a: 2 } })).rejects.toBeInstanceOf(MismatchError);
     expect(tool.calls).toHaveLength(1);
   });
 
   it("keeps a key whose call was running when the data was lost blocked, until an operator releases it", async () => {
     const s = scope();
-    await engine.invoke(charge, async () => { throw new AbandonCall(); }, { scope: s, key: "k", args: {} }).catch(() => {});
+    await t.engine.invoke(charge, async () => { throw new AbandonCall(); }, { scope: s, key: "k", args: {} }).catch(() => {});
     await t.loseData!();
     const tool = countingTool();
-    await expect(engine.invoke(charge, tool.run, { scope: s, key: "k", args: {} })).rejects.toBeInstanceOf(ConflictError);
-    clock += charge.leaseMs + 1;
-    await expect(engine.invoke(charge, tool.run, { scope: s, key: "k", args: {} })).rejects.toBeInstanceOf(StuckKeyError);
+    await expect(t.engine.invoke(charge, tool.run, { scope: s, key: "k", args: {} })).rejects.toBeInstanceOf(ConflictError);
+    clock.ms += charge.leaseMs + 1;
+    await expect(t.engine.invoke(charge, tool.run, { scope: s, key: "k", args: {} })).rejects.toBeInstanceOf(StuckKeyError);
     expect(tool.calls).toHaveLength(0);
-    await engine.release({ scope: s, key: "k", actor: "ops", reason: "checked the PSP: nothing charged" });
-    expect(await engine.invoke(charge, tool.run, { scope: s, key: "k", args: {} })).toMatchObject({ kind: "executed" });
+    await t.engine.release({ scope: s, key: "k", actor: "ops", reason: "checked the PSP: nothing charged" });
+    expect(await t.engine.invoke(charge, tool.run, { scope: s, key: "k", args: {} })).toMatchObject({ kind: "executed" });
     expect(tool.calls).toHaveLength(1);
   });
 
@@ -549,7 +526,7 @@ describe("engine after the key store lost its data", () => {
     const tool = countingTool();
     const gate = deferred();
     const started = deferred();
-    const held = engine.invoke(charge, async (args, ctx) => {
+    const held = t.engine.invoke(charge, async (args, ctx) => {
       started.resolve();
       await gate.promise;
       return tool.run(args, ctx);
@@ -557,23 +534,23 @@ describe("engine after the key store lost its data", () => {
     await started.promise;
     await t.loseData!();
     // a retry while it still runs: the log says a call holds the key
-    await expect(engine.invoke(charge, tool.run, { scope: s, key: "k", args: {} })).rejects.toBeInstanceOf(ConflictError);
+    await expect(t.engine.invoke(charge, tool.run, { scope: s, key: "k", args: {} })).rejects.toBeInstanceOf(ConflictError);
     gate.resolve();
     expect(await held).toMatchObject({ kind: "executed", lateCompletion: false });
-    expect(await engine.invoke(charge, tool.run, { scope: s, key: "k", args: {} })).toMatchObject({ kind: "replayed", body: '{"chargeId":"ch_1"}' });
+    expect(await t.engine.invoke(charge, tool.run, { scope: s, key: "k", args: {} })).toMatchObject({ kind: "replayed", body: '{"chargeId":"ch_1"}' });
     expect(tool.calls).toHaveLength(1);
   });
 
   it("replays a result an operator resolved, after the store lost it", async () => {
     const s = scope();
-    await engine.invoke(charge, async () => { throw new AbandonCall(); }, { scope: s, key: "k", args: {} }).catch(() => {});
-    clock += charge.leaseMs + 1;
-    await engine.resolve({ scope: s, key: "k", actor: "ops", reason: "seen in the PSP", result: { chargeId: "ch_psp" }, ttlMs: 60_000 });
+    await t.engine.invoke(charge, async () => { throw new AbandonCall(); }, { scope: s, key: "k", args: {} }).catch(() => {});
+    clock.ms += charge.leaseMs + 1;
+    await t.engine.resolve({ scope: s, key: "k", actor: "ops", reason: "seen in the PSP", result: { chargeId: "ch_psp" }, ttlMs: 60_000 });
     await t.loseData!();
     const tool = countingTool();
-    expect(await engine.invoke(charge, tool.run, { scope: s, key: "k", args: {} })).toMatchObject({ kind: "replayed", body: '{"chargeId":"ch_psp"}' });
-    clock += 60_001;
-    expect(await engine.invoke(charge, tool.run, { scope: s, key: "k", args: {} })).toMatchObject({ kind: "executed" });
+    expect(await t.engine.invoke(charge, tool.run, { scope: s, key: "k", args: {} })).toMatchObject({ kind: "replayed", body: '{"chargeId":"ch_psp"}' });
+    clock.ms += 60_001;
+    expect(await t.engine.invoke(charge, tool.run, { scope: s, key: "k", args: {} })).toMatchObject({ kind: "executed" });
     expect(tool.calls).toHaveLength(1);
   });
 
@@ -585,15 +562,15 @@ describe("engine after the key store lost its data", () => {
       if (n === 1) throw new NotRunError("boom");
       return { body: { n } };
     };
-    await engine.invoke(charge, failsOnce, { scope: s, key: "f", args: {} }).catch(() => {});
+    await t.engine.invoke(charge, failsOnce, { scope: s, key: "f", args: {} }).catch(() => {});
     await t.loseData!();
-    expect(await engine.invoke(charge, failsOnce, { scope: s, key: "f", args: {} })).toMatchObject({ kind: "executed" });
+    expect(await t.engine.invoke(charge, failsOnce, { scope: s, key: "f", args: {} })).toMatchObject({ kind: "executed" });
 
     const tool = countingTool();
-    await engine.invoke(charge, tool.run, { scope: s, key: "e", args: {} });
-    clock += charge.ttlMs + 1;
+    await t.engine.invoke(charge, tool.run, { scope: s, key: "e", args: {} });
+    clock.ms += charge.ttlMs + 1;
     await t.loseData!();
-    expect(await engine.invoke(charge, tool.run, { scope: s, key: "e", args: {} })).toMatchObject({ kind: "executed" });
+    expect(await t.engine.invoke(charge, tool.run, { scope: s, key: "e", args: {} })).toMatchObject({ kind: "executed" });
     expect(tool.calls).toHaveLength(2);
   });
 
@@ -601,16 +578,16 @@ describe("engine after the key store lost its data", () => {
     const s = scope();
     const tool = countingTool();
     // touch every bucket once, so each has an epoch; then let the TTL pass
-    await Promise.all(Array.from({ length: 200 }, (_, i) => engine.invoke(charge, tool.run, { scope: s, key: `warm${i}`, args: {} })));
-    clock += charge.ttlMs + 1;
+    await Promise.all(Array.from({ length: 200 }, (_, i) => t.engine.invoke(charge, tool.run, { scope: s, key: `warm${i}`, args: {} })));
+    clock.ms += charge.ttlMs + 1;
     let lookups = 0;
-    const counting = new Proxy(audit, {
+    const counting = new Proxy(t.audit, {
       get(target, prop, receiver) {
         if (prop === "priorExecution") return (...args: Parameters<PrismaAuditWriter["priorExecution"]>) => (lookups++, target.priorExecution(...args));
         return Reflect.get(target, prop, receiver);
       },
     });
-    const warm = new Engine({ store: t.store, audit: counting, now: () => clock });
+    const warm = new Engine({ store: t.store, audit: counting, now: clock.now });
     // every bucket the next keys land in has an epoch older than the TTL by now
     for (let i = 0; i < 40; i++) await warm.invoke(charge, tool.run, { scope: s, key: `k${i}`, args: {} });
     expect(lookups).toBe(0);

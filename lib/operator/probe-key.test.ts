@@ -1,12 +1,10 @@
 import { randomUUID } from "node:crypto";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { PrismaAuditWriter } from "@/lib/audit/audit-writer";
-import { Engine } from "@/lib/idempotency/engine";
 import type { ProbeAnswer } from "@/lib/idempotency/tool";
 import { CallAbandonedError, InvalidStateError, NotFoundError, OutcomeUnknownError, UnknownOutcomeKeyError } from "@/lib/idempotency/errors";
 import { defineTool, demoTools, ToolRegistry, type ToolDefinition } from "@/lib/tools";
-import { openTestStore, type StoreUnderTest } from "@/test/support/stores";
+import { useEngineFixture } from "@/test/support/engine-fixture";
 import { probeKey } from "./probe-key";
 
 // A ledger whose own records cannot say whether a posting went through, one whose status probe
@@ -28,29 +26,17 @@ const answersNonsense = ledgerTool("ledger.post_odd_probe", async () => ({ outco
 const noProbe = ledgerTool("ledger.post_no_probe");
 
 describe("probeKey: asking a key's tool whether its call happened", () => {
-  let t: StoreUnderTest;
-  let audit: PrismaAuditWriter;
-  let engine: Engine;
-  let clock = Date.now();
+  const t = useEngineFixture("redis");
+  const clock = t.clock;
   const registry = new ToolRegistry([...demoTools, cannotTell, neverAnswers, answersNonsense, noProbe]);
   const charge = registry.get("payments.charge");
   const chargeArgs = (customerId: string, simulate?: Record<string, unknown>) => ({ customerId, amountCents: 1_500, currency: "EUR", ...(simulate ? { simulate } : {}) });
-  const runtime = () => ({ db: t.db, store: t.store, engine, registry });
+  const runtime = () => ({ db: t.db, store: t.store, engine: t.engine, registry });
   const scope = () => `probe-${randomUUID().slice(0, 8)}`;
   const operator = "ops@example.com";
 
-  beforeAll(async () => {
-    t = await openTestStore("redis");
-    audit = new PrismaAuditWriter(t.db.prisma, { flushIntervalMs: 5 });
-    engine = new Engine({ store: t.store, audit, now: () => clock });
-  });
-  afterAll(async () => {
-    await audit?.close();
-    await t?.cleanup();
-  });
-
   const call = (tool: ToolDefinition, s: string, key: string, args: Record<string, unknown>) =>
-    engine.invoke(tool, registry.runnerFor(tool, t.db.prisma), { scope: s, key, args: registry.parseArgs(tool, args) });
+    t.engine.invoke(tool, registry.runnerFor(tool, t.db.prisma), { scope: s, key, args: registry.parseArgs(tool, args) });
   const actionsOf = async (s: string, key: string) => t.db.prisma.operatorAction.findMany({ where: { scope: s, key }, orderBy: { at: "asc" } });
 
   it("applied: the key is resolved with the tool's result, and a retry replays it without charging again", async () => {
@@ -75,14 +61,14 @@ describe("probeKey: asking a key's tool whether its call happened", () => {
     expect(action.reason).toMatch(/payments\.charge answered its status probe: applied \(HTTP 200\): resolved with its result/);
     expect(action.stateBefore).toMatchObject({ state: "unknown" });
     expect(action.stateAfter).toMatchObject({ state: "done", probe: { outcome: "applied", status: 200 } });
-    await audit.flush();
+    await t.audit.flush();
     expect((await t.db.prisma.execution.findFirst({ where: { scope: s, key: "k" } }))?.outcome).toBe("resolved");
   });
 
   it("not applied: the key is released, and the retry runs the side effect once", async () => {
     const s = scope();
     // the call failed before charging, but said nothing a key could be freed on
-    const failing = engine.invoke(charge, async () => Promise.reject(new Error("socket hang up")), { scope: s, key: "k", args: registry.parseArgs(charge, chargeArgs("cus_b")) });
+    const failing = t.engine.invoke(charge, async () => Promise.reject(new Error("socket hang up")), { scope: s, key: "k", args: registry.parseArgs(charge, chargeArgs("cus_b")) });
     await expect(failing).rejects.toBeInstanceOf(OutcomeUnknownError);
     await expect(call(charge, s, "k", chargeArgs("cus_b"))).rejects.toBeInstanceOf(UnknownOutcomeKeyError);
 
@@ -124,9 +110,9 @@ describe("probeKey: asking a key's tool whether its call happened", () => {
   it("asks about a stuck key once its lease has passed, not while its call may still be running", async () => {
     const s = scope();
     await expect(call(charge, s, "k", chargeArgs("cus_c", { outcome: "crash_after_effect" }))).rejects.toBeInstanceOf(CallAbandonedError);
-    await expect(probeKey(runtime(), { scope: s, key: "k", actor: operator, nowMs: clock })).rejects.toThrow(/only stuck or unknown keys are asked about; this key is inflight/);
-    clock += charge.leaseMs + 1;
-    const out = await probeKey(runtime(), { scope: s, key: "k", actor: operator, nowMs: clock });
+    await expect(probeKey(runtime(), { scope: s, key: "k", actor: operator, nowMs: clock.ms })).rejects.toThrow(/only stuck or unknown keys are asked about; this key is inflight/);
+    clock.ms += charge.leaseMs + 1;
+    const out = await probeKey(runtime(), { scope: s, key: "k", actor: operator, nowMs: clock.ms });
     expect(out).toMatchObject({ answer: { outcome: "applied" }, action: "resolved", record: { status: "done" } });
     expect((await call(charge, s, "k", chargeArgs("cus_c", { outcome: "crash_after_effect" }))).kind).toBe("replayed");
     expect(await t.db.prisma.demoCharge.count({ where: { scope: s } })).toBe(1);
