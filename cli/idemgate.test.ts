@@ -285,6 +285,38 @@ describe("operator disable", () => {
   });
 });
 
+describe("operator enable", () => {
+  it("lets a disabled account sign in again, records who did it, and changes nothing on an enabled one", async () => {
+    const created = await idemgate(["operator", "create", "--email", "returner@example.com", "--role", "viewer"], { ...db(), stdin: "a-long-enough-password\n" });
+    expect(created.code).toBe(0);
+    expect((await idemgate(["operator", "disable", "--email", "returner@example.com"], db())).code).toBe(0);
+
+    const run = await idemgate(["operator", "enable", "--email", "Returner@Example.com", "--reason", "back from leave"], db());
+    expect(run.stderr).toBe("");
+    expect(run.code).toBe(0);
+    expect(run.stdout).toBe("Enabled returner@example.com.\n");
+    const account = await admin((c) => c.query(`SELECT disabled_at FROM operators WHERE email = 'returner@example.com'`), database);
+    expect(account.rows[0].disabled_at).toBeNull();
+    const trail = await admin(
+      (c) =>
+        c.query(
+          `SELECT actor, reason, state_before->>'email' AS email, state_before->>'disabledAt' IS NOT NULL AS "wasDisabled", state_after->>'disabledAt' AS "disabledAt"
+           FROM operator_actions WHERE action = 'operator_enable'`,
+        ),
+      database,
+    );
+    expect(trail.rows).toEqual([{ actor: expect.stringMatching(/^cli:.+@.+/), reason: "back from leave", email: "returner@example.com", wasDisabled: true, disabledAt: null }]);
+
+    const again = await idemgate(["operator", "enable", "--email", "returner@example.com"], db());
+    expect(again.code).toBe(0);
+    expect(again.stdout).toBe("returner@example.com was enabled already.\n");
+    const trailCount = await admin((c) => c.query(`SELECT count(*)::int AS n FROM operator_actions WHERE action = 'operator_enable'`), database);
+    expect(trailCount.rows[0].n).toBe(1);
+    expectReadableError(await idemgate(["operator", "enable", "--email", "nobody@example.com"], db()), /^idemgate: no operator with the email nobody@example\.com/);
+    expectReadableError(await idemgate(["operator", "enable", "--email", "returner@example.com", "--reason", " "], db()), /--reason must not be empty/);
+  });
+});
+
 describe("the embedded database held by a running server", () => {
   it("refuses with the lock's message and exit code 1, and leaves the lock alone", async () => {
     const held = await mkdtemp(path.join(tmpdir(), "idemgate-held-"));

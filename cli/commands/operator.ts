@@ -1,5 +1,5 @@
 import { Command, Option } from "commander";
-import { createOperator, disableOperator } from "@/lib/auth/operators";
+import { createOperator, disableOperator, enableOperator } from "@/lib/auth/operators";
 import { MIN_PASSWORD_LENGTH } from "@/lib/auth/passwords";
 import { ROLES } from "@/lib/auth/roles";
 import { cliActor } from "../actor";
@@ -36,6 +36,18 @@ export function operatorCommand(): Command {
       const out = await withRuntime((rt) => disableOperator(rt.db.prisma, { email: opts.email, actor: cliActor(), reason }));
       const ended = `${out.sessionsEnded} session${out.sessionsEnded === 1 ? "" : "s"} ended`;
       console.log(out.alreadyDisabled ? `${out.operator.email} was disabled already (${ended}).` : `Disabled ${out.operator.email} (${ended}).`);
+    });
+
+  operator
+    .command("enable")
+    .description("enable a disabled console operator: they may sign in again with their password (recorded in the operator audit trail)")
+    .requiredOption("--email <email>", "their sign-in email")
+    .option("--reason <text>", "why (kept in the audit trail)", "enabled from the command line")
+    .action(async (opts: { email: string; reason: string }) => {
+      const reason = opts.reason.trim();
+      if (reason === "") throw new CliError("--reason must not be empty");
+      const out = await withRuntime((rt) => enableOperator(rt.db.prisma, { email: opts.email, actor: cliActor(), reason }));
+      console.log(out.alreadyEnabled ? `${out.operator.email} was enabled already.` : `Enabled ${out.operator.email}.`);
     });
 
   return operator;

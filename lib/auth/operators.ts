@@ -94,3 +94,31 @@ export async function disableOperator(
     return { operator: { id: row.id, email: row.email }, alreadyDisabled, sessionsEnded };
   });
 }
+
+/**
+ * Enables a disabled operator again: they can sign in with their password (their earlier sessions
+ * stay ended). Recorded as `operator_enable` in the operator audit trail, in the same transaction.
+ * Enabling an enabled operator changes and records nothing.
+ */
+export async function enableOperator(
+  prisma: PrismaClient,
+  input: { email: string; actor: string; reason: string },
+): Promise<{ operator: { id: string; email: string }; alreadyEnabled: boolean }> {
+  const email = input.email.trim().toLowerCase();
+  return prisma.$transaction(async (tx) => {
+    const row = await tx.operator.findUnique({ where: { email } });
+    if (!row) throw new OperatorInputError(`no operator with the email ${email}`);
+    const alreadyEnabled = row.disabledAt === null;
+    if (!alreadyEnabled) {
+      await tx.operator.update({ where: { id: row.id }, data: { disabledAt: null } });
+      await recordOperatorAction(tx, {
+        actor: input.actor,
+        action: "operator_enable",
+        reason: input.reason,
+        before: { operatorId: row.id, email: row.email, disabledAt: row.disabledAt!.toISOString() },
+        after: { operatorId: row.id, email: row.email, disabledAt: null },
+      });
+    }
+    return { operator: { id: row.id, email: row.email }, alreadyEnabled };
+  });
+}
