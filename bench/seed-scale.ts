@@ -98,7 +98,7 @@ export async function seedRedis(redis: Redis, prefix: string, n: number, nowMs: 
       const member = memberOf(r.scope, r.key);
       add(ks.byStatus(b, r.status), r.deadlineMs, member);
       add(ks.byCreated(b), r.createdAtMs, member);
-      add(ks.byKeyLex(b), 0, lexMemberOf(r.scope, r.key));
+      add(ks.byKeyLex(b), 0, lexMemberOf(r.scope, r.key, r.createdAtMs));
     }
     for (const [index, args] of zsets) pipeline.zadd(index, ...args);
     await pipeline.exec();

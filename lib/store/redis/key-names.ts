@@ -63,7 +63,7 @@ export class KeySpace {
     return `${this.base(bucket)}created`;
   }
 
-  /** score 0, members `key \n scope`, for key-prefix search with ZRANGEBYLEX */
+  /** score 0, members `key \n scope \n createdAtMs`, for key-prefix search with ZRANGEBYLEX */
   byKeyLex(bucket: number): string {
     return `${this.base(bucket)}lx`;
   }
@@ -111,8 +111,8 @@ export function memberOf(scope: string, key: string): string {
   return `${scope}${MEMBER_SEPARATOR}${key}`;
 }
 
-export function lexMemberOf(scope: string, key: string): string {
-  return `${key}${MEMBER_SEPARATOR}${scope}`;
+export function lexMemberOf(scope: string, key: string, createdAtMs: number): string {
+  return `${key}${MEMBER_SEPARATOR}${scope}${MEMBER_SEPARATOR}${createdAtMs}`;
 }
 
 /** FNV-1a (32 bit) of the UTF-8 bytes of `scope \n key`, mod BUCKET_COUNT: stable across processes. */

@@ -20,11 +20,10 @@
     { done, stopScore, stopMember, member1, score1, member2, score2, ... }
     done = 1 when the index has nothing more in range; otherwise every entry down to
     (stopScore, stopMember) has been examined. Lex mode answers { -1 } when more than the
-    budget of keys match the prefix, so the caller reads another index instead. Lex members
-    carry no time: the matches' records give their createdAtMs (and tool).
+    budget of keys match the prefix, so the caller reads another index instead. A tool filter
+    reads the tool from the record of each entry the scope and prefix let through.
 ]]
 --- @include "keys"
---- @include "record"
 
 local base = bucketBase(ARGV[11])
 local limit = tonumber(ARGV[6])
@@ -43,9 +42,13 @@ local function bytesLess(a, b)
   return #a < #b
 end
 
--- the record of an index member "scope \n key", or nil when it is gone
-local function recordOf(memberScope, memberKey)
-  return decodeRecord(redis.call("GET", recordKeyOf(base, memberScope, memberKey)))
+-- The tool of the record of (scope, key) as stored (escaped), or nil when the record is gone: one
+-- match over the value's first fields (record-codec.ts: the tool is the tenth line), no decoding.
+local TOOL_PATTERN = "^2\n.\n[^\n]*\n[^\n]*\n[^\n]*\n[^\n]*\n[^\n]*\n[^\n]*\n[^\n]*\n([^\n]*)\n"
+local function toolOf(entryScope, entryKey)
+  local value = redis.call("GET", recordKeyOf(base, entryScope, entryKey))
+  if not value then return nil end
+  return string.match(value, TOOL_PATTERN)
 end
 
 local function matches(member)
@@ -53,10 +56,7 @@ local function matches(member)
   local nl = string.find(member, "\n", 1, true)
   if scope ~= "" and string.sub(member, 1, nl - 1) ~= scope then return false end
   if prefix ~= "" and string.sub(member, nl + 1, nl + #prefix) ~= prefix then return false end
-  if tool ~= "" then
-    local rec = recordOf(string.sub(member, 1, nl - 1), string.sub(member, nl + 1))
-    if not rec or rec.tool ~= tool then return false end
-  end
+  if tool ~= "" and toolOf(string.sub(member, 1, nl - 1), string.sub(member, nl + 1)) ~= tool then return false end
   return true
 end
 
@@ -68,18 +68,16 @@ if ARGV[1] == "lex" then
   local cursorScore = tonumber(ARGV[4])
   local found = {}
   for _, lexMember in ipairs(raw) do
-    local nl = string.find(lexMember, "\n", 1, true)
-    local key = string.sub(lexMember, 1, nl - 1)
-    local entryScope = string.sub(lexMember, nl + 1)
-    if scope == "" or entryScope == scope then
-      local rec = recordOf(entryScope, key)
-      if rec and (tool == "" or rec.tool == tool) then
-        local member = entryScope .. "\n" .. key
-        local createdAt = rec.createdAtMs
-        local s = tonumber(createdAt)
-        if not hasCursor or s < cursorScore or (s == cursorScore and bytesLess(member, ARGV[5])) then
-          found[#found + 1] = { s, member, createdAt }
-        end
+    local nl1 = string.find(lexMember, "\n", 1, true)
+    local nl2 = string.find(lexMember, "\n", nl1 + 1, true)
+    local key = string.sub(lexMember, 1, nl1 - 1)
+    local entryScope = string.sub(lexMember, nl1 + 1, nl2 - 1)
+    local createdAt = string.sub(lexMember, nl2 + 1)
+    if (scope == "" or entryScope == scope) and (tool == "" or toolOf(entryScope, key) == tool) then
+      local member = entryScope .. "\n" .. key
+      local s = tonumber(createdAt)
+      if not hasCursor or s < cursorScore or (s == cursorScore and bytesLess(member, ARGV[5])) then
+        found[#found + 1] = { s, member, createdAt }
       end
     end
   end

@@ -3,7 +3,7 @@
   "2", then the fields in the order of decodeRecord, joined by "\n", the result body last (raw). Scope and
   key are not stored in it: scripts get them as arguments, purge from index members.
   rec.status is the full word (inflight | unknown | done); the value holds its first letter.
-  Index members are "scope \n key"; lex members are "key \n scope".
+  Index members are "scope \n key"; lex members are "key \n scope \n createdAtMs".
 ]]
 -- Every script runs this file's top level on each call: constants are literals, no tables built.
 -- One string.match (in C) reads every field, far cheaper than a loop of finds and subs:
@@ -54,7 +54,7 @@ local function removeFromIndexes(base, scope, key, rec)
   redis.call("ZREM", statusIndexKey(base, rec.status), member)
   if hasToolIndex(rec.status) then redis.call("ZREM", unknownToolIndexKey(base, rec.tool), member) end
   redis.call("ZREM", createdIndexKey(base), member)
-  redis.call("ZREM", lexIndexKey(base), key .. "\n" .. scope)
+  redis.call("ZREM", lexIndexKey(base), key .. "\n" .. scope .. "\n" .. rec.createdAtMs)
 end
 
 local function addToIndexes(base, scope, key, rec)
@@ -63,7 +63,7 @@ local function addToIndexes(base, scope, key, rec)
   redis.call("ZADD", statusIndexKey(base, rec.status), deadline, member)
   if hasToolIndex(rec.status) then redis.call("ZADD", unknownToolIndexKey(base, rec.tool), deadline, member) end
   redis.call("ZADD", createdIndexKey(base), rec.createdAtMs, member)
-  redis.call("ZADD", lexIndexKey(base), 0, key .. "\n" .. scope)
+  redis.call("ZADD", lexIndexKey(base), 0, key .. "\n" .. scope .. "\n" .. rec.createdAtMs)
 end
 
 -- A status change (inflight -> unknown -> done) moves the record between the status-keyed indexes
