@@ -17,9 +17,9 @@ async function shot(page: Page, testInfo: TestInfo, name: string, dark = false) 
   }
 }
 
-function invoke(request: APIRequestContext, token: string, key: string, args: unknown) {
+function invoke(request: APIRequestContext, token: string, key: string, args: unknown, headers: Record<string, string> = {}) {
   return request.post(`/api/v1/tools/${CHARGE}/invoke`, {
-    headers: { Authorization: `Bearer ${token}`, "Idempotency-Key": key, "Idemgate-Session": "e2e-seed" },
+    headers: { Authorization: `Bearer ${token}`, "Idempotency-Key": key, "Idemgate-Session": "e2e-seed", ...headers },
     data: args,
   });
 }
@@ -85,9 +85,28 @@ test("the retry-gap histogram and the suggested TTL follow seeded replays", asyn
   await new Promise((r) => setTimeout(r, 2_500));
   for (let i = 0; i < 3; i++) expect((await invoke(request, apiToken, late, args)).headers()["idempotent-replayed"]).toBe("true");
 
+  // a charge whose outcome is unknown, retried: the retry is suppressed as unknown
+  const lost = `e2e-unknown-${randomUUID()}`;
+  const lostArgs = { customerId: "cus_e2e_unknown", amountCents: 410, currency: "EUR", simulate: { outcome: "throw_after_effect" } };
+  expect((await invoke(request, apiToken, lost, lostArgs)).status()).toBe(502);
+  const held = await invoke(request, apiToken, lost, lostArgs);
+  expect(held.status()).toBe(409);
+  expect(((await held.json()) as { type: string }).type).toMatch(/\/problems\/outcome_unknown$/);
+  // one action under two keys a model minted: the second is answered as a fresh-key duplicate
+  const freshArgs = { customerId: `cus_e2e_fresh_${randomUUID().slice(0, 8)}`, amountCents: 320, currency: "EUR" };
+  const model = { "Idemgate-Key-Source": "model" };
+  expect((await invoke(request, apiToken, `e2e-fresh-${randomUUID()}`, freshArgs, model)).status()).toBe(200);
+  expect((await invoke(request, apiToken, `e2e-fresh-${randomUUID()}`, freshArgs, model)).headers()["idempotent-replayed"]).toBe("true");
+
   await signInAsOperator(page, testInfo);
   await page.goto(`/tools/${CHARGE}?window=1h`);
   await expect(page.getByTestId("window-picker").getByRole("link", { name: "1h" })).toHaveAttribute("aria-current", "true");
+  // every suppression kind is a stacked series with its legend entry; these two have bars now
+  const chart = page.getByTestId("activity-chart");
+  for (const [series, label] of [["unknown", "Unknown outcome"], ["fresh_key", "Fresh-key duplicates"], ["replay", "Replays"]]) {
+    await expect(chart.locator(`li[data-series="${series}"]`)).toHaveText(label);
+    await expect(chart.locator(`.recharts-bar.series-${series} .recharts-bar-rectangle path`).first()).toBeVisible();
+  }
   await expect(page.getByTestId("gap-histogram")).toBeVisible();
   await expect(page.getByTestId("gap-histogram").locator(".recharts-bar-rectangle").first()).toBeVisible();
   await expect(page.getByTestId("suggested-ttl")).toHaveText(/^Suggested fallback TTL: [\d.]+ (ms|s|min|h)/);

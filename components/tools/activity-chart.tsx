@@ -1,10 +1,12 @@
 "use client";
 
 import { Bar, CartesianGrid, ComposedChart, Line, ResponsiveContainer, Tooltip, XAxis, YAxis } from "recharts";
-import type { StatsBucket } from "@/lib/audit/tool-stats";
+import type { StatsBucket, SuppressionKind } from "@/lib/audit/tool-stats";
 import { AXIS_TICK, GRID_STROKE, SERIES, type SeriesKey } from "./chart-theme";
 
-const STACK: SeriesKey[] = ["executions", "replay", "conflict", "stuck", "mismatch"];
+/** every suppression kind the buckets count, so the bar's height is every call that reached the engine */
+const SUPPRESSED = ["replay", "fresh_key", "conflict", "stuck", "unknown", "mismatch"] as const satisfies readonly (SeriesKey & SuppressionKind)[];
+const STACK: SeriesKey[] = ["executions", ...SUPPRESSED];
 const HOUR = 3_600_000;
 
 function tickFormatter(bucketMs: number) {
@@ -31,7 +33,7 @@ function ChartTooltip({ active, payload, bucketMs }: { active?: boolean; payload
   if (!active || !payload?.length) return null;
   const bucket = (payload[0] as { payload?: StatsBucket }).payload;
   if (!bucket) return null;
-  const suppressed = bucket.replay + bucket.conflict + bucket.stuck + bucket.mismatch;
+  const suppressed = SUPPRESSED.reduce((sum, kind) => sum + bucket[kind], 0);
   return (
     <div className="rounded-lg border border-line bg-surface px-3 py-2 text-xs shadow-lg">
       <p className="mb-1.5 font-medium text-fg">{bucketLabel(bucket.startMs, bucketMs)}</p>
@@ -65,7 +67,7 @@ export function ActivityChart({ buckets, bucketMs }: { buckets: StatsBucket[]; b
     <div data-testid="activity-chart">
       <ul className="mb-3 flex flex-wrap gap-x-4 gap-y-1 text-xs text-muted">
         {[...STACK, "fallback" as const].map((key) => (
-          <li key={key} className="flex items-center gap-1.5">
+          <li key={key} className="flex items-center gap-1.5" data-series={key}>
             {key === "fallback" ? (
               <span aria-hidden="true" className="inline-block h-0 w-3 border-t-2 border-dashed" style={{ borderColor: SERIES[key].color }} />
             ) : (
@@ -89,7 +91,7 @@ export function ActivityChart({ buckets, bucketMs }: { buckets: StatsBucket[]; b
           <YAxis allowDecimals={false} tick={AXIS_TICK} tickLine={false} axisLine={false} width={44} />
           <Tooltip cursor={{ fill: "var(--surface-2)" }} content={(props) => <ChartTooltip active={props.active} payload={props.payload} bucketMs={bucketMs} />} />
           {STACK.map((key) => (
-            <Bar key={key} dataKey={key} stackId="calls" fill={SERIES[key].color} isAnimationActive={false} />
+            <Bar key={key} dataKey={key} name={SERIES[key].label} stackId="calls" fill={SERIES[key].color} className={`series-${key}`} isAnimationActive={false} />
           ))}
           <Line dataKey="fallback" type="monotone" stroke={SERIES.fallback.color} strokeOpacity={0.6} strokeDasharray="4 3" strokeWidth={1.5} dot={false} isAnimationActive={false} />
         </ComposedChart>
