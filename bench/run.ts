@@ -46,7 +46,16 @@ async function main(): Promise<void> {
     ...(await section("engine", () => benchEngine({ iterations: quick ? 300 : 2_000, rounds: quick ? 3 : 7 }))),
     ...(await section("peers", () => benchPeers({ calls: quick ? 2_000 : 5_000, concurrency: 50, rounds: quick ? 3 : 5 }))),
     ...(await section("gateway", () =>
-      benchGateway({ durationS: quick ? 3 : 10, connections: 50, rounds: 3, build: !argv.includes("--no-build"), port: 3141, barePort: 3142 }),
+      benchGateway({
+        durationS: quick ? 3 : 10,
+        connections: 50,
+        rounds: 3,
+        build: !argv.includes("--no-build"),
+        port: 3141,
+        barePort: 3142,
+        engineCalls: quick ? 2_000 : 5_000,
+        userCalls: { one: quick ? 300 : 1_000, many: quick ? 2_000 : 5_000 },
+      }),
     )),
     ...(await section("console", () => benchConsole({ small: 10_000, large: scale, repeats: quick ? 20 : 50, auditLarge: auditScale }))),
   ];
