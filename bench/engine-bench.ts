@@ -174,33 +174,38 @@ export async function benchRecordMemory(n: number): Promise<Row[]> {
 export async function benchCluster(options: { calls: number; concurrency: number; rounds: number }): Promise<Row[]> {
   const prefix = `idgbench-cl-${randomUUID().slice(0, 8)}`;
   const cluster = await startRedisCluster({ ports: await findFreePorts(3, 7151) });
-  const pg = await createTestPostgres("bench_cluster");
+  // an audit database per store: a store newer than results in its audit log looks like one that
+  // lost its data, and its first executions would all read the log (store-loss recovery)
+  const pgs = { one: await createTestPostgres("bench_cluster"), cluster: await createTestPostgres("bench_cluster") };
   const stores: Record<"one" | "cluster", RedisKeyStore> = {
     one: createRedisKeyStore(REDIS_TEST_URL, { prefix }),
     cluster: createRedisClusterKeyStore(cluster.nodes, { prefix }),
   };
-  const audit = new PrismaAuditWriter(pg.db.prisma, { mode: "async", execute: pg.db.execute });
+  const audits = {
+    one: new PrismaAuditWriter(pgs.one.db.prisma, { mode: "async", execute: pgs.one.db.execute }),
+    cluster: new PrismaAuditWriter(pgs.cluster.db.prisma, { mode: "async", execute: pgs.cluster.db.execute }),
+  };
   try {
     await stores.one.waitUntilReady(5_000);
     await stores.cluster.ping();
-    const engines = { one: new Engine({ store: stores.one, audit }), cluster: new Engine({ store: stores.cluster, audit }) };
+    const engines = { one: new Engine({ store: stores.one, audit: audits.one }), cluster: new Engine({ store: stores.cluster, audit: audits.cluster }) };
     const run = (which: "one" | "cluster", key: string) => engines[which].invoke(tool, noop, { scope: "bench", key, args: ARGS });
-    // warm up (scripts loaded on every node, slot map known), then past the store epoch's first seconds
-    const warmStarted = Date.now();
+    // warm up (scripts loaded on every node, slot map known), then past the first seconds of both
+    // stores' epochs (set by their first call), in which first executions also read the audit log
     for (const which of ["one", "cluster"] as const) {
       await timeConcurrent(1_000, options.concurrency, (i) => run(which, `warm:${i}`));
       await run(which, "replayed");
     }
-    await new Promise((r) => setTimeout(r, Math.max(0, 10_500 - (Date.now() - warmStarted))));
+    await new Promise((r) => setTimeout(r, 10_500));
     const first: Record<string, LoadRound[]> = { one: [], cluster: [] };
     const replay: Record<string, LoadRound[]> = { one: [], cluster: [] };
     for (let round = 0; round < options.rounds; round++) {
       const tag = `${round}-${randomUUID().slice(0, 6)}`;
       for (const which of round % 2 === 0 ? (["one", "cluster"] as const) : (["cluster", "one"] as const)) {
         first[which].push(await timeConcurrent(options.calls, options.concurrency, (i) => run(which, `f:${tag}:${i}`)));
-        await audit.flush();
+        await audits[which].flush();
         replay[which].push(await timeConcurrent(options.calls, options.concurrency, () => run(which, "replayed")));
-        await audit.flush();
+        await audits[which].flush();
       }
     }
     const rows: Row[] = [];
@@ -223,11 +228,13 @@ export async function benchCluster(options: { calls: number; concurrency: number
     }
     return rows;
   } finally {
-    await audit.close();
+    await audits.one.close();
+    await audits.cluster.close();
     await stores.one.close();
     await stores.cluster.close();
     await deleteRedisPrefix(prefix);
     await cluster.stop();
-    await pg.drop();
+    await pgs.one.drop();
+    await pgs.cluster.drop();
   }
 }
