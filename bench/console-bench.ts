@@ -78,6 +78,13 @@ const QUERIES: Query[] = [
   listQuery("keys page (50), state = done", { state: "done" }),
   listQuery("keys page (50), tool filter, deep cursor", { tool: "payments.charge" }, (n) => Math.floor(n / 10) * 5),
   listQuery("keys page (50), state = expired + tool", { state: "expired", tool: "email.send" }),
+  // a tenant's own keys (one scope of ten), and a key-prefix search
+  listQuery("keys page (50), scope filter (a tenant's keys)", { scope: "scope-3" }),
+  {
+    name: "keys page (50), key prefix of 8 characters (10,000 keys at 1M)",
+    stores: "both",
+    run: (d, store) => store!.list({ prefix: seedRecord(Math.floor(d.n / 2), d.n, d.nowMs).key.slice(0, 8), limit: 50, nowMs: Date.now() }),
+  },
   { name: "counts by state", stores: "both", run: (_d, store) => store!.counts(Date.now()) },
   { name: "tool totals, last 24 h (tool list)", stores: "audit", run: (d) => getToolTotals(d.db.prisma), auditScale: true },
   // issue 14: a tool page under 100 ms at 1M and 10M audit rows (rollups; the seed spreads the rows over 7 days)
@@ -115,7 +122,8 @@ export async function benchConsole(options: ConsoleOptions): Promise<Row[]> {
           tail: { label: "p95", ms: l.p95 },
           baseline: `same @ ${fmtCount(small.n)} (p95 ${s.p95.toFixed(2)} ms)`,
           ratio: l.p95 / s.p95,
-          target: q.target ?? "p95 < 150 ms",
+          // issue 14: every key list and count on the lighter Redis record under 50 ms at 1M keys
+          target: q.target ?? (label === "Redis" ? "p95 < 50 ms" : "p95 < 150 ms"),
         });
       }
     }
@@ -140,11 +148,11 @@ export async function benchConsole(options: ConsoleOptions): Promise<Row[]> {
     const perRecord = large.redisBytes / large.n;
     rows.push({
       section: "console Redis",
-      name: `memory per record incl. 7 index entries (used_memory Δ / ${fmtCount(large.n)}), minus the ${RESULT_BODY.length} B result`,
+      name: `memory per record incl. its index entries (used_memory Δ / ${fmtCount(large.n)}), minus the ${RESULT_BODY.length} B result`,
       value: perRecord - RESULT_BODY.length,
       unit: "B",
-      target: "≤ 250 B + result",
-      note: `${perRecord.toFixed(0)} B with the result; 97 % of records done; MEMORY USAGE: record hash ${large.hashBytes.toFixed(0)} B, index entries ${(large.indexBytes / large.n).toFixed(0)} B per record`,
+      target: "≤ 800 B",
+      note: `${perRecord.toFixed(0)} B with the result; 97 % of records done; MEMORY USAGE: record value ${large.hashBytes.toFixed(0)} B, index entries ${(large.indexBytes / large.n).toFixed(0)} B per record`,
     });
     for (const d of sets) {
       if (d.auditOnly) {
@@ -162,7 +170,7 @@ export async function benchConsole(options: ConsoleOptions): Promise<Row[]> {
         name: `seed ${fmtCount(d.n)} keys + ${fmtCount(d.n)} audit rows`,
         value: d.seedRedisS + d.seedPostgresS,
         unit: "s",
-        note: `Redis ${d.seedRedisS.toFixed(1)} s (pipelined HSET + batched ZADD), PostgreSQL ${d.seedPostgresS.toFixed(1)} s (INSERT … SELECT generate_series)`,
+        note: `Redis ${d.seedRedisS.toFixed(1)} s (pipelined SET + batched ZADD), PostgreSQL ${d.seedPostgresS.toFixed(1)} s (INSERT … SELECT generate_series)`,
       });
     }
     return rows;
