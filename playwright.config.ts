@@ -1,5 +1,6 @@
 import { defineConfig, devices } from "@playwright/test";
 import { VIEWER } from "./e2e/accounts";
+import { MCP_SERVERS } from "./e2e/mcp-servers";
 import { UPSTREAM_TOOLS } from "./e2e/upstream";
 import environments from "./e2e/environments.json" with { type: "json" };
 
@@ -7,6 +8,7 @@ import environments from "./e2e/environments.json" with { type: "json" };
 // - embedded: nothing configured, PGlite under .data/ for both the key store and the audit log;
 // - servers: Redis key store and PostgreSQL audit database (scripts/e2e.mjs recreates both);
 // - redisDown: REDIS_URL points at a closed port, for the status page's error state only.
+// embedded and servers also guard two MCP servers (e2e/mcp-servers.ts): one over stdio, one that is down.
 // Run through `npm run test:e2e`, which wipes the data and builds first.
 const { embedded, servers, redisDown } = environments;
 
@@ -81,7 +83,7 @@ export default defineConfig({
       timeout: 120_000,
       stdout: "pipe",
       // blank values override anything the developer's shell exports
-      env: { ...common, IDEMGATE_DATA_DIR: embedded.dataDir, REDIS_URL: "", DATABASE_URL: "" },
+      env: { ...common, IDEMGATE_DATA_DIR: embedded.dataDir, REDIS_URL: "", DATABASE_URL: "", IDEMGATE_MCP_SERVERS: MCP_SERVERS },
     },
     {
       command: `node scripts/serve.mjs -p ${servers.port} -H 127.0.0.1`,
@@ -95,6 +97,7 @@ export default defineConfig({
         REDIS_URL: servers.redisUrl,
         IDEMGATE_REDIS_PREFIX: servers.redisPrefix,
         DATABASE_URL: servers.databaseUrl,
+        IDEMGATE_MCP_SERVERS: MCP_SERVERS,
       },
     },
     {
