@@ -235,6 +235,38 @@ describe("RedisKeyStore on a Redis Cluster", () => {
     expect((await store.counts(T0 + 20, { scope })).done).toBe(0);
   });
 
+  it("rebuild-indexes scans every master: records of the earlier hash encoding on each are rewritten and listed again", async () => {
+    const oldPrefix = `idgtest-${randomUUID().slice(0, 8)}`;
+    const old = new RedisKeyStore(clusterClient(), { prefix: oldPrefix });
+    const oldKeys = new KeySpace(oldPrefix);
+    try {
+      const oldScope = "tenant-a";
+      const names = Array.from({ length: 24 }, (_, i) => `old-${String(i).padStart(2, "0")}`);
+      for (const [i, key] of names.entries()) {
+        const base = oldKeys.base(bucketOf(oldScope, key));
+        // as earlier versions wrote a done record: a hash and (among others) its status and time entries
+        await client.hset(oldKeys.record(oldScope, key), "scope", oldScope, "key", key, "tool", "email.send", "fingerprint", "fp", "status", "done",
+          "token", String(100 + i), "createdAtMs", String(T0 + i), "fallback", "0", "executionId", `e-${i}`, "completedAtMs", String(T0 + 50),
+          "expiresAtMs", String(T0 + 60_000), "resultStatus", "200", "resultBody", `{"i":${i}}`, "resultFinal", "0");
+        await client.zadd(`${base}st:done`, T0 + 60_000, `${oldScope}\n${key}`);
+        await client.zadd(`${base}scope:${oldScope}`, T0 + i, `${oldScope}\n${key}`);
+      }
+      await withMasters(async (masters) => {
+        const ports = new Set(await Promise.all(names.map((key) => portOfSlot(masters, oldKeys.record(oldScope, key)))));
+        expect(ports.size).toBe(3);
+      });
+      expect(await old.rebuildIndexes()).toMatchObject({ records: names.length, rewritten: names.length });
+      expect(await old.get(oldScope, "old-07")).toMatchObject({ status: "done", result: { status: 200, body: '{"i":7}', final: false } });
+      expect(await old.counts(T0 + 100)).toMatchObject({ done: names.length });
+      const page = await old.list({ limit: 100, nowMs: T0 + 100 });
+      expect(page.items.map((r) => r.key)).toEqual([...names].reverse());
+      expect(await old.rebuildIndexes()).toMatchObject({ records: names.length, rewritten: 0 });
+    } finally {
+      await old.close();
+      await deletePrefix(oldPrefix);
+    }
+  });
+
   it("reserves exactly once among 200 concurrent callers of one key, and 200 distinct keys at once", async () => {
     newScope();
     const race = await Promise.all(Array.from({ length: 200 }, () => store.begin(input({ key: "race" }))));
