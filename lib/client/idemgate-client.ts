@@ -224,7 +224,8 @@ export class IdemgateClient {
     const key = wanted === "auto" ? (this.kinds.get(tool) === "read" ? null : newKey()) : wanted;
     const headers: Record<string, string> = { "Content-Type": "application/json" };
     if (key !== null) {
-      headers["Idempotency-Key"] = key;
+      // a key holding a "," goes as a quoted string: bare, it would read as the header sent twice
+      headers["Idempotency-Key"] = key.includes(",") ? `"${key.replace(/[\\"]/g, "\\$&")}"` : key;
       const wait = Math.floor(options.waitSeconds ?? this.waitSeconds);
       if (wait > 0) headers.Prefer = `wait=${wait}`;
       if (options.keySource) headers["Idemgate-Key-Source"] = options.keySource;

@@ -43,8 +43,8 @@ const TEXT: Record<string, Omit<ProblemDoc, "code" | "status" | "title">> = {
     retry: "with changes",
   },
   invalid_header: {
-    happened: "A header Idemgate reads (such as Idemgate-Session) has an invalid value. Nothing ran.",
-    todo: "Idemgate-Session takes 1–200 visible ASCII characters. Correct the header and send again.",
+    happened: "A header Idemgate reads (such as Idemgate-Session) has an invalid value, or Idempotency-Key was sent more than once. Nothing ran.",
+    todo: "Idemgate-Session takes 1–200 visible ASCII characters. Send Idempotency-Key once; a key holding a \",\" goes as a quoted string (\"a,b\"). Correct the header and send again.",
     retry: "with changes",
   },
   invalid_request: {

@@ -5,7 +5,7 @@ import { badRequest, problemAnswer } from "@/lib/http/problem";
 import { MAX_BODY_BYTES } from "@/lib/http/read-body";
 import { isValidScope } from "@/lib/idempotency/key-rules";
 import type { Runtime } from "@/lib/server/runtime";
-import { gatewayRequest, invokeTool } from "./invoke-tool";
+import { gatewayRequest, idempotencyKeyValue, invokeTool } from "./invoke-tool";
 
 /** What the console's invoke form sends. The arguments stay text: the gateway parses them as it would a caller's body. */
 export const consoleInvokeSchema = z.strictObject({
@@ -43,7 +43,7 @@ export async function consoleInvoke(input: ConsoleInvokeInput, operator: Operato
   }
   const path = `/api/v1/tools/${encodeURIComponent(input.tool)}/invoke`;
   const headers: Record<string, string> = { "Content-Type": "application/json" };
-  if (input.key) headers["Idempotency-Key"] = input.key;
+  if (input.key) headers["Idempotency-Key"] = idempotencyKeyValue(input.key);
   if (input.session) headers["Idemgate-Session"] = input.session;
 
   let request: Request;

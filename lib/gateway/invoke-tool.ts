@@ -10,12 +10,28 @@ const SESSION_PATTERN = /^[\x21-\x7e]{1,200}$/;
 /**
  * The Idempotency-Key header. The IETF draft makes it a Structured Field string ("…"); Stripe and
  * most clients send the bare value. Both are accepted; the quotes are not part of the key.
+ *
+ * It must be sent once. Sent twice, a Fetch `Headers` (the App Router, MCP) joins the values into
+ * one, "order-42, order-42", which would otherwise be a new key and run the action again: a
+ * repeated header is refused (counted where node:http's raw headers are at hand), and where only
+ * the joined value is known, so is a bare value holding a ",". A key holding a "," is sent quoted.
  */
 export function idempotencyKeyHeader(headers: HeaderSource): string | null {
   const raw = headers.get("idempotency-key");
   if (raw === null) return null;
+  const sentTimes = headers.count?.("idempotency-key");
+  if (sentTimes !== undefined && sentTimes > 1) throw badRequest("invalid_header", `Idempotency-Key was sent ${sentTimes} times: send it once`);
   const quoted = /^"((?:[^"\\]|\\[\\"])*)"$/.exec(raw);
-  return quoted ? quoted[1].replace(/\\([\\"])/g, "$1") : raw;
+  if (quoted) return quoted[1].replace(/\\([\\"])/g, "$1");
+  if (sentTimes === undefined && raw.includes(",")) {
+    throw badRequest("invalid_header", 'Idempotency-Key holds a "," outside quotes, as it does when sent more than once: send it once; a key holding a "," goes as a quoted string, "…"');
+  }
+  return raw;
+}
+
+/** The Idempotency-Key header's value for a key: bare, or a quoted string when the key holds a ",". */
+export function idempotencyKeyValue(key: string): string {
+  return key.includes(",") ? `"${key.replace(/[\\"]/g, "\\$&")}"` : key;
 }
 
 export function sessionHeader(headers: HeaderSource): string | null {

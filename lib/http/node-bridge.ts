@@ -20,6 +20,15 @@ export function nodeHeaders(req: IncomingMessage): HeaderSource {
       }
       return value;
     },
+    count(name) {
+      const wanted = name.toLowerCase();
+      let n = 0;
+      for (let i = 0; i < raw.length; i += 2) {
+        const candidate = raw[i];
+        if (candidate.length === wanted.length && candidate.toLowerCase() === wanted) n++;
+      }
+      return n;
+    },
   };
 }
 
