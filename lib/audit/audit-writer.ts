@@ -382,14 +382,18 @@ export class PrismaAuditWriter implements AuditWriter {
 
 }
 
+// Audit times are `timestamp(3)` holding UTC (as Prisma reads and writes them). The JSON and
+// parameters carry ISO instants ("…Z"), read as timestamptz and turned into UTC wall-clock time
+// here: a bare cast would convert them with the session's TimeZone, shifting every time on a
+// server whose TimeZone is not UTC.
 const INSERT_INTENT = `
   INSERT INTO executions (id, scope, key, tool, fingerprint, token, session, caller, transport, fallback, started_at, lease_until)
-  VALUES ($1, $2, $3, $4, $5, $6::bigint, $7, $8, $9, $10::boolean, $11::timestamptz, $12::timestamptz)`;
+  VALUES ($1, $2, $3, $4, $5, $6::bigint, $7, $8, $9, $10::boolean, $11::timestamptz AT TIME ZONE 'UTC', $12::timestamptz AT TIME ZONE 'UTC')`;
 
 /** Concurrent calls' intents, a JSON array ($1): one statement, one commit. */
 const INSERT_INTENTS = `
   INSERT INTO executions (id, scope, key, tool, fingerprint, token, session, caller, transport, fallback, started_at, lease_until)
-  SELECT id, scope, key, tool, fingerprint, token, session, caller, transport, fallback, started_at, lease_until
+  SELECT id, scope, key, tool, fingerprint, token, session, caller, transport, fallback, started_at AT TIME ZONE 'UTC', lease_until AT TIME ZONE 'UTC'
   FROM jsonb_to_recordset($1::jsonb) AS v(
     id text, scope text, key text, tool text, fingerprint text, token bigint, session text, caller text, transport text, fallback boolean,
     started_at timestamptz, lease_until timestamptz)`;
@@ -407,9 +411,9 @@ const WRITE_BATCH = `
     -- after it is a late completion (it has no done record, and a retry may run it again)
     UPDATE executions AS e SET
       outcome = CASE WHEN e.outcome = 'released' THEN 'late_completion' ELSE v.outcome END,
-      finished_at = v.finished_at, duration_ms = v.duration_ms,
+      finished_at = v.finished_at AT TIME ZONE 'UTC', duration_ms = v.duration_ms,
       result_status = v.result_status, result_body = v.result_body, result_final = v.result_final,
-      expires_at = v.expires_at,
+      expires_at = v.expires_at AT TIME ZONE 'UTC',
       error = CASE WHEN e.outcome = 'released' THEN 'completed after its key was released (' || coalesce(e.error, '') || ')' ELSE v.error END
     FROM jsonb_to_recordset($2::jsonb) AS v(
       id text, outcome text, finished_at timestamptz, duration_ms int, result_status int,
@@ -420,8 +424,8 @@ const WRITE_BATCH = `
   ), new_executions AS (
     INSERT INTO executions (id, scope, key, tool, fingerprint, token, session, caller, transport, fallback, started_at, lease_until,
                             outcome, finished_at, duration_ms, result_status, result_body, result_final, expires_at, error)
-    SELECT id, scope, key, tool, fingerprint, token, session, caller, transport, fallback, started_at, lease_until,
-           outcome, finished_at, duration_ms, result_status, result_body, result_final, expires_at, error
+    SELECT id, scope, key, tool, fingerprint, token, session, caller, transport, fallback, started_at AT TIME ZONE 'UTC', lease_until AT TIME ZONE 'UTC',
+           outcome, finished_at AT TIME ZONE 'UTC', duration_ms, result_status, result_body, result_final, expires_at AT TIME ZONE 'UTC', error
     FROM jsonb_to_recordset($1::jsonb) AS v(
       id text, scope text, key text, tool text, fingerprint text, token bigint, session text, caller text, transport text, fallback boolean,
       started_at timestamptz, lease_until timestamptz, outcome text, finished_at timestamptz, duration_ms int,
@@ -431,7 +435,7 @@ const WRITE_BATCH = `
     RETURNING 1
   )
   INSERT INTO suppressions (id, scope, key, tool, kind, fallback, gap_ms, session, caller, transport, original_session, original_execution_id, at)
-  SELECT id, scope, key, tool, kind, fallback, gap_ms, session, caller, transport, original_session, original_execution_id, at
+  SELECT id, scope, key, tool, kind, fallback, gap_ms, session, caller, transport, original_session, original_execution_id, at AT TIME ZONE 'UTC'
   FROM jsonb_to_recordset($3::jsonb) AS v(
     id text, scope text, key text, tool text, kind text, fallback boolean, gap_ms int, session text, caller text, transport text,
     original_session text, original_execution_id text, at timestamptz)

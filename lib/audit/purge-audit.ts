@@ -20,14 +20,14 @@ export async function purgeAuditRows(prisma: PrismaClient, olderThan: Date, batc
   const result: AuditPurgeResult = { executions: 0, suppressions: 0, rollupRows: 0 };
   for (;;) {
     const n = await prisma.$executeRaw`
-      DELETE FROM suppressions WHERE id IN (SELECT id FROM suppressions WHERE at < ${olderThan}::timestamptz LIMIT ${batch})`;
+      DELETE FROM suppressions WHERE id IN (SELECT id FROM suppressions WHERE at < (${olderThan}::timestamptz AT TIME ZONE 'UTC') LIMIT ${batch})`;
     result.suppressions += n;
     if (n < batch) break;
   }
   for (;;) {
     const n = await prisma.$executeRaw`
       DELETE FROM executions WHERE id IN (
-        SELECT id FROM executions WHERE started_at < ${olderThan}::timestamptz AND outcome IS NOT NULL LIMIT ${batch})`;
+        SELECT id FROM executions WHERE started_at < (${olderThan}::timestamptz AT TIME ZONE 'UTC') AND outcome IS NOT NULL LIMIT ${batch})`;
     result.executions += n;
     if (n < batch) break;
   }

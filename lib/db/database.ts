@@ -57,6 +57,12 @@ async function openServer(url: string, poolSize: number): Promise<Database> {
   const pool = new pg.Pool({ connectionString: url, max: poolSize, connectionTimeoutMillis: 5_000 });
   // An idle client's error (server restart) must not crash the process; the next query reconnects.
   pool.on("error", () => {});
+  // Times are stored as UTC in columns without a zone; a session in another TimeZone would shift
+  // any timestamptz the SQL converts. Each connection says UTC before its first query (queued
+  // first on the client); the audit SQL also converts with AT TIME ZONE 'UTC', whatever the session says.
+  pool.on("connect", (client) => {
+    client.query("SET TIME ZONE 'UTC'").catch(() => {});
+  });
   const prisma = new PrismaClient({ adapter: new PrismaPg(pool) });
   return {
     kind: "postgres",
@@ -99,6 +105,7 @@ async function openEmbedded(dataDir: string): Promise<Database> {
   try {
     const { PGlite } = await import("@electric-sql/pglite");
     const pglite = await PGlite.create(dataDir);
+    await pglite.exec("SET TIME ZONE 'UTC'");
     const raw: SqlConnection = {
       async exec(sql) {
         await pglite.exec(sql);
