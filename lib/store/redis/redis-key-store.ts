@@ -226,7 +226,7 @@ export class RedisKeyStore implements KeyStore {
    * Newest first. With a state filter the order is by that state's deadline, latest first
    * (inflight and stuck: leaseUntilMs; unknown: unknownAtMs; done and expired: expiresAtMs),
    * because the state indexes are scored by deadline; otherwise by createdAtMs. Ties are broken by scope and key, descending,
-   * so the cursor is exact. A filter the chosen index does not cover (scope, prefix) is applied
+   * so the cursor is exact. A filter the chosen index does not cover (scope, prefix, tool) is applied
    * while reading within a budget per bucket, so such a page may be short yet have a nextCursor.
    */
   async list(query: ListQuery): Promise<ListPage> {
