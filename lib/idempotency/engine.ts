@@ -6,6 +6,7 @@ import {
   ConflictError,
   InvalidStateError,
   isIdemgateError,
+  LeasePassedError,
   MismatchError,
   MissingKeyError,
   OutcomeUnknownError,
@@ -341,6 +342,27 @@ export class Engine {
       throw new UnavailableError("audit_log", err);
     }
     call.auditMs += performance.now() - t1;
+    const leaseUntilMs = call.arrivedMs + tool.leaseMs;
+    if (this.now() >= leaseUntilMs - leaseMarginMs(tool.leaseMs)) {
+      // The intent took (nearly) the whole lease: from its end another caller may take the key over
+      // (stuck policy takeover, a service that deduplicates) and run it too. Do not run: the intent
+      // ends as not run, the key is given back, the caller retries with the same key.
+      await this.store.abandon(call.scope, call.key, token).catch(() => {});
+      await this.settleWindow(call, { class: "not_run" });
+      this.audit.outcome({
+        id: call.executionId,
+        outcome: "failed",
+        finishedAt: new Date(this.now()),
+        durationMs: 0,
+        resultStatus: null,
+        resultBody: null,
+        resultFinal: null,
+        expiresAt: null,
+        error: "not run: its intent was written only as its lease was ending",
+      });
+      this.onCall({ tool: tool.name, result: "unavailable", storeMs: call.storeMs, auditMs: call.auditMs });
+      throw new LeasePassedError(leaseUntilMs);
+    }
     return { token };
   }
 
@@ -682,6 +704,14 @@ export class Engine {
  * the epoch.
  */
 const INTENT_SETTLE_MS = 10_000;
+
+/**
+ * A call whose intent is durable later than this before its lease ends is not run: clocks of the
+ * gateways sharing a key store differ a little, and the tool needs the lease to start its call.
+ */
+function leaseMarginMs(leaseMs: number): number {
+  return Math.min(1_000, Math.floor(leaseMs / 10));
+}
 
 /** The longest `Prefer: wait` honoured (RFC 7240 leaves the bound to the server). */
 export const MAX_WAIT_MS = 60_000;

@@ -128,6 +128,17 @@ export class UnavailableError extends IdemgateError {
   }
 }
 
+/**
+ * The call's intent became durable too close to the end of its lease (a slow audit log): another
+ * caller may take the key over from then on, so it was not run. Its key was given back.
+ */
+export class LeasePassedError extends IdemgateError {
+  readonly code = "unavailable";
+  constructor(readonly leaseUntilMs: number) {
+    super("the audit log wrote this call's intent only as its lease was ending; nothing was run, retry with the same key");
+  }
+}
+
 /** `Prefer: wait` asked of a process already holding as many waiting calls as it may: nothing ran. */
 export class TooManyWaitersError extends IdemgateError {
   readonly code = "unavailable";

@@ -1,0 +1,102 @@
+import { randomUUID } from "node:crypto";
+import { describe, expect, it } from "vitest";
+import type { AuditWriter, IntentEntry } from "@/lib/idempotency/audit-port";
+import { Engine } from "@/lib/idempotency/engine";
+import { LeasePassedError } from "@/lib/idempotency/errors";
+import type { RunTool, ToolPolicy } from "@/lib/idempotency/tool";
+import { useEngineFixture } from "@/test/support/engine-fixture";
+
+/**
+ * A call's intent that becomes durable only after its reservation's lease passed must not run: by
+ * then another caller may have taken the key over (stuck policy takeover) and run it.
+ */
+const charge: ToolPolicy = { name: "payments.charge", kind: "write", ttlMs: 60_000, leaseMs: 5_000, stuckPolicy: "takeover", fallbackTtlMs: null, dedupes: false };
+
+describe.each(["redis", "postgres"] as const)("a slow intent on the %s store", (kind) => {
+  const t = useEngineFixture(kind, { startMs: 1_800_000_000_000, audit: { mode: "durable", flushIntervalMs: 5 } });
+
+  function countingTool() {
+    const calls: string[] = [];
+    const run: RunTool = async (_args, ctx) => {
+      calls.push(ctx.executionId ?? "");
+      return { body: { chargeId: `ch_${calls.length}` } };
+    };
+    return { run, calls };
+  }
+
+  /** The fixture's audit writer, whose intents wait for `release` before they are written. */
+  function slowIntents() {
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const entered: IntentEntry[] = [];
+    const audit = new Proxy(t.audit, {
+      get(target, prop, receiver) {
+        if (prop === "intent") {
+          return async (entry: IntentEntry) => {
+            entered.push(entry);
+            await gate;
+            return target.intent(entry);
+          };
+        }
+        const value = Reflect.get(target, prop, receiver);
+        return typeof value === "function" ? value.bind(target) : value;
+      },
+    }) as AuditWriter;
+    return { audit, release, entered };
+  }
+
+  it("does not run when its intent commits after the lease passed; the caller that took the key over runs once", async () => {
+    const scope = `s${randomUUID().slice(0, 8)}`;
+    const tool = countingTool();
+    const slow = slowIntents();
+    const slowEngine = new Engine({ store: t.store, audit: slow.audit, now: t.clock.now });
+
+    const first = slowEngine.invoke(charge, tool.run, { scope, key: "order-42", args: { amountCents: 100 } });
+    await expect.poll(() => slow.entered.length).toBe(1);
+    // the lease passes while the intent is on its way; another caller takes the key over and runs it
+    t.clock.ms += charge.leaseMs + 1;
+    const second = await t.engine.invoke(charge, tool.run, { scope, key: "order-42", args: { amountCents: 100 } });
+    expect(second.kind).toBe("executed");
+    expect(tool.calls).toHaveLength(1);
+
+    slow.release();
+    const refused = await first.then(
+      () => null,
+      (err: unknown) => err,
+    );
+    expect(refused).toBeInstanceOf(LeasePassedError);
+    expect(refused).toMatchObject({ code: "unavailable" });
+    expect(tool.calls).toHaveLength(1);
+
+    // the slow call's intent ends as not run; the key holds the second call's result
+    await t.audit.flush();
+    const slowRow = await t.db.prisma.execution.findUnique({ where: { id: slow.entered[0].id } });
+    expect(slowRow).toMatchObject({ outcome: "failed", error: expect.stringContaining("lease") });
+    expect(await t.store.get(scope, "order-42")).toMatchObject({ status: "done" });
+    const replay = await t.engine.invoke(charge, tool.run, { scope, key: "order-42", args: { amountCents: 100 } });
+    expect(replay.kind).toBe("replayed");
+    expect(tool.calls).toHaveLength(1);
+  });
+
+  it("gives the key back when nobody took it over, so the retry runs once", async () => {
+    const scope = `s${randomUUID().slice(0, 8)}`;
+    const tool = countingTool();
+    const slow = slowIntents();
+    const slowEngine = new Engine({ store: t.store, audit: slow.audit, now: t.clock.now });
+
+    const first = slowEngine.invoke(charge, tool.run, { scope, key: "order-43", args: {} });
+    await expect.poll(() => slow.entered.length).toBe(1);
+    t.clock.ms += charge.leaseMs;
+    slow.release();
+    await expect(first).rejects.toBeInstanceOf(LeasePassedError);
+    expect(tool.calls).toHaveLength(0);
+    expect(await t.store.get(scope, "order-43")).toBeNull();
+
+    const retry = await t.engine.invoke(charge, tool.run, { scope, key: "order-43", args: {} });
+    expect(retry.kind).toBe("executed");
+    expect(tool.calls).toHaveLength(1);
+    await t.audit.flush();
+    const rows = await t.db.prisma.execution.findMany({ where: { scope, key: "order-43" }, orderBy: { startedAt: "asc" } });
+    expect(rows.map((r) => r.outcome)).toEqual(["failed", "succeeded"]);
+  });
+});
