@@ -59,7 +59,7 @@ export function tokenCommand(): Command {
 
   token
     .command("revoke")
-    .description("revoke an API token by its id (the server notices within seconds; recorded in the operator audit trail)")
+    .description("revoke an API token by its id: running servers refuse it within 5 seconds (they keep a verified token for up to 5 s); recorded in the operator audit trail")
     .argument("<id>", "the token's id, as `token list` shows it")
     .requiredOption("--reason <text>", "why (kept in the audit trail)")
     .action(async (id: string, opts: { reason: string }) => {

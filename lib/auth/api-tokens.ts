@@ -95,23 +95,53 @@ export function listApiTokens(prisma: PrismaClient) {
 // hot path, keyed by the token's SHA-256 (the secret itself is not kept). A revocation or creation
 // in this process clears it at once (and a lookup that was under way when it did is not cached);
 // one made by another process (the CLI, another replica) takes effect within TOKEN_CACHE_MS.
-// At most TOKEN_CACHE_ENTRIES tokens, the oldest dropped first. Kept on globalThis: the server loads
+// At most TOKEN_CACHE_ENTRIES known tokens, the oldest dropped first; unknown or revoked ones are
+// remembered apart (at most UNKNOWN_TOKEN_CACHE_ENTRIES), so a caller sending made-up tokens evicts
+// only other made-up tokens and never a real one (which would send each real call to the database).
+// Kept on globalThis: the server loads
 // this module more than once (the App Router's bundles and the gateway's fast path), and a
 // revocation must reach them all.
 export const TOKEN_CACHE_MS = 5_000;
 export const TOKEN_CACHE_ENTRIES = 10_000;
+export const UNKNOWN_TOKEN_CACHE_ENTRIES = 1_000;
 
 interface TokenCache {
-  entries: Map<string, { principal: TokenPrincipal | null; untilMs: number }>;
+  entries: Map<string, { principal: TokenPrincipal; untilMs: number }>;
+  /** tokens found unknown or revoked: digest → until when */
+  unknown: Map<string, number>;
   /** bumped by every clear: a lookup started before it does not fill the cache */
   generation: number;
 }
 const holder = globalThis as unknown as { __idemgateTokenCache?: TokenCache };
-const tokenCache: TokenCache = (holder.__idemgateTokenCache ??= { entries: new Map(), generation: 0 });
+const tokenCache: TokenCache = (holder.__idemgateTokenCache ??= { entries: new Map(), unknown: new Map(), generation: 0 });
+// a cache made by an earlier version of this module (development reloads) lacks the second map
+tokenCache.unknown ??= new Map();
 
 function clearTokenCache(): void {
   tokenCache.entries.clear();
+  tokenCache.unknown.clear();
   tokenCache.generation++;
+}
+
+function cachedAnswer(digest: string, nowMs: number): TokenPrincipal | null | undefined {
+  const known = tokenCache.entries.get(digest);
+  if (known && known.untilMs > nowMs) return known.principal;
+  const unknownUntil = tokenCache.unknown.get(digest);
+  return unknownUntil !== undefined && unknownUntil > nowMs ? null : undefined;
+}
+
+function remember(digest: string, principal: TokenPrincipal | null, nowMs: number): void {
+  const { entries, unknown } = tokenCache;
+  entries.delete(digest);
+  unknown.delete(digest);
+  const untilMs = nowMs + TOKEN_CACHE_MS;
+  if (principal) {
+    if (entries.size >= TOKEN_CACHE_ENTRIES) entries.delete(entries.keys().next().value!);
+    entries.set(digest, { principal, untilMs });
+  } else {
+    if (unknown.size >= UNKNOWN_TOKEN_CACHE_ENTRIES) unknown.delete(unknown.keys().next().value!);
+    unknown.set(digest, untilMs);
+  }
 }
 
 /**
@@ -120,25 +150,19 @@ function clearTokenCache(): void {
  */
 export function cachedPrincipal(token: string, nowMs = Date.now()): TokenPrincipal | null | undefined {
   if (!token.startsWith(TOKEN_PREFIX) || token.length > 200) return null;
-  const cached = tokenCache.entries.get(hashToken(token));
-  return cached && cached.untilMs > nowMs ? cached.principal : undefined;
+  return cachedAnswer(hashToken(token), nowMs);
 }
 
 /** The principal for a bearer token, or null for an unknown or revoked one. */
 export async function authenticateToken(prisma: PrismaClient, token: string, nowMs = Date.now()): Promise<TokenPrincipal | null> {
   if (!token.startsWith(TOKEN_PREFIX) || token.length > 200) return null;
   const digest = hashToken(token);
-  const cached = tokenCache.entries.get(digest);
-  if (cached && cached.untilMs > nowMs) return cached.principal;
+  const cached = cachedAnswer(digest, nowMs);
+  if (cached !== undefined) return cached;
   const generation = tokenCache.generation;
   const row = await prisma.apiToken.findUnique({ where: { hash: digest }, select: { id: true, scope: true, advisoryKeys: true, revokedAt: true } });
   const principal = row && !row.revokedAt ? { tokenId: row.id, scope: row.scope, advisoryKeys: row.advisoryKeys } : null;
-  if (generation === tokenCache.generation) {
-    const { entries } = tokenCache;
-    entries.delete(digest);
-    if (entries.size >= TOKEN_CACHE_ENTRIES) entries.delete(entries.keys().next().value!);
-    entries.set(digest, { principal, untilMs: nowMs + TOKEN_CACHE_MS });
-  }
+  if (generation === tokenCache.generation) remember(digest, principal, nowMs);
   if (principal) {
     void prisma.apiToken.update({ where: { id: principal.tokenId }, data: { lastUsedAt: new Date() } }).catch(() => {});
   }

@@ -8,7 +8,8 @@ import { requireReason } from "@/lib/operator/release-key";
 
 export const dynamic = "force-dynamic";
 
-// POST /api/v1/tokens/{id}/revoke – { reason }: the token gets 401 from now on (recorded in the audit trail)
+// POST /api/v1/tokens/{id}/revoke – { reason }: the token gets 401 from now on in this process, within
+// TOKEN_CACHE_MS (5 s) in others (recorded in the audit trail)
 export const POST = withPrincipal<{ id: string }>("manage_tokens", async (request, { params, principal, runtime }) => {
   const { reason } = await parseBody(request, z.object({ reason: z.string() }));
   const text = requireReason(reason);
