@@ -1,5 +1,5 @@
 import { defineConfig, devices } from "@playwright/test";
-import { VIEWER } from "./e2e/accounts";
+import { METRICS_TOKEN, VIEWER } from "./e2e/accounts";
 import { MCP_SERVERS } from "./e2e/mcp-servers";
 import { UPSTREAM_TOOLS } from "./e2e/upstream";
 import environments from "./e2e/environments.json" with { type: "json" };
@@ -42,6 +42,7 @@ const common = {
   // tools at a moment of its choosing; the tests start passes themselves ("Run reconciler now")
   IDEMGATE_RECONCILE_INTERVAL_MS: "0",
   IDEMGATE_SEED_VIEWER_PASSWORD: VIEWER.password,
+  IDEMGATE_METRICS_TOKEN: METRICS_TOKEN,
   IDEMGATE_UPSTREAM_TOOLS: UPSTREAM_TOOLS,
 };
 

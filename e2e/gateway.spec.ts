@@ -2,6 +2,7 @@ import { request as httpRequest } from "node:http";
 import { expect, test, type APIRequestContext, type APIResponse } from "@playwright/test";
 import { UpstreamService } from "./upstream-service";
 import { seededCredentials, signInAsOperator } from "./auth";
+import { METRICS_TOKEN } from "./accounts";
 
 // Black-box tests of the gateway's HTTP contract against the production build, in both server
 // configurations (embedded PGlite; Redis + PostgreSQL).
@@ -137,10 +138,11 @@ test.describe("gateway contract", () => {
     expect((await list.json()).charges).toHaveLength(1);
   });
 
-  test("GET /api/metrics needs a token or a session, and counts duplicates answered from the replay cache", async ({ request }) => {
+  test("GET /api/metrics needs the metrics token or a session (a tenant's API token gets 403), and counts duplicates answered from the replay cache", async ({ request }) => {
     await expectProblem(await request.get("/api/metrics"), 401, "unauthorized");
+    await expectProblem(await request.get("/api/metrics", { headers: { authorization: `Bearer ${token}` } }), 403, "forbidden");
     const cachedAnswers = async () => {
-      const res = await request.get("/api/metrics", { headers: { authorization: `Bearer ${token}` } });
+      const res = await request.get("/api/metrics", { headers: { authorization: `Bearer ${METRICS_TOKEN}` } });
       expect(res.status()).toBe(200);
       expect(res.headers()["content-type"]).toContain("text/plain");
       const text = await res.text();

@@ -23,3 +23,25 @@ export async function readDeploymentFigures(runtime: Runtime): Promise<Deploymen
     openAnomalies: anomalies && Object.fromEntries(ANOMALY_TYPES.map((type) => [type, anomalies[type] ?? 0])),
   };
 }
+
+/** How long a process serves the deployment figures it read before reading them again. */
+export const DEPLOYMENT_FIGURES_CACHE_MS = 5_000;
+
+const cached = new WeakMap<Runtime, { untilMs: number; figures: Promise<DeploymentFigures> }>();
+
+/**
+ * The deployment figures, read at most once per DEPLOYMENT_FIGURES_CACHE_MS per process (and once
+ * for scrapes arriving together): counting keys by state costs the key store a few dozen commands,
+ * and the figures move slowly next to a scrape interval.
+ */
+export function cachedDeploymentFigures(runtime: Runtime, nowMs = Date.now()): Promise<DeploymentFigures> {
+  const hit = cached.get(runtime);
+  if (hit && hit.untilMs > nowMs) return hit.figures;
+  const figures = readDeploymentFigures(runtime);
+  const entry = { untilMs: nowMs + DEPLOYMENT_FIGURES_CACHE_MS, figures };
+  cached.set(runtime, entry);
+  figures.catch(() => {
+    if (cached.get(runtime) === entry) cached.delete(runtime);
+  });
+  return figures;
+}

@@ -26,6 +26,8 @@ const EnvSchema = z.object({
   /** bytes of results the replay cache keeps at most */
   IDEMGATE_REPLAY_CACHE_BYTES: z.coerce.number().int().min(1024).default(DEFAULT_REPLAY_CACHE.maxBytes),
   /** reverse proxies in front of the server that append the client's address to X-Forwarded-For; 0: none, the header is not trusted */
+  // the bearer token Prometheus scrapes /api/metrics with (its figures span every tenant: API tokens may not)
+  IDEMGATE_METRICS_TOKEN: z.string().min(32, "IDEMGATE_METRICS_TOKEN must be at least 32 characters").optional(),
   IDEMGATE_TRUSTED_PROXY: z.coerce.number().int().min(0).max(10).default(0),
   /** the built-in demo tools (payments, email, tickets): 1 on, 0 off; unset: on unless DATABASE_URL is set */
   IDEMGATE_DEMO_TOOLS: z.string().trim().pipe(z.enum(["0", "1"], { message: "expected 0 (off) or 1 (on)" })).optional(),
@@ -46,6 +48,8 @@ export interface Config {
   reconcileIntervalMs: number;
   /** null: no replay cache */
   replayCache: { maxEntries: number; maxBytes: number } | null;
+  /** the bearer token that may read /api/metrics besides a signed-in operator (IDEMGATE_METRICS_TOKEN); null: none */
+  metricsToken: string | null;
   /** how many reverse proxies in front of the server to trust for X-Forwarded-For (0: none) */
   trustedProxies: number;
   /** the built-in demo tools are served (IDEMGATE_DEMO_TOOLS; see demoToolsEnabled in lib/tools/demo-switch.ts) */
@@ -77,6 +81,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     auditRetentionMs: e.IDEMGATE_AUDIT_RETENTION_MS,
     reconcileIntervalMs: e.IDEMGATE_RECONCILE_INTERVAL_MS,
     replayCache: e.IDEMGATE_REPLAY_CACHE_ENTRIES === 0 ? null : { maxEntries: e.IDEMGATE_REPLAY_CACHE_ENTRIES, maxBytes: e.IDEMGATE_REPLAY_CACHE_BYTES },
+    metricsToken: e.IDEMGATE_METRICS_TOKEN ?? null,
     trustedProxies: e.IDEMGATE_TRUSTED_PROXY,
     demoTools: e.IDEMGATE_DEMO_TOOLS === undefined ? e.DATABASE_URL === undefined : e.IDEMGATE_DEMO_TOOLS === "1",
   };
