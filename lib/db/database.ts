@@ -54,15 +54,19 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
 }
 
 async function openServer(url: string, poolSize: number): Promise<Database> {
-  const pool = new pg.Pool({ connectionString: url, max: poolSize, connectionTimeoutMillis: 5_000 });
+  // Times are stored as UTC in columns without a zone; a session in another TimeZone would shift any
+  // timestamptz the SQL converts. Each new connection says UTC before the pool hands it out; the
+  // audit SQL also converts with AT TIME ZONE 'UTC', whatever the session says.
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: poolSize,
+    connectionTimeoutMillis: 5_000,
+    onConnect: async (client) => {
+      await client.query("SET TIME ZONE 'UTC'");
+    },
+  });
   // An idle client's error (server restart) must not crash the process; the next query reconnects.
   pool.on("error", () => {});
-  // Times are stored as UTC in columns without a zone; a session in another TimeZone would shift
-  // any timestamptz the SQL converts. Each connection says UTC before its first query (queued
-  // first on the client); the audit SQL also converts with AT TIME ZONE 'UTC', whatever the session says.
-  pool.on("connect", (client) => {
-    client.query("SET TIME ZONE 'UTC'").catch(() => {});
-  });
   const prisma = new PrismaClient({ adapter: new PrismaPg(pool) });
   return {
     kind: "postgres",
