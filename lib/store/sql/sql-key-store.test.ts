@@ -790,6 +790,39 @@ describe("SqlKeyStore query plans on a PostgreSQL server", () => {
     }
   });
 
+  it("reads a narrow key prefix's matches through the prefix index, not the time index", async () => {
+    for (const query of [{ prefix: "key-1234" }, { prefix: "key-1234", state: "done" as const }]) {
+      const p = await plan(store.prefixListSql({ ...query, limit: 50, nowMs: NOW }));
+      expect(p, JSON.stringify(query)).toMatch(/idempotency_keys_key_prefix_idx/);
+      expect(p, JSON.stringify(query)).not.toMatch(/Seq Scan/);
+    }
+  });
+
+  it("pages through a key prefix in the list order, whether its matches are few or many", async () => {
+    // all keys in the list order, as the ordered scan gives them (no prefix)
+    const readAll = async (s: SqlKeyStore, query: Omit<ListQuery, "limit" | "nowMs" | "cursor">) => {
+      const keys: string[] = [];
+      let cursor: string | null = null;
+      do {
+        const page = await s.list({ ...query, limit: 1_000, nowMs: NOW, cursor });
+        keys.push(...page.items.map((r) => `${r.scope}/${r.key}`));
+        cursor = page.nextCursor;
+      } while (cursor);
+      return keys;
+    };
+    const everything = await readAll(store, {});
+    expect(everything).toHaveLength(ROWS);
+    // the same rows, read with a cap of 100 matches: "key-1" (11,111 keys) then takes the ordered scan
+    const capped = new SqlKeyStore(opened.db, { prefixNarrowMatches: 100 });
+    for (const prefix of ["key-1", "key-1234", "key-77"]) {
+      const expected = everything.filter((k) => k.split("/")[1].startsWith(prefix));
+      expect(expected.length).toBeGreaterThan(0);
+      expect(await readAll(store, { prefix }), prefix).toEqual(expected);
+      expect(await readAll(capped, { prefix }), `${prefix}, capped`).toEqual(expected);
+    }
+    expect(await readAll(store, { prefix: "nope" })).toEqual([]);
+  });
+
   it("counts without reading every key", async () => {
     // 40k more keys with deadlines over 16 days, as retention leaves them: half an hour is a sliver
     const SPREAD = 40_000;
