@@ -23,10 +23,8 @@
 
 local base = bucketBase(ARGV[1])
 local scope, key = ARGV[2], ARGV[3]
-local current = redis.call("GET", KEYS[1])
-if not current then return { "absent", "" } end
-local rec = decodeRecord(current)
-if rec.status ~= "inflight" or rec.token ~= ARGV[4] then return { "stale_token", current } end
+local rec, refusal = heldRecord(KEYS[1], ARGV[4])
+if refusal then return refusal end
 
 changeStatus(base, scope, key, rec, "done", ARGV[6])
 rec.completedAtMs = ARGV[5]
