@@ -233,6 +233,22 @@ describe("the reconciler asks the tools that can tell", () => {
     expect((await t.db.prisma.anomaly.findFirstOrThrow({ where: { scope } })).status).toBe("resolved");
   });
 
+  it("takes held keys in turn: a key its tool cannot tell about does not keep the others from being asked", async () => {
+    const scope = `p-turns-${randomUUID().slice(0, 6)}`;
+    for (const key of ["k1", "k2", "k3"]) {
+      await expect(call(cannotTell, scope, key, { amount: 1 })).rejects.toBeInstanceOf(OutcomeUnknownError);
+      clock.ms += 1_000;
+    }
+    // one probe per pass, and keys the tool could not tell about may be asked again at once: a
+    // pass that started from the newest key every time would ask k3 and nothing else
+    const asked: string[] = [];
+    for (let i = 0; i < 8 && new Set(asked).size < 3; i++) {
+      asked.push(...probedIn(await pass({ maxProbes: 1, reprobeAfterMs: 0 }), scope).map((p) => p.key));
+    }
+    expect(new Set(asked)).toEqual(new Set(["k1", "k2", "k3"]));
+    expect(asked).toHaveLength(3);
+  });
+
   it("asks about a bounded number of keys per pass", async () => {
     const scope = `p-bounded-${randomUUID().slice(0, 6)}`;
     for (const key of ["a", "b", "c"]) {

@@ -4,7 +4,16 @@ import { purgeLoginFailures } from "@/lib/auth/login-limiter";
 import { describeError } from "@/lib/process/health";
 import { probeKey } from "@/lib/operator/probe-key";
 import type { Runtime } from "@/lib/server/runtime";
-import { reconcile, RECONCILER_ACTOR, type ReconcileDeps, type ReconcileOptions, type ReconcileReport } from "@/lib/anomalies/reconcile";
+import { ProbeRotation, reconcile, RECONCILER_ACTOR, type ReconcileDeps, type ReconcileOptions, type ReconcileReport } from "@/lib/anomalies/reconcile";
+
+/** Where probing continues, per key store: passes of one process take the held keys in turn. */
+const rotations = new WeakMap<object, ProbeRotation>();
+
+function rotationFor(store: object): ProbeRotation {
+  let rotation = rotations.get(store);
+  if (!rotation) rotations.set(store, (rotation = new ProbeRotation()));
+  return rotation;
+}
 
 /** What the reconciler reads and asks, from the runtime: the tools' side effects and status probes. */
 export function reconcileDeps(runtime: Pick<Runtime, "db" | "store" | "engine" | "registry">): ReconcileDeps {
@@ -17,6 +26,7 @@ export function reconcileDeps(runtime: Pick<Runtime, "db" | "store" | "engine" |
     probes: {
       tools: registry.list().filter((tool) => tool.kind === "write" && registry.proberFor(tool, db) !== null).map((tool) => tool.name),
       ask: (target, nowMs) => probeKey(runtime, { ...target, actor: RECONCILER_ACTOR, nowMs }),
+      rotation: rotationFor(runtime.store),
     },
   };
 }

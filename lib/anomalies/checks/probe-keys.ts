@@ -13,6 +13,18 @@ export interface ReconcileProbes {
   tools: readonly string[];
   /** asks a key's tool and acts on its answer (lib/operator/probe-key.ts, with the reconciler as actor) */
   ask(target: { scope: string; key: string }, nowMs: number): Promise<ProbeKeyResult>;
+  /**
+   * Where the previous pass left each tool's lists (keep one across passes): a pass continues
+   * there, so every held key gets its turn however many are listed before it. Without it each pass
+   * starts at the newest keys.
+   */
+  rotation?: ProbeRotation;
+}
+
+/** Where the reconciler's probing continues: the tool to start with, and each (tool, state) list's cursor. */
+export class ProbeRotation {
+  nextTool = 0;
+  readonly cursors = new Map<string, string | null>();
 }
 
 export interface ProbeOptions {
@@ -39,12 +51,16 @@ export interface ProbedKey {
   action: ProbeKeyResult["action"];
 }
 
+/** pages each (tool, state) list reads per pass at most, of at most PAGE_SIZE keys */
 const PAGES_PER_LIST = 5;
+const PAGE_SIZE = 100;
 
 /**
  * Asks the tools that can tell whether their unknown and stuck keys' calls happened, and lets
  * their answers resolve or release those keys (probeKey records each answer with the reconciler as
- * actor). Bounded per pass; a key whose tool could not tell is not asked again for a while.
+ * actor). Bounded per pass; a key whose tool could not tell is not asked again for a while. With a
+ * rotation, each pass continues the lists where the previous one stopped, and starts with the tool
+ * after the one that filled it: no held key waits behind others forever.
  */
 export async function probeHeldKeys(ctx: CheckContext, probes: ReconcileProbes, options: ProbeOptions = {}): Promise<{ examined: number; probed: ProbedKey[] }> {
   const maxProbes = options.maxProbes ?? 20;
@@ -52,20 +68,34 @@ export async function probeHeldKeys(ctx: CheckContext, probes: ReconcileProbes, 
   const recent = await recentlyAsked(ctx, options.reprobeAfterMs ?? 10 * 60_000);
   const stuckFor = options.stuckProbeAfterMs ?? 60_000;
 
+  const rotation = probes.rotation ?? new ProbeRotation();
+  const tools = probes.tools;
+  const first = rotation.nextTool % tools.length;
+
+  // Pages are no larger than the slots left, so a pass always ends at a page's end and the next
+  // one continues after it: a key is listed again only once every other held key of its list was.
   const targets: { record: KeyRecord; state: "unknown" | "stuck" }[] = [];
-  collect: for (const tool of probes.tools) {
+  collect: for (let t = 0; t < tools.length; t++) {
+    const tool = tools[(first + t) % tools.length];
     for (const state of ["unknown", "stuck"] as const) {
-      let cursor: string | null = null;
-      for (let page = 0; page < PAGES_PER_LIST; page++) {
-        const listed = await ctx.store.list({ tool, state, limit: 100, cursor, nowMs: ctx.nowMs });
+      const list = `${tool}\n${state}`;
+      let cursor = rotation.cursors.get(list) ?? null;
+      for (let page = 0; page < PAGES_PER_LIST && targets.length < maxProbes; page++) {
+        const listed = await ctx.store.list({ tool, state, limit: Math.min(PAGE_SIZE, maxProbes - targets.length), cursor, nowMs: ctx.nowMs });
         for (const record of listed.items) {
           if (recent.has(recordKey(record))) continue;
           if (state === "stuck" && (record.leaseUntilMs ?? 0) + stuckFor > ctx.nowMs) continue;
           targets.push({ record, state });
-          if (targets.length >= maxProbes) break collect;
         }
         cursor = listed.nextCursor;
         if (!cursor) break;
+      }
+      // null: read to its end, the next pass starts it over
+      rotation.cursors.set(list, cursor);
+      if (targets.length >= maxProbes) {
+        // the next pass starts with the next tool, so one tool's backlog does not hold the others'
+        rotation.nextTool = (first + t + 1) % tools.length;
+        break collect;
       }
     }
   }
