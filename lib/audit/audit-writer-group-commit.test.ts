@@ -9,6 +9,9 @@ import { createTestPglite, createTestPostgres, POSTGRES_ADMIN_URL, type TestPost
 import { openTestStore, type StoreUnderTest } from "@/test/support/stores";
 import { PrismaAuditWriter, type AuditWriterOptions } from "./audit-writer";
 
+/** how long a test waits for calls to reach the lock (vitest's 1 s default is short on a loaded machine) */
+const WAIT = { timeout: 15_000, interval: 20 };
+
 /**
  * The statements a writer sends, seen from the driver (or Prisma): which intents each carries, and
  * whether the database has answered it (an autocommit statement has committed when it answers).
@@ -181,7 +184,7 @@ describe("durable intents on PostgreSQL: a commit under way", () => {
           [database],
         );
         expect(rows[0].n).toBe(1);
-      });
+      }, WAIT);
       for (const i of later) calls.push(writer.intent(i).then(() => void acknowledged.push(i.id)));
       // nobody goes on, and the later intents wait in the writer rather than in statements of their own
       await new Promise((resolve) => setImmediate(resolve));
@@ -295,7 +298,7 @@ describe("engine with durable audit on PostgreSQL, a commit under way", () => {
     try {
       calls = Array.from({ length: 30 }, (_, n) => engine.invoke(tool, run, { scope: "gc-held", key: `k-${n}`, args: { n } }));
       // one intent is being written (held by the lock); the other 29 wait for its commit to end
-      await vi.waitFor(() => expect(writer.intentStats).toEqual({ commits: 1, intents: 1, waiting: 29 }));
+      await vi.waitFor(() => expect(writer.intentStats).toEqual({ commits: 1, intents: 1, waiting: 29 }), WAIT);
       expect(ran).toBe(0);
     } finally {
       await locker.query("COMMIT");
