@@ -3,6 +3,7 @@ import Link from "next/link";
 import clsx from "clsx";
 import { HealthPill } from "@/components/health-pill";
 import { StateBadge } from "@/components/keys/state-badge";
+import { TableHead } from "@/components/ui/table-head";
 import { requireOperator } from "@/lib/auth/require-operator";
 import { formatCount, formatTimestamp } from "@/lib/console/format";
 import { getOverview } from "@/lib/console/get-overview";
@@ -79,17 +80,10 @@ export default async function OverviewPage() {
           ) : (
             <div className="mt-3 overflow-x-auto">
               <table data-testid="activity-table" className="w-full text-[13px]">
-                <thead>
-                  <tr className="border-y border-line text-left text-xs text-muted">
-                    <th scope="col" className="px-5 py-2 font-medium">Tool</th>
-                    <th scope="col" className="px-3 py-2 text-right font-medium">Executions</th>
-                    <th scope="col" className="px-3 py-2 text-right font-medium">Replays</th>
-                    <th scope="col" className="px-3 py-2 text-right font-medium">Conflicts</th>
-                    <th scope="col" className="px-3 py-2 text-right font-medium">Stuck</th>
-                    <th scope="col" className="px-3 py-2 text-right font-medium">Unknown</th>
-                    <th scope="col" className="px-5 py-2 text-right font-medium">Mismatches</th>
-                  </tr>
-                </thead>
+                <TableHead
+                  rule="both"
+                  columns={[{ label: "Tool" }, ...["Executions", "Replays", "Conflicts", "Stuck", "Unknown", "Mismatches"].map((label) => ({ label, align: "right" as const }))]}
+                />
                 <tbody className="divide-y divide-line">
                   {activity.map((a) => (
                     <tr key={a.tool} data-testid={`activity-${a.tool}`}>

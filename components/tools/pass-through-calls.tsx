@@ -1,6 +1,7 @@
 import clsx from "clsx";
 import { formatDuration, formatTimestamp } from "@/lib/console/format";
 import type { PassThroughCall } from "@/lib/mcp/upstream/console-view";
+import { TableHead } from "@/components/ui/table-head";
 
 const OUTCOME_STYLE: Record<string, string> = {
   succeeded: "bg-ok-soft text-ok",
@@ -8,6 +9,8 @@ const OUTCOME_STYLE: Record<string, string> = {
   failed: "bg-bad-soft text-bad",
   unknown: "bg-surface-2 text-muted",
 };
+
+const COLUMNS = [{ label: "Started" }, { label: "Via" }, { label: "Outcome" }, { label: "Took", align: "right" }, { label: "Session · token" }] as const;
 
 /** The latest calls passed through to an idempotent tool: no key taken, each one recorded in the audit log. */
 export function PassThroughCalls({ calls }: { calls: PassThroughCall[] }) {
@@ -17,15 +20,7 @@ export function PassThroughCalls({ calls }: { calls: PassThroughCall[] }) {
   return (
     <div className="overflow-x-auto">
       <table data-testid="pass-through-calls" className="w-full text-[13px]">
-        <thead>
-          <tr className="border-b border-line text-left text-xs text-muted">
-            <th scope="col" className="px-5 py-2 font-medium">Started</th>
-            <th scope="col" className="px-3 py-2 font-medium">Via</th>
-            <th scope="col" className="px-3 py-2 font-medium">Outcome</th>
-            <th scope="col" className="px-3 py-2 text-right font-medium">Took</th>
-            <th scope="col" className="px-5 py-2 font-medium">Session · token</th>
-          </tr>
-        </thead>
+        <TableHead columns={COLUMNS} />
         <tbody className="divide-y divide-line">
           {calls.map((c) => (
             <tr key={c.id} data-testid="pass-through-call" data-transport={c.transport} data-outcome={c.outcome ?? "running"}>

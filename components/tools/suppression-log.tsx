@@ -4,6 +4,7 @@ import type { SuppressionLogEntry } from "@/lib/audit/tool-stats";
 import { fmt } from "@/lib/audit/retry-gaps";
 import { keyHref } from "@/lib/console/api";
 import { formatTimestamp } from "@/lib/console/format";
+import { TableHead } from "@/components/ui/table-head";
 
 const KIND_STYLE: Record<string, string> = {
   replay: "bg-ok-soft text-ok",
@@ -11,6 +12,8 @@ const KIND_STYLE: Record<string, string> = {
   stuck: "bg-bad-soft text-bad",
   mismatch: "bg-surface-2 text-fg",
 };
+
+const COLUMNS = [{ label: "At" }, { label: "Kind" }, { label: "Key" }, { label: "Gap", align: "right" }, { label: "Session ← original" }] as const;
 
 /** The latest suppressions: which duplicate was answered from which record, how late, for which session. */
 export function SuppressionLog({ entries, staleThresholdMs }: { entries: SuppressionLogEntry[]; staleThresholdMs: number }) {
@@ -20,15 +23,7 @@ export function SuppressionLog({ entries, staleThresholdMs }: { entries: Suppres
   return (
     <div className="overflow-x-auto">
       <table data-testid="suppression-log" className="w-full text-[13px]">
-        <thead>
-          <tr className="border-b border-line text-left text-xs text-muted">
-            <th scope="col" className="px-5 py-2 font-medium">At</th>
-            <th scope="col" className="px-3 py-2 font-medium">Kind</th>
-            <th scope="col" className="px-3 py-2 font-medium">Key</th>
-            <th scope="col" className="px-3 py-2 text-right font-medium">Gap</th>
-            <th scope="col" className="px-5 py-2 font-medium">Session ← original</th>
-          </tr>
-        </thead>
+        <TableHead columns={COLUMNS} />
         <tbody className="divide-y divide-line">
           {entries.map((s) => {
             const late = s.kind === "replay" && s.gapMs !== null && s.gapMs > staleThresholdMs;

@@ -4,6 +4,7 @@ import Link from "next/link";
 import clsx from "clsx";
 import { CopyButton } from "@/components/docs/copy-button";
 import { KeyBadge, KindBadge } from "@/components/tools/kind-badge";
+import { TableHead } from "@/components/ui/table-head";
 import { requireOperator } from "@/lib/auth/require-operator";
 import { curlExample, toolOperations, type OperationReference } from "@/lib/docs/openapi-reference";
 import { allProblemDocs, RETRY_LABELS } from "@/lib/docs/problem-docs";
@@ -103,14 +104,7 @@ export default async function ApiReferencePage() {
           </p>
           <div className="mt-3 overflow-x-auto rounded-xl border border-line bg-surface shadow-xs">
             <table data-testid="problem-types" className="w-full text-[13px]">
-              <thead>
-                <tr className="border-b border-line text-left text-xs text-muted">
-                  <th scope="col" className="px-5 py-2 font-medium">Status</th>
-                  <th scope="col" className="px-3 py-2 font-medium">Type</th>
-                  <th scope="col" className="px-3 py-2 font-medium">Title</th>
-                  <th scope="col" className="px-5 py-2 font-medium">Send again?</th>
-                </tr>
-              </thead>
+              <TableHead columns={[{ label: "Status" }, { label: "Type" }, { label: "Title" }, { label: "Send again?" }]} />
               <tbody className="divide-y divide-line">
                 {problems.map((p) => (
                   <tr key={p.code}>
