@@ -192,30 +192,51 @@ async function timeQuery(q: Query, d: Dataset, store: KeyStore | null, repeats: 
   return { p50: quantile(times, 0.5), p95: quantile(times, 0.95) };
 }
 
-async function openDataset(n: number): Promise<Dataset> {
-  const id = randomUUID().slice(0, 8);
-  const prefix = `idgbench-scale-${id}`;
-  const database = `idemgate_bench_scale_${id}`;
+/**
+ * A database of the benchmark's own on the local server, migrated (`db`), with a plain pg client
+ * for seeding (`client`, not yet connected); `drop` closes both and removes the database.
+ */
+async function createBenchDatabase(database: string): Promise<{ db: Database; client: pg.Client; drop: () => Promise<void> }> {
   const admin = async (sql: string) => {
     const c = new pg.Client({ connectionString: POSTGRES_ADMIN_URL });
     await c.connect();
     await c.query(sql).finally(() => c.end());
   };
+  const dropDatabase = () => admin(`DROP DATABASE IF EXISTS "${database}" WITH (FORCE)`);
   await admin(`CREATE DATABASE "${database}"`);
   const url = new URL(POSTGRES_ADMIN_URL);
   url.pathname = `/${database}`;
-  const db = await openDatabase({ url: url.toString() });
-  const redis = new Redis(REDIS_TEST_URL);
+  let db: Database;
+  try {
+    db = await openDatabase({ url: url.toString() });
+  } catch (err) {
+    await dropDatabase();
+    throw err;
+  }
   const client = new pg.Client({ connectionString: url.toString() });
-  await client.connect();
+  return {
+    db,
+    client,
+    drop: async () => {
+      await client.end().catch(() => {});
+      await db.close();
+      await dropDatabase();
+    },
+  };
+}
+
+async function openDataset(n: number): Promise<Dataset> {
+  const id = randomUUID().slice(0, 8);
+  const prefix = `idgbench-scale-${id}`;
+  const { db, client, drop } = await createBenchDatabase(`idemgate_bench_scale_${id}`);
+  const redis = new Redis(REDIS_TEST_URL);
   const cleanup = async () => {
     redis.disconnect();
-    await client.end().catch(() => {});
-    await db.close();
+    await drop();
     await deleteRedisPrefix(prefix);
-    await admin(`DROP DATABASE IF EXISTS "${database}" WITH (FORCE)`);
   };
   try {
+    await client.connect();
     const nowMs = Date.now();
     const before = await usedMemory(redis);
     const t0 = performance.now();
@@ -245,22 +266,7 @@ async function openDataset(n: number): Promise<Dataset> {
 
 /** PostgreSQL only: `keys` key records and `auditRows` audit rows, for the tool page rows at audit scale. */
 async function openAuditDataset(keys: number, auditRows: number): Promise<Dataset> {
-  const database = `idemgate_bench_audit_${randomUUID().slice(0, 8)}`;
-  const admin = async (sql: string) => {
-    const c = new pg.Client({ connectionString: POSTGRES_ADMIN_URL });
-    await c.connect();
-    await c.query(sql).finally(() => c.end());
-  };
-  await admin(`CREATE DATABASE "${database}"`);
-  const url = new URL(POSTGRES_ADMIN_URL);
-  url.pathname = `/${database}`;
-  const db = await openDatabase({ url: url.toString() });
-  const client = new pg.Client({ connectionString: url.toString() });
-  const cleanup = async () => {
-    await client.end().catch(() => {});
-    await db.close();
-    await admin(`DROP DATABASE IF EXISTS "${database}" WITH (FORCE)`);
-  };
+  const { db, client, drop: cleanup } = await createBenchDatabase(`idemgate_bench_audit_${randomUUID().slice(0, 8)}`);
   try {
     await client.connect();
     const nowMs = Date.now();
