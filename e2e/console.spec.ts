@@ -311,7 +311,7 @@ test("bulk release: the selected keys, then every stuck key matching the filter"
   for (const key of keys) expect(await keyState(page, key)).toBe("absent");
 });
 
-test("a viewer sees no release or resolve controls, and a forged release is refused with 403", async ({ page, request }, testInfo) => {
+test("a viewer sees no release or resolve controls, a forged release is refused with 403, and the session reads /api/metrics", async ({ page, request }, testInfo) => {
   const { apiToken } = seededCredentials(testInfo);
   const key = newKey("viewer");
   await crashedKey(request, apiToken, key, `cus-viewer-${RUN}`);
@@ -338,6 +338,11 @@ test("a viewer sees no release or resolve controls, and a forged release is refu
   const forgedBulk = await page.request.post("/api/v1/keys/bulk-release", { headers: { Origin: origin }, data: { reason: "forged", filter: {} } });
   expect(forgedBulk.status()).toBe(403);
   expect(await keyState(page, key)).toBe("stuck");
+
+  // the console session reads the metrics, which span every tenant, without the metrics token
+  const scraped = await page.request.get("/api/metrics");
+  expect(scraped.status()).toBe(200);
+  expect(await scraped.text()).toContain("idemgate_keys{");
 });
 
 test("the audit trail shows who did what, why, before and after, filtered by action", async ({ page, request }, testInfo) => {
