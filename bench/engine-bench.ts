@@ -56,9 +56,11 @@ async function benchEngineSequential(options: { iterations: number; rounds: numb
     durable: new Engine({ store, audit: writers.durable }),
     // as the server runs it: done keys this process has seen are replayed without the store
     cached: new Engine({ store, audit: writers.async, replayCache: new ReplayCache() }),
+    // replays through the begin script, as for a tool whose calls are mostly new keys
+    script: new Engine({ store, audit: writers.async, replayReads: "never" }),
   };
   const n = options.iterations;
-  const results: Record<string, number[]> = { pair: [], get: [], firstAsync: [], firstDurable: [], replay: [], replayCached: [] };
+  const results: Record<string, number[]> = { pair: [], get: [], firstAsync: [], firstDurable: [], replay: [], replayScript: [], replayCached: [] };
   try {
     // warm up: scripts loaded, connections open, JIT; then past the first seconds of the store's
     // epoch, in which every first execution also reads the audit log (see Engine.mayRecover)
@@ -83,6 +85,7 @@ async function benchEngineSequential(options: { iterations: number; rounds: numb
       results.firstDurable.push(median(await timeSequential(n, (i) => engines.durable.invoke(tool, noop, { scope: "bench", key: `d:${tag}:${i}`, args: ARGS }))));
       results.get.push(median(await timeSequential(n, () => redis.get(`${prefix}:replay-bare`))));
       results.replay.push(median(await timeSequential(n, () => engines.async.invoke(tool, noop, { scope: "bench", key: "replayed", args: ARGS }))));
+      results.replayScript.push(median(await timeSequential(n, () => engines.script.invoke(tool, noop, { scope: "bench", key: "replayed", args: ARGS }))));
       results.replayCached.push(median(await timeSequential(n, () => engines.cached.invoke(tool, noop, { scope: "bench", key: "replayed", args: ARGS }))));
       await writers.async.flush();
     }
@@ -100,7 +103,8 @@ async function benchEngineSequential(options: { iterations: number; rounds: numb
       { section: "engine", name: "bare committed INSERT into PostgreSQL", value: pgWrite, unit: "µs" },
       { section: "engine", name: "durable − async (extra per first execution)", value: m.firstDurable - m.firstAsync, unit: "µs", baseline: "bare INSERT", ratio: (m.firstDurable - m.firstAsync) / pgWrite, target: "≤ 1 write round trip" },
       { section: "engine", name: "bare GET", value: m.get, unit: "µs" },
-      { section: "engine", name: "engine replay from the key store (another process's key; replay cache off), sequential p50", value: m.replay, unit: "µs", baseline: "bare GET", ratio: m.replay / m.get, target: "≤ 1.5×" },
+      { section: "engine", name: "engine replay from the key store (another process's key; replay cache off), sequential p50", value: m.replay, unit: "µs", baseline: "bare GET", ratio: m.replay / m.get, target: "≤ 1.5×", note: "a stream of duplicates: the engine reads the key (one GET) before reserving it" },
+      { section: "engine", name: "engine replay from the key store through the begin script (a tool whose calls are mostly new keys)", value: m.replayScript, unit: "µs", baseline: "bare GET", ratio: m.replayScript / m.get },
       { section: "engine", name: "engine replay, replay cache on (server default; a key this process completed or replayed)", value: m.replayCached, unit: "µs", baseline: "bare GET", ratio: m.replayCached / m.get, target: "≤ 1.2×" },
     ];
   } finally {

@@ -20,6 +20,7 @@ import { fingerprint as fingerprintOf } from "./fingerprint";
 import { fallbackKey, passThroughKey, validateKey } from "./key-rules";
 import { exceptionNote, noteWithDetail, PUBLIC_THREW_NOTE } from "./outcome-note";
 import type { KeyRecord, StoredResult } from "./record";
+import { DuplicateRate } from "./duplicate-rate";
 import type { ReplayCache } from "./replay-cache";
 import { DEFAULT_POLICY, isAbandonCall, isFinalToolError, isNotRunError, isOutcomeUnknown, type RunTool, type ToolPolicy, type ToolResult } from "./tool";
 
@@ -65,6 +66,13 @@ export interface EngineOptions {
   replayCache?: ReplayCache | null;
   /** calls this process may hold at once for `Prefer: wait` (default 1,000); beyond, 503 */
   maxWaiters?: number;
+  /**
+   * When to read a key before reserving it, on a store that offers the read (KeyStore.peekReplay):
+   * "adaptive" (the default) for a tool whose recent calls that reached the store were mostly
+   * replays (DuplicateRate); "always" or "never" for tests and benchmarks. The answer is the same
+   * either way: a read that finds no replay goes on to reserve.
+   */
+  replayReads?: "adaptive" | "always" | "never";
 }
 
 export interface CallEvent {
@@ -104,6 +112,8 @@ export class Engine {
   private readonly recoveryEnds = new Map<number, Promise<number | null>>();
   private readonly maxWaiters: number;
   private waiters = 0;
+  private readonly replayReads: "adaptive" | "always" | "never";
+  private readonly duplicateRate = new DuplicateRate();
 
   constructor(options: EngineOptions) {
     this.maxWaiters = options.maxWaiters ?? DEFAULT_MAX_WAITERS;
@@ -112,6 +122,7 @@ export class Engine {
     this.now = options.now ?? Date.now;
     this.onCall = options.onCall ?? (() => {});
     this.replayCache = options.replayCache ?? null;
+    this.replayReads = this.store.peekReplay ? (options.replayReads ?? "adaptive") : "never";
   }
 
   async invoke(tool: ToolPolicy, run: RunTool, request: InvokeRequest): Promise<InvokeResult> {
@@ -262,6 +273,15 @@ export class Engine {
     const { tool } = call;
     let begun: BeginOutcome;
     const t0 = performance.now();
+    if (this.replayReads === "always" || (this.replayReads === "adaptive" && this.duplicateRate.mostlyDuplicates(tool.name))) {
+      // a failed read is no answer: begin below decides, and reports the store if it is down
+      const done = await this.store.peekReplay!(call.scope, call.key, call.fingerprint, call.arrivedMs).catch(() => null);
+      if (done) {
+        this.duplicateRate.observe(tool.name, true);
+        call.storeMs += performance.now() - t0;
+        return this.suppressed("replay", done, call);
+      }
+    }
     try {
       begun = await this.store.begin({
         scope: call.scope,
@@ -282,6 +302,7 @@ export class Engine {
       throw new UnavailableError("key_store", err);
     }
     call.storeMs += performance.now() - t0;
+    this.duplicateRate.observe(tool.name, begun.kind === "replay");
     if (begun.kind === "conflict" && mayWait) return { running: begun.record };
     if (begun.kind !== "reserved") return this.suppressed(begun.kind, begun.record, call);
 

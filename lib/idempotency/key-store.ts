@@ -96,6 +96,13 @@ export type StateCounts = Record<KeyState, number>;
 export interface KeyStore {
   readonly kind: "redis" | "postgres" | "pglite";
   begin(input: BeginInput): Promise<BeginOutcome>;
+  /**
+   * Optional, for a store where a read costs less than begin: the record of (scope, key) when
+   * begin at `nowMs` with `fingerprint` would answer it as a replay (done, the same fingerprint,
+   * not expired), else null. A read only: it reserves and changes nothing, so a null is no answer
+   * (begin decides).
+   */
+  peekReplay?(scope: string, key: string, fingerprint: string, nowMs: number): Promise<KeyRecord | null>;
   /** stores the result; refused unless the record is inflight under `token` */
   complete(
     scope: string,

@@ -261,6 +261,31 @@ describe("RedisKeyStore", () => {
     expect(await store.counts(T0 + 60, { scope })).toEqual({ inflight: 1, stuck: 0, unknown: 0, done: 0, expired: 0 });
   });
 
+  it("reads a replay with one GET exactly when begin would answer replay, and reserves nothing", async () => {
+    newScope();
+    // absent, inflight, stuck, unknown, done (same and other fingerprint), expired: begin's answer decides
+    const held = await reserve({ key: "inflight" });
+    const stuck = await reserve({ key: "stuck", leaseMs: 10 });
+    const unknown = await reserve({ key: "unknown" });
+    await store.markUnknown(scope, "unknown", unknown.token, "timed out", T0);
+    const done = await reserve({ key: "done", session: "s\n1" });
+    await store.complete(scope, "done", done.token, ok, 1_000, T0);
+    const expired = await reserve({ key: "expired" });
+    await store.complete(scope, "expired", expired.token, ok, 10, T0);
+    const nowMs = T0 + 100;
+    const cases = [["absent", "fp-a"], ["inflight", "fp-a"], ["stuck", "fp-a"], ["unknown", "fp-a"], ["done", "fp-a"], ["done", "fp-other"], ["expired", "fp-a"]] as const;
+    for (const [key, fingerprint] of cases) {
+      const before = await redis.get(store.keys.record(scope, key));
+      const read = await store.peekReplay(scope, key, fingerprint, nowMs);
+      expect(await redis.get(store.keys.record(scope, key)), key).toBe(before);
+      const begun = await store.begin(input({ key, fingerprint, nowMs }));
+      expect(read !== null, `${key} ${fingerprint}: begin answered ${begun.kind}`).toBe(begun.kind === "replay");
+      if (read && begun.kind === "replay") expect(read).toEqual(begun.record);
+    }
+    expect(held.kind).toBe("reserved");
+    expect(stuck.kind).toBe("reserved");
+  });
+
   it("keeps free-form text intact: sessions and outcome notes with newlines and percent signs", async () => {
     newScope();
     const session = "sess\n%0A%25 ünï";

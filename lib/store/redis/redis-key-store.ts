@@ -142,6 +142,19 @@ export class RedisKeyStore implements KeyStore {
     }
   }
 
+  /** One GET; the same test as the begin script's first lines (begin-3.lua), made here. */
+  async peekReplay(scope: string, key: string, fingerprint: string, nowMs: number): Promise<KeyRecord | null> {
+    const value = await this.redis.get(this.keys.record(scope, key));
+    let record: KeyRecord | null;
+    try {
+      record = decodeRecord(scope, key, value);
+    } catch {
+      return null; // a record begin refuses (an earlier encoding): begin answers it
+    }
+    if (record === null || record.status !== "done" || record.fingerprint !== fingerprint) return null;
+    return record.expiresAtMs !== null && record.expiresAtMs > nowMs ? record : null;
+  }
+
   async complete(
     scope: string,
     key: string,
