@@ -72,29 +72,44 @@ export async function probeHeldKeys(ctx: CheckContext, probes: ReconcileProbes, 
   const tools = probes.tools;
   const first = rotation.nextTool % tools.length;
 
-  // Pages are no larger than the slots left, so a pass always ends at a page's end and the next
-  // one continues after it: a key is listed again only once every other held key of its list was.
   const targets: { record: KeyRecord; state: "unknown" | "stuck" }[] = [];
+  const taken = new Set<string>();
+  /** where each list continues, kept only once this pass's keys were asked */
+  const cursors = new Map<string, string | null>();
+  let nextTool = rotation.nextTool;
+  const take = (records: KeyRecord[], state: "unknown" | "stuck") => {
+    for (const record of records) {
+      const id = recordKey(record);
+      if (recent.has(id) || taken.has(id)) continue;
+      taken.add(id);
+      targets.push({ record, state });
+    }
+  };
   collect: for (let t = 0; t < tools.length; t++) {
     const tool = tools[(first + t) % tools.length];
     for (const state of ["unknown", "stuck"] as const) {
+      // a stuck key is listed once it has been stuck `stuckFor`: lease passed by then
+      const listAt = state === "stuck" ? ctx.nowMs - stuckFor : ctx.nowMs;
+      const read = (cursor: string | null, limit: number) => ctx.store.list({ tool, state, limit, cursor, nowMs: listAt });
+      // Half of the slots left go to the newest keys, so a key that has just become unknown or
+      // stuck is asked soon; the rest continue the list where the previous pass left it. Those
+      // pages are no larger than the slots left, so a pass ends at a page's end and the next one
+      // continues after it: a key is listed there again only once every other held key was.
+      const newest = Math.floor((maxProbes - targets.length) / 2);
+      if (newest > 0) take((await read(null, Math.min(PAGE_SIZE, newest))).items, state);
       const list = `${tool}\n${state}`;
       let cursor = rotation.cursors.get(list) ?? null;
-      for (let page = 0; page < PAGES_PER_LIST && targets.length < maxProbes; page++) {
-        const listed = await ctx.store.list({ tool, state, limit: Math.min(PAGE_SIZE, maxProbes - targets.length), cursor, nowMs: ctx.nowMs });
-        for (const record of listed.items) {
-          if (recent.has(recordKey(record))) continue;
-          if (state === "stuck" && (record.leaseUntilMs ?? 0) + stuckFor > ctx.nowMs) continue;
-          targets.push({ record, state });
-        }
+      for (let page = 1; page < PAGES_PER_LIST && targets.length < maxProbes; page++) {
+        const listed = await read(cursor, Math.min(PAGE_SIZE, maxProbes - targets.length));
+        take(listed.items, state);
         cursor = listed.nextCursor;
         if (!cursor) break;
       }
       // null: read to its end, the next pass starts it over
-      rotation.cursors.set(list, cursor);
+      cursors.set(list, cursor);
       if (targets.length >= maxProbes) {
         // the next pass starts with the next tool, so one tool's backlog does not hold the others'
-        rotation.nextTool = (first + t + 1) % tools.length;
+        nextTool = (first + t + 1) % tools.length;
         break collect;
       }
     }
@@ -116,7 +131,10 @@ export async function probeHeldKeys(ctx: CheckContext, probes: ReconcileProbes, 
     }
   };
   await Promise.all(Array.from({ length: Math.min(options.concurrency ?? 4, targets.length) }, worker));
+  // a pass that failed leaves the rotation where it was: its keys are listed again next pass
   if (failure !== null) throw failure;
+  for (const [list, cursor] of cursors) rotation.cursors.set(list, cursor);
+  rotation.nextTool = nextTool;
   return { examined: targets.length, probed };
 }
 
