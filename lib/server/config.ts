@@ -25,9 +25,9 @@ const EnvSchema = z.object({
   IDEMGATE_REPLAY_CACHE_ENTRIES: z.coerce.number().int().min(0).default(DEFAULT_REPLAY_CACHE.maxEntries),
   /** bytes of results the replay cache keeps at most */
   IDEMGATE_REPLAY_CACHE_BYTES: z.coerce.number().int().min(1024).default(DEFAULT_REPLAY_CACHE.maxBytes),
-  /** reverse proxies in front of the server that append the client's address to X-Forwarded-For; 0: none, the header is not trusted */
-  // the bearer token Prometheus scrapes /api/metrics with (its figures span every tenant: API tokens may not)
+  /** the bearer token Prometheus scrapes /api/metrics with (its figures span every tenant: API tokens may not) */
   IDEMGATE_METRICS_TOKEN: z.string().min(32, "IDEMGATE_METRICS_TOKEN must be at least 32 characters").optional(),
+  /** reverse proxies in front of the server that append the client's address to X-Forwarded-For; 0: none, the header is not trusted */
   IDEMGATE_TRUSTED_PROXY: z.coerce.number().int().min(0).max(10).default(0),
   /** the built-in demo tools (payments, email, tickets): 1 on, 0 off; unset: on unless DATABASE_URL is set */
   IDEMGATE_DEMO_TOOLS: z.string().trim().pipe(z.enum(["0", "1"], { message: "expected 0 (off) or 1 (on)" })).optional(),
