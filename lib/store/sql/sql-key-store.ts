@@ -92,10 +92,9 @@ const ALL = Prisma.raw(RECORD_COLUMNS.join(", "));
 /** list rows leave the payload out */
 const LIST_COLUMNS = RECORD_COLUMNS.filter((c) => c !== "result_body" && c !== "result_status");
 const LIST = Prisma.raw(LIST_COLUMNS.join(", "));
-const LIST_K = Prisma.raw(LIST_COLUMNS.map((c) => `k.${c}`).join(", "));
 const PREFIX_NARROW_MATCHES = 20_000;
-const columnsOf = (alias: string, prefix = "") =>
-  Prisma.raw(RECORD_COLUMNS.map((c) => `${alias}.${c}${prefix ? ` AS ${prefix}${c}` : ""}`).join(", "));
+const columnsOf = (alias: string, prefix = "", columns: readonly string[] = RECORD_COLUMNS) =>
+  Prisma.raw(columns.map((c) => `${alias}.${c}${prefix ? ` AS ${prefix}${c}` : ""}`).join(", "));
 
 /** The first key of begin's per-key advisory locks (the second is a hash of scope and key). */
 const BEGIN_LOCK_SPACE = 0x1de3;
@@ -517,7 +516,7 @@ export class SqlKeyStore implements KeyStore {
         ORDER BY sort_value DESC, scope COLLATE "C" DESC, key COLLATE "C" DESC
         LIMIT ${SqlKeyStore.pageSize(query.limit) + 1}
       )
-      SELECT ${LIST_K}, page.sort_value, (SELECT count(*) FROM hits) AS matched
+      SELECT ${columnsOf("k", "", LIST_COLUMNS)}, page.sort_value, (SELECT count(*) FROM hits) AS matched
       FROM page JOIN idempotency_keys k ON k.scope = page.scope AND k.key = page.key
       ORDER BY page.sort_value DESC, page.scope COLLATE "C" DESC, page.key COLLATE "C" DESC`;
   }
