@@ -5,6 +5,7 @@ import { can, type Permission } from "@/lib/auth/roles";
 import { currentOperator } from "@/lib/auth/session";
 import { getRuntime, type Runtime } from "@/lib/server/runtime";
 import { errorResponse, forbidden, unauthorized } from "@/lib/http/problem";
+import { metricsBearerAllowed } from "./metrics-access";
 import { bearerToken, tokenPrincipal, type Handler } from "./token-guard";
 
 /** Who is asking: a tenant's API token (one scope) or a signed-in operator (every scope). */
@@ -39,17 +40,40 @@ export function withPrincipal<P>(permission: Permission, handler: Handler<{ para
         if (permission !== "read") throw forbidden("API tokens may read their own scope; this needs an operator");
         principal = { kind: "token", token: await tokenPrincipal(request.headers, runtime) };
       } else {
-        const operator = await currentOperator();
-        if (!operator) throw unauthorized("sign in to the console, or send an API token");
-        if (!can(operator.role, permission)) throw forbidden(`the ${operator.role} role may not ${permission.replace("_", " ")}`);
-        if (request.method !== "GET" && request.method !== "HEAD") assertSameOrigin(request);
-        principal = { kind: "operator", operator };
+        principal = { kind: "operator", operator: await sessionOperator(request, permission, "an API token") };
       }
       return await handler(request, { params: await ctx.params, principal, runtime });
     } catch (err) {
       return errorResponse(err, new URL(request.url).pathname);
     }
   };
+}
+
+/**
+ * For /api/metrics, whose figures span every tenant: the deployment's metrics token
+ * (metricsBearerAllowed: a tenant's API token gets 403) or a signed-in operator who may read.
+ */
+export function withMetricsReader(handler: Handler<object>) {
+  return async (request: Request): Promise<Response> => {
+    try {
+      const runtime = await getRuntime();
+      if (!(await metricsBearerAllowed(request.headers, runtime))) {
+        await sessionOperator(request, "read", "the metrics token (IDEMGATE_METRICS_TOKEN) as a bearer token");
+      }
+      return await handler(request, { runtime });
+    } catch (err) {
+      return errorResponse(err, new URL(request.url).pathname);
+    }
+  };
+}
+
+/** The signed-in operator, if their role has the permission (mutations also same-origin); `orElse` names the other way in for the 401. */
+async function sessionOperator(request: Request, permission: Permission, orElse: string): Promise<OperatorIdentity> {
+  const operator = await currentOperator();
+  if (!operator) throw unauthorized(`sign in to the console, or send ${orElse}`);
+  if (!can(operator.role, permission)) throw forbidden(`the ${operator.role} role may not ${permission.replace("_", " ")}`);
+  if (request.method !== "GET" && request.method !== "HEAD") assertSameOrigin(request);
+  return operator;
 }
 
 /** The scope a principal may see: a token's own, or whatever an operator asked for. */
