@@ -1,12 +1,10 @@
 import { randomUUID } from "node:crypto";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { PrismaAuditWriter } from "@/lib/audit/audit-writer";
-import type { KeyStore } from "@/lib/idempotency/key-store";
+import { describe, expect, it } from "vitest";
 import { expectSameAnswers } from "@/test/support/engine-equivalence";
-import { openTestStore, type StoreUnderTest } from "@/test/support/stores";
+import { countingStore, countingTool, useEngineFixture } from "@/test/support/engine-fixture";
 import { DuplicateRate } from "./duplicate-rate";
 import { Engine } from "./engine";
-import type { RunTool, ToolPolicy } from "./tool";
+import type { ToolPolicy } from "./tool";
 
 const charge: ToolPolicy = { name: "payments.charge", kind: "write", ttlMs: 60_000, leaseMs: 5_000, stuckPolicy: "block", fallbackTtlMs: null, dedupes: false };
 
@@ -32,47 +30,14 @@ describe("DuplicateRate", () => {
   });
 });
 
-/** The store with its begin and peekReplay calls counted. */
-function counting(store: KeyStore) {
-  const counter = { begins: 0, reads: 0 };
-  const proxy = new Proxy(store, {
-    get(target, prop, receiver) {
-      if (prop === "begin") return (...args: Parameters<KeyStore["begin"]>) => (counter.begins++, target.begin(...args));
-      if (prop === "peekReplay") return (...args: Parameters<NonNullable<KeyStore["peekReplay"]>>) => (counter.reads++, target.peekReplay!(...args));
-      const value = Reflect.get(target, prop, receiver);
-      return typeof value === "function" ? value.bind(target) : value;
-    },
-  });
-  return { store: proxy, counter };
-}
-
 describe("the engine reads a key before reserving it when a tool's calls are mostly duplicates (Redis)", () => {
-  let t: StoreUnderTest;
-  let audit: PrismaAuditWriter;
-  let clock = 1_800_000_000_000;
+  const t = useEngineFixture("redis", { startMs: 1_800_000_000_000 });
   const scope = () => `dr${randomUUID().slice(0, 8)}`;
-  const tool = () => {
-    const calls: unknown[] = [];
-    const run: RunTool = async (args) => {
-      calls.push(args);
-      return { body: { chargeId: `ch_${calls.length}` } };
-    };
-    return { run, calls };
-  };
-
-  beforeAll(async () => {
-    t = await openTestStore("redis");
-    audit = new PrismaAuditWriter(t.db.prisma, { mode: "durable", flushIntervalMs: 5 });
-  });
-  afterAll(async () => {
-    await audit?.close();
-    await t?.cleanup();
-  });
 
   it("replays with the read alone once duplicates dominate, and reserves at once again once new keys do", async () => {
-    const counted = counting(t.store);
-    const engine = new Engine({ store: counted.store, audit, now: () => clock });
-    const { run, calls } = tool();
+    const counted = countingStore(t.store);
+    const engine = new Engine({ store: counted.store, audit: t.audit, now: t.clock.now });
+    const { run, calls } = countingTool();
     const s = scope();
     const first = await engine.invoke(charge, run, { scope: s, key: "k", args: { amount: 1 } });
     expect(first.kind).toBe("executed");
@@ -95,18 +60,18 @@ describe("the engine reads a key before reserving it when a tool's calls are mos
     expect(calls).toHaveLength(41);
 
     // a replay read still audits the duplicate
-    await audit.flush();
+    await t.audit.flush();
     expect(await t.db.prisma.suppression.count({ where: { scope: s, kind: "replay" } })).toBe(40);
   });
 
   it("answers every sequence of calls exactly as the engine that always reserves at once does", async () => {
-    clock = await expectSameAnswers(
+    t.clock.ms = await expectSameAnswers(
       charge,
       (now) => ({
-        expected: new Engine({ store: t.store, audit, now, replayReads: "never" }),
-        actual: new Engine({ store: t.store, audit, now, replayReads: "always" }),
+        expected: new Engine({ store: t.store, audit: t.audit, now, replayReads: "never" }),
+        actual: new Engine({ store: t.store, audit: t.audit, now, replayReads: "always" }),
       }),
-      clock,
+      t.clock.ms,
     );
   });
 });

@@ -1,38 +1,14 @@
 import { randomUUID } from "node:crypto";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { PrismaAuditWriter } from "@/lib/audit/audit-writer";
-import type { KeyStore } from "@/lib/idempotency/key-store";
+import { describe, expect, it } from "vitest";
 import { expectSameAnswers } from "@/test/support/engine-equivalence";
-import { openTestStore, type StoreUnderTest } from "@/test/support/stores";
+import { countingStore, countingTool, useEngineFixture } from "@/test/support/engine-fixture";
 import { Engine } from "./engine";
 import { MismatchError } from "./errors";
 import type { KeyRecord } from "./record";
 import { ReplayCache } from "./replay-cache";
-import type { RunTool, ToolPolicy } from "./tool";
+import type { ToolPolicy } from "./tool";
 
 const charge: ToolPolicy = { name: "payments.charge", kind: "write", ttlMs: 60_000, leaseMs: 5_000, stuckPolicy: "block", fallbackTtlMs: null, dedupes: false };
-
-function countingTool() {
-  const calls: unknown[] = [];
-  const run: RunTool = async (args) => {
-    calls.push(args);
-    return { body: { chargeId: `ch_${calls.length}` } };
-  };
-  return { run, calls };
-}
-
-/** The store with its begin calls counted: a cached answer makes none. */
-function countingBegins(store: KeyStore) {
-  const counter = { begins: 0 };
-  const proxy = new Proxy(store, {
-    get(target, prop, receiver) {
-      if (prop === "begin") return (...args: Parameters<KeyStore["begin"]>) => (counter.begins++, target.begin(...args));
-      const value = Reflect.get(target, prop, receiver);
-      return typeof value === "function" ? value.bind(target) : value;
-    },
-  });
-  return { store: proxy, counter };
-}
 
 function doneRecord(over: Partial<KeyRecord> = {}): KeyRecord {
   return {
@@ -75,30 +51,19 @@ describe("ReplayCache", () => {
 });
 
 describe.each(["redis", "pglite"] as const)("engine with a replay cache on the %s store", (kind) => {
-  let t: StoreUnderTest;
-  let audit: PrismaAuditWriter;
-  let clock = 1_800_000_000_000;
+  const t = useEngineFixture(kind, { startMs: 1_800_000_000_000 });
   const scope = () => `rc${randomUUID().slice(0, 8)}`;
 
-  beforeAll(async () => {
-    t = await openTestStore(kind);
-    audit = new PrismaAuditWriter(t.db.prisma, { mode: "durable", flushIntervalMs: 5 });
-  });
-  afterAll(async () => {
-    await audit?.close();
-    await t?.cleanup();
-  });
-
   it("answers duplicates of a done key without the store, audited like any replay", async () => {
-    const counted = countingBegins(t.store);
-    const engine = new Engine({ store: counted.store, audit, now: () => clock, replayCache: new ReplayCache() });
+    const counted = countingStore(t.store);
+    const engine = new Engine({ store: counted.store, audit: t.audit, now: t.clock.now, replayCache: new ReplayCache() });
     const tool = countingTool();
     const s = scope();
     const first = await engine.invoke(charge, tool.run, { scope: s, key: "k1", args: { amount: 5 } });
     expect(first.kind).toBe("executed");
     expect(counted.counter.begins).toBe(1);
 
-    clock += 1_500;
+    t.clock.ms += 1_500;
     const again = await engine.invoke(charge, tool.run, { scope: s, key: "k1", args: { amount: 5 }, session: "retry" });
     expect(again).toMatchObject({ kind: "replayed", status: 200, body: (first as { body: string }).body, gapMs: 1_500 });
     expect(counted.counter.begins).toBe(1);
@@ -108,7 +73,7 @@ describe.each(["redis", "pglite"] as const)("engine with a replay cache on the %
     await expect(engine.invoke(charge, tool.run, { scope: s, key: "k1", args: { amount: 6 } })).rejects.toBeInstanceOf(MismatchError);
     expect(counted.counter.begins).toBe(1);
 
-    await audit.flush();
+    await t.audit.flush();
     const suppressions = await t.db.prisma.suppression.findMany({ where: { scope: s }, orderBy: { at: "asc" } });
     expect(suppressions.map((x) => [x.kind, x.gapMs, x.session])).toEqual([
       ["replay", 1_500, "retry"],
@@ -119,15 +84,15 @@ describe.each(["redis", "pglite"] as const)("engine with a replay cache on the %
   });
 
   it("goes back to the store once the record expires, and runs the action again", async () => {
-    const counted = countingBegins(t.store);
-    const engine = new Engine({ store: counted.store, audit, now: () => clock, replayCache: new ReplayCache() });
+    const counted = countingStore(t.store);
+    const engine = new Engine({ store: counted.store, audit: t.audit, now: t.clock.now, replayCache: new ReplayCache() });
     const tool = countingTool();
     const s = scope();
     await engine.invoke(charge, tool.run, { scope: s, key: "k", args: {} });
-    clock += charge.ttlMs - 1;
+    t.clock.ms += charge.ttlMs - 1;
     expect((await engine.invoke(charge, tool.run, { scope: s, key: "k", args: {} })).kind).toBe("replayed");
     expect(counted.counter.begins).toBe(1);
-    clock += 1;
+    t.clock.ms += 1;
     expect((await engine.invoke(charge, tool.run, { scope: s, key: "k", args: {} })).kind).toBe("executed");
     expect(counted.counter.begins).toBe(2);
     expect(tool.calls).toHaveLength(2);
@@ -136,23 +101,23 @@ describe.each(["redis", "pglite"] as const)("engine with a replay cache on the %
   it("learns done keys from the store's replays, so a second process caches what the first completed", async () => {
     const tool = countingTool();
     const s = scope();
-    const first = new Engine({ store: t.store, audit, now: () => clock });
+    const first = new Engine({ store: t.store, audit: t.audit, now: t.clock.now });
     await first.invoke(charge, tool.run, { scope: s, key: "k", args: {} });
-    const counted = countingBegins(t.store);
-    const second = new Engine({ store: counted.store, audit, now: () => clock, replayCache: new ReplayCache() });
+    const counted = countingStore(t.store);
+    const second = new Engine({ store: counted.store, audit: t.audit, now: t.clock.now, replayCache: new ReplayCache() });
     for (let i = 0; i < 3; i++) expect((await second.invoke(charge, tool.run, { scope: s, key: "k", args: {} })).kind).toBe("replayed");
     expect(counted.counter.begins).toBe(1);
     expect(tool.calls).toHaveLength(1);
   });
 
   it("answers every sequence of calls exactly as the engine without a cache does", async () => {
-    clock = await expectSameAnswers(
+    t.clock.ms = await expectSameAnswers(
       charge,
       (now) => ({
-        expected: new Engine({ store: t.store, audit, now }),
-        actual: new Engine({ store: t.store, audit, now, replayCache: new ReplayCache() }),
+        expected: new Engine({ store: t.store, audit: t.audit, now }),
+        actual: new Engine({ store: t.store, audit: t.audit, now, replayCache: new ReplayCache() }),
       }),
-      clock,
+      t.clock.ms,
     );
   });
 });

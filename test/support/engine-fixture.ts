@@ -3,6 +3,7 @@ import type { Database } from "@/lib/db/database";
 import { PrismaAuditWriter, type AuditWriterOptions } from "@/lib/audit/audit-writer";
 import { Engine } from "@/lib/idempotency/engine";
 import type { KeyStore } from "@/lib/idempotency/key-store";
+import type { RunTool } from "@/lib/idempotency/tool";
 import { openTestStore, type StoreKind, type StoreUnderTest } from "./stores";
 
 /** A clock the test moves by hand: `clock.ms += leaseMs` lets a lease pass without waiting. */
@@ -66,4 +67,30 @@ export function useEngineFixture(kind: StoreKind, options: EngineFixtureOptions 
     get engine() { return get().engine; },
     clock,
   };
+}
+
+/** A tool that records each run's arguments and answers with a charge id numbered by run. */
+export function countingTool(): { run: RunTool; calls: unknown[] } {
+  const calls: unknown[] = [];
+  const run: RunTool = async (args) => {
+    calls.push(args);
+    return { body: { chargeId: `ch_${calls.length}` } };
+  };
+  return { run, calls };
+}
+
+/** The store with its begin and peekReplay calls counted: an answer from a cache makes neither. */
+export function countingStore(store: KeyStore): { store: KeyStore; counter: { begins: number; reads: number } } {
+  const counter = { begins: 0, reads: 0 };
+  const proxy = new Proxy(store, {
+    get(target, prop, receiver) {
+      if (prop === "begin") return (...args: Parameters<KeyStore["begin"]>) => (counter.begins++, target.begin(...args));
+      if (prop === "peekReplay" && target.peekReplay) {
+        return (...args: Parameters<NonNullable<KeyStore["peekReplay"]>>) => (counter.reads++, target.peekReplay!(...args));
+      }
+      const value = Reflect.get(target, prop, receiver);
+      return typeof value === "function" ? value.bind(target) : value;
+    },
+  });
+  return { store: proxy, counter };
 }
