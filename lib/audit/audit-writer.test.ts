@@ -115,6 +115,27 @@ describe.each([
     expect(await pg.db.prisma.execution.findUnique({ where: { id: i.id } })).toMatchObject({ outcome: "late_completion", resultBody: '{"ok":1}' });
   });
 
+  it("an operator's decision stands over the call's own outcome still queued: lookups answer as the log will hold it", async () => {
+    for (const mode of ["async", "durable"] as const) {
+      const writer = newWriter({ mode, flushIntervalMs: 60_000 });
+      // the call ended unknown (queued), then the operator released the key
+      const i = intent(`decided-over-unknown-${mode}`);
+      await writer.intent(i);
+      writer.outcome({ ...outcome(i.id), outcome: "unknown", resultStatus: null, resultBody: null, expiresAt: null, error: "socket hang up" });
+      expect(await writer.closeOpenExecution(i.id, "released", "the tool says it did not happen")).toBe(true);
+      expect(await writer.priorExecution("s", i.key, new Date(0))).toMatchObject({ id: i.id, outcome: "released" });
+      // a result arriving after the release is a late completion, before and after it is written
+      const j = intent(`decided-then-completed-${mode}`);
+      await writer.intent(j);
+      expect(await writer.closeOpenExecution(j.id, "released", "it did not happen")).toBe(true);
+      writer.outcome(outcome(j.id));
+      expect(await writer.priorExecution("s", j.key, new Date(0))).toMatchObject({ id: j.id, outcome: "late_completion", resultBody: '{"ok":1}' });
+      await writer.close();
+      expect(await writer.priorExecution("s", i.key, new Date(0))).toMatchObject({ outcome: "released" });
+      expect(await writer.priorExecution("s", j.key, new Date(0))).toMatchObject({ outcome: "late_completion", resultBody: '{"ok":1}' });
+    }
+  });
+
   it("close() writes every queued row, and rows reported after it are written at once", async () => {
     for (const mode of ["async", "durable"] as const) {
       const writer = newWriter({ mode, flushIntervalMs: 60_000, maxBatch: 3 });

@@ -204,10 +204,14 @@ export class PrismaAuditWriter implements AuditWriter {
       }
     }
     const outcome = prior && queuedOutcomes.findLast((o) => o.id === prior!.id);
-    if (prior && outcome) {
+    // a queued outcome lands as WRITE_BATCH lays it: on an open execution, or as a late completion
+    // of a released one; an operator's decision already written (released, resolved) stands
+    const lands = (o: OutcomeEntry, on: PriorExecution["outcome"]) =>
+      on === null || (on === "released" && (o.outcome === "succeeded" || o.outcome === "final_error" || o.outcome === "late_completion"));
+    if (prior && outcome && lands(outcome, prior.outcome)) {
       prior = {
         ...prior,
-        outcome: outcome.outcome,
+        outcome: prior.outcome === "released" ? "late_completion" : outcome.outcome,
         resultStatus: outcome.resultStatus,
         resultBody: outcome.resultBody,
         resultFinal: outcome.resultFinal,
