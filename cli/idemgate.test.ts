@@ -148,6 +148,35 @@ describe("key probe", () => {
   });
 });
 
+describe("key release and resolve --token", () => {
+  it("decide only while the call whose token was given holds the key; a bad token is a readable error that changes nothing", async () => {
+    await idemgate(["migrate"], db());
+    const now = Date.now();
+    await admin(
+      (c) =>
+        c.query(
+          `INSERT INTO idempotency_keys (scope, key, tool, fingerprint, status, token, created_at_ms, lease_until_ms, deadline_ms, execution_id, outcome_note, unknown_at_ms)
+           VALUES ('cli', 'order-9', 'payments.charge', 'fp', 'unknown', 42, $1, $2, $1, 'ex-9', 'the service answered 502', $1)`,
+          [now, now + 60_000],
+        ),
+      database,
+    );
+    const release = (token: string) => idemgate(["key", "release", "--scope", "cli", "--key", "order-9", "--reason", "no charge at the PSP", "--token", token], db());
+    expectReadableError(await release("x1"), /^idemgate: --token must be the key's fencing token, a positive whole number \(got "x1"\)/);
+    expectReadableError(await release("41"), /^idemgate: another call holds this key now/);
+    expectReadableError(
+      await idemgate(["key", "resolve", "--scope", "cli", "--key", "order-9", "--reason", "charged", "--result", "{}", "--token", "41"], db()),
+      /^idemgate: another call holds this key now/,
+    );
+    expect(JSON.parse((await idemgate(["key", "show", "--scope", "cli", "--key", "order-9"], db())).stdout)).toMatchObject({ state: "unknown", token: 42 });
+    const ok = await release("42");
+    expect(ok.stderr).toBe("");
+    expect(ok.stdout).toMatch(/^Released cli\/order-9 \(was unknown\)/);
+    const trail = await admin((c) => c.query(`SELECT action FROM operator_actions WHERE scope = 'cli' AND key = 'order-9'`), database);
+    expect(trail.rows).toEqual([{ action: "release" }]);
+  });
+});
+
 describe("token", () => {
   it("create prints the token once with its id; list shows it without the secret; revoke revokes it", async () => {
     const created = await idemgate(["token", "create", "--scope", "acme", "--label", "ci runner"], db());

@@ -2,13 +2,22 @@ import os from "node:os";
 import { Command } from "commander";
 import { presentKey } from "@/lib/operator/present-key";
 import { probeKey, type ProbeKeyResult } from "@/lib/operator/probe-key";
-import { releaseKey } from "@/lib/operator/release-key";
+import { releaseKey, ReservationToken } from "@/lib/operator/release-key";
 import { resolveKey } from "@/lib/operator/resolve-key";
 import { CliError } from "../errors";
 import { withRuntime } from "../with-runtime";
 
 /** The audit trail names a command-line actor by the machine's user. */
 const actor = () => `cli:${os.userInfo().username}@${os.hostname()}`;
+
+const TOKEN_HELP = "the fencing token `key show` printed: decide only while that call holds the key (a key another call took since is refused)";
+
+function tokenOption(text: string | undefined): { token?: number } {
+  if (text === undefined) return {};
+  const parsed = ReservationToken.safeParse(/^\d+$/.test(text) ? Number(text) : NaN);
+  if (!parsed.success) throw new CliError(`--token must be the key's fencing token, a positive whole number (got "${text}")`);
+  return { token: parsed.data };
+}
 
 export function keyCommand(): Command {
   const key = new Command("key").description("show, release, resolve or probe one idempotency key (recorded in the operator audit trail)");
@@ -31,8 +40,11 @@ export function keyCommand(): Command {
     .requiredOption("--key <key>")
     .requiredOption("--reason <text>", "why (kept in the audit trail)")
     .option("--force", "also a call that is still running (inflight within its lease): it may still complete, and its late result is then flagged")
-    .action(async (opts: { scope: string; key: string; reason: string; force?: boolean }) => {
-      const before = await withRuntime((rt) => releaseKey(rt, { ...opts, force: opts.force ?? false, actor: actor() }));
+    .option("--token <n>", TOKEN_HELP)
+    .action(async (opts: { scope: string; key: string; reason: string; force?: boolean; token?: string }) => {
+      const { scope, key, reason } = opts;
+      const token = tokenOption(opts.token);
+      const before = await withRuntime((rt) => releaseKey(rt, { scope, key, reason, ...token, force: opts.force ?? false, actor: actor() }));
       console.log(`Released ${opts.scope}/${opts.key} (was ${presentKey(before, Date.now()).state}); the next call with this key runs the tool.`);
     });
 
@@ -45,14 +57,17 @@ export function keyCommand(): Command {
     .requiredOption("--result <json>", "the response body duplicates get, as JSON")
     .option("--status <code>", "the response status duplicates get", "200")
     .option("--force", "also a call that is still running (inflight within its lease): it may still complete, and its late result is then flagged")
-    .action(async (opts: { scope: string; key: string; reason: string; result: string; status: string; force?: boolean }) => {
+    .option("--token <n>", TOKEN_HELP)
+    .action(async (opts: { scope: string; key: string; reason: string; result: string; status: string; force?: boolean; token?: string }) => {
+      const token = tokenOption(opts.token);
       let result: unknown;
       try {
         result = JSON.parse(opts.result);
       } catch (err) {
         throw new CliError(`--result is not JSON: ${(err as Error).message}`);
       }
-      await withRuntime((rt) => resolveKey(rt, { ...opts, result, status: Number(opts.status), force: opts.force ?? false, actor: actor() }));
+      const { scope, key, reason } = opts;
+      await withRuntime((rt) => resolveKey(rt, { scope, key, reason, ...token, result, status: Number(opts.status), force: opts.force ?? false, actor: actor() }));
       console.log(`Resolved ${opts.scope}/${opts.key}: duplicates now get ${opts.status} with the given result.`);
     });
 

@@ -32,10 +32,13 @@ const NEXT: Record<string, TargetStatus[]> = {
  * One anomaly: what happened, the evidence, and what fixes the cause. Operators change its status
  * here and, for an orphan whose key is still reserved, release or resolve the key itself.
  */
+/** a key as the anomaly page shows it now: its state, and its reservation's token (null when absent) */
+type KeyNow = { state: string; token: number | null };
+
 export function AnomalyDetailView(props: {
   initial: AnomalyView;
-  /** the key's state now (not at detection); null when the anomaly has no key or the store did not answer */
-  initialKeyState: string | null;
+  /** the key now (not at detection): its state and its reservation's token; null when the anomaly has no key or the store did not answer */
+  initialKey: KeyNow | null;
   canAcknowledge: boolean;
   canRelease: boolean;
   canResolve: boolean;
@@ -52,15 +55,16 @@ export function AnomalyDetailView(props: {
   const { scope, key } = a;
   const hasKey = scope !== null && key !== null;
   const keyQueryKey = ["anomaly-key", scope, key];
-  const keyState = useQuery({
+  const keyNow = useQuery({
     queryKey: keyQueryKey,
-    queryFn: ({ signal }) => apiFetch<{ state: string }>(keyPath(scope!, key!), { signal }).then((d) => d.state),
+    queryFn: ({ signal }) => apiFetch<{ state: string; token: number }>(keyPath(scope!, key!), { signal }).then((d): KeyNow => ({ state: d.state, token: d.token })),
     enabled: hasKey,
-    initialData: props.initialKeyState ?? undefined,
+    initialData: props.initialKey ?? undefined,
     initialDataUpdatedAt: Date.now(),
     // an inflight key becomes stuck on its own when its lease passes
-    refetchInterval: (q) => (q.state.data === "inflight" ? 3_000 : false),
+    refetchInterval: (q) => (q.state.data?.state === "inflight" ? 3_000 : false),
   });
+  const keyState = { data: keyNow.data?.state, error: keyNow.error };
 
   const [statusTarget, setStatusTarget] = useState<TargetStatus | null>(null);
   const [keyAction, setKeyAction] = useState<"release" | "resolve" | null>(null);
@@ -233,6 +237,7 @@ export function AnomalyDetailView(props: {
           scope={scope}
           keyName={key}
           state={keyState.data ?? "absent"}
+          token={keyNow.data?.token ?? undefined}
           onClose={() => setKeyAction(null)}
           onDone={(message) => {
             setKeyAction(null);

@@ -8,7 +8,7 @@ import { ReasonField, reasonOk } from "@/components/ui/reason-field";
 import { buttonClass } from "@/components/ui/styles";
 import { apiFetch } from "@/lib/console/api";
 import type { BulkReleaseResult } from "@/lib/operator/bulk-release-keys";
-import type { KeyPage } from "@/lib/operator/present-key";
+import type { KeyPage, KeyView } from "@/lib/operator/present-key";
 
 /** Keys held until someone decides; a bulk release acts only on these, never on a running call. */
 export const HELD_STATES: string[] = ["stuck", "unknown"];
@@ -22,7 +22,12 @@ export function heldWords(state: HeldState | null, n?: number): string {
 
 type BulkFilter = { state: HeldState | null; tool: string | null; scope: string | null; prefix: string | null };
 
-export type BulkTarget = { mode: "selected"; keys: { scope: string; key: string }[] } | { mode: "filter"; filter: BulkFilter };
+/** a selected key with the token of the reservation the operator saw: a key another call takes meanwhile is refused */
+export type BulkKey = { scope: string; key: string; token: number };
+
+export const bulkKeyOf = (k: KeyView): BulkKey => ({ scope: k.scope, key: k.key, token: k.token });
+
+export type BulkTarget = { mode: "selected"; keys: BulkKey[] } | { mode: "filter"; filter: BulkFilter };
 
 const COUNT_LIMIT = 500;
 

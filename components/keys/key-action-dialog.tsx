@@ -34,6 +34,7 @@ export function KeyActionDialog({
   scope,
   keyName,
   state,
+  token,
   onClose,
   onDone,
 }: {
@@ -42,6 +43,8 @@ export function KeyActionDialog({
   keyName: string;
   /** the key's state as the page last read it */
   state: string;
+  /** the token of the reservation the page shows: the decision applies to that call only */
+  token?: number;
   onClose: () => void;
   onDone: (message: string) => void;
 }) {
@@ -58,7 +61,7 @@ export function KeyActionDialog({
   const mutation = useMutation({
     mutationFn: () =>
       action === "release"
-        ? apiFetch(`${keyPath(scope, keyName)}/release`, { method: "POST", json: { reason, ...(running ? { force } : {}) } })
+        ? apiFetch(`${keyPath(scope, keyName)}/release`, { method: "POST", json: { reason, ...(running ? { force } : {}), ...(token !== undefined ? { token } : {}) } })
         : apiFetch(`${keyPath(scope, keyName)}/resolve`, {
             method: "POST",
             json: {
@@ -66,6 +69,7 @@ export function KeyActionDialog({
               result: result.ok ? result.value : undefined,
               ...(status.ok && status.value !== undefined ? { status: status.value } : {}),
               ...(running ? { force } : {}),
+              ...(token !== undefined ? { token } : {}),
             },
           }),
     onSuccess: () => onDone(action === "release" ? "Released: the next call with this key runs the tool." : "Resolved: duplicates now get the result you entered."),

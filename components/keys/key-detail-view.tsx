@@ -207,6 +207,7 @@ export function KeyDetailView({
           scope={detail.scope}
           keyName={detail.key}
           state={detail.state}
+          token={detail.record?.token}
           onClose={() => setAction(null)}
           onDone={(message) => {
             setAction(null);

@@ -9,7 +9,7 @@ import { buttonClass } from "@/components/ui/styles";
 import { apiFetch } from "@/lib/console/api";
 import type { BulkReleaseResult } from "@/lib/operator/bulk-release-keys";
 import type { KeyPage, KeyView } from "@/lib/operator/present-key";
-import { BulkReleaseDialog, HELD_STATES, heldWords, type BulkTarget } from "./bulk-release-dialog";
+import { BulkReleaseDialog, bulkKeyOf, HELD_STATES, heldWords, type BulkKey, type BulkTarget } from "./bulk-release-dialog";
 import { KeysFilters, KEY_STATES } from "./keys-filters";
 import { KeysEmpty } from "./keys-empty";
 import { KeysTable, rowId } from "./keys-table";
@@ -54,7 +54,7 @@ export function KeysView({ tools, canRelease, gatewayExample }: { tools: string[
     refetchIntervalInBackground: false,
   });
 
-  const [selected, setSelected] = useState<Map<string, { scope: string; key: string }>>(new Map());
+  const [selected, setSelected] = useState<Map<string, BulkKey>>(new Map());
   const [bulk, setBulk] = useState<BulkTarget | null>(null);
   const [result, setResult] = useState<BulkReleaseResult | null>(null);
   const filterKey = keysSearch(filters);
@@ -71,11 +71,11 @@ export function KeysView({ tools, canRelease, gatewayExample }: { tools: string[
     setSelected((prev) => {
       const next = new Map(prev);
       if (next.has(rowId(k))) next.delete(rowId(k));
-      else next.set(rowId(k), { scope: k.scope, key: k.key });
+      else next.set(rowId(k), bulkKeyOf(k));
       return next;
     });
   const toggleAll = (on: boolean) =>
-    setSelected(on ? new Map(items.filter((k) => releasable.has(rowId(k))).map((k) => [rowId(k), { scope: k.scope, key: k.key }])) : new Map());
+    setSelected(on ? new Map(items.filter((k) => releasable.has(rowId(k))).map((k) => [rowId(k), bulkKeyOf(k)])) : new Map());
 
   return (
     <div className="space-y-4">

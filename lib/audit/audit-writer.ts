@@ -184,6 +184,7 @@ export class PrismaAuditWriter implements AuditWriter {
     let prior: PriorExecution | null = row
       ? {
           id: row.id,
+          token: Number(row.token),
           fingerprint: row.fingerprint,
           tool: row.tool,
           session: row.session,

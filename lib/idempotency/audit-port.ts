@@ -74,6 +74,8 @@ export interface SuppressionEntry {
 /** What the audit log knows of a key's latest execution, for answering after a key-store loss. */
 export interface PriorExecution {
   id: string;
+  /** the fencing token of the reservation it ran under */
+  token: number;
   fingerprint: string;
   tool: string;
   session: string | null;

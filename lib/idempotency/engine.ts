@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import type { BeginOutcome, KeyStore } from "@/lib/idempotency/key-store";
+import type { BeginOutcome, KeyStore, OperatorGuard, OperatorRefusal } from "@/lib/idempotency/key-store";
 import { COMPLETION_NOT_STORED, type AuditWriter, type ExecutionOutcome, type PriorExecution, type SuppressionKind, type Transport } from "./audit-port";
 import {
   CallAbandonedError,
@@ -92,6 +92,11 @@ export interface OperatorDecision {
   reason: string;
   /** also decide about an inflight key whose lease is still valid: its call may still complete */
   force?: boolean;
+  /**
+   * the fencing token of the reservation the decision is about (the record a probe asked about, or
+   * an operator read); when another call holds the key by now, the decision is refused
+   */
+  token?: number;
 }
 
 function serialize(body: unknown): string {
@@ -686,7 +691,7 @@ export class Engine {
    * key runs it. Stuck and unknown keys; a running one only with `force`.
    */
   async release(decision: OperatorDecision): Promise<{ before: KeyRecord }> {
-    const out = await this.store.release(decision.scope, decision.key, { nowMs: this.now(), force: decision.force ?? false });
+    const out = await this.store.release(decision.scope, decision.key, guardOf(decision, this.now()));
     if (out.ok) {
       // the execution ends here as far as the log is concerned; if the store later loses data, the
       // released execution no longer blocks the key
@@ -696,7 +701,12 @@ export class Engine {
     if (out.reason === "absent") {
       // The key store lost the record, but the audit log still blocks the key (see recoverFromAudit).
       const prior = await this.audit.priorExecution(decision.scope, decision.key, new Date(this.now() - RELEASE_LOOKBACK_MS));
-      if (prior && (prior.outcome === null || prior.outcome === "unknown") && (await this.audit.closeOpenExecution(prior.id, "released", decision.reason))) {
+      if (
+        prior &&
+        (prior.outcome === null || prior.outcome === "unknown") &&
+        (decision.token === undefined || decision.token === prior.token) &&
+        (await this.audit.closeOpenExecution(prior.id, "released", decision.reason))
+      ) {
         return { before: recordFromPrior(decision.scope, decision.key, prior, false) };
       }
     }
@@ -709,7 +719,7 @@ export class Engine {
    */
   async resolve(decision: OperatorDecision & { result: unknown; status?: number; ttlMs: number }): Promise<{ before: KeyRecord; after: KeyRecord | null }> {
     const stored: StoredResult = { status: decision.status ?? 200, body: serialize(decision.result), final: false };
-    const out = await this.store.resolve(decision.scope, decision.key, stored, decision.ttlMs, { nowMs: this.now(), force: decision.force ?? false });
+    const out = await this.store.resolve(decision.scope, decision.key, stored, decision.ttlMs, guardOf(decision, this.now()));
     if (!out.ok) throw refusal("resolve", out.reason, out.current);
     if (out.before.executionId) {
       const expiresAt = new Date(out.after?.expiresAtMs ?? this.now() + decision.ttlMs);
@@ -784,7 +794,7 @@ function recordFromPrior(scope: string, key: string, prior: PriorExecution, fall
     tool: prior.tool,
     fingerprint: prior.fingerprint,
     status: open ? "inflight" : unknown ? "unknown" : "done",
-    token: 0,
+    token: prior.token,
     createdAtMs: prior.startedAt.getTime(),
     leaseUntilMs: open || unknown ? prior.leaseUntil.getTime() : null,
     completedAtMs: null,
@@ -798,8 +808,17 @@ function recordFromPrior(scope: string, key: string, prior: PriorExecution, fall
   };
 }
 
-function refusal(action: string, reason: "absent" | "not_inflight" | "running", current: KeyRecord | null): InvalidStateError {
+function guardOf(decision: OperatorDecision, nowMs: number): OperatorGuard {
+  return { nowMs, force: decision.force ?? false, ...(decision.token === undefined ? {} : { token: decision.token }) };
+}
+
+function refusal(action: string, reason: OperatorRefusal, current: KeyRecord | null): InvalidStateError {
   switch (reason) {
+    case "changed":
+      return new InvalidStateError(
+        `another call holds this key now (it was taken after the one this decision is about); nothing was ${action}d: look at the key again`,
+        current,
+      );
     case "absent":
       return new InvalidStateError(`there is no record under this key to ${action}`, current);
     case "running":

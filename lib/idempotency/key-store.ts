@@ -58,16 +58,26 @@ export type CompleteOutcome =
 /**
  * An operator's release or resolve: only stuck and unknown records change, and inflight ones whose
  * lease is still valid when forced (their call may still complete). `not_inflight`: done or expired;
- * `running`: inflight within its lease and not forced.
+ * `running`: inflight within its lease and not forced; `changed`: another reservation than the
+ * guard's token holds the key.
  */
 export type OperatorOutcome =
   | { ok: true; before: KeyRecord; after: KeyRecord | null }
-  | { ok: false; reason: "absent" | "not_inflight" | "running"; current: KeyRecord | null };
+  | { ok: false; reason: OperatorRefusal; current: KeyRecord | null };
+
+/** `changed`: the key is held by another reservation than the one the decision was made about. */
+export type OperatorRefusal = "absent" | "not_inflight" | "running" | "changed";
 
 export interface OperatorGuard {
   nowMs: number;
   /** also act on an inflight record whose lease is still valid */
   force?: boolean;
+  /**
+   * act only on the reservation with this fencing token: the one whose call the decision is about
+   * (a probe's answer, a page an operator read). A key taken since by another call is refused
+   * (`changed`), so a decision about one call never frees or resolves another's.
+   */
+  token?: number;
 }
 
 export interface ListQuery {

@@ -82,4 +82,17 @@ describe.each<StoreKind>(["redis", "postgres"])("bulk release on %s", (kind) => 
     expect(out.refused.find((r) => r.key === "running")?.reason).toMatch(/still running/);
     expect(await states()).toEqual({ stuck: "absent", unknown: "absent", running: "inflight", done: "done" });
   });
+
+  it("selected keys with the tokens they were listed with: a key another call took since is refused and listed", async () => {
+    const { scope, states } = await keysInEveryState();
+    const listed = await Promise.all(["stuck", "unknown"].map(async (key) => ({ scope, key, token: (await t.store.get(scope, key))!.token })));
+    // the stuck key is released elsewhere and taken by a new call, which is stuck in its turn
+    await t.store.release(scope, "stuck", { nowMs: Date.now() });
+    const again = await t.store.begin(beginInputs(() => ({ scope, nowMs: Date.now() - 600_000 }))({ key: "stuck" }));
+    expect(again.kind).toBe("reserved");
+    const out = await bulkReleaseKeys(runtime(), { keys: listed, actor, reason: "clearing what this page showed" });
+    expect(out.released).toBe(1);
+    expect(out.refused).toEqual([{ scope, key: "stuck", reason: expect.stringMatching(/^another call holds this key now/) }]);
+    expect(await states()).toMatchObject({ stuck: "stuck", unknown: "absent" });
+  });
 });

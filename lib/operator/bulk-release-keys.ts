@@ -9,8 +9,15 @@ export const BULK_RELEASE_LIMIT = 5_000;
 export const HELD_STATES = ["stuck", "unknown"] as const;
 export type HeldState = (typeof HELD_STATES)[number];
 
+/** a key to release; with `token` (as the operator saw it), only while that reservation holds it */
+export interface BulkKey {
+  scope: string;
+  key: string;
+  token?: number;
+}
+
 export type BulkTarget =
-  | { keys: { scope: string; key: string }[] }
+  | { keys: BulkKey[] }
   /** every key in `state` now (stuck or unknown; both when not given) that matches the filter */
   | { filter: { state?: HeldState; tool?: string; scope?: string; prefix?: string } };
 
@@ -23,7 +30,7 @@ export interface BulkReleaseResult {
 
 export async function bulkReleaseKeys(runtime: KeyRuntime, input: BulkTarget & { actor: string; reason: string }): Promise<BulkReleaseResult> {
   const reason = requireReason(input.reason);
-  let targets: { scope: string; key: string }[];
+  let targets: BulkKey[];
   let more = false;
   if ("keys" in input) {
     if (input.keys.length === 0) throw new InvalidArgumentsError("select at least one key");
@@ -36,7 +43,8 @@ export async function bulkReleaseKeys(runtime: KeyRuntime, input: BulkTarget & {
       let cursor: string | null = null;
       do {
         const page = await runtime.store.list({ ...filter, state: held, limit: 500, cursor, nowMs: Date.now() });
-        targets.push(...page.items.map((r) => ({ scope: r.scope, key: r.key })));
+        // each with the token it was listed with: a key another call takes meanwhile is refused
+        targets.push(...page.items.map((r) => ({ scope: r.scope, key: r.key, token: r.token })));
         cursor = page.nextCursor;
       } while (cursor && targets.length < BULK_RELEASE_LIMIT);
       more ||= cursor !== null;
@@ -54,7 +62,7 @@ export async function bulkReleaseKeys(runtime: KeyRuntime, input: BulkTarget & {
       released++;
     } catch (err) {
       if (!isIdemgateError(err)) throw err;
-      refused.push({ ...target, reason: err.message });
+      refused.push({ scope: target.scope, key: target.key, reason: err.message });
     }
   }
   await recordOperatorAction(runtime.db.prisma, {

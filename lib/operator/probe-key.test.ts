@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { z } from "zod";
 import type { ProbeAnswer } from "@/lib/idempotency/tool";
 import { CallAbandonedError, InvalidStateError, NotFoundError, OutcomeUnknownError, UnknownOutcomeKeyError } from "@/lib/idempotency/errors";
@@ -24,11 +24,15 @@ const cannotTell = ledgerTool("ledger.post", async () => ({ outcome: "unknown", 
 const neverAnswers = ledgerTool("ledger.post_slow_probe", () => new Promise(() => {}));
 const answersNonsense = ledgerTool("ledger.post_odd_probe", async () => ({ outcome: "applied", status: 503, body: null }));
 const noProbe = ledgerTool("ledger.post_no_probe");
+// a probe that answers when the test says so
+const noAnswer = () => {};
+let answerGated: (answer: ProbeAnswer) => void = noAnswer;
+const gated = ledgerTool("ledger.post_gated_probe", () => new Promise<ProbeAnswer>((resolve) => (answerGated = resolve)));
 
 describe("probeKey: asking a key's tool whether its call happened", () => {
   const t = useEngineFixture("redis");
   const clock = t.clock;
-  const registry = new ToolRegistry([...demoTools, cannotTell, neverAnswers, answersNonsense, noProbe]);
+  const registry = new ToolRegistry([...demoTools, cannotTell, neverAnswers, answersNonsense, noProbe, gated]);
   const charge = registry.get("payments.charge");
   const chargeArgs = (customerId: string, simulate?: Record<string, unknown>) => ({ customerId, amountCents: 1_500, currency: "EUR", ...(simulate ? { simulate } : {}) });
   const runtime = () => ({ db: t.db, store: t.store, engine: t.engine, registry });
@@ -81,6 +85,32 @@ describe("probeKey: asking a key's tool whether its call happened", () => {
     expect(await t.db.prisma.demoCharge.count({ where: { scope: s } })).toBe(1);
     const [action] = await actionsOf(s, "k");
     expect(action).toMatchObject({ action: "release", stateAfter: { state: "absent", probe: { outcome: "not_applied" } } });
+  });
+
+  it("an answer about a call whose key another call took meanwhile decides nothing: the newer call stays held", async () => {
+    for (const answer of [{ outcome: "not_applied" }, { outcome: "applied", status: 200, body: { posted: true } }] as const) {
+      const s = scope();
+      await expect(call(gated, s, "k", { amount: 7 })).rejects.toBeInstanceOf(OutcomeUnknownError);
+      const first = (await t.store.get(s, "k"))!;
+      const asking = probeKey(runtime(), { scope: s, key: "k", actor: "reconciler" });
+      await vi.waitFor(() => expect(answerGated).not.toBe(noAnswer));
+      // while the tool is asked: an operator releases the key and the next call's outcome is unknown too
+      await t.engine.release({ scope: s, key: "k", actor: operator, reason: "checked by hand" });
+      await expect(call(gated, s, "k", { amount: 7 })).rejects.toBeInstanceOf(OutcomeUnknownError);
+      const second = (await t.store.get(s, "k"))!;
+      expect(second.token).not.toBe(first.token);
+
+      answerGated(answer);
+      answerGated = noAnswer;
+      const out = await asking;
+      expect(out.action).toBe("none");
+      expect(out.record).toEqual(second);
+      expect(await t.store.get(s, "k")).toEqual(second);
+      await expect(call(gated, s, "k", { amount: 7 })).rejects.toBeInstanceOf(UnknownOutcomeKeyError);
+      const [action] = await actionsOf(s, "k");
+      expect(action).toMatchObject({ action: "probe", actor: "reconciler" });
+      expect(action.reason).toMatch(/but the key was left as it is: another call holds this key now/);
+    }
   });
 
   it("cannot tell: the key stays held, and the answer is recorded", async () => {

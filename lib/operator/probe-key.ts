@@ -49,16 +49,18 @@ export async function probeKey(
 
   const answer = await ask(prober, { scope, key, executionId: before.executionId }, input.timeoutMs ?? PROBE_TIMEOUT_MS);
   const said = describeAnswer(before.tool, answer);
+  // the answer is about this reservation's call: a key taken by another call meanwhile is left alone
+  const token = before.token;
   let action: ProbeKeyResult["action"] = "none";
   let record: KeyRecord | null = before;
   let refused: string | null = null;
   try {
     if (answer.outcome === "applied") {
       const ttlMs = await resultTtlMs(runtime, scope, key);
-      record = (await runtime.engine.resolve({ scope, key, actor, reason: said, result: answer.body, status: answer.status, ttlMs })).after;
+      record = (await runtime.engine.resolve({ scope, key, token, actor, reason: said, result: answer.body, status: answer.status, ttlMs })).after;
       action = "resolved";
     } else if (answer.outcome === "not_applied") {
-      await runtime.engine.release({ scope, key, actor, reason: said });
+      await runtime.engine.release({ scope, key, token, actor, reason: said });
       record = null;
       action = "released";
     }

@@ -8,11 +8,12 @@ import { requireReason, type KeyRuntime } from "./release-key";
 /**
  * The operator confirmed the side effect happened: the key becomes done with the result they
  * supply, and duplicates get that result from now on. Stuck and unknown keys; a running one only
- * with `force`. The key's open unknown-outcome anomalies are closed by it.
+ * with `force`; with `token`, only while that reservation still holds the key (as releaseKey). The
+ * key's open unknown-outcome anomalies are closed by it.
  */
 export async function resolveKey(
   runtime: KeyRuntime,
-  input: { scope: string; key: string; actor: string; reason: string; result: unknown; status?: number; force?: boolean },
+  input: { scope: string; key: string; actor: string; reason: string; result: unknown; status?: number; force?: boolean; token?: number },
 ): Promise<KeyRecord | null> {
   const reason = requireReason(input.reason);
   if (input.result === undefined) throw new InvalidArgumentsError("a result is required: the response duplicates will get", [{ path: "result", message: "required" }]);
@@ -30,6 +31,7 @@ export async function resolveKey(
     status,
     ttlMs: await resultTtlMs(runtime, input.scope, input.key),
     force,
+    token: input.token,
   });
   await recordOperatorAction(runtime.db.prisma, {
     actor: input.actor,

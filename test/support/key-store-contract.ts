@@ -326,6 +326,40 @@ export function describeKeyStoreContract(name: string, makeStore: () => Promise<
       expect(t.kind).toBe("reserved");
     });
 
+    it("with a token, decides only about that reservation: a key another call took since is refused as changed", async () => {
+      newScope();
+      const first = await store.begin(input({ key: "c" }));
+      if (first.kind !== "reserved") throw new Error("not reserved");
+      await store.markUnknown(scope, "c", first.token, "timed out after 400 ms", T0 + 400);
+      const now = { nowMs: T0 + 500 };
+      // the first call's key is released (its tool said nothing happened), and a second call takes it
+      expect((await store.release(scope, "c", { ...now, token: first.token })).ok).toBe(true);
+      const second = await store.begin(input({ key: "c", nowMs: T0 + 600 }));
+      if (second.kind !== "reserved") throw new Error("not reserved");
+      expect(second.token).not.toBe(first.token);
+      const held = await store.markUnknown(scope, "c", second.token, "the service answered 502", T0 + 700);
+      if (!held.ok) throw new Error("not marked");
+
+      // a late decision about the first call leaves the second one's key as it is, forced or not
+      const later = { nowMs: T0 + 5_000, token: first.token };
+      expect(await store.release(scope, "c", later)).toEqual({ ok: false, reason: "changed", current: held.record });
+      expect(await store.release(scope, "c", { ...later, force: true })).toEqual({ ok: false, reason: "changed", current: held.record });
+      expect(await store.resolve(scope, "c", ok, 60_000, later)).toEqual({ ok: false, reason: "changed", current: held.record });
+      expect(await store.get(scope, "c")).toEqual(held.record);
+      // a stuck reservation too
+      const stuck = await store.begin(input({ key: "d" }));
+      if (stuck.kind !== "reserved") throw new Error("not reserved");
+      expect(await store.release(scope, "d", { nowMs: T0 + 5_000, token: stuck.token + 1 })).toMatchObject({ ok: false, reason: "changed" });
+      expect(await store.get(scope, "d")).toEqual(stuck.record);
+
+      // about the call holding it: decided; without a token: whichever holds the key, as before
+      const resolved = await store.resolve(scope, "c", ok, 60_000, { nowMs: T0 + 5_000, token: second.token });
+      expect(resolved).toMatchObject({ ok: true, before: held.record, after: { status: "done", token: second.token, result: ok } });
+      expect((await store.release(scope, "d", { nowMs: T0 + 5_000 })).ok).toBe(true);
+      // a done key is not_inflight whatever the token
+      expect(await store.release(scope, "c", { nowMs: T0 + 6_000, token: first.token })).toMatchObject({ ok: false, reason: "not_inflight" });
+    });
+
     it("stores a final error and replays it byte for byte", async () => {
       newScope();
       const declined: StoredResult = { status: 402, body: '{"type":"card_declined","detail":"ünïcode ✓"}', final: true };

@@ -10,6 +10,7 @@ import type {
   ListQuery,
   OperatorGuard,
   OperatorOutcome,
+  OperatorRefusal,
   StateCounts,
 } from "@/lib/idempotency/key-store";
 import { decodeCursor, encodeCursor, mergeBucketPages, type BucketPage, type Position } from "./cursor";
@@ -204,6 +205,7 @@ export class RedisKeyStore implements KeyStore {
       key,
       String(guard.nowMs),
       guard.force ? "1" : "0",
+      guard.token === undefined ? "" : String(guard.token),
     );
     const [outcome, beforeValue] = reply;
     const before = decodeRecord(scope, key, beforeValue);
@@ -222,6 +224,7 @@ export class RedisKeyStore implements KeyStore {
       String(guard.nowMs + ttlMs),
       ...resultArgs(result),
       guard.force ? "1" : "0",
+      guard.token === undefined ? "" : String(guard.token),
     );
     const [outcome, beforeValue, afterValue] = reply;
     const before = decodeRecord(scope, key, beforeValue);
@@ -554,8 +557,8 @@ function completeOutcome(what: string, scope: string, key: string, reply: Comple
   throw new UnexpectedRedisReplyError(what, reply);
 }
 
-function isOperatorRefusal(outcome: string): outcome is "absent" | "not_inflight" | "running" {
-  return outcome === "absent" || outcome === "not_inflight" || outcome === "running";
+function isOperatorRefusal(outcome: string): outcome is OperatorRefusal {
+  return outcome === "absent" || outcome === "not_inflight" || outcome === "running" || outcome === "changed";
 }
 
 function parsePage(reply: PageReply): BucketPage {

@@ -228,8 +228,9 @@ export function decodeCursor(cursor: string): Cursor {
  * their lease only when forced (their call may still complete).
  */
 function operable(guard: OperatorGuard): Prisma.Sql {
+  const held = guard.token === undefined ? Prisma.empty : Prisma.sql` AND token = ${BigInt(guard.token)}::bigint`;
   return Prisma.sql`(status = 'unknown' OR (status = 'inflight'
-    AND (${guard.force === true}::boolean OR lease_until_ms <= ${ms(guard.nowMs)}::bigint)))`;
+    AND (${guard.force === true}::boolean OR lease_until_ms <= ${ms(guard.nowMs)}::bigint)))${held}`;
 }
 
 /** Which rows each derived state is: a range of deadline_ms within one status. */
@@ -673,6 +674,7 @@ export class SqlKeyStore implements KeyStore {
     const current = await this.get(scope, key);
     if (!current) return { ok: false, reason: "absent", current };
     if (current.status === "done") return { ok: false, reason: "not_inflight", current };
+    if (guard.token !== undefined && current.token !== guard.token) return { ok: false, reason: "changed", current };
     if (current.status === "inflight" && !guard.force && (current.leaseUntilMs ?? 0) > guard.nowMs) {
       return { ok: false, reason: "running", current };
     }

@@ -42,12 +42,12 @@ export default async function AnomalyPage({ params }: { params: Promise<Params> 
   const id = decode((await params).id);
   const runtime = await getRuntime();
   const row = await load(runtime, id);
-  // the key's state now, for the release/resolve buttons; the evidence holds its state at detection
-  const keyState =
+  // the key now, for the release/resolve buttons; the evidence holds its state at detection
+  const keyNow =
     row.scope !== null && row.key !== null
       ? await runtime.store
           .get(row.scope, row.key)
-          .then((r) => (r ? stateOf(r, Date.now()) : "absent"))
+          .then((r) => (r ? { state: stateOf(r, Date.now()), token: r.token } : { state: "absent", token: null }))
           .catch(() => null)
       : null;
   const anomaly = JSON.parse(JSON.stringify(row)) as AnomalyView;
@@ -60,7 +60,7 @@ export default async function AnomalyPage({ params }: { params: Promise<Params> 
       </nav>
       <AnomalyDetailView
         initial={anomaly}
-        initialKeyState={keyState}
+        initialKey={keyNow}
         canAcknowledge={can(operator.role, "acknowledge")}
         canRelease={can(operator.role, "release")}
         canResolve={can(operator.role, "resolve")}

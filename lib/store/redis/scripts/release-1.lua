@@ -8,8 +8,9 @@
     ARGV[3] key
     ARGV[4] nowMs
     ARGV[5] force "1" | "0"
+    ARGV[6] the reservation's token the decision is about ("": whichever holds the key)
   Output:
-    { "ok" | "absent" | "not_inflight" | "running", record value before (empty when absent) }
+    { "ok" | "absent" | "not_inflight" | "running" | "changed", record value before (empty when absent) }
   Publishes "absent" on the record's change channel when ok.
 ]]
 --- @include "keys"
@@ -21,7 +22,7 @@ local scope, key = ARGV[2], ARGV[3]
 local current = redis.call("GET", KEYS[1])
 if not current then return { "absent", "" } end
 local rec = decodeRecord(current)
-local refusal = operatorRefusal(rec, tonumber(ARGV[4]), ARGV[5] == "1")
+local refusal = operatorRefusal(rec, tonumber(ARGV[4]), ARGV[5] == "1", ARGV[6])
 if refusal then return { refusal, current } end
 removeFromIndexes(base, scope, key, rec)
 redis.call("DEL", KEYS[1])

@@ -12,8 +12,9 @@
     ARGV[7] result body
     ARGV[8] result final "1" | "0"
     ARGV[9] force "1" | "0"
+    ARGV[10] the reservation's token the decision is about ("": whichever holds the key)
   Output:
-    { "ok" | "absent" | "not_inflight" | "running", record value before (empty when absent),
+    { "ok" | "absent" | "not_inflight" | "running" | "changed", record value before (empty when absent),
       record value after (empty unless ok) }
   Publishes "done" on the record's change channel when ok.
 ]]
@@ -26,7 +27,7 @@ local scope, key = ARGV[2], ARGV[3]
 local current = redis.call("GET", KEYS[1])
 if not current then return { "absent", "", "" } end
 local rec = decodeRecord(current)
-local refusal = operatorRefusal(rec, tonumber(ARGV[4]), ARGV[9] == "1")
+local refusal = operatorRefusal(rec, tonumber(ARGV[4]), ARGV[9] == "1", ARGV[10])
 if refusal then return { refusal, current, "" } end
 
 changeStatus(base, scope, key, rec, "done", ARGV[5])

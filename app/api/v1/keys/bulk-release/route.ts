@@ -3,11 +3,12 @@ import { withPrincipal } from "@/lib/auth/guard";
 import { actorOf } from "@/lib/auth/actor";
 import { parseBody } from "@/lib/http/parse-body";
 import { bulkReleaseKeys, HELD_STATES } from "@/lib/operator/bulk-release-keys";
+import { ReservationToken } from "@/lib/operator/release-key";
 
 export const dynamic = "force-dynamic";
 
 const Body = z.union([
-  z.object({ reason: z.string(), keys: z.array(z.object({ scope: z.string(), key: z.string() })).min(1) }),
+  z.object({ reason: z.string(), keys: z.array(z.object({ scope: z.string(), key: z.string(), token: ReservationToken.optional() })).min(1) }),
   z.object({
     reason: z.string(),
     filter: z.object({ state: z.enum(HELD_STATES).optional(), tool: z.string().optional(), scope: z.string().optional(), prefix: z.string().optional() }),
