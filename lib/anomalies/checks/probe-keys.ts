@@ -21,11 +21,13 @@ export interface ReconcileProbes {
   rotation?: ProbeRotation;
 }
 
-/** Where the reconciler's probing continues: the tool to start with, and each (tool, state) list's cursor. */
+/** Where the reconciler's probing continues: the (tool, state) list to start with, and each list's cursor. */
 export class ProbeRotation {
-  nextTool = 0;
+  nextList = 0;
   readonly cursors = new Map<string, string | null>();
 }
+
+const HELD_STATES = ["unknown", "stuck"] as const;
 
 export interface ProbeOptions {
   /** keys asked about per pass (default 20) */
@@ -59,8 +61,9 @@ const PAGE_SIZE = 100;
  * Asks the tools that can tell whether their unknown and stuck keys' calls happened, and lets
  * their answers resolve or release those keys (probeKey records each answer with the reconciler as
  * actor). Bounded per pass; a key whose tool could not tell is not asked again for a while. With a
- * rotation, each pass continues the lists where the previous one stopped, and starts with the tool
- * after the one that filled it: no held key waits behind others forever.
+ * rotation, each pass continues the lists where the previous one stopped, and starts with the
+ * (tool, state) list after the one that filled it: no held key waits behind others forever, not
+ * even a tool's stuck keys behind its many unknown ones.
  */
 export async function probeHeldKeys(ctx: CheckContext, probes: ReconcileProbes, options: ProbeOptions = {}): Promise<{ examined: number; probed: ProbedKey[] }> {
   const maxProbes = options.maxProbes ?? 20;
@@ -69,14 +72,14 @@ export async function probeHeldKeys(ctx: CheckContext, probes: ReconcileProbes, 
   const stuckFor = options.stuckProbeAfterMs ?? 60_000;
 
   const rotation = probes.rotation ?? new ProbeRotation();
-  const tools = probes.tools;
-  const first = rotation.nextTool % tools.length;
+  const lists = probes.tools.flatMap((tool) => HELD_STATES.map((state) => ({ tool, state })));
+  const first = rotation.nextList % lists.length;
 
   const targets: { record: KeyRecord; state: "unknown" | "stuck" }[] = [];
   const taken = new Set<string>();
   /** where each list continues, kept only once this pass's keys were asked */
   const cursors = new Map<string, string | null>();
-  let nextTool = rotation.nextTool;
+  let nextList = rotation.nextList;
   const take = (records: KeyRecord[], state: "unknown" | "stuck") => {
     for (const record of records) {
       const id = recordKey(record);
@@ -85,33 +88,31 @@ export async function probeHeldKeys(ctx: CheckContext, probes: ReconcileProbes, 
       targets.push({ record, state });
     }
   };
-  collect: for (let t = 0; t < tools.length; t++) {
-    const tool = tools[(first + t) % tools.length];
-    for (const state of ["unknown", "stuck"] as const) {
-      // a stuck key is listed once it has been stuck `stuckFor`: lease passed by then
-      const listAt = state === "stuck" ? ctx.nowMs - stuckFor : ctx.nowMs;
-      const read = (cursor: string | null, limit: number) => ctx.store.list({ tool, state, limit, cursor, nowMs: listAt });
-      // Half of the slots left go to the newest keys, so a key that has just become unknown or
-      // stuck is asked soon; the rest continue the list where the previous pass left it. Those
-      // pages are no larger than the slots left, so a pass ends at a page's end and the next one
-      // continues after it: a key is listed there again only once every other held key was.
-      const newest = Math.floor((maxProbes - targets.length) / 2);
-      if (newest > 0) take((await read(null, Math.min(PAGE_SIZE, newest))).items, state);
-      const list = `${tool}\n${state}`;
-      let cursor = rotation.cursors.get(list) ?? null;
-      for (let page = 1; page < PAGES_PER_LIST && targets.length < maxProbes; page++) {
-        const listed = await read(cursor, Math.min(PAGE_SIZE, maxProbes - targets.length));
-        take(listed.items, state);
-        cursor = listed.nextCursor;
-        if (!cursor) break;
-      }
-      // null: read to its end, the next pass starts it over
-      cursors.set(list, cursor);
-      if (targets.length >= maxProbes) {
-        // the next pass starts with the next tool, so one tool's backlog does not hold the others'
-        nextTool = (first + t + 1) % tools.length;
-        break collect;
-      }
+  for (let l = 0; l < lists.length; l++) {
+    const { tool, state } = lists[(first + l) % lists.length];
+    // a stuck key is listed once it has been stuck `stuckFor`: lease passed by then
+    const listAt = state === "stuck" ? ctx.nowMs - stuckFor : ctx.nowMs;
+    const read = (cursor: string | null, limit: number) => ctx.store.list({ tool, state, limit, cursor, nowMs: listAt });
+    // Half of the slots left go to the newest keys, so a key that has just become unknown or
+    // stuck is asked soon; the rest continue the list where the previous pass left it. Those
+    // pages are no larger than the slots left, so a pass ends at a page's end and the next one
+    // continues after it: a key is listed there again only once every other held key was.
+    const newest = Math.floor((maxProbes - targets.length) / 2);
+    if (newest > 0) take((await read(null, Math.min(PAGE_SIZE, newest))).items, state);
+    const list = `${tool}\n${state}`;
+    let cursor = rotation.cursors.get(list) ?? null;
+    for (let page = 1; page < PAGES_PER_LIST && targets.length < maxProbes; page++) {
+      const listed = await read(cursor, Math.min(PAGE_SIZE, maxProbes - targets.length));
+      take(listed.items, state);
+      cursor = listed.nextCursor;
+      if (!cursor) break;
+    }
+    // null: read to its end, the next pass starts it over
+    cursors.set(list, cursor);
+    if (targets.length >= maxProbes) {
+      // the next pass starts with the next list, so one list's backlog does not hold the others'
+      nextList = (first + l + 1) % lists.length;
+      break;
     }
   }
 
@@ -134,7 +135,7 @@ export async function probeHeldKeys(ctx: CheckContext, probes: ReconcileProbes, 
   // a pass that failed leaves the rotation where it was: its keys are listed again next pass
   if (failure !== null) throw failure;
   for (const [list, cursor] of cursors) rotation.cursors.set(list, cursor);
-  rotation.nextTool = nextTool;
+  rotation.nextList = nextList;
   return { examined: targets.length, probed };
 }
 
