@@ -164,44 +164,42 @@ test("a decision made on a page read before another call took the key is refused
   const { apiToken } = await signInAsOperator(page, testInfo);
   const key = newKey("changed");
   const origin = new URL(page.url()).origin;
+  const detailUrl = `/api/v1/keys/demo/${encodeURIComponent(key)}`;
+  type Detail = { state: string; record: { token: number; executionId: string } };
+  const read = async () => (await (await page.request.get(detailUrl)).json()) as Detail;
   service.behaviour = "fail";
   await problemOf(await invoke(request, apiToken, "billing.create_invoice", key, { customer: "c-changed" }), 502, "outcome_unknown");
-  const detailUrl = `/api/v1/keys/demo/${encodeURIComponent(key)}`;
-  const first = (await (await page.request.get(detailUrl)).json()) as { record: { token: number } };
+  const first = await read();
 
-  // this operator opens the key and the page keeps showing what it read (its refreshes answer the
-  // first read); meanwhile another operator releases it, and the next call's outcome is unknown too
-  await page.route(`**${detailUrl}`, (route) => (route.request().method() === "GET" ? route.fulfill({ json: first }) : route.continue()));
+  // this operator opens the key and starts to release it
   await page.goto(keyUrl(key));
   await expect(page.getByTestId("key-state")).toHaveText("unknown");
+  await page.getByTestId("release-button").click();
+  const dialog = page.getByTestId("release-dialog");
+  await dialog.getByTestId("reason-input").fill("the billing service's log shows no invoice (e2e, decided about the first call)");
+
+  // meanwhile another operator releases it, and the next call's outcome is unknown too
   const released = await page.request.post(`${detailUrl}/release`, {
     headers: { Origin: origin },
     data: { reason: "another operator: no invoice for the first call (e2e)", token: first.record.token },
   });
   expect(released.status(), await released.text()).toBe(200);
   await problemOf(await invoke(request, apiToken, "billing.create_invoice", key, { customer: "c-changed" }), 502, "outcome_unknown");
-  const second = (await (await page.request.get(detailUrl)).json()) as { state: string; record: { token: number } };
+  const second = await read();
   expect(second.state).toBe("unknown");
   expect(second.record.token).not.toBe(first.record.token);
 
   // the API refuses a decision about the first call now, and says why
-  const stale = await page.request.post(`${detailUrl}/release`, {
-    headers: { Origin: origin },
-    data: { reason: "about the first call (e2e)", token: first.record.token },
-  });
+  const stale = await page.request.post(`${detailUrl}/release`, { headers: { Origin: origin }, data: { reason: "about the first call (e2e)", token: first.record.token } });
   expect(stale.status()).toBe(409);
   expect(await stale.json()).toMatchObject({ type: "/problems/invalid_state", detail: expect.stringContaining("another call holds this key now") });
 
-  // so does the page still showing the first call
-  await page.getByTestId("release-button").click();
-  const dialog = page.getByTestId("release-dialog");
-  await dialog.getByTestId("reason-input").fill("the billing service's log shows no invoice (e2e, an old page)");
+  // the page behind the dialog re-reads the key and shows the second call; the dialog still decides about the first
+  await expect(page.getByTestId("key-record")).toContainText(second.record.executionId, { timeout: 15_000 });
   await dialog.getByTestId("confirm-release").click();
   await expect(dialog.getByRole("alert")).toContainText("another call holds this key now");
   await shot(page, testInfo, "release-changed");
-  expect(await keyDetail(page, key)).toMatchObject({ state: "unknown", record: { outcomeNote: "the service answered 503" } });
-  const held = (await (await page.request.get(detailUrl)).json()) as { record: { token: number } };
-  expect(held.record.token).toBe(second.record.token);
+  expect(await read()).toMatchObject({ state: "unknown", record: { token: second.record.token, executionId: second.record.executionId } });
   service.behaviour = "ok";
   await problemOf(await invoke(request, apiToken, "billing.create_invoice", key, { customer: "c-changed" }), 409, "outcome_unknown");
 });

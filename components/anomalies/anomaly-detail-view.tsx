@@ -32,8 +32,8 @@ const NEXT: Record<string, TargetStatus[]> = {
  * One anomaly: what happened, the evidence, and what fixes the cause. Operators change its status
  * here and, for an orphan whose key is still reserved, release or resolve the key itself.
  */
-/** a key as the anomaly page shows it now: its state, and its reservation's token (null when absent) */
-type KeyNow = { state: string; token: number | null };
+/** a key as the anomaly page shows it now: its state, and its reservation's token and execution (null when absent) */
+export type KeyNow = { state: string; token: number | null; executionId: string | null };
 
 export function AnomalyDetailView(props: {
   initial: AnomalyView;
@@ -57,7 +57,10 @@ export function AnomalyDetailView(props: {
   const keyQueryKey = ["anomaly-key", scope, key];
   const keyNow = useQuery({
     queryKey: keyQueryKey,
-    queryFn: ({ signal }) => apiFetch<{ state: string; token: number }>(keyPath(scope!, key!), { signal }).then((d): KeyNow => ({ state: d.state, token: d.token })),
+    queryFn: ({ signal }) =>
+      apiFetch<{ state: string; record: { token: number; executionId: string | null } | null }>(keyPath(scope!, key!), { signal }).then(
+        (d): KeyNow => ({ state: d.state, token: d.record?.token ?? null, executionId: d.record?.executionId ?? null }),
+      ),
     enabled: hasKey,
     initialData: props.initialKey ?? undefined,
     initialDataUpdatedAt: Date.now(),
@@ -74,7 +77,10 @@ export function AnomalyDetailView(props: {
   const nowMs = query.dataUpdatedAt || Date.now();
   const reasons = staleReasons(a);
   const keyReserved = keyState.data === "inflight" || keyState.data === "stuck" || keyState.data === "unknown";
-  const keyActions = info.orphan && hasKey && keyReserved && (props.canRelease || props.canResolve);
+  // a decision here is about the anomaly's call: once another call holds the key, it is made on the key's page
+  const anomalyCall = typeof a.evidence?.executionId === "string" ? a.evidence.executionId : null;
+  const heldByAnother = keyReserved && anomalyCall !== null && keyNow.data?.executionId !== anomalyCall;
+  const keyActions = info.orphan && hasKey && keyReserved && !heldByAnother && (props.canRelease || props.canResolve);
   const readOnly = !props.canAcknowledge;
 
   return (
@@ -196,8 +202,13 @@ export function AnomalyDetailView(props: {
                     </button>
                   )}
                 </div>
-                {info.orphan && hasKey && keyReserved && !readOnly && (
+                {info.orphan && hasKey && keyReserved && !readOnly && !heldByAnother && (
                   <p className="text-xs text-muted">It did not happen: release the key, so the next retry runs it. It happened: resolve it with its result.</p>
+                )}
+                {info.orphan && heldByAnother && (
+                  <p className="text-xs text-muted" data-testid="key-held-by-another">
+                    Another call holds this key now, not the one this anomaly is about: decide about it on the key&apos;s page.
+                  </p>
                 )}
               </div>
             ) : (

@@ -43,11 +43,14 @@ export function KeyActionDialog({
   keyName: string;
   /** the key's state as the page last read it */
   state: string;
-  /** the token of the reservation the page shows: the decision applies to that call only */
+  /** the token of the reservation the page shows when the dialog opens: the decision applies to that call only */
   token?: number;
   onClose: () => void;
   onDone: (message: string) => void;
 }) {
+  // the call the operator is deciding about is the one shown when the dialog opened: a page that
+  // re-reads the key meanwhile may show another call by the time they confirm
+  const [decidedToken] = useState(token);
   const running = state === "inflight";
   const [force, setForce] = useState(false);
   const [reason, setReason] = useState("");
@@ -61,7 +64,7 @@ export function KeyActionDialog({
   const mutation = useMutation({
     mutationFn: () =>
       action === "release"
-        ? apiFetch(`${keyPath(scope, keyName)}/release`, { method: "POST", json: { reason, ...(running ? { force } : {}), ...(token !== undefined ? { token } : {}) } })
+        ? apiFetch(`${keyPath(scope, keyName)}/release`, { method: "POST", json: { reason, ...(running ? { force } : {}), ...(decidedToken !== undefined ? { token: decidedToken } : {}) } })
         : apiFetch(`${keyPath(scope, keyName)}/resolve`, {
             method: "POST",
             json: {
@@ -69,7 +72,7 @@ export function KeyActionDialog({
               result: result.ok ? result.value : undefined,
               ...(status.ok && status.value !== undefined ? { status: status.value } : {}),
               ...(running ? { force } : {}),
-              ...(token !== undefined ? { token } : {}),
+              ...(decidedToken !== undefined ? { token: decidedToken } : {}),
             },
           }),
     onSuccess: () => onDone(action === "release" ? "Released: the next call with this key runs the tool." : "Resolved: duplicates now get the result you entered."),

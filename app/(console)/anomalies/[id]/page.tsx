@@ -47,7 +47,7 @@ export default async function AnomalyPage({ params }: { params: Promise<Params> 
     row.scope !== null && row.key !== null
       ? await runtime.store
           .get(row.scope, row.key)
-          .then((r) => (r ? { state: stateOf(r, Date.now()), token: r.token } : { state: "absent", token: null }))
+          .then((r) => (r ? { state: stateOf(r, Date.now()), token: r.token, executionId: r.executionId } : { state: "absent", token: null, executionId: null }))
           .catch(() => null)
       : null;
   const anomaly = JSON.parse(JSON.stringify(row)) as AnomalyView;
