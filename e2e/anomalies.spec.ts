@@ -200,6 +200,31 @@ test("the detail shows the evidence, fixes the key, and acknowledging is audited
   await shot(page, testInfo, "audit");
 });
 
+test("an anomaly's page decides only about its own call: once another call holds the key, it points to the key's page", async ({ page, request }, testInfo) => {
+  const { apiToken } = await signInAsOperator(page, testInfo, "/anomalies");
+  const key = keyFor("taken", testInfo);
+  expect((await charge(request, apiToken, key, `cus-taken-${RUN}`, { crash: true })).status()).toBe(500);
+  await expect.poll(() => keyState(page, key), { timeout: 15_000, intervals: [1_000] }).toBe("stuck");
+  await runReconciler(page);
+  const id = await row(page, key, "orphan_unknown_outcome").getAttribute("data-id");
+  expect(id).toBeTruthy();
+
+  // the key is released elsewhere, and a new call with it crashes in its turn
+  const released = await page.request.post(`/api/v1/keys/demo/${encodeURIComponent(key)}/release`, {
+    headers: { Origin: new URL(page.url()).origin },
+    data: { reason: "PSP shows no charge (e2e)" },
+  });
+  expect(released.status(), await released.text()).toBe(200);
+  expect((await charge(request, apiToken, key, `cus-taken-${RUN}`, { crash: true })).status()).toBe(500);
+
+  await page.goto(`/anomalies/${id}`);
+  await expect(page.getByTestId("key-state-now")).toHaveAttribute("data-state", /inflight|stuck/);
+  await expect(page.getByTestId("key-held-by-another")).toContainText("Another call holds this key now");
+  await expect(page.getByTestId("key-release")).toHaveCount(0);
+  await expect(page.getByTestId("key-resolve")).toHaveCount(0);
+  await shot(page, testInfo, "key-held-by-another");
+});
+
 test("the overview's open anomaly count leads to the list", async ({ page }, testInfo) => {
   await signInAsOperator(page, testInfo);
   const open = (await (await page.request.get("/api/v1/anomalies?status=open&limit=200")).json()) as { items: unknown[] };
