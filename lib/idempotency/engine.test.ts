@@ -521,6 +521,29 @@ describe("engine after the key store lost its data", () => {
     expect(tool.calls).toHaveLength(1);
   });
 
+  it("a key held again as unknown from the log stands for that call: releasing it lets the next call run", async () => {
+    const s = scope();
+    const failed = await t.engine
+      .invoke(charge, async () => Promise.reject(new Error("socket hang up")), { scope: s, key: "k", args: {} })
+      .catch((err: unknown) => err);
+    expect(failed).toBeInstanceOf(OutcomeUnknownError);
+    const first = (failed as OutcomeUnknownError).executionId;
+    await t.loseData!();
+    clock.ms += 2_000;
+    const tool = countingTool();
+    await expect(t.engine.invoke(charge, tool.run, { scope: s, key: "k", args: {} })).rejects.toBeInstanceOf(UnknownOutcomeKeyError);
+    const held = await t.store.get(s, "k");
+    expect(held).toMatchObject({ status: "unknown", executionId: first });
+
+    // the tool (or an operator) says it did not happen: the call the record stands for is closed in the log
+    await t.engine.release({ scope: s, key: "k", token: held!.token, actor: "ops", reason: "the PSP has no such charge" });
+    await t.audit.flush();
+    expect(await t.db.prisma.execution.findUnique({ where: { id: first } })).toMatchObject({ outcome: "released" });
+    clock.ms += 1_000;
+    expect(await t.engine.invoke(charge, tool.run, { scope: s, key: "k", args: {} })).toMatchObject({ kind: "executed" });
+    expect(tool.calls).toHaveLength(1);
+  });
+
   it("keeps the result of a call whose reservation vanished while it ran, and replays it", async () => {
     const s = scope();
     const tool = countingTool();

@@ -669,7 +669,11 @@ export class Engine {
     const record = recordFromPrior(call.scope, call.key, prior, call.fallback);
     if (prior.outcome === "unknown" && prior.fingerprint === fp) {
       const note = prior.error ?? "the outcome of its call was unknown";
-      const marked = await this.store.markUnknown(call.scope, call.key, token, note, prior.finishedAt?.getTime() ?? call.arrivedMs).catch(() => null);
+      // the record stands for that execution (this call writes no intent): a decision about the
+      // key closes it in the log, and a probe is asked about it
+      const marked = await this.store
+        .markUnknown(call.scope, call.key, token, note, prior.finishedAt?.getTime() ?? call.arrivedMs, { executionId: prior.id })
+        .catch(() => null);
       return this.suppressed("unknown", marked?.ok ? marked.record : record, call);
     }
     const keepsResult = prior.outcome !== null && prior.resultBody !== null && prior.expiresAt !== null && prior.expiresAt.getTime() > call.arrivedMs;

@@ -46,7 +46,10 @@ export type BeginOutcome =
   | { kind: "mismatch"; record: KeyRecord };
 
 export interface CompleteOptions {
-  /** record this execution as the one that produced the result (restoring a result from the audit log) */
+  /**
+   * record this execution as the one the record stands for (restoring a result or an unknown
+   * outcome from the audit log: the record is that earlier execution's, not the reserving call's)
+   */
   executionId?: string;
 }
 
@@ -130,7 +133,7 @@ export interface KeyStore {
    * becomes `unknown` (with `note` and `unknownAtMs = nowMs`) and blocks the key until a probe or an
    * operator decides; refused (stale_token / absent) like complete
    */
-  markUnknown(scope: string, key: string, token: number, note: string, nowMs: number): Promise<CompleteOutcome>;
+  markUnknown(scope: string, key: string, token: number, note: string, nowMs: number, options?: CompleteOptions): Promise<CompleteOutcome>;
   /** operator: delete a stuck or unknown reservation (an inflight one only when forced) */
   release(scope: string, key: string, guard: OperatorGuard): Promise<OperatorOutcome>;
   /** operator: mark a stuck or unknown reservation done with the given result (an inflight one only when forced) */

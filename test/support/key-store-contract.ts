@@ -326,6 +326,19 @@ export function describeKeyStoreContract(name: string, makeStore: () => Promise<
       expect(t.kind).toBe("reserved");
     });
 
+    it("marks a reservation unknown for an earlier execution when told which (an outcome restored from the log)", async () => {
+      newScope();
+      const r = await store.begin(input({ key: "restored", executionId: "ex-new" }));
+      if (r.kind !== "reserved") throw new Error("not reserved");
+      const marked = await store.markUnknown(scope, "restored", r.token, "the tool threw: reset", T0 + 5, { executionId: "ex-earlier\nwith % odd text" });
+      expect(marked).toMatchObject({ ok: true, record: { status: "unknown", token: r.token, executionId: "ex-earlier\nwith % odd text" } });
+      expect(await store.get(scope, "restored")).toMatchObject({ status: "unknown", executionId: "ex-earlier\nwith % odd text", outcomeNote: "the tool threw: reset" });
+      // without it, the reserving call's
+      const own = await store.begin(input({ key: "own", executionId: "ex-own" }));
+      if (own.kind !== "reserved") throw new Error("not reserved");
+      expect(await store.markUnknown(scope, "own", own.token, "timed out", T0 + 5)).toMatchObject({ ok: true, record: { executionId: "ex-own" } });
+    });
+
     it("with a token, decides only about that reservation: a key another call took since is refused as changed", async () => {
       newScope();
       const first = await store.begin(input({ key: "c" }));

@@ -184,7 +184,7 @@ export class RedisKeyStore implements KeyStore {
     return Number(deleted) === 1;
   }
 
-  async markUnknown(scope: string, key: string, token: number, note: string, nowMs: number): Promise<CompleteOutcome> {
+  async markUnknown(scope: string, key: string, token: number, note: string, nowMs: number, options: CompleteOptions = {}): Promise<CompleteOutcome> {
     const reply = await this.redis.idgMarkUnknown(
       this.keys.record(scope, key),
       this.keys.base(bucketOf(scope, key)),
@@ -193,6 +193,7 @@ export class RedisKeyStore implements KeyStore {
       String(token),
       String(nowMs),
       optionalArg(note),
+      options.executionId === undefined ? "" : escapeField(options.executionId),
     );
     return completeOutcome("markUnknown", scope, key, reply);
   }

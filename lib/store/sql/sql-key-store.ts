@@ -386,14 +386,15 @@ export class SqlKeyStore implements KeyStore {
     return true;
   }
 
-  async markUnknown(scope: string, key: string, token: number, note: string, nowMs: number): Promise<CompleteOutcome> {
+  async markUnknown(scope: string, key: string, token: number, note: string, nowMs: number, options: CompleteOptions = {}): Promise<CompleteOutcome> {
     const now = ms(nowMs);
     // lease_until_ms stays: when the call's lease ended
     return this.updateHeld(
       scope,
       key,
       token,
-      Prisma.sql`status = 'unknown', outcome_note = ${note}::text, unknown_at_ms = ${now}::bigint, deadline_ms = ${now}::bigint`,
+      Prisma.sql`status = 'unknown', outcome_note = ${note}::text, unknown_at_ms = ${now}::bigint, deadline_ms = ${now}::bigint,
+        execution_id = COALESCE(${options.executionId ?? null}::text, execution_id)`,
     );
   }
 

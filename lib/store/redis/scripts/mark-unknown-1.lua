@@ -10,6 +10,7 @@
     ARGV[4] token
     ARGV[5] unknownAtMs
     ARGV[6] outcome note ("=" + escaped text)
+    ARGV[7] the execution the record stands for from now on (escaped; "": the reserving call's)
   Output:
     { "ok" | "stale_token" | "absent", record value (empty when absent) }
     Like complete: refused unless the record is inflight (or stuck) under the token.
@@ -26,6 +27,7 @@ if refusal then return refusal end
 changeStatus(base, scope, key, rec, "unknown", ARGV[5])
 rec.unknownAtMs = ARGV[5]
 rec.outcomeNote = ARGV[6]
+if ARGV[7] ~= "" then rec.executionId = ARGV[7] end
 local value = encodeRecord(rec)
 redis.call("SET", KEYS[1], value)
 announceChange(base, scope, key, "unknown")
