@@ -276,7 +276,19 @@ describe("RedisKeyStore", () => {
     const cases = [["absent", "fp-a"], ["inflight", "fp-a"], ["stuck", "fp-a"], ["unknown", "fp-a"], ["done", "fp-a"], ["done", "fp-other"], ["expired", "fp-a"]] as const;
     for (const [key, fingerprint] of cases) {
       const before = await redis.get(store.keys.record(scope, key));
-      const read = await store.peekReplay(scope, key, fingerprint, nowMs);
+      const sent: string[] = [];
+      const original = redis.sendCommand.bind(redis);
+      redis.sendCommand = ((command: { name: string }, ...rest: unknown[]) => {
+        sent.push(command.name);
+        return (original as (...a: unknown[]) => unknown)(command, ...rest);
+      }) as typeof redis.sendCommand;
+      let read: Awaited<ReturnType<typeof store.peekReplay>>;
+      try {
+        read = await store.peekReplay(scope, key, fingerprint, nowMs);
+      } finally {
+        redis.sendCommand = original;
+      }
+      expect(sent, key).toEqual(["get"]);
       expect(await redis.get(store.keys.record(scope, key)), key).toBe(before);
       const begun = await store.begin(input({ key, fingerprint, nowMs }));
       expect(read !== null, `${key} ${fingerprint}: begin answered ${begun.kind}`).toBe(begun.kind === "replay");
