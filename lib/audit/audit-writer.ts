@@ -1,12 +1,9 @@
 import type { PrismaClient } from "@/generated/prisma/client";
 import { isUniqueViolation } from "@/lib/db/errors";
-import { COMPLETION_NOT_STORED, OpenExecutionError, type AuditWriter, type ClosedOutcome, type ExecutionOutcome, type IntentEntry, type OutcomeEntry, type PriorExecution, type SuppressionEntry } from "@/lib/idempotency/audit-port";
+import { COMPLETION_NOT_STORED, OPEN_CALL_RECOVERY_MS, OpenExecutionError, type AuditWriter, type ClosedOutcome, type ExecutionOutcome, type IntentEntry, type OutcomeEntry, type PriorExecution, type SuppressionEntry } from "@/lib/idempotency/audit-port";
 import { GroupCommit, type ItemResults } from "./group-commit";
 
 export type AuditMode = "durable" | "async";
-
-/** After a key-store loss, an unfinished call keeps its key blocked (through the log) this long. */
-const OPEN_CALL_RECOVERY_MS = 7 * 24 * 60 * 60 * 1000;
 
 /** Rows a writer holds in memory at most (queued or being written); see AuditWriterOptions.maxQueued. */
 export const DEFAULT_MAX_QUEUED = 10_000;

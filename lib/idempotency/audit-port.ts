@@ -91,6 +91,13 @@ export interface PriorExecution {
   finishedAt: Date | null;
 }
 
+/**
+ * After a key-store loss, a call that never finished (open, or its outcome unknown) keeps its key
+ * held through the audit log this long after the loss, whatever its tool's TTL: only a decision
+ * frees such a key, never the passing of time within this window.
+ */
+export const OPEN_CALL_RECOVERY_MS = 7 * 24 * 60 * 60 * 1000;
+
 /** How an outcome's error starts when its result could not be stored as a done record. */
 export const COMPLETION_NOT_STORED = "completion not stored";
 

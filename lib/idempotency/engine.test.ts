@@ -3,6 +3,7 @@ import { PrismaPg } from "@prisma/adapter-pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PrismaClient } from "@/generated/prisma/client";
 import { PrismaAuditWriter } from "@/lib/audit/audit-writer";
+import { bucketOf } from "@/lib/store/redis/key-names";
 import { createRedisKeyStore } from "@/lib/store/redis/redis-key-store";
 import { useEngineFixture } from "@/test/support/engine-fixture";
 import { openTestStore, STORE_KINDS, type StoreUnderTest } from "@/test/support/stores";
@@ -521,6 +522,38 @@ describe("engine after the key store lost its data", () => {
     expect(tool.calls).toHaveLength(1);
   });
 
+  it("keeps a key whose outcome was unknown held after a loss however long after its TTL, until someone decides", async () => {
+    const s = scope();
+    const tool = countingTool();
+    const unknownCall = () => t.engine.invoke(charge, async () => Promise.reject(new Error("socket hang up")), { scope: s, key: "k", args: {} });
+    await expect(unknownCall()).rejects.toBeInstanceOf(OutcomeUnknownError);
+    // days later (the TTL is a minute), the store loses its data and the caller retries
+    clock.ms += 2 * 24 * 3_600_000;
+    await t.loseData!();
+    await expect(t.engine.invoke(charge, tool.run, { scope: s, key: "k", args: {} })).rejects.toBeInstanceOf(UnknownOutcomeKeyError);
+
+    // lost soon after the call, retried after the TTL: the bucket's epoch is older than the TTL by then
+    const s2 = scope();
+    await expect(
+      t.engine.invoke(charge, async () => Promise.reject(new Error("socket hang up")), { scope: s2, key: "k", args: {} }),
+    ).rejects.toBeInstanceOf(OutcomeUnknownError);
+    await t.loseData!();
+    clock.ms += 1_000;
+    // another key of the same bucket starts the store's new epoch
+    const neighbour = Array.from({ length: 10_000 }, (_, i) => `n${i}`).find((k) => bucketOf(s2, k) === bucketOf(s2, "k"))!;
+    await t.engine.invoke(charge, tool.run, { scope: s2, key: neighbour, args: {} });
+    clock.ms += charge.ttlMs + 60_000;
+    await expect(t.engine.invoke(charge, tool.run, { scope: s2, key: "k", args: {} })).rejects.toBeInstanceOf(UnknownOutcomeKeyError);
+    expect(tool.calls).toHaveLength(1); // the neighbour only
+
+    // decided: the log no longer holds them (and a later loss does not bring them back)
+    for (const sc of [s, s2]) await t.engine.release({ scope: sc, key: "k", actor: "ops", reason: "the PSP has no such charge" });
+    await t.loseData!();
+    clock.ms += 1_000;
+    expect(await t.engine.invoke(charge, tool.run, { scope: s, key: "k", args: {} })).toMatchObject({ kind: "executed" });
+    expect(tool.calls).toHaveLength(2);
+  });
+
   it("a key held again as unknown from the log stands for that call: releasing it lets the next call run", async () => {
     const s = scope();
     const failed = await t.engine
@@ -597,7 +630,7 @@ describe("engine after the key store lost its data", () => {
     expect(tool.calls).toHaveLength(2);
   });
 
-  it("costs no audit lookup once the store's epoch is older than the TTL", async () => {
+  it("costs no audit lookup once the store's epoch is older than the TTL, when no call was left unfinished before it", async () => {
     const s = scope();
     const tool = countingTool();
     // touch every bucket once, so each has an epoch; then let the TTL pass

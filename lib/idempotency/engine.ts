@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type { BeginOutcome, KeyStore, OperatorGuard, OperatorRefusal } from "@/lib/idempotency/key-store";
-import { COMPLETION_NOT_STORED, type AuditWriter, type ExecutionOutcome, type PriorExecution, type SuppressionKind, type Transport } from "./audit-port";
+import { COMPLETION_NOT_STORED, OPEN_CALL_RECOVERY_MS, type AuditWriter, type ExecutionOutcome, type PriorExecution, type SuppressionKind, type Transport } from "./audit-port";
 import {
   CallAbandonedError,
   ConflictError,
@@ -315,7 +315,8 @@ export class Engine {
     if (
       begun.takenOver === null &&
       begun.storeEpochMs !== null &&
-      call.arrivedMs - begun.storeEpochMs < call.ttlMs &&
+      // a result lost with the store matters for its TTL, an unfinished call for longer
+      call.arrivedMs - begun.storeEpochMs < recoveryHorizonMs(call.ttlMs) &&
       (await this.mayRecover(begun.storeEpochMs, call.arrivedMs, token, call))
     ) {
       // This part of the key store holds data only since its epoch: a result recorded before may
@@ -658,7 +659,9 @@ export class Engine {
     const fp = call.fingerprint;
     let prior: PriorExecution | null;
     try {
-      prior = await this.audit.priorExecution(call.scope, call.key, new Date(call.arrivedMs - call.ttlMs));
+      // as far back as a call that never finished still holds its key (an expired result found
+      // there is ignored below)
+      prior = await this.audit.priorExecution(call.scope, call.key, new Date(call.arrivedMs - recoveryHorizonMs(call.ttlMs)));
     } catch (err) {
       await this.store.abandon(call.scope, call.key, token).catch(() => {});
       throw new UnavailableError("audit_log", err);
@@ -744,6 +747,11 @@ const INTENT_SETTLE_MS = 10_000;
  * A call whose intent is durable later than this before its lease ends is not run: clocks of the
  * gateways sharing a key store differ a little, and the tool needs the lease to start its call.
  */
+/** How long after a key-store loss the audit log may still hold what the store lost for a key. */
+function recoveryHorizonMs(ttlMs: number): number {
+  return Math.max(ttlMs, OPEN_CALL_RECOVERY_MS);
+}
+
 function leaseMarginMs(leaseMs: number): number {
   return Math.min(1_000, Math.floor(leaseMs / 10));
 }
@@ -757,7 +765,7 @@ const FALLBACK_POLL_MS = 1_000;
 const DEFAULT_MAX_WAITERS = 1_000;
 
 /** How far back an operator's release looks for an execution blocking a key the store lost. */
-const RELEASE_LOOKBACK_MS = 7 * 24 * 60 * 60 * 1000;
+const RELEASE_LOOKBACK_MS = OPEN_CALL_RECOVERY_MS;
 
 interface CallContext {
   tool: ToolPolicy;
