@@ -45,6 +45,25 @@ describe.each(["redis", "postgres"] as const)("a slow intent on the %s store", (
     return { audit, release, entered };
   }
 
+  it("a tool whose call may take up to runTimeoutMs does not start when the rest of its lease is shorter than that", async () => {
+    const bounded: ToolPolicy = { ...charge, name: "billing.export", leaseMs: 60_000, runTimeoutMs: 55_000 };
+    const scope = `s${randomUUID().slice(0, 8)}`;
+    const tool = countingTool();
+    const slow = slowIntents();
+    const slowEngine = new Engine({ store: t.store, audit: slow.audit, now: t.clock.now });
+    const first = slowEngine.invoke(bounded, tool.run, { scope, key: "export-7", args: {} });
+    await expect.poll(() => slow.entered.length).toBe(1);
+    // the intent took 6 s: a 55 s call started now could still be running when the lease ends at 60 s
+    t.clock.ms += 6_000;
+    slow.release();
+    await expect(first).rejects.toBeInstanceOf(LeasePassedError);
+    expect(tool.calls).toHaveLength(0);
+    expect(await t.store.get(scope, "export-7")).toBeNull();
+    // the retry, written in time, runs once
+    expect((await t.engine.invoke(bounded, tool.run, { scope, key: "export-7", args: {} })).kind).toBe("executed");
+    expect(tool.calls).toHaveLength(1);
+  });
+
   it("does not run when its intent commits after the lease passed; the caller that took the key over runs once", async () => {
     const scope = `s${randomUUID().slice(0, 8)}`;
     const tool = countingTool();

@@ -370,10 +370,11 @@ export class Engine {
     }
     call.auditMs += performance.now() - t1;
     const leaseUntilMs = call.arrivedMs + tool.leaseMs;
-    if (this.now() >= leaseUntilMs - leaseMarginMs(tool.leaseMs)) {
-      // The intent took (nearly) the whole lease: from its end another caller may take the key over
-      // (stuck policy takeover, a service that deduplicates) and run it too. Do not run: the intent
-      // ends as not run, the key is given back, the caller retries with the same key.
+    if (this.now() + (tool.runTimeoutMs ?? 0) >= leaseUntilMs - leaseMarginMs(tool.leaseMs)) {
+      // The intent took so much of the lease that the call could outlive it: from its end another
+      // caller may take the key over (stuck policy takeover, a service that deduplicates) and run it
+      // too. Do not run: the intent ends as not run, the key is given back, the caller retries
+      // with the same key.
       await this.store.abandon(call.scope, call.key, token).catch(() => {});
       await this.settleWindow(call, { class: "not_run" });
       this.audit.outcome({
@@ -385,7 +386,7 @@ export class Engine {
         resultBody: null,
         resultFinal: null,
         expiresAt: null,
-        error: "not run: its intent was written only as its lease was ending",
+        error: "not run: its intent was written too late in its lease for the call to finish within it",
       });
       this.onCall({ tool: tool.name, result: "unavailable", storeMs: call.storeMs, auditMs: call.auditMs });
       throw new LeasePassedError(leaseUntilMs);

@@ -18,6 +18,12 @@ export interface ToolPolicy {
    */
   dedupes: boolean;
   /**
+   * the longest the tool's own call takes once started (an upstream's timeoutMs): the engine runs a
+   * call only while the rest of its lease covers this, so a call never outlives its lease and a
+   * takeover never sends a second copy beside it; unbounded (in-process) tools leave it out
+   */
+  runTimeoutMs?: number;
+  /**
    * a read the audit log records: a tool that is idempotent by its own word (an MCP server's
    * `idempotentHint`), passed through without a key but audited (DESIGN.md § MCP); writes are
    * always recorded, other reads never

@@ -70,6 +70,8 @@ export type ToolInput<S extends ArgsSchema> = ToolSpec<S> &
     kind: "read" | "write";
     ttlMs?: number;
     leaseMs?: number;
+    /** how long a call of an in-process tool takes at most (see ToolPolicy.runTimeoutMs); an upstream's is its timeoutMs */
+    runTimeoutMs?: number;
     stuckPolicy?: "block" | "takeover";
     /**
      * Keyless calls are deduplicated by their arguments (`fallback:` + fingerprint) for a short
@@ -139,12 +141,17 @@ export function defineTool<S extends ArgsSchema>(input: ToolInput<S>): ToolDefin
     // a call still waiting for its answer must never look stuck: takeover would send a second copy
     throw new ToolDefinitionError(name, `upstream.timeoutMs (${input.upstream.timeoutMs}) must be below the lease (${leaseMs} ms)`);
   }
+  const runTimeoutMs = input.upstream?.timeoutMs ?? (input.runTimeoutMs === undefined ? undefined : positiveMs(name, "runTimeoutMs", input.runTimeoutMs));
+  if (runTimeoutMs !== undefined && input.kind === "write" && runTimeoutMs >= leaseMs) {
+    throw new ToolDefinitionError(name, `runTimeoutMs (${runTimeoutMs}) must be below the lease (${leaseMs} ms)`);
+  }
 
   return {
     ...rest,
     name,
     ttlMs: positiveMs(name, "ttlMs", input.ttlMs ?? DEFAULT_POLICY.ttlMs),
     leaseMs,
+    ...(runTimeoutMs === undefined ? {} : { runTimeoutMs }),
     stuckPolicy: input.stuckPolicy ?? DEFAULT_POLICY.stuckPolicy,
     fallbackTtlMs,
     dedupes: dedupes ?? DEFAULT_POLICY.dedupes,

@@ -74,6 +74,9 @@ describe("defineTool", () => {
     expect(() => defineTool({ ...base, name: "x", kind: "read", dedupes: true })).toThrow(/write tools/);
     // a call still waiting for its service must never look stuck
     expect(() => defineTool({ ...base, run: undefined, name: "x", leaseMs: 5_000, upstream: { url: "http://x", timeoutMs: 5_000 } })).toThrow(/below the lease/);
+    // the engine runs a call only while the rest of its lease covers this bound
+    expect(defineTool({ ...base, run: undefined, name: "x", leaseMs: 5_000, upstream: { url: "http://x", timeoutMs: 4_000 } }).runTimeoutMs).toBe(4_000);
+    expect(() => defineTool({ ...base, name: "x", leaseMs: 5_000, runTimeoutMs: 5_000 })).toThrow(/runTimeoutMs \(5000\) must be below the lease/);
     expect(() => defineTool({ ...base, run: undefined, name: "x", upstream: { url: "http://x", timeoutMs: 1_000, statusUrl: "nope" } })).toThrow(/statusUrl/);
     expect(() => defineTools([echo, echo])).toThrow(/defined twice/);
   });

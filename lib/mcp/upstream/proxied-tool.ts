@@ -92,6 +92,7 @@ export function proxiedTool(server: { name: string; timeoutMs: number }, listed:
     schema: argsSchema(listed.inputSchema),
     // a call still waiting for its answer must never look stuck
     leaseMs: timeoutMs + 30_000,
+    runTimeoutMs: timeoutMs,
     async run(args, ctx) {
       if (!target.connected()) {
         throw new NotRunError(`the MCP server ${server.name} is not connected; nothing was sent`);
