@@ -174,6 +174,21 @@ describe("upstreamRunner", () => {
     expect((err as NotRunError).message).not.toContain(String(port));
   });
 
+  it("an unreachable host or network counts as not sent only when connecting failed, not on a connection already open", async () => {
+    // what undici's fetch rejects with: TypeError("fetch failed") with the socket's error as its cause
+    const failingWith = (code: string, syscall: string) => (async () => {
+      throw new TypeError("fetch failed", { cause: Object.assign(new Error(`${syscall} ${code}`), { code, syscall }) });
+    }) as unknown as typeof fetch;
+    for (const code of ["EHOSTUNREACH", "ENETUNREACH"]) {
+      expect(await failure(upstreamRunner({ url: `${base}/ok`, timeoutMs: 1_000 }, failingWith(code, "connect"))({}, ctx))).toBeInstanceOf(NotRunError);
+      // a keep-alive probe failing while the answer is awaited: the request may have been applied
+      const midCall = await failure(upstreamRunner({ url: `${base}/ok`, timeoutMs: 1_000 }, failingWith(code, "read"))({}, ctx));
+      expect(midCall).toBeInstanceOf(OutcomeUnknown);
+      expect((midCall as OutcomeUnknown).note).toBe(`the connection failed after the request was sent (${code})`);
+    }
+    expect(await failure(upstreamRunner({ url: `${base}/ok`, timeoutMs: 1_000 }, failingWith("ENOTFOUND", "getaddrinfo"))({}, ctx))).toBeInstanceOf(NotRunError);
+  });
+
   it("each call is one request: retries are the engine's business", async () => {
     const run = upstreamRunner({ url: `${base}/ok`, timeoutMs: 1_000 });
     await run({ n: 1 }, ctx);

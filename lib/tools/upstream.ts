@@ -63,9 +63,9 @@ export function upstreamRunner(config: UpstreamConfig, fetchImpl: typeof fetch =
       });
     } catch (err) {
       if (timeout.aborted) throw new OutcomeUnknown(`timed out after ${config.timeoutMs} ms`, true);
-      const code = errorCode(err);
-      if (code !== null && NOT_SENT_CODES.has(code)) throw new NotRunError(`the service could not be reached (${code}); the request was not sent`);
-      throw new OutcomeUnknown(`the connection failed after the request was sent (${code ?? describeError(err)})`);
+      const error = errorCode(err);
+      if (notSent(error)) throw new NotRunError(`the service could not be reached (${error!.code}); the request was not sent`);
+      throw new OutcomeUnknown(`the connection failed after the request was sent (${error?.code ?? describeError(err)})`);
     }
 
     if (response.headers.get(OUTCOME_HEADER)?.trim().toLowerCase() === "not-applied") {
@@ -87,7 +87,7 @@ export function upstreamRunner(config: UpstreamConfig, fetchImpl: typeof fetch =
       text = await response.text();
     } catch (err) {
       if (timeout.aborted) throw new OutcomeUnknown(`timed out after ${config.timeoutMs} ms while reading the service's ${status} answer`, true);
-      throw new OutcomeUnknown(`the service's ${status} answer was cut off (${errorCode(err) ?? describeError(err)})`);
+      throw new OutcomeUnknown(`the service's ${status} answer was cut off (${errorCode(err)?.code ?? describeError(err)})`);
     }
     const body = parseBody(text);
     if (status < 300) return { status, body };
@@ -118,7 +118,7 @@ export function upstreamProber(config: UpstreamConfig & { statusUrl: string }, f
       response = await fetchImpl(config.statusUrl, { method: "GET", headers, signal, redirect: "manual" });
       text = await response.text();
     } catch (err) {
-      return { outcome: "unknown", note: timeout.aborted ? `the status probe timed out after ${config.timeoutMs} ms` : `the status probe failed (${errorCode(err) ?? describeError(err)})` };
+      return { outcome: "unknown", note: timeout.aborted ? `the status probe timed out after ${config.timeoutMs} ms` : `the status probe failed (${errorCode(err)?.code ?? describeError(err)})` };
     }
     if (response.status < 200 || response.status >= 300) return { outcome: "unknown", note: `the status probe answered ${response.status}` };
     let parsed: unknown;
@@ -153,13 +153,24 @@ function forwardedHeaders(config: UpstreamConfig, ctx: ToolContext): Headers {
   return headers;
 }
 
-/** The error code of a failed fetch (undici puts the socket's code on `cause`). */
-function errorCode(err: unknown): string | null {
+/** The error code of a failed fetch (undici puts the socket's code on `cause`), and the system call that failed. */
+function errorCode(err: unknown): { code: string; syscall: string | null } | null {
   for (let e: unknown = err, depth = 0; e && depth < 4; e = (e as { cause?: unknown }).cause, depth++) {
-    const code = (e as { code?: unknown }).code;
-    if (typeof code === "string") return code;
+    const { code, syscall } = e as { code?: unknown; syscall?: unknown };
+    if (typeof code === "string") return { code, syscall: typeof syscall === "string" ? syscall : null };
   }
   return null;
+}
+
+/**
+ * Whether the request certainly never left: the connection could not be made. An unreachable host
+ * or network reported on a connection already open (a keep-alive probe failing mid-call) may come
+ * after the request was sent, so those codes count only when connecting or resolving failed.
+ */
+function notSent(error: { code: string; syscall: string | null } | null): boolean {
+  if (error === null || !NOT_SENT_CODES.has(error.code)) return false;
+  if (error.code === "EHOSTUNREACH" || error.code === "ENETUNREACH") return error.syscall === "connect";
+  return true;
 }
 
 function describeError(err: unknown): string {
