@@ -25,6 +25,17 @@ const neverAnswers = ledgerTool("ledger.post_slow_probe", () => new Promise(() =
 const answersNonsense = ledgerTool("ledger.post_odd_probe", async () => ({ outcome: "applied", status: 503, body: null }));
 const noProbe = ledgerTool("ledger.post_no_probe");
 // a probe that answers when the test says so
+// a ledger that knows the keys it was sent: applied for the one it charged, nothing for any other
+const keyAware = defineTool({
+  name: "ledger.post_key_aware",
+  kind: "write",
+  description: "post to a ledger (test)",
+  schema: z.strictObject({ amount: z.number().int() }),
+  async run() {
+    throw new Error("ledger connection reset after sending");
+  },
+  probe: async (ctx) => (ctx.key === "model-key-1" ? { outcome: "applied", status: 200, body: { posted: true } } : { outcome: "not_applied" }),
+});
 const noAnswer = () => {};
 let answerGated: (answer: ProbeAnswer) => void = noAnswer;
 const gated = ledgerTool("ledger.post_gated_probe", () => new Promise<ProbeAnswer>((resolve) => (answerGated = resolve)));
@@ -32,7 +43,7 @@ const gated = ledgerTool("ledger.post_gated_probe", () => new Promise<ProbeAnswe
 describe("probeKey: asking a key's tool whether its call happened", () => {
   const t = useEngineFixture("redis");
   const clock = t.clock;
-  const registry = new ToolRegistry([...demoTools, cannotTell, neverAnswers, answersNonsense, noProbe, gated]);
+  const registry = new ToolRegistry([...demoTools, cannotTell, neverAnswers, answersNonsense, noProbe, gated, keyAware]);
   const charge = registry.get("payments.charge");
   const chargeArgs = (customerId: string, simulate?: Record<string, unknown>) => ({ customerId, amountCents: 1_500, currency: "EUR", ...(simulate ? { simulate } : {}) });
   const runtime = () => ({ db: t.db, store: t.store, engine: t.engine, registry });
@@ -111,6 +122,19 @@ describe("probeKey: asking a key's tool whether its call happened", () => {
       expect(action).toMatchObject({ action: "probe", actor: "reconciler" });
       expect(action.reason).toMatch(/but the key was left as it is: another call holds this key now/);
     }
+  });
+
+  it("an advisory call's arguments window is asked about with the key its call was sent with, not its own", async () => {
+    const s = scope();
+    const invoke = () =>
+      t.engine.invoke(keyAware, registry.runnerFor(keyAware, t.db.prisma), { scope: s, key: "model-key-1", keySource: "model", args: registry.parseArgs(keyAware, { amount: 9 }) });
+    await expect(invoke()).rejects.toBeInstanceOf(OutcomeUnknownError);
+    const held = (await t.store.list({ scope: s, state: "unknown", limit: 10, nowMs: clock.ms })).items.map((r) => r.key).sort();
+    expect(held).toHaveLength(2);
+    const windowKey = held.find((k) => k.startsWith("fallback:"))!;
+    // the ledger never saw the window key: asked about it, it would say not applied and free the window
+    const out = await probeKey(runtime(), { scope: s, key: windowKey, actor: operator });
+    expect(out).toMatchObject({ answer: { outcome: "applied" }, action: "resolved", record: { status: "done" } });
   });
 
   it("cannot tell: the key stays held, and the answer is recorded", async () => {

@@ -1,6 +1,7 @@
 import { closeKeyAnomalies } from "@/lib/operator/close-key-anomalies";
 import { recordOperatorAction, recordSnapshot } from "@/lib/audit/operator-actions";
 import { InvalidStateError, isIdemgateError, NotFoundError } from "@/lib/idempotency/errors";
+import { FALLBACK_PREFIX } from "@/lib/idempotency/key-rules";
 import { stateOf, type KeyRecord } from "@/lib/idempotency/record";
 import type { ProbeAnswer, ProbeContext, ProbeTool } from "@/lib/idempotency/tool";
 import type { KeyRuntime } from "./release-key";
@@ -47,7 +48,7 @@ export async function probeKey(
     );
   }
 
-  const answer = await ask(prober, { scope, key, executionId: before.executionId }, input.timeoutMs ?? PROBE_TIMEOUT_MS);
+  const answer = await ask(prober, { scope, key: await keyTheToolSaw(runtime, before), executionId: before.executionId }, input.timeoutMs ?? PROBE_TIMEOUT_MS);
   const said = describeAnswer(before.tool, answer);
   // the answer is about this reservation's call: a key taken by another call meanwhile is left alone
   const token = before.token;
@@ -90,6 +91,23 @@ export async function probeKey(
   });
   if (action !== "none") await closeKeyAnomalies(runtime.db.prisma, { scope, key, actor, reason, decision: action });
   return { answer, action, record, actionId };
+}
+
+/**
+ * The key the tool received for the call a record stands for. A `fallback:` record is either a
+ * keyless call's own key or the arguments window of a call under an advisory (model-minted) key,
+ * which the tool never saw: it is asked about the key its call was sent with, from the audit log.
+ * @throws InvalidStateError when the log does not (yet) say which call that was
+ */
+async function keyTheToolSaw(runtime: KeyRuntime, record: KeyRecord): Promise<string> {
+  if (!record.key.startsWith(FALLBACK_PREFIX)) return record.key;
+  const execution = record.executionId
+    ? await runtime.db.prisma.execution.findUnique({ where: { id: record.executionId }, select: { scope: true, key: true } })
+    : null;
+  if (!execution || execution.scope !== record.scope) {
+    throw new InvalidStateError("this arguments window's call is not in the audit log yet, so its tool cannot be asked about it; try again shortly, or decide its call's key", record);
+  }
+  return execution.key;
 }
 
 /**
