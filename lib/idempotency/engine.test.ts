@@ -546,6 +546,18 @@ describe("engine after the key store lost its data", () => {
     await expect(t.engine.invoke(charge, tool.run, { scope: s2, key: "k", args: {} })).rejects.toBeInstanceOf(UnknownOutcomeKeyError);
     expect(tool.calls).toHaveLength(1); // the neighbour only
 
+    // unknown for longer than the recovery window before the loss: still the key's latest call
+    const s3 = scope();
+    await expect(
+      t.engine.invoke(charge, async () => Promise.reject(new Error("socket hang up")), { scope: s3, key: "k", args: {} }),
+    ).rejects.toBeInstanceOf(OutcomeUnknownError);
+    clock.ms += 10 * 24 * 3_600_000;
+    await t.loseData!();
+    await expect(t.engine.invoke(charge, tool.run, { scope: s3, key: "k", args: {} })).rejects.toBeInstanceOf(UnknownOutcomeKeyError);
+    expect(tool.calls).toHaveLength(1);
+    expect(await t.store.get(s3, "k")).toMatchObject({ status: "unknown" });
+    await t.engine.release({ scope: s3, key: "k", actor: "ops", reason: "the PSP has no such charge" });
+
     // decided: the log no longer holds them (and a later loss does not bring them back)
     for (const sc of [s, s2]) await t.engine.release({ scope: sc, key: "k", actor: "ops", reason: "the PSP has no such charge" });
     await t.loseData!();

@@ -22,7 +22,7 @@ import { exceptionNote, noteWithDetail, PUBLIC_THREW_NOTE } from "./outcome-note
 import type { KeyRecord, StoredResult } from "./record";
 import { DuplicateRate } from "./duplicate-rate";
 import type { ReplayCache } from "./replay-cache";
-import { DEFAULT_POLICY, isAbandonCall, isFinalToolError, isNotRunError, isOutcomeUnknown, type RunTool, type ToolPolicy, type ToolResult } from "./tool";
+import { DEFAULT_POLICY, isAbandonCall, isFinalToolError, isNotRunError, isOutcomeUnknown, leaseMarginMs, type RunTool, type ToolPolicy, type ToolResult } from "./tool";
 
 export interface InvokeRequest {
   scope: string;
@@ -660,9 +660,9 @@ export class Engine {
     const fp = call.fingerprint;
     let prior: PriorExecution | null;
     try {
-      // as far back as a call that never finished still holds its key (an expired result found
-      // there is ignored below)
-      prior = await this.audit.priorExecution(call.scope, call.key, new Date(call.arrivedMs - recoveryHorizonMs(call.ttlMs)));
+      // the key's latest execution however old: a call that never finished holds its key whatever
+      // its age (an expired result found there is ignored below)
+      prior = await this.audit.priorExecution(call.scope, call.key, new Date(0));
     } catch (err) {
       await this.store.abandon(call.scope, call.key, token).catch(() => {});
       throw new UnavailableError("audit_log", err);
@@ -708,7 +708,8 @@ export class Engine {
     }
     if (out.reason === "absent") {
       // The key store lost the record, but the audit log still blocks the key (see recoverFromAudit).
-      const prior = await this.audit.priorExecution(decision.scope, decision.key, new Date(this.now() - RELEASE_LOOKBACK_MS));
+      // the key's latest execution however old, as recovery reads it
+      const prior = await this.audit.priorExecution(decision.scope, decision.key, new Date(0));
       if (
         prior &&
         (prior.outcome === null || prior.outcome === "unknown") &&
@@ -744,17 +745,9 @@ export class Engine {
  */
 const INTENT_SETTLE_MS = 10_000;
 
-/**
- * A call whose intent is durable later than this before its lease ends is not run: clocks of the
- * gateways sharing a key store differ a little, and the tool needs the lease to start its call.
- */
 /** How long after a key-store loss the audit log may still hold what the store lost for a key. */
 function recoveryHorizonMs(ttlMs: number): number {
   return Math.max(ttlMs, OPEN_CALL_RECOVERY_MS);
-}
-
-function leaseMarginMs(leaseMs: number): number {
-  return Math.min(1_000, Math.floor(leaseMs / 10));
 }
 
 /** The longest `Prefer: wait` honoured (RFC 7240 leaves the bound to the server). */
@@ -764,9 +757,6 @@ export const MAX_WAIT_MS = 60_000;
 const FALLBACK_POLL_MS = 1_000;
 
 const DEFAULT_MAX_WAITERS = 1_000;
-
-/** How far back an operator's release looks for an execution blocking a key the store lost. */
-const RELEASE_LOOKBACK_MS = OPEN_CALL_RECOVERY_MS;
 
 interface CallContext {
   tool: ToolPolicy;

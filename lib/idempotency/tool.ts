@@ -162,3 +162,12 @@ export const DEFAULT_POLICY = {
   retentionMs: 7 * 24 * 60 * 60 * 1000,
   fallbackDefaultTtlMs: 60 * 1000,
 };
+
+/**
+ * A call whose intent is durable later than this before its lease ends (or whose own timeout would
+ * reach into it) is not run: clocks of the gateways sharing a key store differ a little, and the
+ * tool needs the lease to start its call.
+ */
+export function leaseMarginMs(leaseMs: number): number {
+  return Math.min(1_000, Math.floor(leaseMs / 10));
+}

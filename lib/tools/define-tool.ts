@@ -1,6 +1,6 @@
 import type { z } from "zod";
 import type { PrismaClient } from "@/generated/prisma/client";
-import { DEFAULT_POLICY, type ProbeAnswer, type ProbeContext, type ToolContext, type ToolPolicy, type ToolResult } from "@/lib/idempotency/tool";
+import { DEFAULT_POLICY, leaseMarginMs, type ProbeAnswer, type ProbeContext, type ToolContext, type ToolPolicy, type ToolResult } from "@/lib/idempotency/tool";
 import type { SideEffect } from "./effects";
 
 /** Dotted lower-case segments: `payments.charge`, `crm.contacts.upsert`. They appear in URLs unescaped. */
@@ -142,8 +142,10 @@ export function defineTool<S extends ArgsSchema>(input: ToolInput<S>): ToolDefin
     throw new ToolDefinitionError(name, `upstream.timeoutMs (${input.upstream.timeoutMs}) must be below the lease (${leaseMs} ms)`);
   }
   const runTimeoutMs = input.upstream?.timeoutMs ?? (input.runTimeoutMs === undefined ? undefined : positiveMs(name, "runTimeoutMs", input.runTimeoutMs));
-  if (runTimeoutMs !== undefined && input.kind === "write" && runTimeoutMs >= leaseMs) {
-    throw new ToolDefinitionError(name, `runTimeoutMs (${runTimeoutMs}) must be below the lease (${leaseMs} ms)`);
+  // the engine starts a call only while the rest of its lease covers the timeout and its margin
+  if (runTimeoutMs !== undefined && input.kind === "write" && runTimeoutMs >= leaseMs - leaseMarginMs(leaseMs)) {
+    const field = input.upstream ? "upstream.timeoutMs" : "runTimeoutMs";
+    throw new ToolDefinitionError(name, `${field} (${runTimeoutMs}) must be below the lease (${leaseMs} ms) by more than ${leaseMarginMs(leaseMs)} ms`);
   }
 
   return {

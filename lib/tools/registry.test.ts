@@ -77,6 +77,10 @@ describe("defineTool", () => {
     // the engine runs a call only while the rest of its lease covers this bound
     expect(defineTool({ ...base, run: undefined, name: "x", leaseMs: 5_000, upstream: { url: "http://x", timeoutMs: 4_000 } }).runTimeoutMs).toBe(4_000);
     expect(() => defineTool({ ...base, name: "x", leaseMs: 5_000, runTimeoutMs: 5_000 })).toThrow(/runTimeoutMs \(5000\) must be below the lease/);
+    // within the lease's margin it could never start: refused at start, not on every call
+    expect(() => defineTool({ ...base, run: undefined, name: "x", leaseMs: 10_500, upstream: { url: "http://x", timeoutMs: 10_000 } })).toThrow(
+      /upstream\.timeoutMs \(10000\) must be below the lease \(10500 ms\) by more than 1000 ms/,
+    );
     expect(() => defineTool({ ...base, run: undefined, name: "x", upstream: { url: "http://x", timeoutMs: 1_000, statusUrl: "nope" } })).toThrow(/statusUrl/);
     expect(() => defineTools([echo, echo])).toThrow(/defined twice/);
   });
