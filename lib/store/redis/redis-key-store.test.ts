@@ -87,6 +87,16 @@ describe("RedisKeyStore", () => {
     if (out.kind !== "reserved") throw new Error(`expected reserved, got ${out.kind}`);
     return out;
   };
+  /** the names of the commands the store's connection sends until `stop()` */
+  const recordCommands = () => {
+    const sent: string[] = [];
+    const original = redis.sendCommand.bind(redis);
+    redis.sendCommand = ((command: { name: string }, ...rest: unknown[]) => {
+      sent.push(command.name);
+      return (original as (...a: unknown[]) => unknown)(command, ...rest);
+    }) as typeof redis.sendCommand;
+    return { sent, stop: () => void (redis.sendCommand = original) };
+  };
   const listAll = async (query: Omit<Parameters<KeyStore["list"]>[0], "cursor">) => {
     const seen: string[] = [];
     let cursor: string | null = null;
@@ -276,18 +286,14 @@ describe("RedisKeyStore", () => {
     const cases = [["absent", "fp-a"], ["inflight", "fp-a"], ["stuck", "fp-a"], ["unknown", "fp-a"], ["done", "fp-a"], ["done", "fp-other"], ["expired", "fp-a"]] as const;
     for (const [key, fingerprint] of cases) {
       const before = await redis.get(store.keys.record(scope, key));
-      const sent: string[] = [];
-      const original = redis.sendCommand.bind(redis);
-      redis.sendCommand = ((command: { name: string }, ...rest: unknown[]) => {
-        sent.push(command.name);
-        return (original as (...a: unknown[]) => unknown)(command, ...rest);
-      }) as typeof redis.sendCommand;
+      const commands = recordCommands();
       let read: Awaited<ReturnType<typeof store.peekReplay>>;
       try {
         read = await store.peekReplay(scope, key, fingerprint, nowMs);
       } finally {
-        redis.sendCommand = original;
+        commands.stop();
       }
+      const { sent } = commands;
       expect(sent, key).toEqual(["get"]);
       expect(await redis.get(store.keys.record(scope, key)), key).toBe(before);
       const begun = await store.begin(input({ key, fingerprint, nowMs }));
@@ -438,12 +444,7 @@ describe("RedisKeyStore", () => {
   it("goes out as one EVALSHA per begin and complete, and one GET per get", async () => {
     newScope();
     await reserve({ key: "warm" }); // scripts are loaded from here on
-    const sent: string[] = [];
-    const original = redis.sendCommand.bind(redis);
-    redis.sendCommand = ((command: { name: string }, ...rest: unknown[]) => {
-      sent.push(command.name);
-      return (original as (...a: unknown[]) => unknown)(command, ...rest);
-    }) as typeof redis.sendCommand;
+    const { sent, stop } = recordCommands();
     try {
       const r = await reserve({ key: "rt" });
       expect(sent).toEqual(["evalsha"]);
@@ -455,7 +456,7 @@ describe("RedisKeyStore", () => {
       expect(sent.at(-1)).toBe("get");
       expect(sent).toHaveLength(4);
     } finally {
-      redis.sendCommand = original;
+      stop();
     }
   });
 
