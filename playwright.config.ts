@@ -2,7 +2,7 @@ import { defineConfig, devices } from "@playwright/test";
 import { METRICS_TOKEN, VIEWER } from "./e2e/accounts";
 import { MCP_SERVERS } from "./e2e/mcp-servers";
 import { UPSTREAM_TOOLS } from "./e2e/upstream";
-import environments from "./e2e/environments.json" with { type: "json" };
+import environments from "./e2e/environments.mjs";
 
 // Two server configurations, each its own `node scripts/serve.mjs` (the production server) with its own data:
 // - embedded: nothing configured, PGlite under .data/ for both the key store and the audit log;

@@ -4,6 +4,7 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { expect, test, type Page, type TestInfo } from "@playwright/test";
 import { signInAsOperator } from "./auth";
+import { OFFLINE_MCP_URL } from "./mcp-servers";
 
 // The console and the guarded MCP servers of e2e/mcp-servers.ts: `counter` (stdio, started by
 // Idemgate) and `offline` (nobody listens).
@@ -75,7 +76,7 @@ test("the status page shows each guarded MCP server: one up, one down as a warni
 
   const offline = page.getByTestId("mcp-server-offline");
   await expect(offline).toHaveAttribute("data-state", "down");
-  await expect(offline).toContainText("http://127.0.0.1:4312/mcp");
+  await expect(offline).toContainText(OFFLINE_MCP_URL);
   await expect(offline.getByTestId("mcp-server-error")).toContainText("cannot connect");
   await expect(page.getByTestId("mcp-servers")).toContainText("1 of 2 not connected");
   await expect(page.getByTestId("overall-status")).toHaveAttribute("data-status", "ok");

@@ -1,4 +1,5 @@
 import { expect, test } from "@playwright/test";
+import { E2E_DATABASE } from "./environments.mjs";
 import { signIn } from "./sign-in";
 
 // Each project's metadata names the stores its server is configured with (playwright.config.ts).
@@ -31,7 +32,7 @@ test("the status page shows the configured stores, both reachable", async ({ pag
     await expect(page.getByTestId("keystore-location")).toHaveText("embedded");
   }
   if (expected.database === "postgres") {
-    await expect(page.getByTestId("database-location")).toContainText("/idemgate_e2e");
+    await expect(page.getByTestId("database-location")).toContainText(`/${E2E_DATABASE}`);
   }
 
   const name = testInfo.project.name;

@@ -1,5 +1,7 @@
+import { testPort } from "../scripts/test-ports.mjs";
+
 /** The port of the HTTP service the e2e tests start (e2e/upstream-service.ts); the e2e servers forward two tools to it. */
-export const UPSTREAM_PORT = 4311;
+export const UPSTREAM_PORT = testPort(4311);
 
 const base = `http://127.0.0.1:${UPSTREAM_PORT}`;
 

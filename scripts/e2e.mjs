@@ -5,7 +5,7 @@ import net from "node:net";
 import path from "node:path";
 import { Redis } from "ioredis";
 import pg from "pg";
-import environments from "../e2e/environments.json" with { type: "json" };
+import environments from "../e2e/environments.mjs";
 import { buildIfStale, ROOT, run } from "./build-if-stale.mjs";
 
 const env = { ...process.env, NEXT_TELEMETRY_DISABLED: "1" };

@@ -2,16 +2,17 @@ import { spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { testPort } from "@/scripts/test-ports.mjs";
 import { removeDataDir, ROOT, startServer, type RunningServer } from "@/test/support/server";
 
 // The integration examples (examples/*, walked through in docs/integrate.md) run as a user runs
 // them — `tsx examples/<name>/index.ts` with IDEMGATE_URL and IDEMGATE_TOKEN — against a production
 // server. Each plays a scripted agent step that calls payments.charge, fails, and is run again with
 // the same action key: the charge must happen once, and the retry must get the first charge back.
-// Port 3170 is this file's.
+// Port 3170 is this file's (moved by IDEMGATE_TEST_PORT_BASE).
 
 const EXAMPLES = ["ai-sdk", "openai-agents", "langchain"] as const;
-const PORT = 3170;
+const PORT = testPort(3170);
 const DATA_DIR = `.data/fault-examples-${PORT}`;
 
 interface Summary {

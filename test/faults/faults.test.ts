@@ -11,10 +11,11 @@ import { createTestPostgres, REDIS_TEST_URL } from "@/test/support/databases";
 import { RedisProcess } from "@/test/support/redis-process";
 import { ROOT, removeDataDir, startServer, type RunningServer } from "@/test/support/server";
 import { deleteRedisPrefix } from "@/test/support/stores";
+import { testPort } from "@/scripts/test-ports.mjs";
 
 // Fault and abuse tests: real servers (production build), real processes killed, a real Redis
 // stopped and flushed, PostgreSQL cut off. Every case counts side effects in the demo tools' own
-// tables. Ports 3131–3136, 6391 and 5499 are this suite's.
+// tables. Ports 3131–3136, 6391 and 5499 are this suite's (moved by IDEMGATE_TEST_PORT_BASE, scripts/test-ports.mjs).
 
 type Pg = Awaited<ReturnType<typeof createTestPostgres>>;
 const summary: { case: string; expected: number; counted: number }[] = [];
@@ -59,7 +60,7 @@ describe("a gateway process killed after the side effect, before completion", ()
     pg = await createTestPostgres("fault_kill");
     await removeDataDir(dataDir);
     env = { DATABASE_URL: pg.url, REDIS_URL: REDIS_TEST_URL, IDEMGATE_REDIS_PREFIX: prefix, IDEMGATE_DEMO_LEASE_MS: "2000", IDEMGATE_RECONCILE_INTERVAL_MS: "0" };
-    server = await startServer({ port: 3131, dataDir, env });
+    server = await startServer({ port: testPort(3131), dataDir, env });
   });
   afterAll(async () => {
     await server?.stop();
@@ -77,7 +78,7 @@ describe("a gateway process killed after the side effect, before completion", ()
     await server.kill();
     expect(await lost).toBeInstanceOf(Error); // the connection died with the process
 
-    server = await startServer({ port: 3131, dataDir, env });
+    server = await startServer({ port: testPort(3131), dataDir, env });
     const stuck = await waitFor("the key to be stuck", async () => {
       const res = await invoke(server, apiToken, "payments.charge", args, key);
       const body = await res.json();
@@ -102,7 +103,7 @@ describe("a gateway process killed after the side effect, before completion", ()
 });
 
 describe("the key store's Redis stopped, restarted and flushed", () => {
-  const redis = new RedisProcess(6391);
+  const redis = new RedisProcess(testPort(6391));
   const dataDir = ".data/fault-redis";
   let pg: Pg;
   let server: RunningServer;
@@ -112,7 +113,7 @@ describe("the key store's Redis stopped, restarted and flushed", () => {
     await redis.start();
     pg = await createTestPostgres("fault_redis");
     await removeDataDir(dataDir);
-    server = await startServer({ port: 3132, dataDir, env: { DATABASE_URL: pg.url, REDIS_URL: redis.url, IDEMGATE_RECONCILE_INTERVAL_MS: "0" } });
+    server = await startServer({ port: testPort(3132), dataDir, env: { DATABASE_URL: pg.url, REDIS_URL: redis.url, IDEMGATE_RECONCILE_INTERVAL_MS: "0" } });
     token = (await server.credentials()).apiToken;
   });
   afterAll(async () => {
@@ -216,7 +217,7 @@ class CuttableProxy {
 describe("PostgreSQL unreachable", () => {
   const prefix = `idgfault-pg-${randomUUID().slice(0, 6)}`;
   const dataDir = ".data/fault-pg";
-  const proxy = new CuttableProxy(5499, 5432);
+  const proxy = new CuttableProxy(testPort(5499), 5432);
   let pg: Pg;
   let server: RunningServer;
 
@@ -227,7 +228,7 @@ describe("PostgreSQL unreachable", () => {
     const url = new URL(pg.url);
     url.port = String(proxy.port);
     server = await startServer({
-      port: 3133,
+      port: testPort(3133),
       dataDir,
       env: { DATABASE_URL: url.toString(), REDIS_URL: REDIS_TEST_URL, IDEMGATE_REDIS_PREFIX: prefix, IDEMGATE_RECONCILE_INTERVAL_MS: "0" },
     });
@@ -272,7 +273,7 @@ describe("10,000 generated bad requests", () => {
   beforeAll(async () => {
     pg = await createTestPostgres("fault_fuzz");
     await removeDataDir(dataDir);
-    server = await startServer({ port: 3134, dataDir, env: { DATABASE_URL: pg.url, IDEMGATE_RECONCILE_INTERVAL_MS: "0" } });
+    server = await startServer({ port: testPort(3134), dataDir, env: { DATABASE_URL: pg.url, IDEMGATE_RECONCILE_INTERVAL_MS: "0" } });
   });
   afterAll(async () => {
     await server?.stop();
@@ -380,7 +381,7 @@ describe("simulated agent traffic", () => {
     pg = await createTestPostgres("fault_sim");
     await removeDataDir(dataDir);
     env = { DATABASE_URL: pg.url, REDIS_URL: REDIS_TEST_URL, IDEMGATE_REDIS_PREFIX: prefix, IDEMGATE_DEMO_LEASE_MS: "5000", IDEMGATE_RECONCILE_INTERVAL_MS: "0" };
-    server = await startServer({ port: 3135, dataDir, env });
+    server = await startServer({ port: testPort(3135), dataDir, env });
   });
   afterAll(async () => {
     await server?.stop();

@@ -1,9 +1,10 @@
 import net from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
+import { testPort } from "@/scripts/test-ports.mjs";
 import { removeDataDir, startServer, type RunningServer } from "@/test/support/server";
 
 // HOST chooses the address `npm start` (scripts/serve.mjs) listens on. Real servers from the
-// production build, on the embedded database. Ports 3160–3161 are this file's.
+// production build, on the embedded database. Ports 3160–3161 are this file's (moved by IDEMGATE_TEST_PORT_BASE).
 
 /** Whether something accepts TCP connections at host:port. */
 function accepts(host: string, port: number): Promise<boolean> {
@@ -30,22 +31,24 @@ describe("the listen address", () => {
   });
 
   it("HOST=127.0.0.2: answers there and nowhere else on this machine", async () => {
-    const dataDir = ".data/fault-host-3160";
+    const port = testPort(3160);
+    const dataDir = `.data/fault-host-${port}`;
     await removeDataDir(dataDir);
-    server = await startServer({ port: 3160, dataDir, host: "127.0.0.2", hostFrom: "env" });
-    expect(server.output()).toContain("serving on http://127.0.0.2:3160");
-    expect((await fetch("http://127.0.0.2:3160/api/health")).status).toBe(200);
-    expect(await accepts("127.0.0.2", 3160)).toBe(true);
-    expect(await accepts("127.0.0.1", 3160)).toBe(false);
-    expect(await accepts("::1", 3160)).toBe(false);
+    server = await startServer({ port, dataDir, host: "127.0.0.2", hostFrom: "env" });
+    expect(server.output()).toContain(`serving on http://127.0.0.2:${port}`);
+    expect((await fetch(`http://127.0.0.2:${port}/api/health`)).status).toBe(200);
+    expect(await accepts("127.0.0.2", port)).toBe(true);
+    expect(await accepts("127.0.0.1", port)).toBe(false);
+    expect(await accepts("::1", port)).toBe(false);
   }, 120_000);
 
   it("HOST unset: every interface, as before (127.0.0.1 and 127.0.0.2 both answer)", async () => {
-    const dataDir = ".data/fault-host-3161";
+    const port = testPort(3161);
+    const dataDir = `.data/fault-host-${port}`;
     await removeDataDir(dataDir);
-    server = await startServer({ port: 3161, dataDir, host: "127.0.0.1", hostFrom: "env", env: { HOST: "" } });
+    server = await startServer({ port, dataDir, host: "127.0.0.1", hostFrom: "env", env: { HOST: "" } });
     expect(server.output()).toContain("every interface; set HOST to choose one");
-    expect((await fetch("http://127.0.0.1:3161/api/health")).status).toBe(200);
-    expect((await fetch("http://127.0.0.2:3161/api/health")).status).toBe(200);
+    expect((await fetch(`http://127.0.0.1:${port}/api/health`)).status).toBe(200);
+    expect((await fetch(`http://127.0.0.2:${port}/api/health`)).status).toBe(200);
   }, 120_000);
 });

@@ -7,6 +7,7 @@ import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { CallToolRequest, CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { testPort } from "@/scripts/test-ports.mjs";
 import { createTestPostgres, REDIS_TEST_URL } from "@/test/support/databases";
 import { ROOT, removeDataDir, startServer, type RunningServer } from "@/test/support/server";
 import { deleteRedisPrefix } from "@/test/support/stores";
@@ -17,7 +18,7 @@ import { deleteRedisPrefix } from "@/test/support/stores";
 // - embedded (nothing configured: PGlite for keys and audit, as a first `npm start`): the SDK's
 //   client, and the MCP Inspector's CLI as a client nobody here wrote (side effects counted through
 //   payments.list_charges: the embedded database belongs to the server process).
-// lib/mcp/mcp.test.ts runs the SQL store in-process. Ports 3141–3149 and 3162–3163 are this file's.
+// lib/mcp/mcp.test.ts runs the SQL store in-process. Ports 3141–3149 and 3162–3163 are this file's (moved by IDEMGATE_TEST_PORT_BASE).
 
 type Pg = Awaited<ReturnType<typeof createTestPostgres>>;
 
@@ -46,7 +47,7 @@ describe("MCP against a production server", () => {
     pg = await createTestPostgres("fault_mcp");
     await removeDataDir(dataDir);
     env = { DATABASE_URL: pg.url, REDIS_URL: REDIS_TEST_URL, IDEMGATE_REDIS_PREFIX: prefix, IDEMGATE_RECONCILE_INTERVAL_MS: "0", IDEMGATE_DEMO_LEASE_MS: "4000" };
-    server = await startServer({ port: 3141, dataDir, env });
+    server = await startServer({ port: testPort(3141), dataDir, env });
     token = (await server.credentials()).apiToken;
   });
   afterAll(async () => {
@@ -111,7 +112,7 @@ describe("MCP against a production server", () => {
     await server.kill();
     expect(await lost).toBeInstanceOf(Error);
 
-    server = await startServer({ port: 3141, dataDir, env });
+    server = await startServer({ port: testPort(3141), dataDir, env });
     const retry = await call(await httpClient(), { name: "payments.charge", arguments: args, idempotencyKey: key });
     // the key is held (in progress until its lease ends, then stuck): never run again by itself
     expect(retry.isError).toBe(true);
@@ -141,7 +142,7 @@ describe("MCP against a production server on the embedded database (PGlite)", ()
   beforeAll(async () => {
     await removeDataDir(dataDir);
     // no DATABASE_URL, no REDIS_URL (startServer blanks both): the embedded default
-    server = await startServer({ port: 3162, dataDir, env: { IDEMGATE_RECONCILE_INTERVAL_MS: "0" } });
+    server = await startServer({ port: testPort(3162), dataDir, env: { IDEMGATE_RECONCILE_INTERVAL_MS: "0" } });
     token = (await server.credentials()).apiToken;
   });
   afterAll(async () => {

@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { testPort } from "@/scripts/test-ports.mjs";
 import { createTestPostgres, REDIS_TEST_URL } from "@/test/support/databases";
 import { removeDataDir, startServer, type RunningServer } from "@/test/support/server";
 import { deleteRedisPrefix } from "@/test/support/stores";
@@ -7,7 +8,7 @@ import { deleteRedisPrefix } from "@/test/support/stores";
 // Prefer: wait=N (RFC 7240): a duplicate that meets its first call still running is held until that
 // call ends, and answered as a retry arriving then would be. Real servers from the production
 // build; on Redis and PostgreSQL the waiting duplicate goes to another server process than the
-// call it waits for. Ports 3139–3140 and 3150 are this file's.
+// call it waits for. Ports 3139–3140 and 3150 are this file's (moved by IDEMGATE_TEST_PORT_BASE).
 
 const latencies: { configuration: string; ms: number }[] = [];
 
@@ -32,8 +33,8 @@ async function charges(server: RunningServer, token: string, customerId: string)
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 const configurations = [
-  { name: "embedded (PGlite), one process", ports: [3150], servers: false },
-  { name: "Redis and PostgreSQL, two processes", ports: [3139, 3140], servers: true },
+  { name: "embedded (PGlite), one process", ports: [testPort(3150)], servers: false },
+  { name: "Redis and PostgreSQL, two processes", ports: [testPort(3139), testPort(3140)], servers: true },
 ] as const;
 
 describe.each(configurations)("Prefer: wait on $name", (configuration) => {

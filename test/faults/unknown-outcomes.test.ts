@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { chromium, type APIRequestContext, type Browser } from "@playwright/test";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { testPort } from "@/scripts/test-ports.mjs";
 import { IdemgateClient } from "@/lib/client";
 import { derivedKey } from "@/lib/tools/upstream";
 import { createTestPostgres, REDIS_TEST_URL } from "@/test/support/databases";
@@ -10,10 +11,10 @@ import { deleteRedisPrefix } from "@/test/support/stores";
 
 // A call whose outcome is unknown never runs twice: real servers (production build) in both
 // configurations in front of a real HTTP service that counts the side effects it performs.
-// Ports 3137–3138 (gateways), 4331–4334 (services) are this file's.
+// Ports 3137–3138 (gateways), 4331–4334 (services) are this file's (moved by IDEMGATE_TEST_PORT_BASE).
 
-const SERVICE_PORT = 4331;
-const LATE_PORT = 4332;
+const SERVICE_PORT = testPort(4331);
+const LATE_PORT = testPort(4332);
 const CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"];
 
 const summary: { case: string; expected: number; counted: number }[] = [];
@@ -138,8 +139,8 @@ interface Problem {
 }
 
 const configurations = [
-  { name: "embedded (PGlite)", port: 3137, servers: false },
-  { name: "Redis and PostgreSQL", port: 3138, servers: true },
+  { name: "embedded (PGlite)", port: testPort(3137), servers: false },
+  { name: "Redis and PostgreSQL", port: testPort(3138), servers: true },
 ] as const;
 
 describe.each(configurations)("unknown outcomes on the $name configuration", (configuration) => {
