@@ -1,8 +1,21 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";
+import net, { type AddressInfo } from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { Redis } from "ioredis";
+
+/** A loopback port nothing listened on a moment ago. */
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const { port } = server.address() as AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}
 
 /** A redis-server of the test's own on a loopback port, which the test may stop, restart or flush. */
 export class RedisProcess {
@@ -10,6 +23,23 @@ export class RedisProcess {
   private dir: string | null = null;
 
   constructor(readonly port: number) {}
+
+  /**
+   * A started redis-server on a port the system just handed out (another test or checkout may have
+   * taken it in between: then another port, a few times).
+   */
+  static async startOnFreePort(): Promise<RedisProcess> {
+    for (let attempt = 1; ; attempt++) {
+      const redis = new RedisProcess(await freePort());
+      try {
+        await redis.start();
+        return redis;
+      } catch (err) {
+        await redis.dispose();
+        if (attempt >= 5) throw err;
+      }
+    }
+  }
 
   get url(): string {
     return `redis://127.0.0.1:${this.port}`;

@@ -8,17 +8,15 @@ import { InvalidCursorError } from "@/lib/idempotency/errors";
 import { UnsupportedFilterError } from "./errors";
 import { BUCKET_COUNT, KeySpace, bucketOf, hashTagOf, lexMemberOf, memberOf } from "./key-names";
 import { RedisKeyStore } from "./redis-key-store";
+import { RedisProcess } from "@/test/support/redis-process";
 
 const REDIS_URL = process.env.REDIS_TEST_URL ?? "redis://127.0.0.1:6379";
-/** a database of its own for the one test that flushes it */
-const FLUSH_DB = 15;
-
 const T0 = 1_800_000_000_000;
 const ok: StoredResult = { status: 200, body: '{"ok":true}', final: false };
 
-function client(db = 0): Redis {
+function client(url = REDIS_URL): Redis {
   // fail, never skip, when Redis is not there
-  const redis = new Redis(`${REDIS_URL}/${db}`, { enableAutoPipelining: true, maxRetriesPerRequest: 1 });
+  const redis = new Redis(url, { enableAutoPipelining: true, maxRetriesPerRequest: 1 });
   redis.on("error", () => {}); // commands reject with the error; no unhandled-event noise
   return redis;
 }
@@ -50,8 +48,8 @@ async function deletePrefix(redis: Redis, prefix: string): Promise<void> {
   for (let i = 0; i < keys.length; i += 500) await redis.del(...keys.slice(i, i + 500));
 }
 
-async function openStore(prefix: string, db = 0): Promise<{ store: RedisKeyStore; redis: Redis }> {
-  const redis = client(db);
+async function openStore(prefix: string, url = REDIS_URL): Promise<{ store: RedisKeyStore; redis: Redis }> {
+  const redis = client(url);
   await redis.ping();
   return { store: new RedisKeyStore(redis, { prefix }), redis };
 }
@@ -403,7 +401,9 @@ describe("RedisKeyStore", () => {
 
   it("hands out increasing, distinct tokens, also after the database is flushed", async () => {
     const flushPrefix = `idgtest:${randomUUID().slice(0, 8)}`;
-    const { store: flushStore, redis: flushRedis } = await openStore(flushPrefix, FLUSH_DB);
+    // a redis-server of this test's own: the shared one is never flushed
+    const own = await RedisProcess.startOnFreePort();
+    const { store: flushStore, redis: flushRedis } = await openStore(flushPrefix, own.url);
     try {
       scope = "flush";
       const before = await Promise.all(Array.from({ length: 64 }, (_, i) => flushStore.begin(input({ key: `f-${i}` }))));
@@ -424,11 +424,8 @@ describe("RedisKeyStore", () => {
       expect(new Set(seq).size).toBe(20);
       expect(seq).toEqual([...seq].sort((a, b) => a - b));
 
-      if ((await flushRedis.dbsize()) === (await keysWithPrefix(flushRedis, flushPrefix)).length) {
-        await flushRedis.flushdb();
-      } else {
-        await deletePrefix(flushRedis, flushPrefix); // somebody else uses this database: drop only ours
-      }
+      await flushRedis.flushdb();
+      expect(await flushRedis.dbsize()).toBe(0);
       const after = await Promise.all(Array.from({ length: 64 }, (_, i) => flushStore.begin(input({ key: `f-${i}` }))));
       const maxBefore = Math.max(...beforeTokens);
       for (const o of after) {
@@ -436,8 +433,8 @@ describe("RedisKeyStore", () => {
         if (o.kind === "reserved") expect(o.token).toBeGreaterThan(maxBefore);
       }
     } finally {
-      await deletePrefix(flushRedis, flushPrefix);
       await flushStore.close();
+      await own.dispose();
     }
   });
 
