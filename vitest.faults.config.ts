@@ -4,6 +4,8 @@ import { defineConfig } from "vitest/config";
 export default defineConfig({
   resolve: { tsconfigPaths: true },
   test: {
+    // the test databases in-process (createTestPostgres) are copies of one migrated once
+    globalSetup: ["test/support/global-setup.ts"],
     include: ["test/faults/**/*.test.ts"],
     testTimeout: 180_000,
     hookTimeout: 120_000,
