@@ -133,3 +133,82 @@ test("the console opens a key holding such characters from its list and releases
   await expect(page.getByTestId("key-name")).toHaveText(decoy);
   await expect(page.getByTestId("key-state")).toHaveText("stuck");
 });
+
+// ---------------------------------------------------------------------------------------------
+// Framing and content sniffing
+
+const SECURITY_HEADERS = {
+  "x-frame-options": "DENY",
+  "x-content-type-options": "nosniff",
+  "referrer-policy": "strict-origin-when-cross-origin",
+};
+
+function expectSecurityHeaders(headers: Record<string, string>, what: string) {
+  for (const [name, value] of Object.entries(SECURITY_HEADERS)) expect(headers[name], `${name} on ${what}`).toBe(value);
+  expect(headers["content-security-policy"], `content-security-policy on ${what}`).toMatch(/(^|;)\s*frame-ancestors 'none'\s*(;|$)/);
+}
+
+test("every answer forbids framing and sniffing: pages, redirects, the API, the gateway's fast path", async ({ page, request }, testInfo) => {
+  const { apiToken } = seededCredentials(testInfo);
+  const anonymous = [
+    "/login",
+    "/keys",
+    "/problems/conflict",
+    "/problems/no-such-problem",
+    "/api/health",
+    "/api/v1/keys",
+    "/api/v1/openapi.json",
+    "/no-such-page",
+  ];
+  for (const path of anonymous) {
+    const res = await request.get(path, { maxRedirects: 0 });
+    expectSecurityHeaders(res.headers(), `GET ${path} (${res.status()})`);
+  }
+  // answered by node:http itself (lib/gateway/fast-invoke.ts), not by Next.js
+  const ok = await invoke(request, apiToken, `sec-headers-${RUN}`, charge(`cus-sec-${RUN}`, "ok"));
+  expect(ok.status()).toBe(200);
+  expectSecurityHeaders(ok.headers(), "the fast path's 200");
+  const replay = await invoke(request, apiToken, `sec-headers-${RUN}`, charge(`cus-sec-${RUN}`, "ok"));
+  expect(replay.headers()["idempotent-replayed"]).toBe("true");
+  expectSecurityHeaders(replay.headers(), "the fast path's replay");
+  const refused = await request.post("/api/v1/tools/payments.charge/invoke", { headers: { Authorization: "Bearer idg_not-a-token" }, data: {} });
+  expect(refused.status()).toBe(401);
+  expectSecurityHeaders(refused.headers(), "the fast path's 401");
+
+  await signInAsOperator(page, testInfo);
+  for (const path of ["/", "/keys", "/tools/payments.charge", "/anomalies", "/audit", "/status"]) {
+    const res = await page.request.get(path, { maxRedirects: 0 });
+    expect(res.status(), path).toBe(200);
+    expectSecurityHeaders(res.headers(), `the console's ${path}`);
+  }
+  const keys = await page.request.get("/api/v1/keys?limit=1");
+  expect(keys.status()).toBe(200);
+  expectSecurityHeaders(keys.headers(), "an operator's API read");
+});
+
+test("a page on another port that frames the keys page gets nothing: the frame stays blocked", async ({ page, baseURL }, testInfo) => {
+  await signInAsOperator(page, testInfo);
+  const target = `${baseURL}/keys`;
+  // same site (127.0.0.1), another origin: the session cookie goes along with the frame's request
+  const framer: Server = createServer((_req, res) => {
+    res.writeHead(200, { "Content-Type": "text/html" });
+    res.end(`<!doctype html><title>framer</title><iframe id="console" src="${target}" width="1000" height="600"></iframe>`);
+  });
+  await new Promise<void>((resolve) => framer.listen(0, "127.0.0.1", resolve));
+  try {
+    const framed = page.waitForResponse((res) => res.url() === target);
+    await page.goto(`http://127.0.0.1:${(framer.address() as AddressInfo).port}/`);
+    const response = await framed;
+    // the console answered the framed request (with the signed-in page) and told the browser not to show it
+    expect(response.status()).toBe(200);
+    expect(response.headers()["x-frame-options"]).toBe("DENY");
+    const frame = page.frames().find((f) => f !== page.mainFrame());
+    expect(frame).toBeDefined();
+    await expect.poll(() => frame!.url()).not.toBe(target);
+    await expect(page.frameLocator("#console").getByTestId("sign-out")).toHaveCount(0);
+    await expect(page.frameLocator("#console").getByText("Release all")).toHaveCount(0);
+  } finally {
+    framer.closeAllConnections();
+    await new Promise((resolve) => framer.close(resolve));
+  }
+});
