@@ -212,3 +212,32 @@ test("a page on another port that frames the keys page gets nothing: the frame s
     await new Promise((resolve) => framer.close(resolve));
   }
 });
+
+// ---------------------------------------------------------------------------------------------
+// Who called, as a tenant sees it
+
+test("a call made from the console's invoke form shows its tenant an operator, not the operator's email", async ({ page, request, baseURL }, testInfo) => {
+  const { apiToken, email } = await signInAsOperator(page, testInfo);
+  const key = `sec-console-call-${RUN}`;
+  const res = await page.request.post("/api/v1/console/invoke", {
+    headers: { Origin: baseURL! },
+    data: { tool: "payments.charge", scope: "demo", key, arguments: JSON.stringify(charge(`cus-sec-${RUN}`, "ok")) },
+  });
+  expect(res.status()).toBe(200);
+  expect(((await res.json()) as { response: { status: number } }).response.status).toBe(200);
+  // the tenant replays it under its token: its own call is a suppression with its own caller
+  expect((await invoke(request, apiToken, key, charge(`cus-sec-${RUN}`, "ok"))).headers()["idempotent-replayed"]).toBe("true");
+
+  const tenant = await request.get(apiKeyPath(key), { headers: { Authorization: `Bearer ${apiToken}` } });
+  expect(tenant.status()).toBe(200);
+  const text = await tenant.text();
+  expect(text).not.toContain(email);
+  const timeline = ((JSON.parse(text) as { timeline: { type: string; caller?: string | null }[] }).timeline);
+  expect(timeline.find((e) => e.type === "intent")?.caller).toBe("operator");
+  expect(timeline.find((e) => e.type === "suppression")?.caller).toMatch(/^(?!operator)/);
+
+  // operators still see who it was
+  const operator = await page.request.get(apiKeyPath(key));
+  const seen = (await operator.json()) as { timeline: { type: string; caller?: string | null }[] };
+  expect(seen.timeline.find((e) => e.type === "intent")?.caller).toBe(`operator:${email}`);
+});
