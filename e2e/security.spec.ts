@@ -241,3 +241,30 @@ test("a call made from the console's invoke form shows its tenant an operator, n
   const seen = (await operator.json()) as { timeline: { type: string; caller?: string | null }[] };
   expect(seen.timeline.find((e) => e.type === "intent")?.caller).toBe(`operator:${email}`);
 });
+
+// ---------------------------------------------------------------------------------------------
+// Names that are properties of every object
+
+test("problem pages and tools named after inherited properties are not found", async ({ page, request }, testInfo) => {
+  const { apiToken } = seededCredentials(testInfo);
+  for (const name of ["constructor", "__proto__", "toString", "hasOwnProperty", "valueOf", "%", "%25", "%E0%A4%A"]) {
+    const res = await request.get(`/problems/${name}`);
+    expect(res.status(), `/problems/${name}`).toBe(404);
+    expect(await res.text(), `/problems/${name}`).not.toContain("undefined");
+  }
+  const known = await request.get("/problems/conflict");
+  expect(known.status()).toBe(200);
+
+  // the console's not-found page
+  await page.goto("/problems/constructor");
+  await expect(page.getByTestId("problem-doc")).toHaveCount(0);
+  await expect(page.getByText(/not found|could not be found/i).first()).toBeVisible();
+
+  // the API form: problem+json 404
+  for (const name of ["constructor", "__proto__", "toString", "hasOwnProperty"]) {
+    const res = await request.post(`/api/v1/tools/${name}/invoke`, { headers: { Authorization: `Bearer ${apiToken}`, "Idempotency-Key": `sec-${name}-${RUN}` }, data: {} });
+    expect(res.status(), name).toBe(404);
+    expect(res.headers()["content-type"]).toMatch(/^application\/problem\+json/);
+    expect(((await res.json()) as { type: string }).type).toBe("/problems/unknown_tool");
+  }
+});
