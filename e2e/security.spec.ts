@@ -268,3 +268,88 @@ test("problem pages and tools named after inherited properties are not found", a
     expect(((await res.json()) as { type: string }).type).toBe("/problems/unknown_tool");
   }
 });
+
+// ---------------------------------------------------------------------------------------------
+// The same-origin check of cookie-authenticated mutations
+
+/** An operator's release of a held key, with the given request headers; the status it got. */
+async function releaseWith(page: Page, base: string, key: string, headers: Record<string, string>): Promise<number> {
+  const res = await page.request.post(`${base}${apiKeyPath(key)}/release`, { headers, data: { reason: "security e2e: origin check", force: true } });
+  return res.status();
+}
+
+test("without a trusted proxy the origin is this server's own scheme, host and port; forwarded headers are the client's and ignored", async ({ page, request, baseURL }, testInfo) => {
+  const { apiToken } = await signInAsOperator(page, testInfo);
+  const key = `sec-origin-${RUN}-${++seq}`;
+  await crashed(request, apiToken, key);
+  const own = new URL(baseURL!);
+
+  // a forged X-Forwarded-Host with a matching Origin
+  expect(await releaseWith(page, baseURL!, key, { Origin: "http://evil.example", "X-Forwarded-Host": "evil.example" })).toBe(403);
+  // the right host, the wrong scheme (this server speaks http)
+  expect(await releaseWith(page, baseURL!, key, { Origin: `https://${own.host}` })).toBe(403);
+  expect(await releaseWith(page, baseURL!, key, { Origin: `https://${own.host}`, "X-Forwarded-Proto": "https" })).toBe(403);
+  // another port of the same host
+  expect(await releaseWith(page, baseURL!, key, { Origin: `http://${own.hostname}:${Number(own.port) + 1000}` })).toBe(403);
+  expect(await releaseWith(page, baseURL!, key, {})).toBe(403);
+  expect((await tenantKey(request, apiToken, key)).state).not.toBe("absent");
+  // this origin is accepted, whatever the client claims a proxy said
+  expect(await releaseWith(page, baseURL!, key, { Origin: own.origin, "X-Forwarded-Host": "evil.example", "X-Forwarded-Proto": "https" })).toBe(200);
+  expect((await tenantKey(request, apiToken, key)).state).toBe("absent");
+});
+
+test.describe("behind a trusted proxy (IDEMGATE_TRUSTED_PROXY=1)", () => {
+  // A second server of this project's configuration (the same Redis and PostgreSQL for "servers",
+  // its own embedded database otherwise) that trusts one proxy in front of it.
+  let proxied: RunningServer;
+  let creds: { email: string; password: string; apiToken: string };
+
+  test.beforeAll(async ({}, testInfo) => {
+    testInfo.setTimeout(180_000);
+    const servers = testInfo.project.name === "servers";
+    const port = servers ? 3127 : 3126;
+    const dataDir = `.data/e2e-${testInfo.project.name}-trusted-proxy`;
+    await removeDataDir(dataDir);
+    const { redisUrl, redisPrefix, databaseUrl } = environments.servers;
+    proxied = await startServer({
+      port,
+      dataDir,
+      env: {
+        IDEMGATE_TRUSTED_PROXY: "1",
+        IDEMGATE_DEMO_LEASE_MS: "3000",
+        IDEMGATE_RECONCILE_INTERVAL_MS: "0",
+        ...(servers ? { REDIS_URL: redisUrl, IDEMGATE_REDIS_PREFIX: redisPrefix, DATABASE_URL: databaseUrl } : {}),
+      },
+    });
+    // with the shared databases the accounts are the ones the project's server seeded
+    creds = servers ? seededCredentials(testInfo) : await proxied.credentials();
+  });
+
+  test.afterAll(async () => {
+    await proxied?.stop();
+  });
+
+  test("the forwarded host and scheme are the origin the browser used", async ({ browser, request }) => {
+    const context = await browser.newContext({ baseURL: proxied.url });
+    const page = await context.newPage();
+    try {
+      await signIn(page, creds);
+      const key = `sec-proxied-${RUN}-${++seq}`;
+      const res = await request.post(`${proxied.url}/api/v1/tools/payments.charge/invoke`, {
+        headers: { Authorization: `Bearer ${creds.apiToken}`, "Idempotency-Key": key },
+        data: charge(`cus-sec-${RUN}`),
+      });
+      expect(res.status()).toBe(500);
+      const proxy = { "X-Forwarded-Host": "console.example", "X-Forwarded-Proto": "https", "X-Forwarded-For": "203.0.113.7" };
+
+      // the scheme counts: the proxy says the browser used https
+      expect(await releaseWith(page, proxied.url, key, { ...proxy, Origin: "http://console.example" })).toBe(403);
+      // the proxy's host, not the server's own address
+      expect(await releaseWith(page, proxied.url, key, { ...proxy, Origin: proxied.url })).toBe(403);
+      expect(await releaseWith(page, proxied.url, key, { ...proxy, Origin: "https://console.example:8443" })).toBe(403);
+      expect(await releaseWith(page, proxied.url, key, { ...proxy, Origin: "https://console.example" })).toBe(200);
+    } finally {
+      await context.close();
+    }
+  });
+});
