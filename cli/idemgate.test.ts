@@ -177,6 +177,33 @@ describe("key release and resolve --token", () => {
   });
 });
 
+describe("key show and release of keys holding URL characters", () => {
+  it("names exactly the key given: order%41-1 is not orderA-1, a bare % and / + # ? spaces are characters of the key", async () => {
+    await idemgate(["migrate"], db());
+    const now = Date.now();
+    const keys = ["order%41-1", "100%", "a/b+c#d?e f", "caf%C3%A9", "orderA-1"];
+    await admin(async (c) => {
+      for (const [i, key] of keys.entries()) {
+        await c.query(
+          `INSERT INTO idempotency_keys (scope, key, tool, fingerprint, status, token, created_at_ms, lease_until_ms, deadline_ms, execution_id, outcome_note, unknown_at_ms)
+           VALUES ('cli-url', $1, 'payments.charge', 'fp', 'unknown', $2, $3, $4, $3, $5, 'the service answered 502', $3)`,
+          [key, i + 1, now, now + 60_000, `ex-url-${i}`],
+        );
+      }
+    }, database);
+    const shown = await idemgate(["key", "show", "--scope", "cli-url", "--key", "order%41-1"], db());
+    expect(shown.stderr).toBe("");
+    expect(JSON.parse(shown.stdout)).toMatchObject({ key: "order%41-1", state: "unknown", token: 1 });
+    for (const key of keys.slice(0, 4)) {
+      const released = await idemgate(["key", "release", "--scope", "cli-url", "--key", key, "--reason", "no charge at the PSP"], db());
+      expect(released.stderr).toBe("");
+      expect(released.stdout).toContain(`Released cli-url/${key} (was unknown)`);
+    }
+    const left = await admin((c) => c.query(`SELECT key FROM idempotency_keys WHERE scope = 'cli-url'`), database);
+    expect(left.rows).toEqual([{ key: "orderA-1" }]);
+  }, 300_000);
+});
+
 describe("token", () => {
   it("create prints the token once with its id; list shows it without the secret; revoke revokes it", async () => {
     const created = await idemgate(["token", "create", "--scope", "acme", "--label", "ci runner"], db());

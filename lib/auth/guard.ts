@@ -5,6 +5,7 @@ import { can, type Permission } from "@/lib/auth/roles";
 import { currentOperator } from "@/lib/auth/session";
 import { getRuntime, type Runtime } from "@/lib/server/runtime";
 import { errorResponse, forbidden, unauthorized } from "@/lib/http/problem";
+import { originMatches, requestOrigin } from "@/lib/http/request-origin";
 import { metricsBearerAllowed } from "./metrics-access";
 import { bearerToken, tokenPrincipal, type Handler } from "./token-guard";
 
@@ -13,18 +14,14 @@ export type Principal = { kind: "token"; token: TokenPrincipal } | { kind: "oper
 
 /**
  * Cookie-authenticated mutations must come from the console's own pages. Browsers send Origin with
- * every POST; a cross-site form or fetch carries the session cookie but not a matching Origin.
+ * every POST; a cross-site form or fetch carries the session cookie but not a matching Origin. The
+ * whole origin counts (scheme, host and port), and forwarded headers only from trusted proxies
+ * (requestOrigin).
  */
-export function assertSameOrigin(request: Request): void {
-  const origin = request.headers.get("origin");
-  const host = request.headers.get("x-forwarded-host") ?? request.headers.get("host");
-  let originHost: string | null = null;
-  try {
-    originHost = origin ? new URL(origin).host : null;
-  } catch {
-    originHost = null;
+export function assertSameOrigin(request: Request, trustedProxies: number): void {
+  if (!originMatches(request.headers.get("origin"), requestOrigin(request.headers, trustedProxies))) {
+    throw forbidden("cross-site requests are refused: the Origin must be this console");
   }
-  if (!originHost || !host || originHost !== host) throw forbidden("cross-site requests are refused: the Origin must be this console");
 }
 
 /**
@@ -40,7 +37,7 @@ export function withPrincipal<P>(permission: Permission, handler: Handler<{ para
         if (permission !== "read") throw forbidden("API tokens may read their own scope; this needs an operator");
         principal = { kind: "token", token: await tokenPrincipal(request.headers, runtime) };
       } else {
-        principal = { kind: "operator", operator: await sessionOperator(request, permission, "an API token") };
+        principal = { kind: "operator", operator: await sessionOperator(request, runtime, permission, "an API token") };
       }
       return await handler(request, { params: await ctx.params, principal, runtime });
     } catch (err) {
@@ -58,7 +55,7 @@ export function withMetricsReader(handler: Handler<object>) {
     try {
       const runtime = await getRuntime();
       if (!(await metricsBearerAllowed(request.headers, runtime))) {
-        await sessionOperator(request, "read", "the metrics token (IDEMGATE_METRICS_TOKEN) as a bearer token");
+        await sessionOperator(request, runtime, "read", "the metrics token (IDEMGATE_METRICS_TOKEN) as a bearer token");
       }
       return await handler(request, { runtime });
     } catch (err) {
@@ -68,11 +65,11 @@ export function withMetricsReader(handler: Handler<object>) {
 }
 
 /** The signed-in operator, if their role has the permission (mutations also same-origin); `orElse` names the other way in for the 401. */
-async function sessionOperator(request: Request, permission: Permission, orElse: string): Promise<OperatorIdentity> {
+async function sessionOperator(request: Request, runtime: Runtime, permission: Permission, orElse: string): Promise<OperatorIdentity> {
   const operator = await currentOperator();
   if (!operator) throw unauthorized(`sign in to the console, or send ${orElse}`);
   if (!can(operator.role, permission)) throw forbidden(`the ${operator.role} role may not ${permission.replace("_", " ")}`);
-  if (request.method !== "GET" && request.method !== "HEAD") assertSameOrigin(request);
+  if (request.method !== "GET" && request.method !== "HEAD") assertSameOrigin(request, runtime.config.trustedProxies);
   return operator;
 }
 

@@ -62,4 +62,8 @@ describe("problem type documentation", () => {
     expect(allProblemDocs()).toHaveLength(PROBLEM_CODES.length);
     expect(problemDoc("no_such_code")).toBeNull();
   });
+
+  it.each(["constructor", "__proto__", "toString", "hasOwnProperty", "valueOf", "isPrototypeOf", "%"])("has no page for %j, a property every object inherits", (code) => {
+    expect(problemDoc(code)).toBeNull();
+  });
 });

@@ -138,7 +138,7 @@ const TEXT: Record<string, Omit<ProblemDoc, "code" | "status" | "title">> = {
 export function problemDoc(code: string): ProblemDoc | null {
   const info = problemInfo(code);
   if (!info) return null;
-  const text = TEXT[code] ?? {
+  const text = (Object.hasOwn(TEXT, code) ? TEXT[code] : undefined) ?? {
     happened: `The gateway answered ${info.status}: ${info.title.toLowerCase()}.`,
     todo: "Read the `detail` member of the response.",
     retry: info.status >= 500 ? ("yes" as const) : ("no" as const),

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { OPERATOR_CALLER_PREFIX } from "@/lib/auth/actor";
 import type { OperatorIdentity } from "@/lib/auth/roles";
 import type { HttpAnswer } from "@/lib/http/answer";
 import { badRequest, problemAnswer } from "@/lib/http/problem";
@@ -29,7 +30,7 @@ export interface GatewayExchange {
 
 /** The principal an operator's console call runs as: the chosen tenant's scope, the operator named as caller. */
 export function operatorPrincipal(operator: OperatorIdentity, scope: string) {
-  return { tokenId: `operator:${operator.email}`, scope };
+  return { tokenId: `${OPERATOR_CALLER_PREFIX}${operator.email}`, scope };
 }
 
 /**

@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { HeaderSource, HttpAnswer } from "./answer";
+import { SECURITY_HEADERS } from "./security-headers";
 
 /**
  * A node:http request's headers looked up as a Fetch `Headers` would answer: repeated headers are
@@ -109,6 +110,7 @@ export function writeAnswer(res: ServerResponse, answer: HttpAnswer, options: { 
   // a flat [name, value, …] list: node:http takes it as it is, without copying an object
   const headers: string[] = [];
   for (const name in answer.headers) headers.push(name, answer.headers[name]);
+  for (const name in SECURITY_HEADERS) headers.push(name, SECURITY_HEADERS[name]);
   headers.push("Content-Length", String(Buffer.byteLength(answer.body)));
   if (options.close) headers.push("Connection", "close");
   res.writeHead(answer.status, headers);

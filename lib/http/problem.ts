@@ -83,8 +83,9 @@ const PROBLEMS: Record<string, ProblemType> = {
 
 export const PROBLEM_CODES = Object.keys(PROBLEMS);
 
+/** The problem type of a code; own entries only ("constructor" or "__proto__" is no problem type). */
 export function problemInfo(code: string): ProblemType | undefined {
-  return PROBLEMS[code];
+  return Object.hasOwn(PROBLEMS, code) ? PROBLEMS[code] : undefined;
 }
 
 /** The headers the gateway sends with an answer of this type (values only). */

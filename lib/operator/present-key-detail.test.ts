@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { z } from "zod";
 import { createApiToken } from "@/lib/auth/api-tokens";
+import { consoleInvoke } from "@/lib/gateway/console-invoke";
 import { OutcomeUnknownError } from "@/lib/idempotency/errors";
 import { NotRunError } from "@/lib/idempotency/tool";
 import type { Runtime } from "@/lib/server/runtime";
@@ -124,6 +125,29 @@ describe("a key's detail: tenants do not see operators' emails, reasons or excep
     // what the caller was told when the tool said nothing happened is no secret
     const notRun = presentKeyDetailForTenant(await getKeyDetail(runtime, SCOPE, "not-run-1"));
     expect(notRun.timeline.find((e) => e.type === "outcome")).toMatchObject({ outcome: "failed", error: "the ledger is closed for the night; nothing was posted" });
+  });
+
+  it("a call an operator made from the console's invoke form: the tenant sees that an operator called, not who", async () => {
+    const args = JSON.stringify({ customerId: "cus-console", amountCents: 1200, currency: "EUR" });
+    const operator = { id: "op-1", email: OPERATOR, role: "operator" as const };
+    const first = await consoleInvoke({ tool: "payments.charge", scope: SCOPE, key: "console-1", arguments: args }, operator, runtime);
+    expect(first.response.status).toBe(200);
+    // and again: a replay, recorded as a suppression with the same caller
+    const again = await consoleInvoke({ tool: "payments.charge", scope: SCOPE, key: "console-1", arguments: args }, operator, runtime);
+    expect(again.response.headers["Idempotent-Replayed"]).toBe("true");
+    await runtime.audit.flush();
+
+    const { status, text } = await asTenant(`/api/v1/keys/${SCOPE}/console-1`, keyRoute, { scope: SCOPE, key: "console-1" });
+    expect(status).toBe(200);
+    expect(text).not.toContain(OPERATOR);
+    const view = JSON.parse(text) as { timeline: { type: string; caller?: string | null }[] };
+    expect(view.timeline.filter((e) => e.type === "intent" || e.type === "suppression").map((e) => [e.type, e.caller])).toEqual([
+      ["intent", "operator"],
+      ["suppression", "operator"],
+    ]);
+    // the operator's view names them
+    const full = presentKeyDetail(await getKeyDetail(runtime, SCOPE, "console-1"));
+    expect(full.timeline.find((e) => e.type === "intent")).toMatchObject({ caller: `operator:${OPERATOR}` });
   });
 
   it("GET /api/v1/keys with a token lists unknown keys with the generic note", async () => {

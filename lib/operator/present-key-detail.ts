@@ -1,3 +1,4 @@
+import { OPERATOR_CALLER_PREFIX } from "@/lib/auth/actor";
 import type { KeyDetail, TimelineEvent } from "./get-key-detail";
 import { presentKey, tenantOutcomeNote, type KeyView } from "./present-key";
 
@@ -34,7 +35,7 @@ export interface TenantKeyDetailView extends Omit<KeyDetailView, "timeline"> {
  * operator (or the reconciler) released or resolved its key and when, but not who, why, or the
  * states recorded with it (which can hold a probe's evidence); and of an outcome's error only what
  * the caller was told: a not-run tool's own message, an unknown outcome's note without an
- * exception's message, nothing from the store.
+ * exception's message, nothing from the store; of a call an operator made, that an operator made it.
  */
 export function presentKeyDetailForTenant(detail: KeyDetail, nowMs = Date.now()): TenantKeyDetailView {
   const view = {
@@ -45,8 +46,19 @@ export function presentKeyDetailForTenant(detail: KeyDetail, nowMs = Date.now())
   return JSON.parse(JSON.stringify(view)) as TenantKeyDetailView;
 }
 
+/**
+ * Who called, as a tenant may see it: an operator's call from the console is recorded as
+ * `operator:<email>`; the tenant learns that an operator called, not who.
+ */
+function tenantCaller(caller: string | null): string | null {
+  return caller !== null && caller.startsWith(OPERATOR_CALLER_PREFIX) ? "operator" : caller;
+}
+
 function forTenant(event: TimelineEvent): TenantTimelineEvent {
   switch (event.type) {
+    case "intent":
+    case "suppression":
+      return { ...event, caller: tenantCaller(event.caller) };
     case "operator":
       return { type: "operator", at: event.at, action: event.action };
     case "outcome": {

@@ -6,6 +6,7 @@ import { typeInfo, type AnomalyView } from "@/components/anomalies/anomaly-types
 import { getAnomaly } from "@/lib/anomalies/anomalies";
 import { requireOperator } from "@/lib/auth/require-operator";
 import { can } from "@/lib/auth/roles";
+import { pageParam } from "@/lib/console/page-param";
 import { isIdemgateError } from "@/lib/idempotency/errors";
 import { stateOf } from "@/lib/idempotency/record";
 import { getRuntime, type Runtime } from "@/lib/server/runtime";
@@ -14,15 +15,8 @@ export const dynamic = "force-dynamic";
 
 type Params = { id: string };
 
-const decode = (s: string) => {
-  try {
-    return decodeURIComponent(s);
-  } catch {
-    return s;
-  }
-};
-
-async function load(runtime: Runtime, id: string) {
+async function load(runtime: Runtime, id: string | null) {
+  if (id === null) notFound();
   try {
     return await getAnomaly(runtime.db.prisma, id);
   } catch (err) {
@@ -32,14 +26,14 @@ async function load(runtime: Runtime, id: string) {
 }
 
 export async function generateMetadata({ params }: { params: Promise<Params> }): Promise<Metadata> {
-  const { id } = await params;
-  const row = await getAnomaly((await getRuntime()).db.prisma, decode(id)).catch(() => null);
+  const id = pageParam((await params).id);
+  const row = id === null ? null : await getAnomaly((await getRuntime()).db.prisma, id).catch(() => null);
   return { title: row ? `${typeInfo(row.type).label} · ${row.tool}` : "Anomaly" };
 }
 
 export default async function AnomalyPage({ params }: { params: Promise<Params> }) {
   const operator = await requireOperator();
-  const id = decode((await params).id);
+  const id = pageParam((await params).id);
   const runtime = await getRuntime();
   const row = await load(runtime, id);
   // the key now, for the release/resolve buttons; the evidence holds its state at detection

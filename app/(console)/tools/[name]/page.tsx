@@ -18,6 +18,7 @@ import { requireOperator } from "@/lib/auth/require-operator";
 import { can } from "@/lib/auth/roles";
 import { exampleFromSchema } from "@/lib/docs/json-schema";
 import { formatCount, formatDuration } from "@/lib/console/format";
+import { pageParam } from "@/lib/console/page-param";
 import { mcpToolOrigin, recentPassThroughCalls, type McpToolOrigin } from "@/lib/mcp/upstream/console-view";
 import { getRuntime } from "@/lib/server/runtime";
 import type { ToolDescription } from "@/lib/tools";
@@ -27,16 +28,16 @@ export const dynamic = "force-dynamic";
 type Props = { params: Promise<{ name: string }>; searchParams: Promise<{ window?: string | string[] }> };
 
 export async function generateMetadata({ params }: Props): Promise<Metadata> {
-  return { title: decodeURIComponent((await params).name) };
+  return { title: pageParam((await params).name) ?? "Tool" };
 }
 
 export default async function ToolPage({ params, searchParams }: Props) {
   const operator = await requireOperator();
-  const name = decodeURIComponent((await params).name);
+  const name = pageParam((await params).name);
   const rawWindow = (await searchParams).window;
   const window = isStatsWindow(rawWindow) ? rawWindow : DEFAULT_WINDOW;
   const runtime = await getRuntime();
-  if (!runtime.registry.has(name)) notFound();
+  if (name === null || !runtime.registry.has(name)) notFound();
   const definition = runtime.registry.get(name);
   const tool = runtime.registry.describe(definition);
   const mcpOrigin = mcpToolOrigin(definition);

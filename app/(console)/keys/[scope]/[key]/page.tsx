@@ -1,8 +1,10 @@
 import type { Metadata } from "next";
 import Link from "next/link";
+import { notFound } from "next/navigation";
 import { KeyDetailView } from "@/components/keys/key-detail-view";
 import { requireOperator } from "@/lib/auth/require-operator";
 import { can } from "@/lib/auth/roles";
+import { pageParam } from "@/lib/console/page-param";
 import { getKeyDetail } from "@/lib/operator/get-key-detail";
 import { presentKeyDetail } from "@/lib/operator/present-key-detail";
 import { getRuntime } from "@/lib/server/runtime";
@@ -11,25 +13,17 @@ export const dynamic = "force-dynamic";
 
 type Params = { scope: string; key: string };
 
-// segments arrive percent-encoded, as in the API's /api/v1/keys/{scope}/{key}
-const decode = (s: string) => {
-  try {
-    return decodeURIComponent(s);
-  } catch {
-    return s;
-  }
-};
-
 export async function generateMetadata({ params }: { params: Promise<Params> }): Promise<Metadata> {
-  const { key } = await params;
-  return { title: `Key ${decode(key)}` };
+  const key = pageParam((await params).key);
+  return { title: key === null ? "Key" : `Key ${key}` };
 }
 
 export default async function KeyPage({ params }: { params: Promise<Params> }) {
   const operator = await requireOperator();
   const p = await params;
-  const scope = decode(p.scope);
-  const key = decode(p.key);
+  const scope = pageParam(p.scope);
+  const key = pageParam(p.key);
+  if (scope === null || key === null) notFound();
   const detail = presentKeyDetail(await getKeyDetail(await getRuntime(), scope, key));
   return (
     <div className="space-y-4">

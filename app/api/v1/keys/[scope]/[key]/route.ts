@@ -8,9 +8,10 @@ type Params = { scope: string; key: string };
 
 // GET /api/v1/keys/{scope}/{key} – the record with its result, whether its tool can be probed, and the key's audit timeline
 // (for an API token without who did an operator action and why)
+// (the segments arrive decoded: a key holding "%41" is that key, not "A")
 export const GET = withPrincipal<Params>("read", async (_request, { params, principal, runtime }) => {
-  const scope = visibleScope(principal, decodeURIComponent(params.scope))!;
-  const detail = await getKeyDetail(runtime, scope, decodeURIComponent(params.key));
+  const scope = visibleScope(principal, params.scope)!;
+  const detail = await getKeyDetail(runtime, scope, params.key);
   // a tenant's token does not see operators' emails and reasons, nor exception messages
   return Response.json(principal.kind === "token" ? presentKeyDetailForTenant(detail) : presentKeyDetail(detail));
 });

@@ -6,5 +6,5 @@ export const dynamic = "force-dynamic";
 
 // POST /api/v1/tools/{tool}/invoke – run a tool exactly once per Idempotency-Key
 export const POST = withApiToken<{ tool: string }>(async (request, { params, principal, runtime }) =>
-  toResponse(await invokeTool(gatewayRequest(request), decodeURIComponent(params.tool), principal, runtime)),
+  toResponse(await invokeTool(gatewayRequest(request), params.tool, principal, runtime)),
 );

@@ -10,8 +10,8 @@ export const dynamic = "force-dynamic";
 // (it may resolve or release, so it needs an operator: the role that may do both)
 export const POST = withPrincipal<{ scope: string; key: string }>("resolve", async (_request, { params, principal, runtime }) => {
   const out = await probeKey(runtime, {
-    scope: decodeURIComponent(params.scope),
-    key: decodeURIComponent(params.key),
+    scope: params.scope,
+    key: params.key,
     actor: actorOf(principal),
   });
   return Response.json({ answer: out.answer, action: out.action, record: out.record ? presentKey(out.record, Date.now(), true) : null });

@@ -13,8 +13,8 @@ export const dynamic = "force-dynamic";
 export const POST = withPrincipal<{ scope: string; key: string }>("release", async (request, { params, principal, runtime }) => {
   const { reason, force, token } = await parseBody(request, z.object({ reason: z.string(), force: z.boolean().optional(), token: ReservationToken.optional() }));
   const before = await releaseKey(runtime, {
-    scope: decodeURIComponent(params.scope),
-    key: decodeURIComponent(params.key),
+    scope: params.scope,
+    key: params.key,
     actor: actorOf(principal),
     reason,
     force: force ?? false,

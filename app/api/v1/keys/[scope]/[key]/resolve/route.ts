@@ -16,8 +16,8 @@ const Body = z.object({ reason: z.string(), result: z.unknown(), status: z.numbe
 export const POST = withPrincipal<{ scope: string; key: string }>("resolve", async (request, { params, principal, runtime }) => {
   const body = await parseBody(request, Body);
   const after = await resolveKey(runtime, {
-    scope: decodeURIComponent(params.scope),
-    key: decodeURIComponent(params.key),
+    scope: params.scope,
+    key: params.key,
     actor: actorOf(principal),
     reason: body.reason,
     result: body.result,
