@@ -316,7 +316,7 @@ describe("operator disable", () => {
     await admin(
       (c) =>
         c.query(
-          `INSERT INTO operator_sessions (id, operator_id, created_at, expires_at)
+          `INSERT INTO operator_sessions (id_hash, operator_id, created_at, expires_at)
            SELECT s.id, o.id, now(), now() + interval '12 hours' FROM operators o, (VALUES ('cli-session-a'), ('cli-session-b')) AS s(id)
            WHERE o.email = 'leaver@example.com'`,
         ),

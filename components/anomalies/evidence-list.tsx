@@ -253,7 +253,7 @@ function rowsFor(a: AnomalyView, nowMs: number): { rows: Row[]; used: string[] }
                   {threshold !== null && (
                     <span className="text-muted">
                       {" "}
-                      · this tool&apos;s stale threshold is {formatDuration(threshold)}
+                      · this tool&apos;s stale threshold in this scope is {formatDuration(threshold)}
                       {samples !== null && ` (from ${formatCount(samples)} replay${samples === 1 ? "" : "s"} in the last 7 days)`}
                     </span>
                   )}

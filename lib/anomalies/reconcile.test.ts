@@ -533,4 +533,38 @@ describe.each(["redis", "pglite"] as const)("fresh-key duplicates (%s key store)
     const cursor = await t.db.prisma.reconcilerCursor.findUniqueOrThrow({ where: { name: "fresh_key_duplicates" } });
     expect(cursor.caughtUp).toBe(true);
   });
+
+  it("learns retry gaps per tenant: tenant A's fast replays change neither B's retry window nor B's stale threshold", async () => {
+    const a = newScope("tenant-a");
+    const b = newScope("tenant-b");
+    // tenant A: 30 retries each a second after its call, and 30 keys reused an hour later. On their
+    // own they set a 10 s retry window and a 1 min stale threshold for A.
+    for (let i = 0; i < 30; i++) {
+      await call(orders, a, `fast-${i}`, { sku: `a-${i}`, qty: 1 });
+      clock.ms += 1_000;
+      expect((await call(orders, a, `fast-${i}`, { sku: `a-${i}`, qty: 1 })).kind).toBe("replayed");
+    }
+    clock.ms += 3_600_000;
+    for (let i = 0; i < 30; i++) expect((await call(orders, a, `fast-${i}`, { sku: `a-${i}`, qty: 1 })).kind).toBe("replayed");
+    await pass();
+
+    // tenant B: a slow client that retries two minutes after each call, and one action retried
+    // 20 s later under a fresh key
+    for (let i = 0; i < 25; i++) {
+      await call(orders, b, `slow-${i}`, { sku: `b-${i}`, qty: 1 });
+      clock.ms += 120_000;
+      expect((await call(orders, b, `slow-${i}`, { sku: `b-${i}`, qty: 1 })).kind).toBe("replayed");
+    }
+    await call(orders, b, "lamp", { sku: "lamp", qty: 2 });
+    clock.ms += 20_000;
+    await call(orders, b, "lamp-fresh", { sku: "lamp", qty: 2 });
+    const report = await pass();
+    const forB = report.flagged.filter((x) => x.scope === b);
+    // B's own 25 replays form one cluster at 2 min: none is stale; its fresh-key retry lies within
+    // the retry window B's own replays give (a 10 min window at most, above its 2 min retries)
+    expect(forB.filter((x) => x.type === "stale_suppression")).toEqual([]);
+    const duplicates = duplicatesIn(report, b);
+    expect(duplicates.map((x) => x.key)).toEqual(["lamp-fresh"]);
+    expect(duplicates[0].evidence.windowMs).toBeGreaterThan(20_000);
+  });
 });

@@ -149,7 +149,8 @@ export function analyzeGapRuns(runs: readonly GapRun[]): GapAnalysis {
 /**
  * The retry window of fresh-key duplicates: identical calls (same tool, scope and arguments) under
  * different keys whose starts lie this close together are a retry under a fresh key, not a new
- * action. While a tool has fewer than MIN_SAMPLES replays, DEFAULT_FRESH_KEY_WINDOW_MS (a minute,
+ * action. Learnt from one scope's replays of the tool (the reconciler's analyses are per tool and
+ * scope). While they are fewer than MIN_SAMPLES, DEFAULT_FRESH_KEY_WINDOW_MS (a minute,
  * like the default fallback-dedupe TTL). With enough replays, the tool's own retries decide: the
  * upper bound of the retry cluster or the suggested TTL above it (its p99.9 with a margin),
  * whichever is larger, kept within MIN_/MAX_FRESH_KEY_WINDOW_MS and below the first gap that

@@ -1,5 +1,5 @@
-import { randomBytes } from "node:crypto";
-import { sealData } from "iron-session";
+import { createHash, randomBytes } from "node:crypto";
+import { sealData, unsealData } from "iron-session";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Database } from "@/lib/db/database";
 import { createTestPglite, createTestPostgres } from "@/test/support/databases";
@@ -83,6 +83,26 @@ describe.each(["PostgreSQL", "PGlite"] as const)("console sessions on %s", (kind
     const again = await signIn(ids.ada);
     expect(again.value()).not.toBe(copied);
     expect(await cookieOperator(new Jar(again.value()), t.db.prisma, plain)).toMatchObject({ id: ids.ada });
+  });
+
+  it("keeps no cookie's session id in the database, only its SHA-256; signing in and out still work", async () => {
+    const browser = await signIn(ids.ada);
+    const { sessionId } = await unsealData<{ sessionId?: string }>(browser.value(), { password: SECRET });
+    expect(sessionId).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    // every column of every session row, as text: none holds the id, nor any part of it
+    const rows = await t.db.prisma.$queryRawUnsafe<{ row: string }[]>("SELECT row_to_json(s)::text AS row FROM operator_sessions s");
+    expect(rows.length).toBeGreaterThan(0);
+    for (const { row } of rows) expect(row).not.toContain(sessionId!.slice(0, 16));
+    const digest = createHash("sha256").update(sessionId!).digest("hex");
+    expect(rows.some(({ row }) => JSON.parse(row).id_hash === digest)).toBe(true);
+
+    // the cookie signs in; the hash, sent as if it were the id, does not
+    expect(await cookieOperator(new Jar(browser.value()), t.db.prisma, plain)).toMatchObject({ id: ids.ada });
+    expect(await sessionOperator(t.db.prisma, digest)).toBeNull();
+    const forged = await sealData({ sessionId: digest }, { password: SECRET });
+    expect(await cookieOperator(new Jar(forged), t.db.prisma, plain)).toBeNull();
+    await endCookieSession(browser, t.db.prisma, plain);
+    expect(await sessionOperator(t.db.prisma, sessionId!)).toBeNull();
   });
 
   it("disabling an operator ends every session of theirs at once, and no one else's", async () => {

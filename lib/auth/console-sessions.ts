@@ -1,4 +1,4 @@
-import { randomBytes } from "node:crypto";
+import { hash, randomBytes } from "node:crypto";
 import { getIronSession, type IronSession, type SessionOptions } from "iron-session";
 import type { PrismaClient } from "@/generated/prisma/client";
 import type { HeaderSource } from "@/lib/http/answer";
@@ -7,7 +7,8 @@ import type { OperatorIdentity } from "./roles";
 import { isRole } from "./roles";
 
 // Console sessions: the cookie is sealed (iron-session) and carries only a session id; the session
-// itself is a row of operator_sessions. Signing out revokes the row, disabling an operator revokes
+// itself is a row of operator_sessions, kept under the SHA-256 of that id (as API tokens are), so
+// the database holds no id a cookie could carry. Signing out revokes the row, disabling an operator revokes
 // all of theirs, so a copied or remembered cookie stops working at once in every server process.
 // Each request looks the row up by primary key, joined with its operator: the one query that
 // re-read the operator before, so a polling console costs no more than it did.
@@ -42,6 +43,11 @@ interface SessionData {
 
 type Db = Pick<PrismaClient, "operatorSession" | "$queryRaw">;
 
+/** A session id carries 256 random bits: a fast hash is the right tool (as for API tokens). */
+function hashSessionId(sessionId: string): string {
+  return hash("sha256", sessionId, "hex");
+}
+
 function ironOptions(options: SessionCookieOptions): SessionOptions {
   return {
     password: options.password,
@@ -64,7 +70,7 @@ export async function createConsoleSession(prisma: Db, operatorId: string, nowMs
   await prisma.operatorSession.deleteMany({ where: { operatorId, OR: [{ expiresAt: { lte: now } }, { revokedAt: { not: null } }] } });
   const id = randomBytes(32).toString("base64url");
   const expiresAt = new Date(nowMs + SESSION_TTL_MS);
-  await prisma.operatorSession.create({ data: { id, operatorId, createdAt: now, expiresAt } });
+  await prisma.operatorSession.create({ data: { idHash: hashSessionId(id), operatorId, createdAt: now, expiresAt } });
   return { id, expiresAt };
 }
 
@@ -76,7 +82,7 @@ export async function sessionOperator(prisma: Pick<PrismaClient, "$queryRaw">, s
   const rows = await prisma.$queryRaw<{ expiresAt: Date; revokedAt: Date | null; id: string; email: string; role: string; disabledAt: Date | null }[]>`
     SELECT s.expires_at AS "expiresAt", s.revoked_at AS "revokedAt", o.id, o.email, o.role, o.disabled_at AS "disabledAt"
     FROM operator_sessions s JOIN operators o ON o.id = s.operator_id
-    WHERE s.id = ${sessionId}`;
+    WHERE s.id_hash = ${hashSessionId(sessionId)}`;
   const row = rows[0];
   if (!row || row.revokedAt || new Date(row.expiresAt).getTime() <= nowMs) return null;
   if (row.disabledAt || !isRole(row.role)) return null;
@@ -84,7 +90,7 @@ export async function sessionOperator(prisma: Pick<PrismaClient, "$queryRaw">, s
 }
 
 export async function revokeConsoleSession(prisma: Db, sessionId: string, nowMs = Date.now()): Promise<boolean> {
-  const out = await prisma.operatorSession.updateMany({ where: { id: sessionId, revokedAt: null }, data: { revokedAt: new Date(nowMs) } });
+  const out = await prisma.operatorSession.updateMany({ where: { idHash: hashSessionId(sessionId), revokedAt: null }, data: { revokedAt: new Date(nowMs) } });
   return out.count > 0;
 }
 

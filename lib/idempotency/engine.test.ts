@@ -397,6 +397,48 @@ describe.each(STORE_KINDS)("engine on the %s store", (kind) => {
       await a;
       expect(first.effects()).toBe(1);
     });
+
+    it("holds at most a quarter of its waiting slots for one scope: a tenant that fills its share leaves another able to wait", async () => {
+      const [tenantA, tenantB] = [scope(), scope()];
+      const small = new Engine({ store: t.store, audit: t.audit, now: clock.now, maxWaiters: 8 });
+      const runningA = held();
+      const runningB = held();
+      const a = small.invoke(charge, runningA.run, { scope: tenantA, key: "w", args: {} });
+      const b = small.invoke(charge, runningB.run, { scope: tenantB, key: "w", args: {} });
+      await Promise.all([runningA.started.promise, runningB.started.promise]);
+
+      // tenant A sends waiting duplicates until the server refuses one
+      const waitingA: Promise<unknown>[] = [];
+      let refusedA: unknown = null;
+      for (let i = 0; i < 9 && refusedA === null; i++) {
+        const w = small.invoke(charge, runningA.run, { scope: tenantA, key: "w", args: {}, waitMs: 10_000 });
+        const settled = await Promise.race([w.then(() => null, (err: unknown) => err), new Promise((r) => setTimeout(() => r("waiting"), 50))]);
+        if (settled === "waiting") waitingA.push(w);
+        else refusedA = settled;
+      }
+      expect(refusedA).toMatchObject({ code: "unavailable", of: "scope", limit: 2 });
+      expect(waitingA).toHaveLength(2);
+
+      // tenant B can still wait, and gets its result when its call ends
+      const waitingB = small.invoke(charge, runningB.run, { scope: tenantB, key: "w", args: {}, waitMs: 10_000 });
+      await new Promise((r) => setTimeout(r, 100));
+      runningB.gate.resolve();
+      await expect(waitingB).resolves.toMatchObject({ kind: "replayed" });
+      await b;
+      runningA.gate.resolve();
+      for (const w of waitingA) await expect(w).resolves.toMatchObject({ kind: "replayed" });
+      await a;
+      expect([runningA.effects(), runningB.effects()]).toEqual([1, 1]);
+      // the slots are given back: tenant A may wait again
+      const again = held();
+      const c = small.invoke(charge, again.run, { scope: tenantA, key: "w2", args: {} });
+      await again.started.promise;
+      const waitingAgain = small.invoke(charge, again.run, { scope: tenantA, key: "w2", args: {}, waitMs: 10_000 });
+      await new Promise((r) => setTimeout(r, 50));
+      again.gate.resolve();
+      await expect(waitingAgain).resolves.toMatchObject({ kind: "replayed" });
+      await c;
+    });
   });
 
   it("refuses and records a completion whose fencing token went stale", async () => {

@@ -67,6 +67,11 @@ export interface EngineOptions {
   /** calls this process may hold at once for `Prefer: wait` (default 1,000); beyond, 503 */
   maxWaiters?: number;
   /**
+   * calls of one scope this process may hold at once for `Prefer: wait` (default a quarter of
+   * maxWaiters, at least 1); beyond, 503 for that scope only
+   */
+  maxWaitersPerScope?: number;
+  /**
    * When to read a key before reserving it, on a store that offers the read (KeyStore.peekReplay):
    * "adaptive" (the default) for a tool whose recent calls that reached the store were mostly
    * replays (DuplicateRate); "always" or "never" for tests and benchmarks. The answer is the same
@@ -116,12 +121,16 @@ export class Engine {
   /** per store epoch: until when results from before it may be asked for */
   private readonly recoveryEnds = new Map<number, Promise<number | null>>();
   private readonly maxWaiters: number;
+  private readonly maxWaitersPerScope: number;
   private waiters = 0;
+  /** waiting calls per scope; a scope with none has no entry */
+  private readonly scopeWaiters = new Map<string, number>();
   private readonly replayReads: "adaptive" | "always" | "never";
   private readonly duplicateRate = new DuplicateRate();
 
   constructor(options: EngineOptions) {
     this.maxWaiters = options.maxWaiters ?? DEFAULT_MAX_WAITERS;
+    this.maxWaitersPerScope = Math.min(this.maxWaiters, options.maxWaitersPerScope ?? Math.max(1, Math.floor(this.maxWaiters * SCOPE_WAITERS_SHARE)));
     this.store = options.store;
     this.audit = options.audit;
     this.now = options.now ?? Date.now;
@@ -152,14 +161,24 @@ export class Engine {
         // arriving then would be answered (the result, or the unknown/stuck answer).
         if (performance.now() >= waitUntil!) return this.suppressed("conflict", reservation.running, call);
         if (!holdsWaitSlot) {
-          if (this.waiters >= this.maxWaiters) throw new TooManyWaitersError(this.maxWaiters);
+          // One tenant's waiters may not take every slot: a scope holds at most its share, so the
+          // others can still wait while one fills its own (each slot is a held request and a timer).
+          const ofScope = this.scopeWaiters.get(call.scope) ?? 0;
+          if (ofScope >= this.maxWaitersPerScope) throw new TooManyWaitersError(this.maxWaitersPerScope, "scope");
+          if (this.waiters >= this.maxWaiters) throw new TooManyWaitersError(this.maxWaiters, "process");
           this.waiters++;
+          this.scopeWaiters.set(call.scope, ofScope + 1);
           holdsWaitSlot = true;
         }
         await this.waitForRunning(call, reservation.running, waitUntil!);
       }
     } finally {
-      if (holdsWaitSlot) this.waiters--;
+      if (holdsWaitSlot) {
+        this.waiters--;
+        const left = (this.scopeWaiters.get(call.scope) ?? 1) - 1;
+        if (left > 0) this.scopeWaiters.set(call.scope, left);
+        else this.scopeWaiters.delete(call.scope);
+      }
     }
   }
 
@@ -757,6 +776,8 @@ export const MAX_WAIT_MS = 60_000;
 const FALLBACK_POLL_MS = 1_000;
 
 const DEFAULT_MAX_WAITERS = 1_000;
+/** The share of a process' waiting slots one scope may hold by default. */
+const SCOPE_WAITERS_SHARE = 0.25;
 
 interface CallContext {
   tool: ToolPolicy;

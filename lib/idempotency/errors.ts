@@ -142,8 +142,16 @@ export class LeasePassedError extends IdemgateError {
 /** `Prefer: wait` asked of a process already holding as many waiting calls as it may: nothing ran. */
 export class TooManyWaitersError extends IdemgateError {
   readonly code = "unavailable";
-  constructor(readonly limit: number) {
-    super(`this server already holds ${limit} calls waiting for a running call's result; nothing was run, retry with the same key shortly`);
+  constructor(
+    readonly limit: number,
+    /** whose slots are all taken: the whole process', or the caller's scope's share of them */
+    readonly of: "process" | "scope" = "process",
+  ) {
+    super(
+      of === "scope"
+        ? `this server already holds ${limit} calls of your scope waiting for a running call's result, as many as one scope may; nothing was run, retry with the same key shortly`
+        : `this server already holds ${limit} calls waiting for a running call's result; nothing was run, retry with the same key shortly`,
+    );
   }
 }
 

@@ -18,8 +18,11 @@ export interface CheckContext {
   settledAt: Date;
   /** the stored cursor of a scan, as the previous pass left it */
   cursor(name: ScanName): ScanCursor | undefined;
-  /** a tool's replay gaps of the last seven days (read once per pass and tool) */
-  retryGaps(tool: string): Promise<GapAnalysis>;
+  /**
+   * a tool's replay gaps in one scope, of the last seven days (read once per pass, tool and scope):
+   * what a check learns about a tenant's retries comes from that tenant's replays only
+   */
+  retryGaps(tool: string, scope: string): Promise<GapAnalysis>;
 }
 
 export interface CheckResult {
@@ -53,22 +56,32 @@ export const recordKey = (p: { scope: string; key: string }) => `${p.scope}\n${p
 /** Replays whose gaps a tool's analysis reads at most (the newest), as the tool page does. */
 export const GAP_SAMPLES = 20_000;
 
-/** Each tool's replay gaps of the seven days before `nowMs`, analysed once per pass. */
-export function retryGapsOf(prisma: PrismaClient, nowMs: number): (tool: string) => Promise<GapAnalysis> {
+/**
+ * Each (tool, scope)'s replay gaps of the seven days before `nowMs`, analysed once per pass.
+ *
+ * Per scope, not per tool: the retry window of fresh-key duplicates and the stale-suppression
+ * threshold shape what is flagged for a tenant, and one tenant's replays (say, fast retries that
+ * narrow a tool's retry cluster) must not change what is flagged for another. A scope with fewer
+ * than MIN_SAMPLES replays of a tool gets the default retry window (retryWindow) and a stale
+ * threshold from its own few gaps, never below MIN_STALE_THRESHOLD_MS; the other scopes' replays
+ * are never a fallback, since that would bring the cross-tenant influence back.
+ */
+export function retryGapsOf(prisma: PrismaClient, nowMs: number): (tool: string, scope: string) => Promise<GapAnalysis> {
   const analyses = new Map<string, Promise<GapAnalysis>>();
-  return (tool) => {
-    let analysis = analyses.get(tool);
+  return (tool, scope) => {
+    const name = `${tool}\n${scope}`;
+    let analysis = analyses.get(name);
     if (!analysis) {
       analysis = prisma.suppression
         .findMany({
-          where: { tool, kind: "replay", gapMs: { not: null }, at: { gte: new Date(nowMs - 7 * 86_400_000) } },
+          where: { tool, scope, kind: "replay", gapMs: { not: null }, at: { gte: new Date(nowMs - 7 * 86_400_000) } },
           select: { gapMs: true },
           orderBy: { at: "desc" },
           take: GAP_SAMPLES,
         })
         .then((rows) => analyzeGaps(rows.map((r) => r.gapMs!)));
-      analysis.catch(() => analyses.delete(tool));
-      analyses.set(tool, analysis);
+      analysis.catch(() => analyses.delete(name));
+      analyses.set(name, analysis);
     }
     return analysis;
   };

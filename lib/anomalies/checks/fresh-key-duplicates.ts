@@ -88,7 +88,7 @@ export function freshKeyTwinsSql(rows: readonly TwinQuery[]): Prisma.Sql {
 
 /**
  * Fresh-key duplicates: one tool in one scope ran twice for identical arguments under different
- * keys within the tool's retry window (retry-gaps.ts retryWindow): a caller retried under a fresh
+ * keys within the tool's retry window in that scope (retry-gaps.ts retryWindow): a caller retried under a fresh
  * key, and the side effect that the key should have guarded ran again. Genuine repeats farther
  * apart than the window are not flagged.
  *
@@ -107,14 +107,19 @@ export async function findFreshKeyDuplicates(ctx: CheckContext): Promise<CheckRe
   // pass-through calls (reads the log records) are idempotent by their tool's word: repeats are theirs to make
   const candidates = rows.filter((e) => !running(e) && !isPassThroughKey(e.key) && (e.outcome === null || (EFFECT_OUTCOMES as readonly string[]).includes(e.outcome)));
 
+  // learnt per tool and scope (context.ts retryGapsOf): another tenant's replays change nothing here
   const windows = new Map<string, RetryWindow>();
-  for (const tool of new Set(candidates.map((e) => e.tool))) windows.set(tool, retryWindow(await ctx.retryGaps(tool)));
+  const windowOf = (e: { tool: string; scope: string }) => windows.get(`${e.tool}\n${e.scope}`)!;
+  for (const e of candidates) {
+    const name = `${e.tool}\n${e.scope}`;
+    if (!windows.has(name)) windows.set(name, retryWindow(await ctx.retryGaps(e.tool, e.scope)));
+  }
 
   const pairs =
     candidates.length === 0
       ? []
       : await ctx.prisma.$queryRaw<{ duplicateId: string; originalId: string }[]>(
-          freshKeyTwinsSql(candidates.map((e) => ({ ...e, windowMs: windows.get(e.tool)!.windowMs }))),
+          freshKeyTwinsSql(candidates.map((e) => ({ ...e, windowMs: windowOf(e).windowMs }))),
         );
   const full = new Map<string, Execution>();
   if (pairs.length > 0) {
@@ -125,7 +130,7 @@ export async function findFreshKeyDuplicates(ctx: CheckContext): Promise<CheckRe
   for (const p of pairs) {
     const duplicate = full.get(p.duplicateId);
     const original = full.get(p.originalId);
-    if (duplicate && original) flagged.push(freshKeyDuplicate(original, duplicate, windows.get(duplicate.tool)!));
+    if (duplicate && original) flagged.push(freshKeyDuplicate(original, duplicate, windowOf(duplicate)));
   }
 
   // the cursor stays before the first running execution: the next pass reads from there (what it

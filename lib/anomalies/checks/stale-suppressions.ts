@@ -9,7 +9,7 @@ export const FALLBACK_STALE_GAP_MS = 10_000;
 
 /**
  * Replays that were probably new actions answered as duplicates: far outside the tool's retry gaps
- * (see retry-gaps.ts), answered to another session than the original's, or matched only by their
+ * in the replay's scope (see retry-gaps.ts), answered to another session than the original's, or matched only by their
  * arguments (a fallback key) later than the tool's retry cluster.
  */
 export async function findStaleSuppressions(ctx: CheckContext): Promise<CheckResult> {
@@ -20,10 +20,14 @@ export async function findStaleSuppressions(ctx: CheckContext): Promise<CheckRes
     take: ctx.batch,
   });
   const analyses = new Map<string, GapAnalysis>();
-  for (const tool of new Set(replays.map((r) => r.tool))) analyses.set(tool, await ctx.retryGaps(tool));
+  // learnt per tool and scope (context.ts retryGapsOf): another tenant's replays change nothing here
+  for (const s of replays) {
+    const name = `${s.tool}\n${s.scope}`;
+    if (!analyses.has(name)) analyses.set(name, await ctx.retryGaps(s.tool, s.scope));
+  }
   const flagged: AnomalyOf<"stale_suppression">[] = [];
   for (const s of replays) {
-    const analysis = analyses.get(s.tool)!;
+    const analysis = analyses.get(`${s.tool}\n${s.scope}`)!;
     const reasons = staleReasons(s, analysis);
     if (reasons.length > 0) flagged.push(staleSuppression(s, analysis, reasons));
   }
@@ -35,7 +39,7 @@ function staleReasons(s: Suppression, analysis: GapAnalysis): string[] {
   const reasons: string[] = [];
   const gap = s.gapMs ?? 0;
   if (gap > analysis.staleThresholdMs) {
-    reasons.push(`arrived ${fmt(gap)} after the original, beyond this tool's stale threshold of ${fmt(analysis.staleThresholdMs)} (${analysis.reasoning})`);
+    reasons.push(`arrived ${fmt(gap)} after the original, beyond the stale threshold of this tool's replays in this scope, ${fmt(analysis.staleThresholdMs)} (${analysis.reasoning})`);
   }
   if (s.session && s.originalSession && s.session !== s.originalSession) {
     reasons.push(`answered to session ${s.session} with the result of session ${s.originalSession}`);

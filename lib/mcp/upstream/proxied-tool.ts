@@ -4,6 +4,7 @@ import { FinalToolError, NotRunError, OutcomeUnknown } from "@/lib/idempotency/t
 import { defineTool, TOOL_NAME_PATTERN, type ArgsSchema, type ToolDefinition } from "@/lib/tools/define-tool";
 import { derivedKey } from "@/lib/tools/upstream";
 import { META_KEY_FIELD } from "../key-fields";
+import { takePatterns, withPatterns } from "./schema-patterns";
 
 /** Where a proxied tool comes from; kept on its definition, so /mcp can pass its results through whole. */
 export interface McpOrigin {
@@ -58,10 +59,12 @@ export function gateOf(annotations: ToolAnnotations | undefined): "read" | "idem
   return "write";
 }
 
+/** The server's schema as zod; its `pattern`s run with a linear-time engine (schema-patterns.ts), never RegExp. */
 function argsSchema(inputSchema: Tool["inputSchema"]): ArgsSchema {
   try {
-    const schema = z.fromJSONSchema(inputSchema as Parameters<typeof z.fromJSONSchema>[0]);
-    if (schema instanceof z.ZodObject) return schema;
+    const { schema: withoutPatterns, patterns } = takePatterns(inputSchema);
+    const schema = z.fromJSONSchema(withoutPatterns as Parameters<typeof z.fromJSONSchema>[0]);
+    if (schema instanceof z.ZodObject) return withPatterns(schema, patterns);
   } catch {
     // a schema zod cannot read: the server validates its own arguments
   }

@@ -69,6 +69,25 @@ export class KeySpace {
   }
 
   /**
+   * The same three indexes (status, created, lex; same scores and members) for one scope only.
+   * A tenant's listing reads these, so how far it reads and what it answers depend on that scope's
+   * records alone: a page read through a shared index stops at a budget of examined entries, and
+   * an empty page with a cursor would tell a tenant that another scope holds many matching keys.
+   * Scopes hold no ":" (SCOPE_PATTERN), so the names are unambiguous.
+   */
+  scopeStatus(bucket: number, scope: string, status: StoredStatus): string {
+    return `${this.base(bucket)}s:${scope}:st:${status}`;
+  }
+
+  scopeCreated(bucket: number, scope: string): string {
+    return `${this.base(bucket)}s:${scope}:created`;
+  }
+
+  scopeLex(bucket: number, scope: string): string {
+    return `${this.base(bucket)}s:${scope}:lx`;
+  }
+
+  /**
    * The pub/sub channel on which the scripts announce every change of a record's state
    * (PUBLISH, message: the new stored status or "absent"): `{<prefix>:<bucket>}:chg:<scope>\n<key>`.
    * Nothing is stored under it. It is unique per store and record: the prefix has no braces, so the
@@ -85,7 +104,10 @@ export class KeySpace {
   indexesOf(scope: string, key: string, tool: string, status: StoredStatus): string[] {
     const b = bucketOf(scope, key);
     const byTool = status === "unknown" ? [this.byUnknownTool(b, tool)] : [];
-    return [this.byStatus(b, status), ...byTool, this.byCreated(b), this.byKeyLex(b)];
+    return [
+      this.byStatus(b, status), ...byTool, this.byCreated(b), this.byKeyLex(b),
+      this.scopeStatus(b, scope, status), this.scopeCreated(b, scope), this.scopeLex(b, scope),
+    ];
   }
 
   /** A SCAN MATCH pattern for every key of the bucket (records, indexes, token, epoch). */

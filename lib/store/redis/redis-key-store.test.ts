@@ -208,7 +208,7 @@ describe("RedisKeyStore", () => {
       expect(all.map(hashTagOf)).toEqual(all.map(() => tag));
       // the scripts wrote to exactly the index names key-names.ts builds
       for (const index of ks.indexesOf(scope, key, tool, status)) {
-        if (index === ks.byKeyLex(bucket)) {
+        if (index === ks.byKeyLex(bucket) || index === ks.scopeLex(bucket, scope)) {
           expect(await redis.zscore(index, lexMemberOf(scope, key, record!.createdAtMs))).toBe("0");
         } else {
           expect(await redis.zscore(index, memberOf(scope, key))).not.toBeNull();
@@ -217,8 +217,9 @@ describe("RedisKeyStore", () => {
       // scored by the status' deadline, and in no other status' indexes
       const deadline = { inflight: record!.leaseUntilMs, unknown: record!.unknownAtMs, done: record!.expiresAtMs }[status];
       expect(Number(await redis.zscore(ks.byStatus(bucket, status), memberOf(scope, key)))).toBe(deadline);
+      expect(Number(await redis.zscore(ks.scopeStatus(bucket, scope, status), memberOf(scope, key)))).toBe(deadline);
       for (const other of STORED_STATUSES.filter((s) => s !== status)) {
-        const indexes = [ks.byStatus(bucket, other), ...(other === "unknown" ? [ks.byUnknownTool(bucket, tool)] : [])];
+        const indexes = [ks.byStatus(bucket, other), ks.scopeStatus(bucket, scope, other), ...(other === "unknown" ? [ks.byUnknownTool(bucket, tool)] : [])];
         for (const index of indexes) expect(await redis.zscore(index, memberOf(scope, key))).toBeNull();
       }
     }

@@ -53,7 +53,7 @@ function scoreBounds(range: "future" | "past" | "all", nowMs: number): [max: str
 /** The part of one list query each bucket runs: an index and a score range, or the lex index. */
 type Plan =
   | { mode: "score"; index: (bucket: number) => string; max: number; maxInclusive: boolean; min: string; scope: string; prefix: string; tool: string }
-  | { mode: "lex"; scope: string; prefix: string; tool: string; fallback: Extract<Plan, { mode: "score" }> };
+  | { mode: "lex"; index: (bucket: number) => string; scope: string; prefix: string; tool: string; fallback: Extract<Plan, { mode: "score" }> };
 
 /**
  * KeyStore on Redis, one server or a Redis Cluster (ioredis `Cluster`). Each state change is one Lua
@@ -269,19 +269,31 @@ export class RedisKeyStore implements KeyStore {
    * the lex index for a key prefix. Scope and key prefix are matched on the index member, any
    * other tool filter on the record (only unknown records have a per-tool index), while reading
    * within the budget.
+   *
+   * A list of one scope (every tenant's list) reads that scope's own indexes instead of the shared
+   * ones, so what it examines, where its budget stops and whether it answers an empty page with a
+   * cursor depend on that scope's records only: through a shared index, another tenant's many
+   * matching keys would show as short or empty pages with a cursor. Filtering a shared index
+   * harder would not do: whatever a bounded scan answers when its budget runs out depends on how
+   * many entries of other scopes it examined. Costs three more index entries per record.
    */
   private planList(query: ListQuery): Plan {
     const { state } = query;
     const scope = query.scope ?? "";
     const prefix = query.prefix ?? "";
     const tool = query.tool === undefined ? "" : escapeField(query.tool);
+    const scoped = scope !== "";
     if (state !== undefined) {
       const { status, range } = STATE_RANGES[state];
       const [max, min] = scoreBounds(range, query.nowMs);
-      const byTool = tool !== "" && status === "unknown";
+      const byTool = tool !== "" && status === "unknown" && !scoped;
       return {
         mode: "score",
-        index: byTool ? (b: number) => this.keys.byUnknownTool(b, query.tool!) : (b: number) => this.keys.byStatus(b, status),
+        index: scoped
+          ? (b: number) => this.keys.scopeStatus(b, scope, status)
+          : byTool
+            ? (b: number) => this.keys.byUnknownTool(b, query.tool!)
+            : (b: number) => this.keys.byStatus(b, status),
         max: max === "+inf" ? Infinity : Number(max),
         maxInclusive: true,
         min,
@@ -291,16 +303,19 @@ export class RedisKeyStore implements KeyStore {
       };
     }
     const timePlan: Extract<Plan, { mode: "score" }> = {
-      mode: "score", index: (b) => this.keys.byCreated(b), max: Infinity, maxInclusive: true, min: "-inf", scope, prefix, tool,
+      mode: "score",
+      index: scoped ? (b) => this.keys.scopeCreated(b, scope) : (b) => this.keys.byCreated(b),
+      max: Infinity, maxInclusive: true, min: "-inf", scope, prefix, tool,
     };
     // a prefix is usually selective: the lex index answers it unless a bucket has too many matches
-    return prefix !== "" ? { mode: "lex", scope, prefix, tool, fallback: timePlan } : timePlan;
+    const lex = scoped ? (b: number) => this.keys.scopeLex(b, scope) : (b: number) => this.keys.byKeyLex(b);
+    return prefix !== "" ? { mode: "lex", index: lex, scope, prefix, tool, fallback: timePlan } : timePlan;
   }
 
   private async readBucket(plan: Plan, bucket: number, cursor: Position | null, want: number, budget: number): Promise<BucketPage> {
     if (plan.mode === "lex") {
       const reply = await this.redis.idgPage(
-        this.keys.byKeyLex(bucket),
+        plan.index(bucket),
         "lex", "", "",
         cursor === null ? "" : String(cursor.score),
         cursor?.member ?? "",
@@ -357,8 +372,8 @@ export class RedisKeyStore implements KeyStore {
   }
 
   /**
-   * Per bucket and state: unfiltered, a ZCOUNT of the status index; unknown keys by tool, a ZCOUNT
-   * of the tool's unknown index; otherwise the count script reads the status index through
+   * Per bucket and state: unfiltered, a ZCOUNT of the status index; one scope's, a ZCOUNT of that
+   * scope's status index; unknown keys by tool, a ZCOUNT of the tool's unknown index; otherwise the count script reads the status index through
    * (filtered counts serve the API, not a console page). Scope and tool together are not offered.
    */
   async counts(nowMs: number, filter: { tool?: string; scope?: string } = {}): Promise<StateCounts> {
@@ -378,8 +393,13 @@ export class RedisKeyStore implements KeyStore {
           const [futureState, pastState] = split[status];
           let future: number;
           let past: number;
-          if (scope === undefined && (tool === undefined || status === "unknown")) {
-            const index = tool !== undefined ? this.keys.byUnknownTool(bucket, tool) : this.keys.byStatus(bucket, status);
+          if (tool === undefined || (scope === undefined && status === "unknown")) {
+            const index =
+              scope !== undefined
+                ? this.keys.scopeStatus(bucket, scope, status)
+                : tool !== undefined
+                  ? this.keys.byUnknownTool(bucket, tool)
+                  : this.keys.byStatus(bucket, status);
             [future, past] = await Promise.all([this.redis.zcount(index, `(${nowMs}`, "+inf"), this.redis.zcount(index, "-inf", String(nowMs))]);
           } else {
             const reply = await this.redis.idgCount(

@@ -7,6 +7,10 @@ local function statusIndexKey(base, status) return base .. "st:" .. status end
 local function unknownToolIndexKey(base, tool) return base .. "stt:unknown:" .. tool end
 local function createdIndexKey(base) return base .. "created" end
 local function lexIndexKey(base) return base .. "lx" end
+-- the same indexes for one scope (KeySpace.scopeStatus, scopeCreated, scopeLex)
+local function scopeStatusIndexKey(base, scope, status) return base .. "s:" .. scope .. ":st:" .. status end
+local function scopeCreatedIndexKey(base, scope) return base .. "s:" .. scope .. ":created" end
+local function scopeLexIndexKey(base, scope) return base .. "s:" .. scope .. ":lx" end
 local function recordKeyOf(base, scope, key) return base .. "r:" .. scope .. ":" .. key end
 -- a pub/sub channel, not a key: see KeySpace.changeChannel
 local function changeChannelOf(base, scope, key) return base .. "chg:" .. scope .. "\n" .. key end
