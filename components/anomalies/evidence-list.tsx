@@ -51,6 +51,13 @@ function holder(e: Evidence): React.ReactNode {
   );
 }
 
+/** What a retry of a lost completion's call is told, as the reconciler found it. */
+const LOST_COMPLETION_RETRY: Record<string, string> = {
+  answered_by_record: "is answered from the key's current record; the side effect does not run again",
+  restored_from_audit_log: "gets the result back from the audit log, which restores the record; the side effect does not run again",
+  runs_again: "runs the side effect again",
+};
+
 function keyStateRow(e: Evidence): Row {
   const state = str(e.keyState);
   const h = holder(e);
@@ -193,7 +200,7 @@ function rowsFor(a: AnomalyView, nowMs: number): { rows: Row[]; used: string[] }
     }
     case "orphan_lost_completion":
       return {
-        used: ["executionId", "finishedAt", "expiresAt", "resultStatus", "keyState", "keyHeldBy", "error"],
+        used: ["executionId", "finishedAt", "expiresAt", "resultStatus", "keyState", "keyHeldBy", "error", "retry"],
         rows: [
           { label: "Succeeded", value: <Time at={e.finishedAt} note={formatRelative(str(e.finishedAt), nowMs)} /> },
           { label: "Result", value: num(e.resultStatus) !== null ? <>HTTP <span className="font-mono">{num(e.resultStatus)}</span></> : <Faint>unknown</Faint> },
@@ -203,6 +210,7 @@ function rowsFor(a: AnomalyView, nowMs: number): { rows: Row[]; used: string[] }
           },
           executionRow(e),
           keyStateRow(e),
+          ...(str(e.retry) ? [{ label: "A retry", testId: "evidence-retry", value: LOST_COMPLETION_RETRY[str(e.retry)!] ?? str(e.retry) } satisfies Row] : []),
           ...(str(e.error) ? [{ label: "Note", value: str(e.error) } satisfies Row] : []),
         ],
       };

@@ -37,12 +37,21 @@ export interface UnknownOutcomeEvidence extends KeyAtDetection {
   unknownAt: Iso | null;
 }
 
+/**
+ * What a retry of a lost completion's call is told, as the engine decides it when the reconciler
+ * looks: the key's current record answers it; the engine gives the result back from the audit log
+ * (a store that lost data, a result the log keeps); or the side effect runs again.
+ */
+export type LostCompletionRetry = "answered_by_record" | "restored_from_audit_log" | "runs_again";
+
 export interface LostCompletionEvidence extends KeyAtDetection {
   executionId: string;
   finishedAt: Iso | null;
   expiresAt: Iso | null;
   resultStatus: number | null;
   error: string | null;
+  /** absent in findings stored before it was recorded */
+  retry?: LostCompletionRetry;
 }
 
 export interface LateCompletionEvidence {

@@ -3,7 +3,9 @@ import type { Prisma, PrismaClient } from "@/generated/prisma/client";
 import type { KeyStore } from "@/lib/idempotency/key-store";
 import type { ListEffects } from "@/lib/tools/effects";
 import type { NewAnomaly } from "./anomaly-types";
-import { retryGapsOf, type CheckContext, type CheckResult } from "./checks/context";
+import { PrismaAuditWriter } from "@/lib/audit/audit-writer";
+import { Engine } from "@/lib/idempotency/engine";
+import { retryGapsOf, type AuditRecovery, type CheckContext, type CheckResult } from "./checks/context";
 import { findFreshKeyDuplicates } from "./checks/fresh-key-duplicates";
 import { findLateCompletions } from "./checks/late-completions";
 import { findLostCompletions, LOST_COMPLETION_ROUND_MS } from "./checks/lost-completions";
@@ -13,6 +15,7 @@ import { findUnknownOutcomes } from "./checks/unknown-outcomes";
 import { findUnrecordedEffects } from "./checks/unrecorded-effects";
 import { loadCursors, saveCursor, type ScanName } from "./scan-cursor";
 
+export type { AuditRecovery } from "./checks/context";
 export { ANOMALY_TYPES, type AnomalyOf, type AnomalyType, type EvidenceByType, type NewAnomaly } from "./anomaly-types";
 export { FALLBACK_STALE_GAP_MS } from "./checks/stale-suppressions";
 export { freshKeyScanSql, freshKeyTwinsSql, FRESH_KEY_BODY_LIMIT } from "./checks/fresh-key-duplicates";
@@ -21,6 +24,11 @@ export { ProbeRotation, RECONCILER_ACTOR, type ProbedKey, type ReconcileProbes }
 export interface ReconcileDeps {
   prisma: PrismaClient;
   store: KeyStore;
+  /**
+   * the engine over this store and log (the runtime's): what a retry is told after a key-store
+   * loss, as it decides it. Default: an engine over `store` and an audit writer on `prisma`.
+   */
+  engine?: AuditRecovery;
   /** side effects the tools committed since a time (the tools that can list theirs) */
   listEffects?: ListEffects;
   /** the tools' status probes: unknown and stuck keys of tools that have one are asked about */
@@ -77,6 +85,7 @@ export async function reconcile(deps: ReconcileDeps, options: ReconcileOptions =
   const ctx: CheckContext = {
     prisma: deps.prisma,
     store: deps.store,
+    recovery: deps.engine ?? new Engine({ store: deps.store, audit: new PrismaAuditWriter(deps.prisma) }),
     nowMs,
     since: new Date(nowMs - (options.lookbackMs ?? 25 * 3_600_000)),
     batch: options.batch ?? 5_000,

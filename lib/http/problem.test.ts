@@ -27,10 +27,29 @@ describe("errorResponse", () => {
 
   it("answers 500 without details for anything else, including errors with foreign codes", async () => {
     const logged = vi.spyOn(console, "error").mockImplementation(() => {});
-    const res = errorResponse(Object.assign(new Error("connect ECONNREFUSED"), { code: "ECONNREFUSED" }));
+    const res = errorResponse(Object.assign(new Error("the widget frobnicated at 10.0.0.7"), { code: "ERR_WIDGET" }));
     expect(logged).toHaveBeenCalledOnce();
     logged.mockRestore();
     expect(res.status).toBe(500);
-    expect((await res.json()).detail).not.toContain("ECONNREFUSED");
+    expect((await res.json()).detail).not.toContain("10.0.0.7");
+  });
+
+  it("answers a connection that failed (refused, reset, Prisma's unreachable database) 503 unavailable with Retry-After, without details", async () => {
+    const logged = vi.spyOn(console, "error").mockImplementation(() => {});
+    const refused = Object.assign(new Error("connect ECONNREFUSED 10.0.0.7:5432"), { code: "ECONNREFUSED" });
+    const unreachable = Object.assign(new Error("Can't reach database server at 10.0.0.7:5432"), {
+      code: "P1001",
+      meta: { driverAdapterError: { name: "DriverAdapterError", cause: { kind: "DatabaseNotReachable", host: "10.0.0.7", port: 5432 } } },
+    });
+    const terminated = new Error("wrapped", { cause: new Error("Connection terminated unexpectedly") });
+    for (const err of [refused, unreachable, terminated]) {
+      const res = errorResponse(err);
+      expect(res.status).toBe(503);
+      expect(res.headers.get("retry-after")).toMatch(/^[1-9]\d*$/);
+      const body = await res.json();
+      expect(body).toMatchObject({ type: "/problems/unavailable", status: 503 });
+      expect(body.detail).not.toContain("10.0.0.7");
+    }
+    logged.mockRestore();
   });
 });

@@ -1,5 +1,6 @@
 import { CONFLICT_RETRY_AFTER_MS, IdemgateError, isIdemgateError, type SuppressionError } from "@/lib/idempotency/errors";
 import { stateOf } from "@/lib/idempotency/record";
+import { isConnectionFailure } from "@/lib/db/errors";
 import { toResponse, type HttpAnswer } from "./answer";
 
 /** Errors of the HTTP layer itself, before the engine is asked. */
@@ -36,6 +37,9 @@ export interface ProblemType {
 }
 
 const RETRY_AFTER_SECONDS = Math.max(1, Math.ceil(CONFLICT_RETRY_AFTER_MS / 1000));
+
+/** How long a 503 asks the caller to wait: a restarting database or store is back in seconds. */
+const UNAVAILABLE_RETRY_AFTER_SECONDS = 2;
 
 /**
  * One place maps every error code to its status, title and headers; the `type` is
@@ -78,7 +82,16 @@ const PROBLEMS: Record<string, ProblemType> = {
   abandoned: { status: 500, title: "Call abandoned" },
   internal: { status: 500, title: "Internal error" },
   tool_failed: { status: 502, title: "Tool failed" },
-  unavailable: { status: 503, title: "Service unavailable" },
+  unavailable: {
+    status: 503,
+    title: "Service unavailable",
+    headers: {
+      "Retry-After": {
+        value: String(UNAVAILABLE_RETRY_AFTER_SECONDS),
+        description: `always ${UNAVAILABLE_RETRY_AFTER_SECONDS} (seconds): the key store or the database could not be reached; send the same request with the same key again after this, with backoff`,
+      },
+    },
+  },
 };
 
 export const PROBLEM_CODES = Object.keys(PROBLEMS);
@@ -136,6 +149,14 @@ export function errorResponse(err: unknown, instance?: string): Response {
 /** errorResponse's answer before it is a `Response`. */
 export function problemAnswer(err: unknown, instance?: string): HttpAnswer {
   const known = knownError(err);
+  if (!known && isConnectionFailure(err)) {
+    // the database or the key store broke off (a restart, a failover): whatever path met it, the
+    // caller is told to come back, never 500
+    console.error(`idemgate: a database or key-store connection failed: ${err instanceof Error ? err.message.trim().split("\n").pop() : String(err)}`);
+    const body: ProblemBody = { type: "/problems/unavailable", title: PROBLEMS.unavailable.title, status: 503, detail: "a service this request needs (the database, the key store) could not be reached; retry shortly with the same key" };
+    if (instance) body.instance = instance;
+    return problemParts(503, body, problemHeaders(PROBLEMS.unavailable));
+  }
   if (!known) {
     console.error("unexpected error", err);
     return problemParts(500, { type: "/problems/internal", title: PROBLEMS.internal.title, status: 500, detail: "an unexpected error occurred; it has been logged", instance });

@@ -610,6 +610,16 @@ export class Engine {
    * wanted. Asked once per epoch: on a fresh store it answers no, and no call pays a lookup.
    */
   private async mayRecover(epochMs: number, arrivedMs: number, token: number, call: CallContext): Promise<boolean> {
+    try {
+      return await this.recoveryWanted(epochMs, arrivedMs);
+    } catch (err) {
+      await this.store.abandon(call.scope, call.key, token).catch(() => {});
+      throw new UnavailableError("audit_log", err);
+    }
+  }
+
+  /** mayRecover's answer; rejects when the audit log cannot be read. */
+  private async recoveryWanted(epochMs: number, arrivedMs: number): Promise<boolean> {
     // A call that reserved just before the loss may not have written its intent yet, so a window
     // computed now could miss it: until intents from before the epoch have settled, look every
     // key up (one indexed read per first execution, for the first seconds of a store epoch).
@@ -621,13 +631,25 @@ export class Engine {
       this.recoveryEnds.set(epochMs, end);
       end.catch(() => this.recoveryEnds.delete(epochMs));
     }
-    try {
-      const until = await end;
-      return until !== null && arrivedMs < until;
-    } catch (err) {
-      await this.store.abandon(call.scope, call.key, token).catch(() => {});
-      throw new UnavailableError("audit_log", err);
-    }
+    const until = await end;
+    return until !== null && arrivedMs < until;
+  }
+
+  /**
+   * Whether a retry of an execution's call (the same arguments), arriving at `nowMs` while the key
+   * store has no record under its key, gets the execution's result back from the audit log (and
+   * the store the record again) instead of running: the store can lose data, a reservation there
+   * now would consult the log (as reserve does), and the key's latest execution in the log is this
+   * one with its result kept. A durable store never consults the log: there a retry runs.
+   */
+  async retryRestores(scope: string, key: string, executionId: string, nowMs: number = this.now()): Promise<boolean> {
+    if (!this.store.epochOf) return false;
+    const prior = await this.audit.priorExecution(scope, key, new Date(0));
+    if (!prior || prior.id !== executionId || !keepsResult(prior, nowMs)) return false;
+    // no epoch: the store holds nothing there now, and the reservation starts a new one
+    const epochMs = (await this.store.epochOf(scope, key)) ?? nowMs;
+    const ttlMs = prior.expiresAt!.getTime() - (prior.finishedAt ?? prior.startedAt).getTime();
+    return nowMs - epochMs < recoveryHorizonMs(ttlMs) && (await this.recoveryWanted(epochMs, nowMs));
   }
 
   /** Records a suppression and answers it: the stored result, or the matching error. */
@@ -699,15 +721,15 @@ export class Engine {
         .catch(() => null);
       return this.suppressed("unknown", marked?.ok ? marked.record : record, call);
     }
-    const keepsResult = prior.outcome !== null && prior.resultBody !== null && prior.expiresAt !== null && prior.expiresAt.getTime() > call.arrivedMs;
-    if (prior.fingerprint === fp && keepsResult) {
+    const keeps = keepsResult(prior, call.arrivedMs);
+    if (prior.fingerprint === fp && keeps) {
       const result = { status: prior.resultStatus ?? 200, body: prior.resultBody!, final: prior.resultFinal ?? false };
       const restored = await this.store
         .complete(call.scope, call.key, token, result, prior.expiresAt!.getTime() - call.arrivedMs, call.arrivedMs, { executionId: prior.id })
         .catch(() => null);
       return this.suppressed("replay", restored?.ok ? restored.record : { ...record, result }, call);
     }
-    if (prior.outcome !== null && prior.outcome !== "unknown" && !keepsResult) return null;
+    if (prior.outcome !== null && prior.outcome !== "unknown" && !keeps) return null;
     await this.store.abandon(call.scope, call.key, token).catch(() => {});
     if (prior.fingerprint !== fp) return this.suppressed("mismatch", record, call);
     return this.suppressed(prior.leaseUntil.getTime() > call.arrivedMs ? "conflict" : "stuck", record, call);
@@ -807,6 +829,15 @@ type Ended =
   | { class: "unknown"; note: string; publicNote: string; timedOut: boolean; durationMs: number }
   /** the handler abandoned the call as a crashed process would: nothing is written */
   | { class: "abandoned" };
+
+/**
+ * An execution whose result the log keeps for replay at `nowMs`: succeeded, final_error,
+ * late_completion (as the key's latest execution) or resolved, with its body, not expired.
+ */
+function keepsResult(prior: PriorExecution, nowMs: number): boolean {
+  if (prior.outcome === null || prior.outcome === "unknown" || prior.outcome === "failed" || prior.outcome === "released" || prior.outcome === "retried") return false;
+  return prior.resultBody !== null && prior.expiresAt !== null && prior.expiresAt.getTime() > nowMs;
+}
 
 /** The record a lost key would have, rebuilt from its execution in the audit log. */
 function recordFromPrior(scope: string, key: string, prior: PriorExecution, fallback: boolean): KeyRecord {

@@ -139,6 +139,12 @@ export interface KeyStore {
   /** operator: mark a stuck or unknown reservation done with the given result (an inflight one only when forced) */
   resolve(scope: string, key: string, result: StoredResult, ttlMs: number, guard: OperatorGuard): Promise<OperatorOutcome>;
   get(scope: string, key: string): Promise<KeyRecord | null>;
+  /**
+   * Optional, for stores that can lose data (see BeginOutcome.storeEpochMs): since when the part of
+   * the store that holds (scope, key) has held data; null when it holds none now (lost, or never
+   * written: the next reservation there starts a new epoch). Stores without it are durable.
+   */
+  epochOf?(scope: string, key: string): Promise<number | null>;
   list(query: ListQuery): Promise<ListPage>;
   counts(nowMs: number, filter?: { tool?: string; scope?: string }): Promise<StateCounts>;
   /** deletes records expired before `olderThanMs`; returns how many */

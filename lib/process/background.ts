@@ -22,6 +22,7 @@ export function reconcileDeps(runtime: Pick<Runtime, "db" | "store" | "engine" |
   return {
     prisma: db,
     store: runtime.store,
+    engine: runtime.engine,
     listEffects: (prisma, since) => registry.listEffects(prisma, since),
     probes: {
       tools: registry.list().filter((tool) => tool.kind === "write" && registry.proberFor(tool, db) !== null).map((tool) => tool.name),

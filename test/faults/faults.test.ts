@@ -9,6 +9,7 @@ import { IdemgateClient } from "@/lib/client";
 import { runSimulation } from "@/cli/simulate";
 import { createTestPostgres, REDIS_TEST_URL } from "@/test/support/databases";
 import { RedisProcess } from "@/test/support/redis-process";
+import { CuttableProxy } from "@/test/support/tcp-proxy";
 import { ROOT, removeDataDir, startServer, type RunningServer } from "@/test/support/server";
 import { deleteRedisPrefix } from "@/test/support/stores";
 import { testPort } from "@/scripts/test-ports.mjs";
@@ -185,34 +186,6 @@ describe("the key store's Redis stopped, restarted and flushed", () => {
     expect(counts).toEqual(actions.map(() => 1));
   });
 });
-
-/** A TCP forwarder whose connections the test can cut, to make PostgreSQL unreachable on demand. */
-class CuttableProxy {
-  private server: net.Server | null = null;
-  private sockets = new Set<net.Socket>();
-  constructor(
-    readonly port: number,
-    readonly target: number,
-  ) {}
-  async open(): Promise<void> {
-    this.server = net.createServer((client) => {
-      const upstream = net.connect(this.target, "127.0.0.1");
-      for (const s of [client, upstream]) {
-        this.sockets.add(s);
-        s.on("close", () => this.sockets.delete(s));
-        s.on("error", () => {});
-      }
-      client.pipe(upstream).pipe(client);
-    });
-    await new Promise<void>((resolve) => this.server!.listen(this.port, "127.0.0.1", resolve));
-  }
-  async cut(): Promise<void> {
-    const server = this.server;
-    this.server = null;
-    for (const s of this.sockets) s.destroy();
-    if (server) await new Promise((r) => server.close(r));
-  }
-}
 
 describe("PostgreSQL unreachable", () => {
   const prefix = `idgfault-pg-${randomUUID().slice(0, 6)}`;

@@ -5,10 +5,21 @@ import type { NewAnomaly } from "../anomaly-types";
 import { analyzeGaps, type GapAnalysis } from "@/lib/audit/retry-gaps";
 import type { Position, ScanCursor, ScanName } from "../scan-cursor";
 
+/**
+ * What the engine (lib/idempotency/engine.ts) answers the reconciler about keys the key store lost
+ * while the audit log still knows their calls: the engine's own recovery, so a finding says what
+ * a retry will really be told.
+ */
+export interface AuditRecovery {
+  /** whether a retry of this execution's call, arriving now at a key the store has no record of, gets its result back from the log */
+  retryRestores(scope: string, key: string, executionId: string, nowMs: number): Promise<boolean>;
+}
+
 /** What every check of a pass gets. */
 export interface CheckContext {
   prisma: PrismaClient;
   store: KeyStore;
+  recovery: AuditRecovery;
   nowMs: number;
   /** the beginning of the lookback window */
   since: Date;

@@ -1,7 +1,7 @@
 import type { Execution } from "@/generated/prisma/client";
 import { COMPLETION_NOT_STORED } from "@/lib/idempotency/audit-port";
 import { stateOf, type KeyRecord } from "@/lib/idempotency/record";
-import type { AnomalyOf } from "../anomaly-types";
+import type { AnomalyOf, LostCompletionRetry } from "../anomaly-types";
 import { advance, rowsAfter, startOf } from "../scan-cursor";
 import { iso, positionOf, recordKey, storeRecords, type CheckContext, type CheckResult } from "./context";
 
@@ -36,28 +36,48 @@ export async function findLostCompletions(ctx: CheckContext, roundMs = LOST_COMP
   for (const e of rows) {
     const record = records.get(recordKey(e)) ?? null;
     const intact = record && record.executionId === e.id && record.status === "done" && !e.error?.startsWith(COMPLETION_NOT_STORED);
-    if (!intact) flagged.push(lostCompletion(e, record, ctx.nowMs));
+    if (!intact) flagged.push(lostCompletion(e, record, ctx.nowMs, await retryAnswer(ctx, e, record)));
   }
   const next = advance(start, positionOf(rows, (e) => e.startedAt), rows.length, ctx.batch, ctx.settledAt);
   return { examined: rows.length, flagged, cursors: { lost_completions: { ...next, roundStartedAt } } };
 }
 
-function lostCompletion(e: Execution, record: KeyRecord | null, nowMs: number): AnomalyOf<"orphan_lost_completion"> {
+/**
+ * What a retry of the call (the same arguments) is told now, as the engine decides it: a record
+ * under the key (not expired) answers it; with none, the engine gives the result back from the
+ * audit log when it consults the log for the key (a store that lost data) and the log keeps the
+ * result; otherwise the call runs again.
+ */
+async function retryAnswer(ctx: CheckContext, e: Execution, record: KeyRecord | null): Promise<LostCompletionRetry> {
+  if (record && stateOf(record, ctx.nowMs) !== "expired") return "answered_by_record";
+  return (await ctx.recovery.retryRestores(e.scope, e.key, e.id, ctx.nowMs)) ? "restored_from_audit_log" : "runs_again";
+}
+
+function lostCompletion(e: Execution, record: KeyRecord | null, nowMs: number, retry: LostCompletionRetry): AnomalyOf<"orphan_lost_completion"> {
+  const state = record ? stateOf(record, nowMs) : "absent";
+  const missing = `${e.tool} succeeded but the key store has no done record of it before ${e.expiresAt?.toISOString()}`;
+  const summary =
+    retry === "restored_from_audit_log"
+      ? `${missing}: a retry gets its result back from the audit log (the record is restored), so the side effect does not run again`
+      : retry === "answered_by_record"
+        ? `${missing}: a retry is answered from the key's current record (${state}${record?.executionId && record.executionId !== e.id ? ", another execution's" : ""}), not run again`
+        : `${missing}: a retry would run the side effect again${e.resultBody === null ? " (the audit log does not keep its result)" : ""}`;
   return {
     type: "orphan_lost_completion",
     dedupeKey: `lost_completion:${e.id}`,
     tool: e.tool,
     scope: e.scope,
     key: e.key,
-    summary: `${e.tool} succeeded but the key store has no done record of it before ${e.expiresAt?.toISOString()}: a retry would run the side effect again`,
+    summary,
     evidence: {
       executionId: e.id,
       finishedAt: iso(e.finishedAt),
       expiresAt: iso(e.expiresAt),
       resultStatus: e.resultStatus,
-      keyState: record ? stateOf(record, nowMs) : "absent",
+      keyState: state,
       keyHeldBy: record?.executionId ?? null,
       error: e.error,
+      retry,
     },
   };
 }

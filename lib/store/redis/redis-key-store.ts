@@ -239,6 +239,11 @@ export class RedisKeyStore implements KeyStore {
     return decodeRecord(scope, key, await this.redis.get(this.keys.record(scope, key)));
   }
 
+  async epochOf(scope: string, key: string): Promise<number | null> {
+    const epoch = await this.redis.get(this.keys.epoch(bucketOf(scope, key)));
+    return epoch === null ? null : Number(epoch);
+  }
+
   /**
    * Newest first. With a state filter the order is by that state's deadline, latest first
    * (inflight and stuck: leaseUntilMs; unknown: unknownAtMs; done and expired: expiresAtMs),
