@@ -3,8 +3,11 @@ import type { NextConfig } from "next";
 const nextConfig: NextConfig = {
   serverExternalPackages: ["ioredis", "@electric-sql/pglite", "@node-rs/argon2", "fs-native-extensions"],
   poweredByHeader: false,
-  // the build checks the app's own code; `npm run typecheck` checks everything (tests, bench, CLI)
-  typescript: { tsconfigPath: "tsconfig.build.json" },
+  // `npm test` runs `tsc --noEmit` over everything (app, tests, bench, CLI) before it builds, so the
+  // build does not type-check the app a second time: ignoreBuildErrors is safe ONLY because that
+  // type check runs first and fails the run. Building by hand (`npm run build`, `npm start`) after
+  // changing code: run `npm run typecheck` too.
+  typescript: { tsconfigPath: "tsconfig.build.json", ignoreBuildErrors: true },
   outputFileTracingIncludes: { "/*": ["./lib/store/redis/scripts/**/*.lua", "./prisma/migrations/**/*.sql", "./docs/*.md"] },
 };
 
