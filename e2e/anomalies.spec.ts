@@ -1,5 +1,6 @@
 import { expect, test, type APIRequestContext, type Page, type TestInfo } from "@playwright/test";
 import { signIn, signInAsOperator, VIEWER } from "./auth";
+import { SCREENSHOTS } from "./screenshots";
 
 // Anomalies made through the gateway, found by a reconciler pass started from the console, then
 // investigated and acknowledged (projects "embedded" and "servers"). The e2e servers run the demo
@@ -10,6 +11,7 @@ const keyFor = (label: string, testInfo: TestInfo) => `e2e-anomaly-${RUN}-${test
 const keyUrl = (key: string) => `/keys/demo/${encodeURIComponent(key)}`;
 
 async function shot(page: Page, testInfo: TestInfo, name: string, dark = false) {
+  if (!SCREENSHOTS) return;
   const path = (suffix: string) => `e2e/screenshots/anomalies-${name}-${testInfo.project.name}${suffix}.png`;
   await page.screenshot({ path: path(""), fullPage: true, animations: "disabled" });
   if (dark) {

@@ -1,10 +1,12 @@
 import { expect, test, type Page, type TestInfo } from "@playwright/test";
 import { signInAsOperator } from "./auth";
+import { SCREENSHOTS } from "./screenshots";
 
 // The user guides (docs/*.md) served in the console: rendered from their Markdown on the server,
 // reached from the header's Docs entry, linked to each other.
 
 async function shot(page: Page, testInfo: TestInfo, name: string) {
+  if (!SCREENSHOTS) return;
   await page.evaluate(() => window.scrollTo(0, 0));
   await page.screenshot({ path: `e2e/screenshots/${name}-${testInfo.project.name}.png`, fullPage: false, animations: "disabled" });
 }

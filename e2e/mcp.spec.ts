@@ -5,11 +5,13 @@ import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { expect, test, type Page, type TestInfo } from "@playwright/test";
 import { signInAsOperator } from "./auth";
 import { OFFLINE_MCP_URL } from "./mcp-servers";
+import { SCREENSHOTS } from "./screenshots";
 
 // The console and the guarded MCP servers of e2e/mcp-servers.ts: `counter` (stdio, started by
 // Idemgate) and `offline` (nobody listens).
 
 async function shot(page: Page, testInfo: TestInfo, name: string) {
+  if (!SCREENSHOTS) return;
   await page.evaluate(() => window.scrollTo(0, 0));
   await page.screenshot({ path: `e2e/screenshots/${name}-${testInfo.project.name}.png`, fullPage: true, animations: "disabled" });
 }

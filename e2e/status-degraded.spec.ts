@@ -1,5 +1,6 @@
 import { expect, test } from "@playwright/test";
 import { signIn } from "./sign-in";
+import { SCREENSHOTS } from "./screenshots";
 
 // Runs against the server whose REDIS_URL points at a closed port (project "redis-down").
 
@@ -16,7 +17,7 @@ test("the status page says the key store is unreachable, and why", async ({ page
   await expect(page.getByTestId("keystore-error")).toContainText("REDIS_URL");
   await expect(page.getByTestId("database-status")).toHaveText("Reachable");
 
-  await page.screenshot({ path: `e2e/screenshots/status-${testInfo.project.name}.png`, fullPage: true, animations: "disabled" });
+  if (SCREENSHOTS) await page.screenshot({ path: `e2e/screenshots/status-${testInfo.project.name}.png`, fullPage: true, animations: "disabled" });
 });
 
 test("GET /api/health answers 503: the status to anyone, the key store's error to a signed-in operator", async ({ page, request }, testInfo) => {

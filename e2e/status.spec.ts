@@ -1,6 +1,7 @@
 import { expect, test } from "@playwright/test";
 import { E2E_DATABASE } from "./environments.mjs";
 import { signIn } from "./sign-in";
+import { SCREENSHOTS } from "./screenshots";
 
 // Each project's metadata names the stores its server is configured with (playwright.config.ts).
 interface Expected {
@@ -35,10 +36,12 @@ test("the status page shows the configured stores, both reachable", async ({ pag
     await expect(page.getByTestId("database-location")).toContainText(`/${E2E_DATABASE}`);
   }
 
-  const name = testInfo.project.name;
-  await page.screenshot({ path: `e2e/screenshots/status-${name}.png`, fullPage: true, animations: "disabled" });
-  await page.emulateMedia({ colorScheme: "dark" });
-  await page.screenshot({ path: `e2e/screenshots/status-${name}-dark.png`, fullPage: true, animations: "disabled" });
+  if (SCREENSHOTS) {
+    const name = testInfo.project.name;
+    await page.screenshot({ path: `e2e/screenshots/status-${name}.png`, fullPage: true, animations: "disabled" });
+    await page.emulateMedia({ colorScheme: "dark" });
+    await page.screenshot({ path: `e2e/screenshots/status-${name}-dark.png`, fullPage: true, animations: "disabled" });
+  }
 });
 
 test("GET /api/health: the status to anyone, both stores' details to a signed-in operator", async ({ page, request }, testInfo) => {

@@ -1,10 +1,12 @@
 import { randomUUID } from "node:crypto";
 import { expect, test, type APIRequestContext, type Page, type TestInfo } from "@playwright/test";
 import { seededCredentials, signIn, signInAsOperator, VIEWER } from "./auth";
+import { SCREENSHOTS } from "./screenshots";
 
 const CHARGE = "payments.charge";
 
 async function shot(page: Page, testInfo: TestInfo, name: string, dark = false) {
+  if (!SCREENSHOTS) return;
   const project = testInfo.project.name;
   // a full-page shot of a scrolled page would paint the sticky header mid-page
   await page.evaluate(() => window.scrollTo(0, 0));
