@@ -5,6 +5,7 @@
 import http from "node:http";
 import { parseArgs } from "node:util";
 import { ROOT } from "./build-if-stale.mjs";
+import { SECURITY_HEADERS } from "../lib/http/security-headers.mjs";
 import { setForwardedProto, trustedProxyCount } from "./forwarded-proto.mjs";
 
 let values;
@@ -31,12 +32,6 @@ const app = next({ dev: false, dir: ROOT, hostname: hostname ?? "localhost", por
 const handle = app.getRequestHandler();
 // Runs instrumentation.ts: opens the runtime and registers the gateway's fast path.
 await app.prepare();
-// lib/http/security-headers.ts, registered by instrumentation.ts
-const securityHeaders = globalThis.__idemgateSecurityHeaders;
-if (!securityHeaders) {
-  console.error("idemgate: the app did not register its security headers (instrumentation.ts did not run)");
-  process.exit(1);
-}
 
 const trustedProxies = trustedProxyCount();
 const server = http.createServer((req, res) => {
@@ -46,7 +41,7 @@ const server = http.createServer((req, res) => {
   setForwardedProto(req, trustedProxies);
   // on every answer Next.js gives, also those it makes before the app's config applies (a malformed
   // URL) and the 500 below; the fast path writes them itself (lib/http/node-bridge.ts)
-  for (const name in securityHeaders) res.setHeader(name, securityHeaders[name]);
+  for (const name in SECURITY_HEADERS) res.setHeader(name, SECURITY_HEADERS[name]);
   handle(req, res).catch((err) => {
     console.error("idemgate: request failed", err);
     if (!res.headersSent) res.writeHead(500);

@@ -12,8 +12,6 @@ const CLOSE_TIMEOUT_MS = 5_000;
  */
 export async function startServer(): Promise<void> {
   const startedMs = Date.now();
-  const { registerSecurityHeaders } = await import("@/lib/http/security-headers");
-  registerSecurityHeaders();
   try {
     const { getRuntime } = await import("@/lib/server/runtime");
     const { seedIfEmpty } = await import("@/lib/process/seed");
