@@ -30,6 +30,7 @@ describe("the API reference", () => {
   const ops = toolOperations(doc);
 
   it("has one operation per tool, with its key requirement", () => {
+    // one each: invoke, or for a tool run by its caller, its reservations
     expect(ops.map((o) => o.tool).sort()).toEqual(getRegistry().list().map((t) => t.name).sort());
     for (const op of ops) {
       const tool = getRegistry().describe(getRegistry().get(op.tool));

@@ -58,6 +58,11 @@ const TEXT: Record<string, Omit<ProblemDoc, "code" | "status" | "title">> = {
     todo: "Pass back a `nextCursor` unchanged, with the same filters it came with; otherwise start again from the first page (no cursor).",
     retry: "with changes",
   },
+  runs_in_client: {
+    happened: "The tool is declared with `runs: client`: it runs in its caller's own process, so Idemgate cannot invoke it through /invoke or MCP. Nothing was reserved.",
+    todo: "Guard the function where it runs: reserve with POST /api/v1/tools/{tool}/reservations, run it after a 201, then complete or release the execution. The client libraries' guard() does this for you.",
+    retry: "with changes",
+  },
   unauthorized: {
     happened: "No API token was sent, or the token is unknown or revoked (for console routes: no signed-in session).",
     todo: "Send `Authorization: Bearer <token>`. Create a token with `npx idemgate token create --scope NAME`.",
@@ -91,6 +96,11 @@ const TEXT: Record<string, Omit<ProblemDoc, "code" | "status" | "title">> = {
   invalid_state: {
     happened: "An operator action (release, resolve) was refused because the key is not in a state that allows it, e.g. releasing a key that is already done.",
     todo: "Reload the key to see its current state; another operator or the original call may have finished it.",
+    retry: "no",
+  },
+  stale_token: {
+    happened: "A complete, release or heartbeat of a reservation came with a token that is not the reservation's, or after the key was released (by an operator) or taken over while the caller ran its side effect. A complete is then not stored under the key: its result is kept in the audit log as a late completion, which operators see flagged.",
+    todo: "Stop heartbeating: this caller no longer holds the key. Do not run the side effect again; an operator reconciles the late result in the console.",
     retry: "no",
   },
   payload_too_large: {

@@ -54,6 +54,7 @@ const PROBLEMS: Record<string, ProblemType> = {
   invalid_header: { status: 400, title: "Invalid header" },
   invalid_request: { status: 400, title: "Invalid request" },
   invalid_cursor: { status: 400, title: "Invalid list cursor" },
+  runs_in_client: { status: 400, title: "Tool runs in its caller's process" },
   unauthorized: {
     status: 401,
     title: "Authentication required",
@@ -76,6 +77,7 @@ const PROBLEMS: Record<string, ProblemType> = {
   // 409 for a retry of a key whose outcome is unknown; 502 (504 after a timeout) for the call itself
   outcome_unknown: { status: 409, title: "Outcome unknown: the key is held", otherStatuses: [502, 504] },
   invalid_state: { status: 409, title: "Not allowed in this state" },
+  stale_token: { status: 409, title: "Reservation no longer held" },
   payload_too_large: { status: 413, title: "Request body too large" },
   unsupported_media_type: { status: 415, title: "Unsupported media type" },
   mismatch: { status: 422, title: "Idempotency-Key reused with other arguments" },

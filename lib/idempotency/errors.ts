@@ -49,6 +49,22 @@ export class UnknownToolError extends IdemgateError {
   }
 }
 
+/**
+ * A tool declared with `runs: "client"` asked to be invoked through the gateway (/invoke, MCP, the
+ * console): Idemgate never runs such a tool; its caller runs it and settles it over the
+ * reservation API.
+ */
+export class ClientRunToolError extends IdemgateError {
+  readonly code = "runs_in_client";
+  constructor(readonly tool: string) {
+    super(
+      `${tool} runs in its caller's own process (runs: client), so Idemgate cannot invoke it: reserve its key with ` +
+        `POST /api/v1/tools/${tool}/reservations, run it, then POST /api/v1/executions/{executionId}/complete ` +
+        `(or /release); the client libraries' guard() does all of this`,
+    );
+  }
+}
+
 export class InvalidArgumentsError extends IdemgateError {
   readonly code = "invalid_arguments";
   constructor(
@@ -215,6 +231,31 @@ export class InvalidStateError extends IdemgateError {
 
 export class NotFoundError extends IdemgateError {
   readonly code = "not_found";
+}
+
+/**
+ * A settle (complete, release, heartbeat) named an execution this caller has no reservation for:
+ * unknown, of another tenant, or not of a tool run by its caller. One answer for all, so nothing
+ * tells one from another.
+ */
+export class ExecutionNotFoundError extends NotFoundError {
+  constructor() {
+    super("no reservation with this execution id for this API token");
+  }
+}
+
+/**
+ * A settle with a token that is not the reservation's, or of a reservation whose key was released
+ * or taken over meanwhile: the caller no longer holds the key.
+ */
+export class StaleTokenError extends IdemgateError {
+  readonly code = "stale_token";
+  constructor(
+    readonly executionId: string,
+    detail: string,
+  ) {
+    super(detail);
+  }
 }
 
 /**
