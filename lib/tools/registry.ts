@@ -112,7 +112,7 @@ export class ToolRegistry {
       fallbackTtlMs: tool.fallbackTtlMs,
       idempotencyKey: tool.kind === "read" ? "unused" : tool.fallbackTtlMs === null ? "required" : "optional",
       source: tool.upstream ? "upstream" : "in_process",
-      argumentsSchema: toJsonSchema(tool.schema),
+      argumentsSchema: tool.inputSchema ?? toJsonSchema(tool.schema),
       resultSchema: tool.resultSchema ? toJsonSchema(tool.resultSchema, "output") : null,
     };
   }
