@@ -70,12 +70,14 @@ export async function invokeTool(request: GatewayRequest, toolName: string, prin
   // finishes under the definition it started with
   const registry = runtime.registry;
   const tool = registry.get(toolName);
+  // a tool run by its caller is refused before anything else is read: 400 naming how it runs
+  const run = registry.runnerFor(tool, runtime.db.prisma);
   const key = idempotencyKeyHeader(request.headers);
   const session = sessionHeader(request.headers);
   const keySource = keySourceHeader(request.headers, principal);
   const waitSeconds = tool.kind === "write" ? preferredWaitSeconds(request.headers) : null;
   const args = registry.parseArgs(tool, await request.json());
-  const invoked = runtime.engine.invoke(tool, registry.runnerFor(tool, runtime.db.prisma), {
+  const invoked = runtime.engine.invoke(tool, run, {
     scope: principal.scope,
     key,
     args,

@@ -93,6 +93,20 @@ describe("a configuration file", () => {
     expect(op.requestBody.content["application/json"].schema).toEqual(described.argumentsSchema);
   });
 
+  it("declares a tool that runs in the caller's process (runs: client), listed with its schema", () => {
+    const config = parseToolConfig(
+      "tools:\n  - name: payments.charge_card\n    runs: client\n    description: Charge a card\n    leaseMs: 30000\n    inputSchema: { type: object, required: [orderId], properties: { orderId: { type: string } } }\n",
+      "f.yaml",
+      {},
+    );
+    const registry = new ToolRegistry(config.tools);
+    const tool = registry.get("payments.charge_card");
+    expect(tool).toMatchObject({ runs: "client", kind: "write", leaseMs: 30_000 });
+    expect(registry.describe(tool)).toMatchObject({ source: "client", argumentsSchema: { required: ["orderId"] } });
+    expect(() => registry.parseArgs(tool, {})).toThrow("orderId: is required");
+    expect(problemsOf("tools:\n  - name: a.b\n    kind: read\n    runs: client\n    description: x\n")).toEqual([{ path: "tools[0].kind", message: "runs: client is for write tools (a read needs no guard)" }]);
+  });
+
   it("reads JSON files too", () => {
     const dir = mkdtempSync(path.join(tmpdir(), "idemgate-config-"));
     const file = path.join(dir, "tools.json");

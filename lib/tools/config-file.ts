@@ -185,6 +185,7 @@ function checkTool(t: ToolEntry, at: (string | number)[]): ConfigProblem[] {
   if ((t.runs === "client") === (t.upstream !== undefined)) {
     problems.push({ path: p(), message: "give either `upstream` (an HTTP service Idemgate forwards calls to) or `runs: client` (a function in the caller's process, guarded over the reservation API), not both or neither" });
   }
+  if (t.runs === "client" && t.kind === "read") problems.push({ path: p("kind"), message: "runs: client is for write tools (a read needs no guard)" });
   if (t.dedupes !== undefined && t.upstream === undefined) problems.push({ path: p("dedupes"), message: "is for upstream tools (the service honours the forwarded key)" });
   if (t.dedupes && t.kind === "read") problems.push({ path: p("dedupes"), message: "is for write tools" });
   if (t.fallbackDedupe && t.kind === "read") problems.push({ path: p("fallbackDedupe"), message: "is for write tools (reads are never gated)" });
@@ -216,11 +217,10 @@ function definitionOf(t: ToolEntry, at: (string | number)[], file: string, fromE
   const argumentRetention: ArgumentRetention = { keep: t.arguments ?? "redacted", redact: t.redact ?? [] };
   const policy = { ttlMs: t.ttlMs, leaseMs: t.leaseMs, stuckPolicy: t.stuckPolicy, fallbackDedupe: t.fallbackDedupe };
   try {
-    if (t.runs === "client") {
-      // guarded over the reservation API: wired up in runsClientDefinition
-      return runsClientDefinition(t, schema, inputSchema, declaredIn, argumentRetention, at);
-    }
-    const defined = defineTool({
+    const defined = t.runs === "client"
+      ? // runs in the caller's process, guarded over the reservation API
+        defineTool({ name: t.name, kind: t.kind, description: t.description, schema, inputSchema, runs: "client", ...policy })
+      : defineTool({
       name: t.name,
       kind: t.kind,
       description: t.description,
@@ -235,17 +235,6 @@ function definitionOf(t: ToolEntry, at: (string | number)[], file: string, fromE
     if (err instanceof ToolDefinitionError) return [{ path: formatPath(at), message: err.message.replace(/^tool "[^"]*": /, "") }];
     throw err;
   }
-}
-
-function runsClientDefinition(
-  t: ToolEntry,
-  _schema: ReturnType<typeof argsSchemaFromJsonSchema>,
-  _inputSchema: Record<string, unknown>,
-  _declaredIn: DeclaredIn,
-  _argumentRetention: ArgumentRetention,
-  at: (string | number)[],
-): ConfigProblem[] {
-  return [{ path: formatPath([...at, "runs"]), message: `client-run tools (${t.name}) need the reservation API, which this server does not have yet` }];
 }
 
 /**
