@@ -107,6 +107,15 @@ describe("a configuration file", () => {
     expect(problemsOf("tools:\n  - name: a.b\n    kind: read\n    runs: client\n    description: x\n")).toEqual([{ path: "tools[0].kind", message: "runs: client is for write tools (a read needs no guard)" }]);
   });
 
+  it("examples/idemgate.config.yaml declares a client-run tool, an upstream tool and an MCP server", () => {
+    const config = loadToolConfig(path.join(import.meta.dirname, "../../examples/idemgate.config.yaml"), { EXAMPLE_BILLING_TOKEN: "dev-token" });
+    expect(config.tools.map((t) => [t.name, t.runs ?? (t.upstream ? "upstream" : "in_process")])).toEqual([
+      ["payments.charge_card", "client"],
+      ["billing.create_invoice", "upstream"],
+    ]);
+    expect(config.mcpServers.map((s) => s.name)).toEqual(["counter"]);
+  });
+
   it("reads JSON files too", () => {
     const dir = mkdtempSync(path.join(tmpdir(), "idemgate-config-"));
     const file = path.join(dir, "tools.json");
