@@ -52,19 +52,18 @@ export function staleReason(root = ROOT) {
 }
 
 /**
- * Runs a command with inherited stdio, forwarding SIGINT/SIGTERM to it, and resolves with the exit
+ * Runs a command with inherited stdio, forwarding SIGINT/SIGTERM (or `options.signals`) to it, and resolves with the exit
  * code (128 + signal number when it was killed by a signal, as a shell reports it).
  */
 export function run(command, args, options = {}) {
+  const { signals = ["SIGINT", "SIGTERM"], ...spawnOptions } = options;
   return new Promise((resolve, reject) => {
-    const child = spawn(command, args, { cwd: ROOT, stdio: "inherit", ...options });
+    const child = spawn(command, args, { cwd: ROOT, stdio: "inherit", ...spawnOptions });
     const forward = (signal) => child.kill(signal);
-    process.on("SIGINT", forward);
-    process.on("SIGTERM", forward);
+    for (const signal of signals) process.on(signal, forward);
     child.on("error", reject);
     child.on("exit", (code, signal) => {
-      process.off("SIGINT", forward);
-      process.off("SIGTERM", forward);
+      for (const s of signals) process.off(s, forward);
       resolve(code ?? 128 + (constants.signals[signal] ?? 0));
     });
   });

@@ -42,8 +42,11 @@ const HOW_TO_SEND_A_KEY =
  * the gateway's problem body. An unknown tool is a protocol error (JSON-RPC invalid params).
  */
 export async function callTool(params: CallParams, caller: McpCaller, runtime: Runtime): Promise<CallToolResult> {
-  if (!runtime.registry.has(params.name)) throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${params.name}`);
-  const tool = runtime.registry.get(params.name);
+  // one registry for the whole call: a reload swaps runtime.registry, and a call already running
+  // finishes under the definition it started with
+  const registry = runtime.registry;
+  if (!registry.has(params.name)) throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${params.name}`);
+  const tool = registry.get(params.name);
   let waitSeconds: number | null = null;
   try {
     const args: Record<string, unknown> = { ...(params.arguments ?? {}) };
@@ -63,8 +66,8 @@ export async function callTool(params: CallParams, caller: McpCaller, runtime: R
     }
     const session = sessionHeader(caller.headers);
     // a tool run by its caller: a tool error naming how it runs (runs_in_client)
-    const run = runtime.registry.runnerFor(tool, runtime.db.prisma);
-    const parsed = runtime.registry.parseArgs(tool, args);
+    const run = registry.runnerFor(tool, runtime.db.prisma);
+    const parsed = registry.parseArgs(tool, args);
     const result = await runtime.engine.invoke(tool, run, {
       scope: caller.principal.scope,
       key,

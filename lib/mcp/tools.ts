@@ -22,7 +22,9 @@ const WRITE_NOTE =
 
 /** Whether the gateway may use `idempotency_key` for itself: only when the tool has no argument of that name. */
 export function advertisesKeyArgument(tool: ToolDefinition): boolean {
-  return tool.kind === "write" && !Object.hasOwn(tool.schema.shape as object, KEY_ARGUMENT);
+  const declared = tool.inputSchema?.properties;
+  const declaresIt = typeof declared === "object" && declared !== null && Object.hasOwn(declared, KEY_ARGUMENT);
+  return tool.kind === "write" && !declaresIt && !Object.hasOwn(tool.schema.shape as object, KEY_ARGUMENT);
 }
 
 const cache = new WeakMap<ToolRegistry, Tool[]>();

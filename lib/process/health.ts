@@ -3,6 +3,7 @@ import type { AuditMode } from "@/lib/audit/audit-writer";
 import type { OperatorIdentity } from "@/lib/auth/roles";
 import { redactUrl } from "@/lib/db/redact-url";
 import type { Runtime } from "@/lib/server/runtime";
+import { toolConfigStatus, type ToolConfigStatus } from "./tool-config-status";
 
 export interface ComponentHealth<Kind extends string> {
   kind: Kind;
@@ -19,6 +20,12 @@ export interface Health {
   database: ComponentHealth<"postgres" | "pglite">;
   auditMode: AuditMode;
   version: string;
+  /**
+   * the configuration file the tools come from (IDEMGATE_CONFIG), and why its last reload was
+   * refused; absent without one. A refused reload keeps the tools before it, so it is not a
+   * degraded status.
+   */
+  toolConfig?: ToolConfigStatus;
 }
 
 export const HEALTH_TIMEOUT_MS = 2_000;
@@ -93,6 +100,7 @@ export async function checkHealth(runtime: Runtime, timeoutMs = HEALTH_TIMEOUT_M
     probe(() => runtime.db.prisma.$queryRaw`SELECT 1`, timeoutMs),
   ]);
   const keyStore = { kind: runtime.store.kind, location: keyStoreLocation(runtime), ...store };
+  const toolConfig = toolConfigStatus();
   const database = {
     kind: runtime.db.kind,
     location: runtime.db.kind === "pglite" ? "embedded" : runtime.db.location,
@@ -104,6 +112,7 @@ export async function checkHealth(runtime: Runtime, timeoutMs = HEALTH_TIMEOUT_M
     database,
     auditMode: runtime.config.auditMode,
     version: packageJson.version,
+    ...(toolConfig ? { toolConfig } : {}),
   };
 }
 

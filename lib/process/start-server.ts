@@ -1,5 +1,6 @@
 import os from "node:os";
 import { keyStoreLocation } from "@/lib/process/health";
+import { describeConfigError, ServedTools, toolConfigStatus } from "@/lib/process/served-tools";
 import type { Runtime } from "@/lib/server/runtime";
 
 /** a hung store must not keep a stopping server alive */
@@ -13,6 +14,9 @@ const CLOSE_TIMEOUT_MS = 5_000;
 export async function startServer(): Promise<void> {
   const startedMs = Date.now();
   try {
+    // the tools first: a configuration file with an error refuses the start before anything is opened
+    const { getRegistry } = await import("@/lib/tools");
+    const served = new ServedTools({ builtIn: getRegistry().list() });
     const { getRuntime } = await import("@/lib/server/runtime");
     const { seedIfEmpty } = await import("@/lib/process/seed");
     const runtime = await getRuntime();
@@ -32,12 +36,17 @@ export async function startServer(): Promise<void> {
     const stopJobs = startBackgroundJobs(runtime);
     const { registerFastInvoke } = await import("@/lib/gateway/fast-invoke");
     registerFastInvoke();
-    // the tools of other MCP servers (IDEMGATE_MCP_SERVERS), served beside the configured ones
-    const { startMcpUpstreams } = await import("@/lib/mcp/upstream/serve-upstreams");
-    const upstreams = await startMcpUpstreams(runtime);
+    // the configuration file's tools, and those of other MCP servers (IDEMGATE_MCP_SERVERS, the
+    // file's mcpServers), served beside the built-in ones
+    await served.start(runtime);
+    const config = toolConfigStatus();
+    if (config) {
+      console.log(`idemgate: tools from ${config.file}: ${config.tools} tools, ${config.mcpServers} MCP servers (SIGHUP reloads it)`);
+      process.on("SIGHUP", () => void served.reload());
+    }
     closeOnShutdown(async () => {
       stopJobs();
-      await upstreams?.close();
+      await served.close();
       await runtime.close();
     });
     console.log(readyLine(runtime, Date.now() - startedMs));
@@ -45,7 +54,7 @@ export async function startServer(): Promise<void> {
       console.log(`\n${seeded.credentials.trimEnd()}\n(also written to ${runtime.config.dataDir}/credentials.txt)\n`);
     }
   } catch (err) {
-    const message = err instanceof Error ? err.message : String(err);
+    const message = describeConfigError(err);
     console.error(`\nidemgate: could not start: ${message}\n`);
     if (process.env.IDEMGATE_DEBUG && err instanceof Error) console.error(err.stack);
     process.exit(1);

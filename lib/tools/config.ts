@@ -1,7 +1,14 @@
-// The tools Idemgate serves. This is the one file to edit to add your own.
+// The tools built into Idemgate. A deployment declares its own without editing this file, in a
+// configuration file (IDEMGATE_CONFIG, or idemgate.config.yaml for `npm start`; see
+// lib/tools/config-file.ts) or in IDEMGATE_UPSTREAM_TOOLS; a tool that runs in Idemgate's own
+// process is declared here.
 //
-// A tool forwarded to your service (Idemgate passes the Idempotency-Key on, so the service can
-// deduplicate too; 2xx/4xx answers are stored and replayed, 5xx and timeouts release the key):
+// A tool forwarded to your service (Idemgate passes a key derived from the caller's on, so the
+// service can deduplicate too). Its answer decides the outcome: 2xx and 4xx (but 408/425/429) are
+// stored and replayed; 408/425/429, `Idemgate-Outcome: not-applied` or a connection refused before
+// the request was sent release the key (nothing happened, a retry runs); a timeout, a 5xx, a
+// redirect or a reset after sending leave the outcome unknown: the key is held, never run again by
+// itself, until the tool's status probe or an operator decides:
 //
 //   import { z } from "zod";
 //   import { defineTool } from "./define-tool";

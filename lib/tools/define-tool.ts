@@ -39,6 +39,12 @@ interface ToolSpec<S extends ArgsSchema> {
   description: string;
   /** validates the arguments before the key is reserved; exported as JSON Schema and OpenAPI */
   schema: S;
+  /**
+   * the arguments' JSON Schema when the tool was declared in JSON Schema (a configuration file's
+   * `inputSchema`): advertised as it is (OpenAPI, the tool list, MCP) instead of one derived from
+   * `schema`, which then validates by it (lib/tools/json-schema-args.ts)
+   */
+  inputSchema?: Record<string, unknown>;
   /** documents the result (JSON Schema, OpenAPI); results are not validated against it */
   resultSchema?: z.ZodType;
   /**

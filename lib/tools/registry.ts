@@ -115,7 +115,7 @@ export class ToolRegistry {
       fallbackTtlMs: tool.fallbackTtlMs,
       idempotencyKey: tool.kind === "read" ? "unused" : tool.fallbackTtlMs === null ? "required" : "optional",
       source: tool.upstream ? "upstream" : tool.runs === "client" ? "client" : "in_process",
-      argumentsSchema: toJsonSchema(tool.schema),
+      argumentsSchema: tool.inputSchema ?? toJsonSchema(tool.schema),
       resultSchema: tool.resultSchema ? toJsonSchema(tool.resultSchema, "output") : null,
     };
   }

@@ -1,5 +1,6 @@
 import { z } from "zod";
-import { defineTool, type ToolDefinition } from "./define-tool";
+import type { DeclaredToolDefinition } from "./config-file";
+import { defineTool } from "./define-tool";
 
 const UpstreamToolSpec = z.strictObject({
   name: z.string(),
@@ -22,7 +23,7 @@ const UpstreamToolSpec = z.strictObject({
  * Their arguments are any JSON object (the service validates them); everything else is as for a
  * tool declared in config.ts.
  */
-export function upstreamToolsFromEnv(raw: string | undefined = process.env.IDEMGATE_UPSTREAM_TOOLS): ToolDefinition[] {
+export function upstreamToolsFromEnv(raw: string | undefined = process.env.IDEMGATE_UPSTREAM_TOOLS): DeclaredToolDefinition[] {
   if (!raw || raw.trim() === "") return [];
   let parsed: unknown;
   try {
@@ -34,8 +35,8 @@ export function upstreamToolsFromEnv(raw: string | undefined = process.env.IDEMG
   if (!specs.success) {
     throw new Error(`IDEMGATE_UPSTREAM_TOOLS: ${specs.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`);
   }
-  return specs.data.map((spec) =>
-    defineTool({
+  return specs.data.map((spec, i) =>
+    Object.assign(defineTool({
       name: spec.name,
       kind: spec.kind,
       description: spec.description,
@@ -46,6 +47,6 @@ export function upstreamToolsFromEnv(raw: string | undefined = process.env.IDEMG
       stuckPolicy: spec.stuckPolicy,
       fallbackDedupe: spec.fallbackDedupe,
       dedupes: spec.dedupes,
-    }),
+    }), { declaredIn: { source: "IDEMGATE_UPSTREAM_TOOLS", path: `[${i}]`, fromEnvironment: {} } }),
   );
 }

@@ -16,6 +16,8 @@ export interface RunningServer {
   kill(): Promise<void>;
   /** SIGTERM and wait */
   stop(): Promise<void>;
+  /** a signal to the server process alone (not its group: the MCP servers it started over stdio are in it), e.g. SIGHUP */
+  signal(signal: NodeJS.Signals): void;
 }
 
 export interface ServerOptions {
@@ -90,6 +92,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     },
     kill: () => signalGroup("SIGKILL"),
     stop: () => signalGroup("SIGTERM"),
+    signal: (signal) => void process.kill(child.pid!, signal),
   };
 }
 

@@ -3,6 +3,7 @@ import clsx from "clsx";
 import { ComponentCard } from "@/components/component-card";
 import { requireOperator } from "@/lib/auth/require-operator";
 import { checkHealth, describeError, type Health } from "@/lib/process/health";
+import type { ToolConfigStatus } from "@/lib/process/tool-config-status";
 import { mcpServerRows, type McpServerRow } from "@/lib/mcp/upstream/console-view";
 import { getRuntime, type Runtime } from "@/lib/server/runtime";
 
@@ -86,6 +87,8 @@ export default async function StatusPage() {
           }
         />
       </div>
+
+      {health.toolConfig && <ToolConfigFile status={health.toolConfig} />}
 
       {mcpServers.length > 0 && <McpServers rows={mcpServers} />}
 
@@ -213,6 +216,48 @@ function McpServers({ rows }: { rows: McpServerRow[] }) {
           </li>
         ))}
       </ul>
+    </section>
+  );
+}
+
+/**
+ * The configuration file the tools come from (IDEMGATE_CONFIG). A reload that was refused keeps the
+ * tools before it: a warning with the file's problems, not a degraded status.
+ */
+function ToolConfigFile({ status }: { status: ToolConfigStatus }) {
+  const refused = status.reloadError;
+  return (
+    <section id="tool-config" data-testid="tool-config" data-state={refused ? "reload-refused" : "loaded"} className="rounded-xl border border-line bg-surface shadow-xs">
+      <div className="flex flex-wrap items-baseline justify-between gap-2 px-5 pt-4">
+        <h2 className="text-xs font-medium tracking-wide text-muted uppercase">Tool configuration</h2>
+        <span className="text-xs text-faint">SIGHUP reloads it</span>
+      </div>
+      <dl className="mt-3 divide-y divide-line border-t border-line">
+        <Row label="File">
+          <span data-testid="tool-config-file" className="font-mono text-[12.5px]">
+            {status.file}
+          </span>
+        </Row>
+        <Row label="Serving">
+          <span data-testid="tool-config-counts">
+            {status.tools} {status.tools === 1 ? "tool" : "tools"}, {status.mcpServers} MCP {status.mcpServers === 1 ? "server" : "servers"}
+          </span>
+          {status.loadedAt && (
+            <span className="ml-3 text-muted">
+              read at <time dateTime={status.loadedAt.toISOString()}>{status.loadedAt.toISOString().slice(11, 19)} UTC</time>
+            </span>
+          )}
+        </Row>
+      </dl>
+      {refused && (
+        <div data-testid="tool-config-error" role="alert" className="border-t border-line bg-warn-soft/40 px-5 py-3">
+          <p className="text-[13px] font-medium text-warn">
+            The last reload (<time dateTime={refused.at.toISOString()}>{refused.at.toISOString().slice(11, 19)} UTC</time>) was refused; the tools read before it are
+            still served.
+          </p>
+          <pre className="mt-1.5 font-mono text-[12px] whitespace-pre-wrap break-words">{refused.message}</pre>
+        </div>
+      )}
     </section>
   );
 }

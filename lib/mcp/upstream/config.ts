@@ -1,37 +1,6 @@
-import { z } from "zod";
+import { mcpServersSchema as serversSchema, type McpServerConfig, type StdioMcpServerConfig } from "@/lib/tools/mcp-server-schema";
 
-/** A server's name prefixes its tools (`<server>.<tool>`), so it follows the tool-name rules. */
-const serverName = z.string().regex(/^[a-z][a-z0-9_]{0,39}$/, "lower-case letters, digits and _, starting with a letter (it prefixes the tools' names)");
-
-const common = {
-  name: serverName,
-  /** how long a call may take before its outcome is unknown (default 30 s) */
-  timeoutMs: z.number().int().positive().max(600_000).optional(),
-};
-
-const httpServer = z.strictObject({
-  ...common,
-  url: z.url({ protocol: /^https?$/ }),
-  headers: z.record(z.string(), z.string()).optional(),
-});
-
-const stdioServer = z.strictObject({
-  ...common,
-  command: z.string().min(1),
-  args: z.array(z.string()).optional(),
-  env: z.record(z.string(), z.string()).optional(),
-  cwd: z.string().optional(),
-});
-
-const serversSchema = z.array(z.union([httpServer, stdioServer])).superRefine((servers, ctx) => {
-  const seen = new Set<string>();
-  servers.forEach((s, i) => {
-    if (seen.has(s.name)) ctx.addIssue({ code: "custom", path: [i, "name"], message: `${s.name} is configured twice` });
-    seen.add(s.name);
-  });
-});
-
-export type McpServerConfig = z.output<typeof httpServer> | z.output<typeof stdioServer>;
+export type { McpServerConfig };
 
 export const DEFAULT_MCP_TIMEOUT_MS = 30_000;
 
@@ -58,6 +27,6 @@ export function mcpServersFromEnv(env: NodeJS.ProcessEnv = process.env): McpServ
   return result.data;
 }
 
-export function isStdio(config: McpServerConfig): config is z.output<typeof stdioServer> {
+export function isStdio(config: McpServerConfig): config is StdioMcpServerConfig {
   return "command" in config;
 }

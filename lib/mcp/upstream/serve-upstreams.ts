@@ -4,7 +4,12 @@ import { ToolRegistry } from "@/lib/tools/registry";
 import { mcpServersFromEnv, type McpServerConfig } from "./config";
 import { McpUpstreams, type UpstreamOptions, type UpstreamStatus } from "./upstreams";
 
-const holder = globalThis as unknown as { __idemgateMcpUpstreams?: McpUpstreams };
+const holder = globalThis as unknown as { __idemgateMcpUpstreams?: { statuses(): UpstreamStatus[] } };
+
+/** The guarded MCP servers the status page lists: a server that serves several sets (IDEMGATE_MCP_SERVERS, a configuration file) registers their union. */
+export function setMcpStatusSource(source: { statuses(): UpstreamStatus[] }): void {
+  holder.__idemgateMcpUpstreams = source;
+}
 
 /**
  * Connects to the MCP servers of IDEMGATE_MCP_SERVERS and serves their tools beside the configured

@@ -22,6 +22,7 @@ import { pageParam } from "@/lib/console/page-param";
 import { mcpToolOrigin, recentPassThroughCalls, type McpToolOrigin } from "@/lib/mcp/upstream/console-view";
 import { getRuntime } from "@/lib/server/runtime";
 import type { ToolDescription } from "@/lib/tools";
+import { effectiveDeclaration, type EffectiveDeclaration } from "@/lib/tools/declaration";
 
 export const dynamic = "force-dynamic";
 
@@ -41,6 +42,7 @@ export default async function ToolPage({ params, searchParams }: Props) {
   const definition = runtime.registry.get(name);
   const tool = runtime.registry.describe(definition);
   const mcpOrigin = mcpToolOrigin(definition);
+  const declaration = effectiveDeclaration(definition, tool, mcpOrigin?.server ?? null);
   const write = tool.kind === "write";
   const stats = write ? await getToolStats(runtime.db.prisma, { tool: name, windowMs: STATS_WINDOWS[window] }) : null;
   // a pass-through tool (idempotent by its own word): not gated, but every call is in the audit log
@@ -96,7 +98,7 @@ export default async function ToolPage({ params, searchParams }: Props) {
 
           <div className="grid gap-6 lg:grid-cols-[3fr_2fr] lg:items-start">
             <RetryGaps stats={stats} tool={tool} window={window} />
-            <Policy tool={tool} mcpOrigin={mcpOrigin} />
+            <Policy tool={tool} mcpOrigin={mcpOrigin} declaredIn={declaration.declaredIn} />
           </div>
         </>
       ) : (
@@ -109,9 +111,11 @@ export default async function ToolPage({ params, searchParams }: Props) {
               The form below runs it through the gateway like any caller.
             </p>
           </Card>
-          <Policy tool={tool} mcpOrigin={mcpOrigin} />
+          <Policy tool={tool} mcpOrigin={mcpOrigin} declaredIn={declaration.declaredIn} />
         </div>
       )}
+
+      <Declaration d={declaration} />
 
       <Card title="Invoke through the gateway" aside={`POST /api/v1/tools/${tool.name}/invoke`} testId="invoke-card">
         <InvokeForm
@@ -263,7 +267,76 @@ function RetryGaps({ stats, tool, window }: { stats: ToolStats; tool: ToolDescri
   );
 }
 
-function Policy({ tool, mcpOrigin }: { tool: ToolDescription; mcpOrigin: McpToolOrigin | null }) {
+const RUNS_LABELS: Record<EffectiveDeclaration["runs"], string> = {
+  in_process: "in Idemgate's process",
+  upstream: "forwarded to an HTTP service",
+  client: "in the caller's process, guarded over the reservation API",
+  mcp: "at another MCP server",
+};
+
+/** The tool's declaration with every value in force, secrets masked (lib/tools/declaration.ts). */
+function Declaration({ d }: { d: EffectiveDeclaration }) {
+  const rows: [string, React.ReactNode, string?][] = [
+    ["Declared in", <span key="d" className="font-mono text-[12.5px]">{d.declaredIn}</span>],
+    ["Kind", d.kind],
+    ["Runs", RUNS_LABELS[d.runs]],
+    ...(d.kind === "write"
+      ? ([
+          ["TTL", `${formatDuration(d.ttlMs)} (${d.ttlMs} ms)`],
+          ["Lease", `${formatDuration(d.leaseMs)} (${d.leaseMs} ms)`],
+          ["Stuck policy", d.stuckPolicy],
+          ["Fallback dedupe", d.fallbackTtlMs === null ? "off" : `${formatDuration(d.fallbackTtlMs)} (${d.fallbackTtlMs} ms)`],
+        ] as [string, React.ReactNode][])
+      : []),
+    ...(d.upstream
+      ? ([
+          ["Upstream", <span key="u" data-testid="declaration-upstream-url" className="font-mono text-[12.5px] break-all">{`${d.upstream.method} ${d.upstream.url}`}</span>, "user info and query string are not shown"],
+          ["Timeout", `${d.upstream.timeoutMs} ms`],
+          ["Status probe", d.upstream.statusUrl ? <span key="s" className="font-mono text-[12.5px] break-all">{`GET ${d.upstream.statusUrl}`}</span> : "none"],
+          ["Dedupes", d.dedupes ? "yes: unknown outcomes are resent with the same key" : "no"],
+          [
+            "Headers",
+            d.upstream.headers.length === 0 ? "none" : (
+              <span key="h" data-testid="declaration-headers" className="block font-mono text-[12.5px]">
+                {d.upstream.headers.map((h) => (
+                  <span key={h.name} className="block">
+                    {h.name}: {h.value}
+                  </span>
+                ))}
+              </span>
+            ),
+            d.upstream.headers.length === 0 ? undefined : "values masked",
+          ],
+        ] as [string, React.ReactNode, string?][])
+      : []),
+    ...(d.arguments ? ([["Arguments kept", `${d.arguments.keep}${d.arguments.redact.length ? ` (also ${d.arguments.redact.join(", ")})` : ""}`]] as [string, React.ReactNode][]) : []),
+  ];
+  return (
+    <Card title="Declaration" aside="effective values, secrets masked" testId="tool-declaration">
+      <div className="grid gap-0 lg:grid-cols-2">
+        <dl className="divide-y divide-line">
+          {rows.map(([label, value, hint]) => (
+            <div key={label} className="grid grid-cols-[8.5rem_1fr] gap-3 px-5 py-2">
+              <dt className="text-muted">{label}</dt>
+              <dd className="min-w-0">
+                {value}
+                {hint && <p className="text-xs text-muted">{hint}</p>}
+              </dd>
+            </div>
+          ))}
+        </dl>
+        <div className="border-t border-line px-5 py-3 lg:border-t-0 lg:border-l">
+          <p className="text-xs text-muted">inputSchema (validated before a key is taken; advertised in OpenAPI and MCP)</p>
+          <pre data-testid="declaration-input-schema" className="mt-1.5 max-h-80 overflow-auto font-mono text-[12px]">
+            {JSON.stringify(d.inputSchema, null, 2)}
+          </pre>
+        </div>
+      </div>
+    </Card>
+  );
+}
+
+function Policy({ tool, mcpOrigin, declaredIn }: { tool: ToolDescription; mcpOrigin: McpToolOrigin | null; declaredIn: string }) {
   const write = tool.kind === "write";
   const runs = mcpOrigin ? `at the MCP server ${mcpOrigin.server}` : tool.source === "upstream" ? "upstream (HTTP)" : "in process";
   const rows: [string, React.ReactNode, string][] = write
@@ -303,7 +376,7 @@ function Policy({ tool, mcpOrigin }: { tool: ToolDescription; mcpOrigin: McpTool
           </>
         ) : (
           <>
-            Set in <code className="font-mono">lib/tools/config.ts</code>.
+            Declared in <code className="font-mono">{declaredIn}</code>.
           </>
         )}
       </p>

@@ -1,0 +1,210 @@
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { describe, expect, it } from "vitest";
+import { isIdemgateError } from "@/lib/idempotency/errors";
+import { composeTools, ConfigFileError, declaredInOf, loadToolConfig, parseToolConfig, type ConfigProblem } from "./config-file";
+import { ToolRegistry } from "./registry";
+import { upstreamToolsFromEnv } from "./upstream-from-env";
+
+const GOOD = `
+tools:
+  - name: billing.create_invoice
+    kind: write
+    description: Create an invoice
+    inputSchema:
+      type: object
+      required: [customerId, amountCents]
+      additionalProperties: false
+      properties:
+        customerId: { type: string, minLength: 1 }
+        amountCents: { type: integer, minimum: 1 }
+    leaseMs: 30000
+    ttlMs: 86400000
+    stuckPolicy: block
+    fallbackDedupe: { ttlMs: 5000 }
+    arguments: redacted
+    redact: [/customerId]
+    upstream:
+      url: "http://127.0.0.1:9/invoices"
+      timeoutMs: 10000
+      headers: { authorization: "Bearer \${BILLING_TOKEN}" }
+mcpServers:
+  - { name: memory, command: node, args: [server.js] }
+`;
+
+/** The problems a broken file is refused with. */
+function problemsOf(text: string, env: Record<string, string | undefined> = { BILLING_TOKEN: "s3cret" }, file = "idemgate.config.yaml"): ConfigProblem[] {
+  try {
+    parseToolConfig(text, file, env);
+  } catch (err) {
+    expect(err).toBeInstanceOf(ConfigFileError);
+    expect((err as Error).message.startsWith(`${file}: `)).toBe(true);
+    return (err as ConfigFileError).problems;
+  }
+  throw new Error("the file was accepted");
+}
+
+describe("a configuration file", () => {
+  it("declares an upstream tool with its policy, schema and secrets from the environment", () => {
+    const config = parseToolConfig(GOOD, "idemgate.config.yaml", { BILLING_TOKEN: "s3cret" });
+    expect(config.tools).toHaveLength(1);
+    const [tool] = config.tools;
+    expect(tool).toMatchObject({
+      name: "billing.create_invoice",
+      kind: "write",
+      leaseMs: 30_000,
+      ttlMs: 86_400_000,
+      stuckPolicy: "block",
+      fallbackTtlMs: 5_000,
+      upstream: { url: "http://127.0.0.1:9/invoices", timeoutMs: 10_000, headers: { authorization: "Bearer s3cret" } },
+      argumentRetention: { keep: "redacted", redact: ["/customerId"] },
+    });
+    expect(declaredInOf(tool)).toEqual({
+      source: "idemgate.config.yaml",
+      path: "tools[0]",
+      fromEnvironment: { "upstream.headers.authorization": "Bearer ${BILLING_TOKEN}" },
+    });
+    expect(config.mcpServers).toEqual([{ name: "memory", command: "node", args: ["server.js"] }]);
+  });
+
+  it("validates arguments by the inputSchema, each problem named by its path, and advertises the schema as written", () => {
+    const registry = new ToolRegistry(parseToolConfig(GOOD, "f.yaml", { BILLING_TOKEN: "x" }).tools);
+    const tool = registry.get("billing.create_invoice");
+    expect(registry.parseArgs(tool, { customerId: "cus_1", amountCents: 5 })).toEqual({ customerId: "cus_1", amountCents: 5 });
+    let thrown: unknown;
+    try {
+      registry.parseArgs(tool, { amountCents: 0, extra: true });
+    } catch (err) {
+      thrown = err;
+    }
+    expect(isIdemgateError(thrown, "invalid_arguments")).toBe(true);
+    expect((thrown as { issues: unknown }).issues).toEqual(
+      expect.arrayContaining([
+        { path: "customerId", message: "is required" },
+        { path: "amountCents", message: "must be >= 1" },
+        { path: "extra", message: "is not an argument of billing.create_invoice" },
+      ]),
+    );
+    const described = registry.describe(tool);
+    expect(described.argumentsSchema).toEqual(expect.objectContaining({ required: ["customerId", "amountCents"], additionalProperties: false }));
+    const doc = registry.openApiDocument();
+    const op = doc.paths["/api/v1/tools/billing.create_invoice/invoke"].post as { requestBody: { content: { "application/json": { schema: unknown } } } };
+    expect(op.requestBody.content["application/json"].schema).toEqual(described.argumentsSchema);
+  });
+
+  it("declares a tool that runs in the caller's process (runs: client), listed with its schema", () => {
+    const config = parseToolConfig(
+      "tools:\n  - name: payments.charge_card\n    runs: client\n    description: Charge a card\n    leaseMs: 30000\n    inputSchema: { type: object, required: [orderId], properties: { orderId: { type: string } } }\n",
+      "f.yaml",
+      {},
+    );
+    const registry = new ToolRegistry(config.tools);
+    const tool = registry.get("payments.charge_card");
+    expect(tool).toMatchObject({ runs: "client", kind: "write", leaseMs: 30_000 });
+    expect(registry.describe(tool)).toMatchObject({ source: "client", argumentsSchema: { required: ["orderId"] } });
+    expect(() => registry.parseArgs(tool, {})).toThrow("orderId: is required");
+    expect(problemsOf("tools:\n  - name: a.b\n    kind: read\n    runs: client\n    description: x\n")).toEqual([{ path: "tools[0].kind", message: "runs: client is for write tools (a read needs no guard)" }]);
+  });
+
+  it("examples/idemgate.config.yaml declares a client-run tool, an upstream tool and an MCP server", () => {
+    const config = loadToolConfig(path.join(import.meta.dirname, "../../examples/idemgate.config.yaml"), { EXAMPLE_BILLING_TOKEN: "dev-token" });
+    expect(config.tools.map((t) => [t.name, t.runs ?? (t.upstream ? "upstream" : "in_process")])).toEqual([
+      ["payments.charge_card", "client"],
+      ["billing.create_invoice", "upstream"],
+    ]);
+    expect(config.mcpServers.map((s) => s.name)).toEqual(["counter"]);
+  });
+
+  it("reads JSON files too", () => {
+    const dir = mkdtempSync(path.join(tmpdir(), "idemgate-config-"));
+    const file = path.join(dir, "tools.json");
+    writeFileSync(file, JSON.stringify({ tools: [{ name: "crm.note", description: "Add a note", upstream: { url: "http://127.0.0.1:9/notes", timeoutMs: 1000 } }] }));
+    expect(loadToolConfig(file, {}).tools.map((t) => t.name)).toEqual(["crm.note"]);
+    writeFileSync(file, '{"tools": [}');
+    expect(() => loadToolConfig(file, {})).toThrow(/tools\.json: is not valid JSON/);
+    expect(() => loadToolConfig(path.join(dir, "missing.yaml"), {})).toThrow(/missing\.yaml: no such file/);
+  });
+});
+
+describe("a configuration file with an error is refused, naming the field's path", () => {
+  it("YAML syntax: the line and column", () => {
+    const problems = problemsOf("tools:\n  - name: a.b\n    description: [unclosed\n");
+    expect(problems[0].path).toMatch(/^line \d+, column \d+$/);
+    expect(problems[0].message).toMatch(/is not valid YAML/);
+  });
+
+  it("an unknown field", () => {
+    expect(problemsOf(GOOD.replace("stuckPolicy: block", "stuckPolicy: block\n    retries: 3"))).toEqual([{ path: "tools[0].retries", message: "is not a field of this declaration" }]);
+    expect(problemsOf(GOOD.replace("timeoutMs: 10000", "timeoutMs: 10000\n      method: PUT"))).toEqual([{ path: "tools[0].upstream.method", message: "is not a field of this declaration" }]);
+    expect(problemsOf(`${GOOD}\nextras: true\n`)).toEqual([{ path: "extras", message: "is not a field of this declaration" }]);
+  });
+
+  it("a wrong type", () => {
+    const problems = problemsOf(GOOD.replace("leaseMs: 30000", 'leaseMs: "30 s"'));
+    expect(problems).toHaveLength(1);
+    expect(problems[0].path).toBe("tools[0].leaseMs");
+    expect(problemsOf(GOOD.replace("kind: write", "kind: mutate"))[0].path).toBe("tools[0].kind");
+    expect(problemsOf(GOOD.replace('url: "http://127.0.0.1:9/invoices"', 'url: "ftp://x/y"'))[0]).toEqual({ path: "tools[0].upstream.url", message: "must be an http or https URL" });
+    expect(problemsOf(GOOD.replace("args: [server.js]", "args: server.js"))[0].path).toMatch(/^mcpServers\[0\]/);
+  });
+
+  it("a missing environment variable: its name and the field's path", () => {
+    expect(problemsOf(GOOD, {})).toEqual([{ path: "tools[0].upstream.headers.authorization", message: "the environment variable BILLING_TOKEN is not set" }]);
+    expect(problemsOf(GOOD, { BILLING_TOKEN: "" })[0].message).toBe("the environment variable BILLING_TOKEN is not set (it is empty)");
+    // $${ is a literal ${
+    const literal = parseToolConfig(GOOD.replace("Bearer ${BILLING_TOKEN}", () => "Bearer $${BILLING_TOKEN}"), "f.yaml", {});
+    expect(literal.tools[0].upstream?.headers).toEqual({ authorization: "Bearer ${BILLING_TOKEN}" });
+  });
+
+  it("a name declared twice: in the file, beside IDEMGATE_UPSTREAM_TOOLS and the built-in tools, and an MCP server beside IDEMGATE_MCP_SERVERS", () => {
+    const twice = GOOD.replace("mcpServers:", `  - name: billing.create_invoice\n    description: again\n    upstream: { url: "http://127.0.0.1:9/x", timeoutMs: 1000 }\nmcpServers:`);
+    expect(problemsOf(twice)).toEqual([{ path: "tools[1].name", message: "billing.create_invoice is declared twice (also tools[0])" }]);
+    expect(problemsOf(`${GOOD}  - { name: memory, url: "http://127.0.0.1:9/mcp" }\n`)).toEqual([{ path: "mcpServers[1].name", message: "memory is declared twice (also mcpServers[0])" }]);
+
+    const config = parseToolConfig(GOOD, "idemgate.config.yaml", { BILLING_TOKEN: "x" });
+    const fromEnv = upstreamToolsFromEnv(JSON.stringify([{ name: "crm.note", url: "http://127.0.0.1:9/a" }, { name: "billing.create_invoice", url: "http://127.0.0.1:9/b" }]));
+    expect(() => composeTools(fromEnv, config)).toThrow("idemgate.config.yaml: tools[0].name: billing.create_invoice is also declared in IDEMGATE_UPSTREAM_TOOLS ([1])");
+    const builtIn = new ToolRegistry(fromEnv.slice(0, 1)).list().concat(config.tools.map((t) => ({ ...t, declaredIn: undefined }) as never));
+    expect(() => composeTools(builtIn, config)).toThrow(/tools\[0\]\.name: billing\.create_invoice is also declared as a built-in tool/);
+    expect(() => composeTools([], config, [{ name: "memory", url: "http://127.0.0.1:9/mcp" }])).toThrow("mcpServers[0].name: memory is also declared in IDEMGATE_MCP_SERVERS ([0])");
+    expect(composeTools(fromEnv.slice(0, 1), config).map((t) => t.name)).toEqual(["crm.note", "billing.create_invoice"]);
+  });
+
+  it("an upstream timeout not below the lease", () => {
+    expect(problemsOf(GOOD.replace("timeoutMs: 10000", "timeoutMs: 30000"))).toEqual([
+      { path: "tools[0].upstream.timeoutMs", message: expect.stringMatching(/^must be below the lease \(30000 ms\) by more than \d+ ms/) },
+    ]);
+    // the default lease (60 s) when none is given
+    expect(problemsOf(GOOD.replace("leaseMs: 30000", "").replace("timeoutMs: 10000", "timeoutMs: 60000"))[0]).toEqual({
+      path: "tools[0].upstream.timeoutMs",
+      message: expect.stringContaining("(60000 ms, the default)"),
+    });
+  });
+
+  it("a bad inputSchema: the path inside the schema", () => {
+    expect(problemsOf(GOOD.replace("minimum: 1", "minimun: 1"))).toEqual([{ path: "tools[0].inputSchema.properties.amountCents.minimun", message: "is not a JSON Schema keyword" }]);
+    expect(problemsOf(GOOD.replace("type: integer", "type: integr"))).toEqual([
+      { path: "tools[0].inputSchema.properties.amountCents.type", message: "must be equal to one of the allowed values" },
+    ]);
+    expect(problemsOf(GOOD.replace("customerId: { type: string, minLength: 1 }", "customerId: { type: string, format: emial }"))).toEqual([
+      { path: "tools[0].inputSchema.properties.customerId", message: 'unknown format "emial"' },
+    ]);
+    expect(problemsOf(GOOD.replace("      type: object\n      required", "      type: array\n      required"))).toEqual([
+      { path: "tools[0].inputSchema.type", message: 'must be "object": a tool\'s arguments are a JSON object' },
+    ]);
+  });
+
+  it("other cross-field mistakes", () => {
+    const noSource = GOOD.replace(/    upstream:\n      url: .*\n      timeoutMs: 10000\n      headers: .*\n/, "");
+    expect(problemsOf(noSource)).toEqual([{ path: "tools[0]", message: expect.stringMatching(/^give either `upstream`/) }]);
+    expect(problemsOf(GOOD.replace("kind: write", "kind: read"))).toEqual([{ path: "tools[0].fallbackDedupe", message: "is for write tools (reads are never gated)" }]);
+    expect(problemsOf(GOOD.replace("arguments: redacted", "arguments: full"))).toEqual([{ path: "tools[0].redact", message: "is for arguments: redacted (this tool keeps full)" }]);
+    expect(problemsOf("tools:\n  - name: Bad Name\n    description: x\n    runs: client\n")[0].path).toBe("tools[0].name");
+  });
+
+  it("every problem at once, not only the first", () => {
+    const problems = problemsOf(GOOD.replace("minimum: 1", "minimun: 1").replace("mcpServers:", "  - { name: crm.note, description: n, upstream: { url: \"http://127.0.0.1:9/n\", headers: { x: \"${NOPE}\" } } }\nmcpServers:"));
+    expect(problems.map((p) => p.path)).toEqual(["tools[1].upstream.headers.x"]);
+  });
+});
