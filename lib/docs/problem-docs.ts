@@ -58,6 +58,11 @@ const TEXT: Record<string, Omit<ProblemDoc, "code" | "status" | "title">> = {
     todo: "Pass back a `nextCursor` unchanged, with the same filters it came with; otherwise start again from the first page (no cursor).",
     retry: "with changes",
   },
+  runs_in_client: {
+    happened: "The tool is declared with `runs: client`: it runs in its caller's own process, so Idemgate cannot invoke it through /invoke or MCP. Nothing was reserved.",
+    todo: "Guard the function where it runs: reserve with POST /api/v1/tools/{tool}/reservations, run it after a 201, then complete or release the execution. The client libraries' guard() does this for you.",
+    retry: "with changes",
+  },
   unauthorized: {
     happened: "No API token was sent, or the token is unknown or revoked (for console routes: no signed-in session).",
     todo: "Send `Authorization: Bearer <token>`. Create a token with `npx idemgate token create --scope NAME`.",

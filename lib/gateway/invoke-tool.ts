@@ -67,12 +67,14 @@ export function gatewayRequest(request: Request): GatewayRequest {
 /** POST /api/v1/tools/{tool}/invoke for an authenticated caller. */
 export async function invokeTool(request: GatewayRequest, toolName: string, principal: TokenPrincipal, runtime: Runtime): Promise<HttpAnswer> {
   const tool = runtime.registry.get(toolName);
+  // a tool run by its caller is refused before anything else is read: 400 naming how it runs
+  const run = runtime.registry.runnerFor(tool, runtime.db.prisma);
   const key = idempotencyKeyHeader(request.headers);
   const session = sessionHeader(request.headers);
   const keySource = keySourceHeader(request.headers, principal);
   const waitSeconds = tool.kind === "write" ? preferredWaitSeconds(request.headers) : null;
   const args = runtime.registry.parseArgs(tool, await request.json());
-  const invoked = runtime.engine.invoke(tool, runtime.registry.runnerFor(tool, runtime.db.prisma), {
+  const invoked = runtime.engine.invoke(tool, run, {
     scope: principal.scope,
     key,
     args,

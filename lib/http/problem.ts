@@ -50,6 +50,7 @@ const PROBLEMS: Record<string, ProblemType> = {
   invalid_header: { status: 400, title: "Invalid header" },
   invalid_request: { status: 400, title: "Invalid request" },
   invalid_cursor: { status: 400, title: "Invalid list cursor" },
+  runs_in_client: { status: 400, title: "Tool runs in its caller's process" },
   unauthorized: {
     status: 401,
     title: "Authentication required",

@@ -49,6 +49,22 @@ export class UnknownToolError extends IdemgateError {
   }
 }
 
+/**
+ * A tool declared with `runs: "client"` asked to be invoked through the gateway (/invoke, MCP, the
+ * console): Idemgate never runs such a tool; its caller runs it and settles it over the
+ * reservation API.
+ */
+export class ClientRunToolError extends IdemgateError {
+  readonly code = "runs_in_client";
+  constructor(readonly tool: string) {
+    super(
+      `${tool} runs in its caller's own process (runs: client), so Idemgate cannot invoke it: reserve its key with ` +
+        `POST /api/v1/tools/${tool}/reservations, run it, then POST /api/v1/executions/{executionId}/complete ` +
+        `(or /release); the client libraries' guard() does all of this`,
+    );
+  }
+}
+
 export class InvalidArgumentsError extends IdemgateError {
   readonly code = "invalid_arguments";
   constructor(

@@ -29,6 +29,13 @@ export interface ToolPolicy {
    * always recorded, other reads never
    */
   audited?: boolean;
+  /**
+   * `client`: the tool runs in its caller's own process, guarded over the reservation API
+   * (reserve, run, complete or release; DESIGN.md § "Tools that run where they live"). Idemgate
+   * holds its keys, results and audit log but never runs it: it cannot be invoked through the
+   * gateway's /invoke or MCP. Absent: Idemgate runs it (in process or by forwarding to its service).
+   */
+  runs?: "client";
 }
 
 export interface ToolContext {

@@ -62,8 +62,10 @@ export async function callTool(params: CallParams, caller: McpCaller, runtime: R
       waitSeconds = preferredWaitSeconds(caller.headers) ?? MCP_WAIT_MS / 1000;
     }
     const session = sessionHeader(caller.headers);
+    // a tool run by its caller: a tool error naming how it runs (runs_in_client)
+    const run = runtime.registry.runnerFor(tool, runtime.db.prisma);
     const parsed = runtime.registry.parseArgs(tool, args);
-    const result = await runtime.engine.invoke(tool, runtime.registry.runnerFor(tool, runtime.db.prisma), {
+    const result = await runtime.engine.invoke(tool, run, {
       scope: caller.principal.scope,
       key,
       args: parsed,

@@ -77,7 +77,8 @@ describe("Idemgate's MCP server over Streamable HTTP", () => {
   it("lists every tool with its schema, description and annotations; writes advertise an optional idempotency_key", async () => {
     const client = await connect(tokenA);
     const { tools } = await client.listTools();
-    expect(tools.map((t) => t.name).sort()).toEqual(demoTools.map((t) => t.name).sort());
+    // a tool run by its caller (runs: client) cannot be called here, so it is not listed
+    expect(tools.map((t) => t.name).sort()).toEqual(demoTools.filter((t) => t.runs !== "client").map((t) => t.name).sort());
     for (const tool of tools) {
       const definition = demoTools.find((t) => t.name === tool.name)!;
       expect(tool.description).toContain(definition.description);
@@ -273,6 +274,16 @@ describe("Idemgate's MCP server over Streamable HTTP", () => {
     expect(key.structuredContent).toMatchObject({ type: "/problems/invalid_key" });
     expect(await charges("tenant-a", customerId)).toBe(0);
     await expect(call(client, { name: "payments.nope", arguments: {} })).rejects.toThrow(/Unknown tool: payments\.nope/);
+  });
+
+  it("refuses a tool that runs in its caller's process with a tool error naming how it runs; nothing is reserved", async () => {
+    const client = await connect(tokenA);
+    const key = randomUUID();
+    const refused = await call(client, { name: "ledger.record", arguments: { account: "acct-1", amountCents: 100, currency: "EUR" }, idempotencyKey: key });
+    expect(refused.isError).toBe(true);
+    expect(refused.structuredContent).toMatchObject({ type: "/problems/runs_in_client", status: 400 });
+    expect(text(refused)).toMatch(/reservations/);
+    expect(await runtime.store.get("tenant-a", key)).toBeNull();
   });
 
   it("answers GET (no server-initiated stream in stateless mode) and DELETE with 405", async () => {

@@ -31,7 +31,8 @@ const cache = new WeakMap<ToolRegistry, Tool[]>();
 export function listMcpTools(registry: ToolRegistry): Tool[] {
   let tools = cache.get(registry);
   if (!tools) {
-    tools = registry.list().map((tool) => describeForMcp(registry, tool));
+    // a tool run by its caller cannot be called here (tools/call answers runs_in_client): not listed
+    tools = registry.list().filter((tool) => tool.runs !== "client").map((tool) => describeForMcp(registry, tool));
     cache.set(registry, tools);
   }
   return tools;

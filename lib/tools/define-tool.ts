@@ -54,18 +54,35 @@ interface InProcessSource<S extends ArgsSchema> {
   /** whether the call with this scope and key applied its side effect, from the tool's own records */
   probe?(ctx: InProcessProbeContext): Promise<ProbeAnswer>;
   upstream?: undefined;
+  runs?: undefined;
 }
 
 interface UpstreamSource {
   upstream: UpstreamConfig;
   run?: undefined;
+  probe?: undefined;
+  runs?: undefined;
 }
 
-export type ToolDefinition<S extends ArgsSchema = ArgsSchema> = ToolPolicy & ToolSpec<S> & (InProcessSource<S> | UpstreamSource);
+/**
+ * A tool that runs in its caller's own process (an agent's charge_card calling a payment SDK):
+ * Idemgate holds its keys and results, the caller reserves, runs and settles it over the
+ * reservation API (the client libraries' guard()). It has no run and no upstream.
+ */
+interface ClientSource {
+  runs: "client";
+  run?: undefined;
+  probe?: undefined;
+  upstream?: undefined;
+}
+
+type Source<S extends ArgsSchema> = InProcessSource<S> | UpstreamSource | ClientSource;
+
+export type ToolDefinition<S extends ArgsSchema = ArgsSchema> = ToolPolicy & ToolSpec<S> & Source<S>;
 
 /** What `defineTool` takes: the policy fields are optional and default to DEFAULT_POLICY. */
 export type ToolInput<S extends ArgsSchema> = ToolSpec<S> &
-  (InProcessSource<S> | UpstreamSource) & {
+  Source<S> & {
     name: string;
     kind: "read" | "write";
     ttlMs?: number;
@@ -110,7 +127,13 @@ export function defineTool<S extends ArgsSchema>(input: ToolInput<S>): ToolDefin
   }
   const hasRun = typeof input.run === "function";
   const hasUpstream = input.upstream !== undefined;
-  if (hasRun === hasUpstream) throw new ToolDefinitionError(name, "give either run or upstream, not both or neither");
+  const runsInClient = input.runs !== undefined;
+  if (runsInClient && input.runs !== "client") throw new ToolDefinitionError(name, `runs must be "client" (the tool runs in its caller's process), not ${JSON.stringify((input as { runs?: unknown }).runs)}`);
+  if (Number(hasRun) + Number(hasUpstream) + Number(runsInClient) !== 1) {
+    throw new ToolDefinitionError(name, 'give exactly one of run (in process), upstream (an HTTP service) or runs: "client" (in the caller\'s process)');
+  }
+  if (runsInClient && input.kind !== "write") throw new ToolDefinitionError(name, 'runs: "client" is for write tools (a read needs no guard)');
+  if (runsInClient && input.runTimeoutMs !== undefined) throw new ToolDefinitionError(name, 'runTimeoutMs is for tools Idemgate runs; a client-run call keeps its lease alive with heartbeats');
   if (input.upstream) {
     try {
       new URL(input.upstream.url);

@@ -138,7 +138,8 @@ export function buildOpenApiDocument(tools: readonly ToolDescription[], baseUrl?
       },
     },
   };
-  for (const tool of tools) paths[`/api/v1/tools/${tool.name}/invoke`] = { post: operation(tool) };
+  // a tool run by its caller is never invoked through the gateway
+  for (const tool of tools) if (tool.source !== "client") paths[`/api/v1/tools/${tool.name}/invoke`] = { post: operation(tool) };
 
   return {
     openapi: "3.1.0",

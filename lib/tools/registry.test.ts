@@ -20,6 +20,7 @@ const DEMO_NAMES = [
   "email.list_outbox",
   "tickets.create",
   "tickets.list",
+  "ledger.record",
 ];
 
 const echo = defineTool({
@@ -65,8 +66,13 @@ describe("defineTool", () => {
       expect(caught(() => defineTool({ ...base, name }))).toBeInstanceOf(ToolDefinitionError);
     }
     expect(() => defineTool({ ...base, name: "crm.contacts.upsert_v2" })).not.toThrow();
-    expect(() => defineTool({ kind: "write", description: "d", schema: z.object({}), name: "x" } as never)).toThrow(/either run or upstream/);
-    expect(() => defineTool({ ...base, name: "x", upstream: { url: "http://x", timeoutMs: 1 } } as never)).toThrow(/either run or upstream/);
+    expect(() => defineTool({ kind: "write", description: "d", schema: z.object({}), name: "x" } as never)).toThrow(/exactly one of run/);
+    expect(() => defineTool({ ...base, name: "x", upstream: { url: "http://x", timeoutMs: 1 } } as never)).toThrow(/exactly one of run/);
+    // a tool run by its caller has neither run nor upstream, and is a write
+    expect(() => defineTool({ ...base, name: "x", runs: "client" } as never)).toThrow(/exactly one of run/);
+    expect(() => defineTool({ ...base, run: undefined, name: "x", runs: "server" } as never)).toThrow(/runs must be "client"/);
+    expect(() => defineTool({ ...base, run: undefined, name: "x", kind: "read", runs: "client" })).toThrow(/for write tools/);
+    expect(defineTool({ ...base, run: undefined, name: "x", runs: "client" })).toMatchObject({ runs: "client", leaseMs: 60_000 });
     expect(() => defineTool({ ...base, run: undefined, name: "x", upstream: { url: "not a url", timeoutMs: 1_000 } })).toThrow(/not a URL/);
     expect(() => defineTool({ ...base, name: "x", leaseMs: 0 })).toThrow(/leaseMs/);
     expect(() => defineTool({ ...base, name: "x", ttlMs: 1.5 })).toThrow(/ttlMs/);
@@ -95,6 +101,14 @@ describe("ToolRegistry lookup", () => {
     expect(registry.has("payments.charge")).toBe(true);
     expect(registry.has("nope")).toBe(false);
     expect(caught(() => registry.get("payments.teleport"))).toBeInstanceOf(UnknownToolError);
+  });
+
+  it("a tool run by its caller has no runner: invoking it is a 400 naming how it runs", () => {
+    const ledger = registry.get("ledger.record");
+    expect(registry.describe(ledger).source).toBe("client");
+    const err = caught(() => registry.runnerFor(ledger, {} as never));
+    expect(err).toMatchObject({ code: "runs_in_client" });
+    expect(String((err as Error).message)).toMatch(/runs in its caller's own process/);
   });
 
   it("getRegistry() serves lib/tools/config.ts, the demo tools included, as one instance", () => {
@@ -190,7 +204,8 @@ describe("describe and JSON Schema", () => {
   });
 
   it("every demo tool documents its arguments and result", () => {
-    for (const tool of demoTools) {
+    // a tool run by its caller stores whatever its caller's function returned: no result schema, no simulate
+    for (const tool of demoTools.filter((t) => t.runs !== "client")) {
       const d = registry.describe(tool);
       expect(d.argumentsSchema.type, tool.name).toBe("object");
       expect(d.resultSchema, tool.name).not.toBeNull();
@@ -215,13 +230,16 @@ describe("openApiDocument", () => {
   it("is OpenAPI 3.1 with one invoke path per tool and the tool list", () => {
     expect(doc.openapi).toBe("3.1.0");
     expect(doc.servers).toEqual([{ url: "https://idemgate.example.com" }]);
-    expect(Object.keys(doc.paths).sort()).toEqual(["/api/v1/tools", ...[...DEMO_NAMES, "test.echo"].map((n) => `/api/v1/tools/${n}/invoke`)].sort());
+    const invoked = [...DEMO_NAMES, "test.echo"].filter((n) => registry.get(n).runs !== "client");
+    expect(Object.keys(doc.paths).filter((p) => !p.includes("reservations") && !p.includes("executions")).sort()).toEqual(
+      ["/api/v1/tools", ...invoked.map((n) => `/api/v1/tools/${n}/invoke`)].sort(),
+    );
     expect(doc.paths["/api/v1/tools"].get).toBeDefined();
     expect(registry.openApiDocument()).not.toHaveProperty("servers");
   });
 
   it("takes each request body schema from the tool's zod schema", () => {
-    for (const tool of registry.list()) {
+    for (const tool of registry.list().filter((t) => t.runs !== "client")) {
       const op = doc.paths[`/api/v1/tools/${tool.name}/invoke`].post as any;
       expect(op.requestBody.content["application/json"].schema).toEqual(registry.describe(tool).argumentsSchema);
       expect(op.security).toEqual([{ bearer: [] }]);

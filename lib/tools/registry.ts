@@ -1,5 +1,5 @@
 import type { PrismaClient } from "@/generated/prisma/client";
-import { InvalidArgumentsError, UnknownToolError } from "@/lib/idempotency/errors";
+import { ClientRunToolError, InvalidArgumentsError, UnknownToolError } from "@/lib/idempotency/errors";
 import type { ProbeTool, RunTool } from "@/lib/idempotency/tool";
 import { toJsonSchema, type JsonSchema, type ToolDescription } from "./api-schemas";
 import { defineTools, type ToolDefinition } from "./define-tool";
@@ -66,8 +66,10 @@ export class ToolRegistry {
   /**
    * What the engine runs for this tool: the in-process function bound to `db`, or the forwarder.
    * Made once per tool and database (every call asks for it, replays too).
+   * @throws ClientRunToolError (400) for a tool that runs in its caller's process
    */
   runnerFor(tool: ToolDefinition, db: PrismaClient): RunTool {
+    if (tool.runs === "client") throw new ClientRunToolError(tool.name);
     let runners = this.runners.get(db);
     if (!runners) this.runners.set(db, (runners = new WeakMap()));
     let runner = runners.get(tool);
@@ -77,6 +79,7 @@ export class ToolRegistry {
 
   private makeRunner(tool: ToolDefinition, db: PrismaClient): RunTool {
     if (tool.upstream) return upstreamRunner(tool.upstream, this.fetchImpl);
+    if (!tool.run) throw new ClientRunToolError(tool.name);
     const run = tool.run.bind(tool);
     return (args, ctx) => run(args as Record<string, unknown>, { ...ctx, db });
   }
@@ -111,7 +114,7 @@ export class ToolRegistry {
       stuckPolicy: tool.stuckPolicy,
       fallbackTtlMs: tool.fallbackTtlMs,
       idempotencyKey: tool.kind === "read" ? "unused" : tool.fallbackTtlMs === null ? "required" : "optional",
-      source: tool.upstream ? "upstream" : "in_process",
+      source: tool.upstream ? "upstream" : tool.runs === "client" ? "client" : "in_process",
       argumentsSchema: toJsonSchema(tool.schema),
       resultSchema: tool.resultSchema ? toJsonSchema(tool.resultSchema, "output") : null,
     };

@@ -1,9 +1,10 @@
 import type { ToolDefinition } from "../define-tool";
 import * as email from "./email";
+import * as ledger from "./ledger";
 import * as payments from "./payments";
 import * as tickets from "./tickets";
 
-const families = [payments, email, tickets];
+const families = [payments, email, tickets, ledger];
 
 /**
  * IDEMGATE_DEMO_LEASE_MS shortens the demo write tools' lease, so a simulated crash shows up as a
