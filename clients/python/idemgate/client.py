@@ -69,16 +69,21 @@ class _Heartbeat:
         return self
 
     def __exit__(self, *_: object) -> None:
+        # not joined: a heartbeat in flight must not hold up the caller; its answer is ignored
         self._stop.set()
-        self._thread.join()
 
     def _run(self) -> None:
+        path = f"/api/v1/executions/{quote(self.execution_id, safe='')}/heartbeat"
         while not self._stop.wait(self.interval):
             try:
-                answer = self.client._post(f"/api/v1/executions/{quote(self.execution_id, safe='')}/heartbeat", {"token": self.token}, transient)
+                # one request per beat, no retries: the next beat is the retry
+                answer = self.client._transport.send_once(path, {"token": self.token}, {}, timeout=max(1.0, self.interval))
             except IdemgateError as err:
-                log.warning("idemgate: heartbeat for execution %s failed (%s); trying again", self.execution_id, err)
+                if not self._stop.is_set():
+                    log.warning("idemgate: heartbeat for execution %s failed (%s); trying again", self.execution_id, err)
                 continue
+            if self._stop.is_set():
+                return
             if answer.status == 409:
                 self.stale = True
                 log.warning(

@@ -226,6 +226,24 @@ class HeartbeatTest(ClientTestCase):
         self.assertIn("heartbeats stopped", "\n".join(logs.output))
 
 
+    def test_a_heartbeat_in_flight_does_not_hold_up_the_return(self) -> None:
+        arrived, release, answered = threading.Event(), threading.Event(), threading.Event()
+
+        def heartbeat(_: Seen) -> Any:
+            arrived.set()
+            release.wait(5)
+            answered.set()
+            return ok()
+
+        self.fake.on("/reservations", [reserved(lease_seconds=0.3)])
+        self.fake.on("/heartbeat", heartbeat)
+        self.fake.on("/complete", [ok()])
+        self.addCleanup(release.set)
+        self.assertEqual(self.client.guard("t", {}, lambda _: arrived.wait(10) and "done", key="k"), "done")
+        self.assertFalse(answered.is_set(), "guard returned while its heartbeat was still unanswered")
+        self.assertEqual(self.fake.paths()[-1], "complete")
+
+
 class DecoratorTest(ClientTestCase):
     def test_the_key_function_gets_the_arguments_and_the_bound_arguments_are_sent(self) -> None:
         self.fake.on("/reservations", [reserved()])
