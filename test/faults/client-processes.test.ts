@@ -76,7 +76,8 @@ describe.each(configurations)("guarded functions in 12 processes on $name", (con
   function worker(lang: Lang, key: string, ledger: string, mode: Mode = "ok", delayMs = 0): Promise<WorkerResult> {
     const [command, args] =
       lang === "ts"
-        ? [process.execPath, [path.join(ROOT, "node_modules", "tsx", "dist", "cli.mjs"), path.join(ROOT, "test", "support", "guard-worker.ts")]]
+        ? // tsx as a loader in this process, not its CLI (which runs the script in a child and turns a SIGKILL into exit code 137)
+          [process.execPath, ["--import", "tsx", path.join(ROOT, "test", "support", "guard-worker.ts")]]
         : [process.env.PYTHON ?? "python3", [path.join(ROOT, "test", "support", "guard_worker.py")]];
     const child = spawn(command, args, {
       cwd: ROOT,
