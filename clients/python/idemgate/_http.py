@@ -27,7 +27,8 @@ class RetryPolicy:
     max_retry_after: float = 10.0
 
     def delay(self, attempt: int, retry_after: Optional[float], rand: Callable[[], float] = random.random) -> float:
-        if retry_after is not None:
+        # "Retry-After: 0" would make the retries a tight loop that uses them all up at once: back off instead
+        if retry_after is not None and retry_after > 0:
             return min(retry_after, self.max_retry_after)
         capped = min(self.max_delay, self.base_delay * 2 ** max(0, attempt - 1))
         return capped / 2 + rand() * capped / 2

@@ -69,6 +69,14 @@ class GuardTest(ClientTestCase):
         self.client.guard("t", {}, self.charge, key="k")
         self.assertEqual(self.sleeps, [2.0])
 
+    def test_a_retry_after_of_zero_backs_off(self) -> None:
+        conflict = (409, {"type": "/problems/conflict", "title": "c", "status": 409}, {"Content-Type": "application/problem+json", "Retry-After": "0"})
+        self.fake.on("/reservations", [conflict, conflict, done({"x": 1})])
+        self.client.guard("t", {}, self.charge, key="k")
+        self.assertEqual(len(self.sleeps), 2)
+        self.assertTrue(all(0.1 <= s <= 0.2 for s in self.sleeps[:1]), self.sleeps)
+        self.assertTrue(0.2 <= self.sleeps[1] <= 0.4, self.sleeps)
+
     def test_outcome_unknown_on_reserve_never_runs(self) -> None:
         self.fake.on("/reservations", [problem(409, "outcome_unknown", key="order-3", state="unknown")])
         with self.assertRaises(OutcomeUnknownError) as caught:
