@@ -229,8 +229,17 @@ class Idemgate:
             raise OutcomeUnknownError(problem, key, execution_id) from exc
 
     def _complete(self, execution_id: str, token: str, key: str, status: int, body: Any) -> None:
-        answer = self._post(f"/api/v1/executions/{quote(execution_id, safe='')}/complete", {"token": token, "status": status, "body": body}, transient, key=key)
+        try:
+            answer = self._post(f"/api/v1/executions/{quote(execution_id, safe='')}/complete", {"token": token, "status": status, "body": body}, transient, key=key)
+        except IdemgateError as err:
+            # The function ran and its result is the caller's; the key stays reserved, stuck after its
+            # lease, so no retry runs it again: an operator resolves it with the result.
+            log.warning("idemgate: could not store the result of execution %s (%s); its key will be stuck after its lease", execution_id, err)
+            return
         if answer.status < 300:
+            return
+        if transient(answer):
+            log.warning("idemgate: could not store the result of execution %s (%s); its key will be stuck after its lease", execution_id, answer.status)
             return
         if answer.status == 409:
             # the key was released or taken over meanwhile: the result is kept as a late completion,

@@ -190,6 +190,16 @@ class GuardTest(ClientTestCase):
         self.assertIn("late completion", "\n".join(logs.output))
 
 
+    def test_a_result_that_cannot_be_stored_is_still_returned_and_the_key_stays_held(self) -> None:
+        self.fake.on("/reservations", [reserved()])
+        self.fake.on("/complete", [problem(503, "unavailable")])
+        with self.assertLogs("idemgate", "WARNING") as logs:
+            result = self.client.guard("t", {"amountCents": 3}, self.charge, key="k")
+        self.assertEqual(result["chargeId"], "ch_1")
+        self.assertEqual(self.fake.paths(), ["reservations"] + ["complete"] * 4)
+        self.assertIn("stuck after its lease", "\n".join(logs.output))
+
+
 class HeartbeatTest(ClientTestCase):
     def test_heartbeats_at_a_third_of_the_lease_while_fn_runs(self) -> None:
         beats = threading.Event()
