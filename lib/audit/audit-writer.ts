@@ -1,6 +1,6 @@
 import type { PrismaClient } from "@/generated/prisma/client";
 import { isUniqueViolation } from "@/lib/db/errors";
-import { COMPLETION_NOT_STORED, OPEN_CALL_RECOVERY_MS, OpenExecutionError, type AuditWriter, type ClosedOutcome, type ExecutionOutcome, type IntentEntry, type OutcomeEntry, type PriorExecution, type SuppressionEntry } from "@/lib/idempotency/audit-port";
+import { COMPLETION_NOT_STORED, OPEN_CALL_RECOVERY_MS, OpenExecutionError, type AuditWriter, type ClosedOutcome, type ExecutionOutcome, type ExecutionRow, type IntentEntry, type OutcomeEntry, type PriorExecution, type SuppressionEntry } from "@/lib/idempotency/audit-port";
 import { GroupCommit, type ItemResults } from "./group-commit";
 
 export type AuditMode = "durable" | "async";
@@ -87,8 +87,8 @@ export class PrismaAuditWriter implements AuditWriter {
     this.intentCommits = new GroupCommit((entries) => this.insertIntents(entries), this.maxBatch);
   }
 
-  async intent(entry: IntentEntry): Promise<void> {
-    if (this.mode === "async") {
+  async intent(entry: IntentEntry, options: { durable?: boolean } = {}): Promise<void> {
+    if (this.mode === "async" && !options.durable) {
       // The queue is bounded: when full, the caller waits for a batch to make room, and fails (the
       // call is refused, nothing runs) when the database cannot take it, as in durable mode.
       while (!this.closed && this.pending >= this.maxQueued) await this.writeNextBatch();
@@ -221,6 +221,55 @@ export class PrismaAuditWriter implements AuditWriter {
     return prior;
   }
 
+
+  async execution(id: string): Promise<ExecutionRow | null> {
+    const queuedIntent = [...this.writing.intents, ...this.intents].find((i) => i.id === id);
+    const queuedOutcome = [...this.writing.outcomes, ...this.outcomes].findLast((o) => o.id === id);
+    const row = queuedIntent ? null : await this.prisma.execution.findUnique({ where: { id } });
+    let found: ExecutionRow | null = queuedIntent
+      ? { ...queuedIntent, outcome: null, resultStatus: null, resultBody: null, resultFinal: null, expiresAt: null, error: null, finishedAt: null }
+      : row
+        ? {
+            id: row.id,
+            scope: row.scope,
+            key: row.key,
+            fallback: row.fallback,
+            token: Number(row.token),
+            fingerprint: row.fingerprint,
+            tool: row.tool,
+            session: row.session,
+            startedAt: row.startedAt,
+            leaseUntil: row.leaseUntil,
+            outcome: row.outcome as PriorExecution["outcome"],
+            resultStatus: row.resultStatus,
+            resultBody: row.resultBody,
+            resultFinal: row.resultFinal,
+            expiresAt: row.expiresAt,
+            error: row.error,
+            finishedAt: row.finishedAt,
+          }
+        : null;
+    // a queued outcome lands as WRITE_BATCH lays it (see priorExecution)
+    if (found && queuedOutcome && (found.outcome === null || (found.outcome === "released" && queuedOutcome.outcome !== "failed" && queuedOutcome.outcome !== "unknown"))) {
+      found = {
+        ...found,
+        outcome: found.outcome === "released" ? "late_completion" : queuedOutcome.outcome,
+        resultStatus: queuedOutcome.resultStatus,
+        resultBody: queuedOutcome.resultBody,
+        resultFinal: queuedOutcome.resultFinal,
+        expiresAt: queuedOutcome.expiresAt,
+        error: queuedOutcome.error,
+        finishedAt: queuedOutcome.finishedAt,
+      };
+    }
+    return found;
+  }
+
+  async extendLease(id: string, leaseUntil: Date): Promise<void> {
+    const queued = (i: IntentEntry) => i.id === id;
+    if (this.intents.some(queued) || this.writing.intents.some(queued)) await this.flush();
+    await this.prisma.execution.updateMany({ where: { id, outcome: null, leaseUntil: { lt: leaseUntil } }, data: { leaseUntil } });
+  }
 
   async recoveryWindowEnd(epochMs: number): Promise<number | null> {
     await this.flush();

@@ -98,6 +98,11 @@ const TEXT: Record<string, Omit<ProblemDoc, "code" | "status" | "title">> = {
     todo: "Reload the key to see its current state; another operator or the original call may have finished it.",
     retry: "no",
   },
+  stale_token: {
+    happened: "A complete, release or heartbeat of a reservation came with a token that is not the reservation's, or after the key was released (by an operator) or taken over while the caller ran its side effect. A complete is then not stored under the key: its result is kept in the audit log as a late completion, which operators see flagged.",
+    todo: "Stop heartbeating: this caller no longer holds the key. Do not run the side effect again; an operator reconciles the late result in the console.",
+    retry: "no",
+  },
   payload_too_large: {
     happened: "The request body is larger than the gateway accepts (1 MiB). Nothing was read or run.",
     todo: "Send smaller arguments; large payloads belong in storage with a reference in the arguments.",

@@ -73,6 +73,7 @@ const PROBLEMS: Record<string, ProblemType> = {
   // 409 for a retry of a key whose outcome is unknown; 502 (504 after a timeout) for the call itself
   outcome_unknown: { status: 409, title: "Outcome unknown: the key is held", otherStatuses: [502, 504] },
   invalid_state: { status: 409, title: "Not allowed in this state" },
+  stale_token: { status: 409, title: "Reservation no longer held" },
   payload_too_large: { status: 413, title: "Request body too large" },
   unsupported_media_type: { status: 415, title: "Unsupported media type" },
   mismatch: { status: 422, title: "Idempotency-Key reused with other arguments" },

@@ -91,6 +91,13 @@ export interface PriorExecution {
   finishedAt: Date | null;
 }
 
+/** One execution as the log has it (queued rows included): what settling a reservation needs. */
+export interface ExecutionRow extends PriorExecution {
+  scope: string;
+  key: string;
+  fallback: boolean;
+}
+
 /**
  * After a key-store loss, a call that never finished (open, or its outcome unknown) keeps its key
  * held through the audit log this long after the loss, whatever its tool's TTL: only a decision
@@ -114,8 +121,16 @@ export class OpenExecutionError extends IdemgateError {
 }
 
 export interface AuditWriter {
-  /** durable: in the database when the promise resolves (OpenExecutionError while another execution of the key is open); async: queued */
-  intent(entry: IntentEntry): Promise<void>;
+  /**
+   * durable: in the database when the promise resolves (OpenExecutionError while another execution
+   * of the key is open); async: queued, unless `options.durable` asks for the database in any mode
+   * (a reservation handed to a caller, which any server process may be asked to settle)
+   */
+  intent(entry: IntentEntry, options?: { durable?: boolean }): Promise<void>;
+  /** the execution with this id, queued rows included; null when the log has none */
+  execution(id: string): Promise<ExecutionRow | null>;
+  /** a heartbeat moved an open execution's lease: the log's orphan checks wait for the new one */
+  extendLease(id: string, leaseUntil: Date): Promise<void>;
   /** queued and written in batches off the hot path */
   outcome(entry: OutcomeEntry): void;
   suppression(entry: SuppressionEntry): void;

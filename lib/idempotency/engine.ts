@@ -1,15 +1,17 @@
 import { randomUUID } from "node:crypto";
 import type { BeginOutcome, KeyStore, OperatorGuard, OperatorRefusal } from "@/lib/idempotency/key-store";
-import { COMPLETION_NOT_STORED, OPEN_CALL_RECOVERY_MS, type AuditWriter, type ExecutionOutcome, type PriorExecution, type SuppressionKind, type Transport } from "./audit-port";
+import { COMPLETION_NOT_STORED, OPEN_CALL_RECOVERY_MS, type AuditWriter, type ExecutionOutcome, type ExecutionRow, type PriorExecution, type SuppressionKind, type Transport } from "./audit-port";
 import {
   CallAbandonedError,
   ConflictError,
+  ExecutionNotFoundError,
   InvalidStateError,
   isIdemgateError,
   LeasePassedError,
   MismatchError,
   MissingKeyError,
   OutcomeUnknownError,
+  StaleTokenError,
   StuckKeyError,
   ToolFailedError,
   TooManyWaitersError,
@@ -47,6 +49,33 @@ export interface InvokeRequest {
 }
 
 export type KeySource = "orchestrator" | "model";
+
+/** What reserve answers: the reservation (run the side effect now, then settle it), or a replay. */
+export type ReserveResult =
+  | { kind: "reserved"; key: string; executionId: string; token: number; leaseUntilMs: number; fallback: boolean }
+  | Extract<InvokeResult, { kind: "replayed" }>;
+
+/** Which reservation a settle is about: the caller's scope, the execution and the token it was given. */
+export interface SettleTarget {
+  scope: string;
+  executionId: string;
+  token: number;
+  /**
+   * the policy of a tool by name, for a reservation this process does not hold in memory (reserved
+   * through another server process); only tools that run in their caller's process may be settled
+   */
+  policyOf: (tool: string) => ToolPolicy | undefined;
+}
+
+/** How a settle left the key. `replayed`: the same completion sent again, answered as the first. */
+export type SettleResult =
+  | { state: "done"; status: number; body: string; replayed: boolean; expiresAtMs: number | null }
+  | { state: "released" }
+  | { state: "unknown" }
+  | { state: "reserved"; leaseUntilMs: number };
+
+/** The longest a reservation may be held by heartbeats, from when it was made. */
+export const MAX_RESERVATION_MS = 24 * 60 * 60 * 1000;
 
 export type { Transport };
 
@@ -138,15 +167,52 @@ export class Engine {
       return { kind: "read", status: result.status ?? 200, body: serialize(result.body) };
     }
     const call = this.admit(tool, request);
+    const acquired = await this.acquire(call, request.waitMs);
+    if (!("token" in acquired)) return acquired;
+    return this.settle(call, acquired.token, await this.execute(call, run, request.args));
+  }
+
+  /**
+   * The reservation phase on its own, for a tool that runs in its caller's process: steps 1 and 2
+   * of the write order exactly as invoke takes them (the replay cache, the advisory key's arguments
+   * window, fallback dedupe, `Prefer: wait`, the recovery after a key-store loss), the intent
+   * written to the database in every audit mode before this resolves. Returns the reservation
+   * (the caller now runs the side effect, then settles it: completeExecution, releaseExecution;
+   * heartbeatExecution while it runs) or the stored result of a replay; throws the suppressions'
+   * errors as invoke does.
+   */
+  async reserve(tool: ToolPolicy, request: InvokeRequest): Promise<ReserveResult> {
+    if (tool.kind !== "write") throw new Error(`${tool.name} is a read: reads are never reserved`);
+    const call = this.admit(tool, request);
+    call.durableIntent = true;
+    const acquired = await this.acquire(call, request.waitMs);
+    if (!("token" in acquired)) return acquired as Extract<InvokeResult, { kind: "replayed" }>;
+    call.token = acquired.token;
+    this.rememberHeld(call);
+    return {
+      kind: "reserved",
+      key: call.key,
+      executionId: call.executionId,
+      token: acquired.token,
+      leaseUntilMs: call.arrivedMs + tool.leaseMs,
+      fallback: call.fallback,
+    };
+  }
+
+  /**
+   * Steps 1 and 2 for one call, waiting out a running call with this key when `Prefer: wait` asks
+   * to: the reservation's token, or the answer when nothing may run.
+   */
+  private async acquire(call: CallContext, waitMs: number | undefined): Promise<{ token: number } | InvokeResult> {
     const cached = this.replayCache?.get(call.scope, call.key, call.arrivedMs);
     if (cached) return this.suppressed(cached.fingerprint === call.fingerprint ? "replay" : "mismatch", cached, { ...call, cached: true });
 
-    const waitUntil = request.waitMs ? performance.now() + Math.min(request.waitMs, MAX_WAIT_MS) : null;
+    const waitUntil = waitMs ? performance.now() + Math.min(waitMs, MAX_WAIT_MS) : null;
     let holdsWaitSlot = false;
     try {
       for (;;) {
-        const reservation = await this.reserve(call, waitUntil !== null);
-        if ("token" in reservation) return await this.settle(call, reservation.token, await this.execute(call, run, request.args));
+        const reservation = await this.reserveKey(call, waitUntil !== null);
+        if ("token" in reservation) return reservation;
         if (!("running" in reservation)) return reservation;
         // Prefer: wait — hold the duplicate until the running call ends, then answer it as a retry
         // arriving then would be answered (the result, or the unknown/stuck answer).
@@ -274,7 +340,7 @@ export class Engine {
    * Steps 1 and 2 of the write order: reserve the key (or answer the record in the way) and write
    * the execution's intent. Returns the reservation's token, or the answer when nothing may run.
    */
-  private async reserve(call: CallContext, mayWait = false): Promise<{ token: number } | { running: KeyRecord } | InvokeResult> {
+  private async reserveKey(call: CallContext, mayWait = false): Promise<{ token: number } | { running: KeyRecord } | InvokeResult> {
     const { tool } = call;
     let begun: BeginOutcome;
     const t0 = performance.now();
@@ -356,7 +422,7 @@ export class Engine {
         fallback: call.fallback,
         startedAt: new Date(call.arrivedMs),
         leaseUntil: new Date(call.arrivedMs + tool.leaseMs),
-      });
+      }, call.durableIntent ? { durable: true } : undefined);
     } catch (err) {
       // No intent, no side effect: give the key back so a retry can run once the log is back.
       await this.store.abandon(call.scope, call.key, token).catch(() => {});
@@ -694,6 +760,217 @@ export class Engine {
     return this.suppressed(prior.leaseUntil.getTime() > call.arrivedMs ? "conflict" : "stuck", record, call);
   }
 
+  /** Reservations handed to callers by this process, until settled (a bounded memory, oldest out first). */
+  private readonly held = new Map<string, CallContext>();
+
+  private rememberHeld(call: CallContext): void {
+    if (this.held.size >= MAX_HELD_IN_MEMORY) this.held.delete(this.held.keys().next().value!);
+    this.held.set(call.executionId, call);
+  }
+
+  /**
+   * The reservation a settle is about, with its token checked: from this process's memory, or
+   * rebuilt from the audit log's intent (reserved through another process). An execution of another
+   * scope, of a tool that does not run in its caller's process, or none at all, is the same 404.
+   */
+  private async heldCall(target: SettleTarget): Promise<CallContext> {
+    let call = this.held.get(target.executionId);
+    if (call && call.scope !== target.scope) throw new ExecutionNotFoundError();
+    if (!call) {
+      let row: ExecutionRow | null;
+      try {
+        row = await this.audit.execution(target.executionId);
+      } catch (err) {
+        throw new UnavailableError("audit_log", err);
+      }
+      const tool = row ? target.policyOf(row.tool) : undefined;
+      if (!row || row.scope !== target.scope || !tool || tool.runs !== "client" || row.key.startsWith("passthrough:")) throw new ExecutionNotFoundError();
+      const windowKey = fallbackKey(row.fingerprint);
+      const windowTtlMs = tool.fallbackTtlMs ?? DEFAULT_POLICY.fallbackDefaultTtlMs;
+      // an advisory key's window reservation carries this execution's id: settled with it
+      const window = row.fallback ? null : await this.store.get(target.scope, windowKey).catch(() => null);
+      call = {
+        tool,
+        scope: row.scope,
+        key: row.key,
+        fingerprint: row.fingerprint,
+        ttlMs: row.fallback ? (tool.fallbackTtlMs ?? DEFAULT_POLICY.fallbackDefaultTtlMs) : tool.ttlMs,
+        executionId: row.id,
+        fallback: row.fallback,
+        session: row.session,
+        caller: null,
+        transport: "http",
+        arrivedMs: row.startedAt.getTime(),
+        storeMs: 0,
+        auditMs: 0,
+        window:
+          window && window.executionId === row.id && window.status === "inflight" ? { key: windowKey, ttlMs: windowTtlMs, token: window.token } : null,
+        token: row.token,
+      };
+    }
+    if (call.token !== target.token) throw new StaleTokenError(target.executionId, "this is not the token of the reservation; nothing was changed");
+    return call;
+  }
+
+  /**
+   * A client-run call's result (step 4 and 5 of the write order): stored under the key and replayed
+   * to every duplicate; a status of 400 or more is a final error, stored the same way. Sent again
+   * with the same result, answered as the first time; with another, refused (invalid_state). When
+   * the key was released or taken over meanwhile, refused (stale_token) and kept in the audit log as
+   * a late completion, which the reconciler flags.
+   */
+  async completeExecution(target: SettleTarget, result: { status: number; body: unknown }): Promise<SettleResult> {
+    const call = await this.heldCall(target);
+    const stored: StoredResult = { status: result.status, body: serialize(result.body), final: result.status >= 400 };
+    const completedMs = this.now();
+    const t = performance.now();
+    let done: Awaited<ReturnType<KeyStore["complete"]>>;
+    try {
+      done = await this.store.complete(call.scope, call.key, target.token, stored, call.ttlMs, completedMs);
+    } catch (err) {
+      throw new UnavailableError("key_store", err);
+    }
+    call.storeMs += performance.now() - t;
+    const durationMs = Math.max(0, completedMs - call.arrivedMs);
+    if (done.ok) {
+      this.held.delete(call.executionId);
+      this.replayCache?.remember(done.record, completedMs);
+      await this.settleWindow(call, { class: "done", stored });
+      this.audit.outcome({
+        id: call.executionId,
+        outcome: stored.final ? "final_error" : "succeeded",
+        finishedAt: new Date(completedMs),
+        durationMs,
+        resultStatus: stored.status,
+        resultBody: stored.body,
+        resultFinal: stored.final,
+        expiresAt: new Date(completedMs + call.ttlMs),
+        error: null,
+      });
+      this.onCall({ tool: call.tool.name, result: stored.final ? "final_error" : "executed", storeMs: call.storeMs, auditMs: call.auditMs });
+      return { state: "done", status: stored.status, body: stored.body, replayed: false, expiresAtMs: done.record.expiresAtMs };
+    }
+    const current = done.current;
+    if (current && current.executionId === call.executionId && current.token === target.token) {
+      this.held.delete(call.executionId);
+      if (current.status === "done" && current.result) {
+        if (current.result.status === stored.status && current.result.body === stored.body) {
+          return { state: "done", status: stored.status, body: stored.body, replayed: true, expiresAtMs: current.expiresAtMs };
+        }
+        throw new InvalidStateError("this execution was completed with another result; a stored result is never changed", current);
+      }
+      throw new InvalidStateError(
+        "this execution was reported as unknown: the key is held until the tool's status probe or an operator decides (resolve it with this result in the console)",
+        current,
+      );
+    }
+    // Released by an operator or taken over while the caller ran its side effect: the key is no
+    // longer this reservation's. The result is kept in the log (a late completion, flagged).
+    this.held.delete(call.executionId);
+    this.audit.outcome({
+      id: call.executionId,
+      outcome: "late_completion",
+      finishedAt: new Date(completedMs),
+      durationMs,
+      resultStatus: stored.status,
+      resultBody: stored.body,
+      resultFinal: stored.final,
+      expiresAt: new Date(completedMs + call.ttlMs),
+      error: "completion refused: the reservation was released or taken over while the caller ran its side effect",
+    });
+    this.onCall({ tool: call.tool.name, result: "executed", storeMs: call.storeMs, auditMs: call.auditMs });
+    throw new StaleTokenError(
+      call.executionId,
+      "the key was released or taken over while this reservation's side effect ran; the result was not stored under the key but kept in the audit log as a late completion, which operators see flagged",
+    );
+  }
+
+  /**
+   * A client-run call ended without a result: `not_run` is the caller's word that its side effect
+   * did not happen (the key is freed and a retry runs); `unknown` that it cannot tell (the key is
+   * held as unknown until a probe or an operator decides). The same release sent again is answered
+   * as the first time.
+   */
+  async releaseExecution(target: SettleTarget, outcome: "not_run" | "unknown", note: string | null): Promise<SettleResult> {
+    const call = await this.heldCall(target);
+    const durationMs = Math.max(0, this.now() - call.arrivedMs);
+    if (outcome === "not_run") {
+      let freed: boolean;
+      try {
+        freed = await this.store.abandon(call.scope, call.key, target.token);
+      } catch (err) {
+        throw new UnavailableError("key_store", err);
+      }
+      if (freed) {
+        this.held.delete(call.executionId);
+        await this.settleWindow(call, { class: "not_run" });
+        this.recordOutcome(call, "failed", durationMs, null, note ? `not run: ${note}` : "not run: the caller said its side effect did not happen");
+        this.onCall({ tool: call.tool.name, result: "tool_failed", storeMs: call.storeMs, auditMs: call.auditMs });
+        return { state: "released" };
+      }
+      const current = await this.store.get(call.scope, call.key).catch(() => null);
+      if (current && current.executionId === call.executionId && current.token === target.token) throw settledAlready(current);
+      const row = await this.audit.execution(call.executionId).catch(() => null);
+      if (row?.outcome === "failed") return { state: "released" };
+      throw new StaleTokenError(call.executionId, "the key was released or taken over meanwhile; nothing was changed");
+    }
+    const noteText = note ?? "the caller could not tell whether its side effect happened";
+    let marked: Awaited<ReturnType<KeyStore["markUnknown"]>>;
+    try {
+      marked = await this.store.markUnknown(call.scope, call.key, target.token, noteText, this.now());
+    } catch (err) {
+      throw new UnavailableError("key_store", err);
+    }
+    if (marked.ok) {
+      this.held.delete(call.executionId);
+      await this.settleWindow(call, { class: "unknown", note: noteText });
+      this.recordOutcome(call, "unknown", durationMs, null, noteText);
+      this.onCall({ tool: call.tool.name, result: "outcome_unknown", storeMs: call.storeMs, auditMs: call.auditMs });
+      return { state: "unknown" };
+    }
+    const current = marked.current;
+    if (current && current.executionId === call.executionId && current.token === target.token) {
+      if (current.status === "unknown") return { state: "unknown" };
+      throw settledAlready(current);
+    }
+    throw new StaleTokenError(call.executionId, "the key was released or taken over meanwhile; nothing was changed");
+  }
+
+  /**
+   * A client-run call is still running: its lease is extended by the tool's lease from now, up to
+   * MAX_RESERVATION_MS after it was reserved (beyond, refused: complete or release it). Refused
+   * (stale_token) once the key was released or taken over: the caller should stop and say so.
+   */
+  async heartbeatExecution(target: SettleTarget): Promise<SettleResult> {
+    const call = await this.heldCall(target);
+    const now = this.now();
+    const cap = call.arrivedMs + MAX_RESERVATION_MS;
+    if (now >= cap) {
+      throw new InvalidStateError(`a reservation is held at most ${MAX_RESERVATION_MS / 3_600_000} h; this one was made at ${new Date(call.arrivedMs).toISOString()}: complete or release it`, null);
+    }
+    const leaseUntilMs = Math.min(now + call.tool.leaseMs, cap);
+    let out: Awaited<ReturnType<KeyStore["extendLease"]>>;
+    try {
+      out = await this.store.extendLease(call.scope, call.key, target.token, leaseUntilMs);
+    } catch (err) {
+      throw new UnavailableError("key_store", err);
+    }
+    if (!out.ok) {
+      const current = out.current;
+      if (current && current.executionId === call.executionId && current.token === target.token) throw settledAlready(current);
+      throw new StaleTokenError(call.executionId, "the key was released or taken over; stop the heartbeats (a result is kept only as a late completion)");
+    }
+    const window = call.window;
+    if (window?.token != null) await this.store.extendLease(call.scope, window.key, window.token, leaseUntilMs).catch(() => null);
+    try {
+      // the log's orphan checks wait for the new lease too
+      await this.audit.extendLease(call.executionId, new Date(leaseUntilMs));
+    } catch (err) {
+      throw new UnavailableError("audit_log", err);
+    }
+    return { state: "reserved", leaseUntilMs };
+  }
+
   /**
    * The operator (or the tool's probe) says the side effect did not happen: the next call with the
    * key runs it. Stuck and unknown keys; a running one only with `force`.
@@ -758,6 +1035,18 @@ const FALLBACK_POLL_MS = 1_000;
 
 const DEFAULT_MAX_WAITERS = 1_000;
 
+/** Reservations a process remembers for their settles; beyond, the oldest are read back from the audit log. */
+const MAX_HELD_IN_MEMORY = 10_000;
+
+function settledAlready(current: KeyRecord): InvalidStateError {
+  return new InvalidStateError(
+    current.status === "done"
+      ? "this execution was completed already; its result is stored and replayed"
+      : "this execution was reported as unknown: the key is held until the tool's status probe or an operator decides",
+    current,
+  );
+}
+
 interface CallContext {
   tool: ToolPolicy;
   scope: string;
@@ -776,6 +1065,10 @@ interface CallContext {
   cached?: boolean;
   /** an advisory key's (tool, arguments) window: its fallback key, how long, and its reservation once held */
   window: { key: string; ttlMs: number; token: number | null } | null;
+  /** a reservation handed to its caller: its intent goes to the database in every audit mode */
+  durableIntent?: boolean;
+  /** a reservation handed to its caller: its token */
+  token?: number;
 }
 
 /** How a tool call ended, sorted into the outcome classes (DESIGN.md). */

@@ -226,6 +226,31 @@ export class NotFoundError extends IdemgateError {
 }
 
 /**
+ * A settle (complete, release, heartbeat) named an execution this caller has no reservation for:
+ * unknown, of another tenant, or not of a tool run by its caller. One answer for all, so nothing
+ * tells one from another.
+ */
+export class ExecutionNotFoundError extends NotFoundError {
+  constructor() {
+    super("no reservation with this execution id for this API token");
+  }
+}
+
+/**
+ * A settle with a token that is not the reservation's, or of a reservation whose key was released
+ * or taken over meanwhile: the caller no longer holds the key.
+ */
+export class StaleTokenError extends IdemgateError {
+  readonly code = "stale_token";
+  constructor(
+    readonly executionId: string,
+    detail: string,
+  ) {
+    super(detail);
+  }
+}
+
+/**
  * A list cursor this server did not hand out for this listing: malformed, tampered with, sealed
  * under another secret, or issued for another filter (another scope, tool, state or prefix).
  */

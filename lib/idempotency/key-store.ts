@@ -134,6 +134,11 @@ export interface KeyStore {
    * operator decides; refused (stale_token / absent) like complete
    */
   markUnknown(scope: string, key: string, token: number, note: string, nowMs: number, options?: CompleteOptions): Promise<CompleteOutcome>;
+  /**
+   * the holder's heartbeat: the inflight record under `token` is trusted until `leaseUntilMs` (a
+   * stuck one, which nobody took over, is inflight again); refused (stale_token / absent) like complete
+   */
+  extendLease(scope: string, key: string, token: number, leaseUntilMs: number): Promise<CompleteOutcome>;
   /** operator: delete a stuck or unknown reservation (an inflight one only when forced) */
   release(scope: string, key: string, guard: OperatorGuard): Promise<OperatorOutcome>;
   /** operator: mark a stuck or unknown reservation done with the given result (an inflight one only when forced) */

@@ -202,6 +202,27 @@ export function describeKeyStoreContract(name: string, makeStore: () => Promise<
       });
     });
 
+    it("extends the holder's lease under its token (a stuck record is inflight again), and refuses any other token", async () => {
+      newScope();
+      const first = await store.begin(input({ executionId: "exec-hb" }));
+      if (first.kind !== "reserved") throw new Error("not reserved");
+      const extended = await store.extendLease(scope, "k1", first.token, T0 + 3_000);
+      expect(extended).toEqual({ ok: true, record: { ...first.record, leaseUntilMs: T0 + 3_000 } });
+      expect(await store.get(scope, "k1")).toEqual({ ...first.record, leaseUntilMs: T0 + 3_000 });
+      // past the original lease it is still running, not stuck, for every caller and every list
+      expect((await store.begin(input({ nowMs: T0 + 2_000 }))).kind).toBe("conflict");
+      expect((await store.list({ state: "inflight", limit: 10, nowMs: T0 + 2_000, scope })).items.map((r) => r.key)).toEqual(["k1"]);
+      expect((await store.counts(T0 + 2_000, { scope })).stuck).toBe(0);
+      // its lease passed: stuck, until its holder's heartbeat arrives
+      expect((await store.begin(input({ nowMs: T0 + 3_500 }))).kind).toBe("stuck");
+      expect((await store.extendLease(scope, "k1", first.token, T0 + 5_000)).ok).toBe(true);
+      expect((await store.begin(input({ nowMs: T0 + 3_600 }))).kind).toBe("conflict");
+      expect(await store.extendLease(scope, "k1", first.token + 1, T0 + 9_000)).toMatchObject({ ok: false, reason: "stale_token" });
+      expect(await store.extendLease(scope, "nope", first.token, T0 + 9_000)).toEqual({ ok: false, reason: "absent", current: null });
+      await store.complete(scope, "k1", first.token, ok, 60_000, T0 + 4_000);
+      expect(await store.extendLease(scope, "k1", first.token, T0 + 9_000)).toMatchObject({ ok: false, reason: "stale_token", current: { status: "done" } });
+    });
+
     it("refuses to mark unknown for a stale token, a done key or an absent key", async () => {
       newScope();
       const first = await store.begin(input());

@@ -198,6 +198,11 @@ export class RedisKeyStore implements KeyStore {
     return completeOutcome("markUnknown", scope, key, reply);
   }
 
+  async extendLease(scope: string, key: string, token: number, leaseUntilMs: number): Promise<CompleteOutcome> {
+    const reply = await this.redis.idgExtendLease(this.keys.record(scope, key), this.keys.base(bucketOf(scope, key)), scope, key, String(token), String(leaseUntilMs));
+    return completeOutcome("extendLease", scope, key, reply);
+  }
+
   async release(scope: string, key: string, guard: OperatorGuard): Promise<OperatorOutcome> {
     const reply = await this.redis.idgRelease(
       this.keys.record(scope, key),

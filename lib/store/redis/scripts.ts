@@ -18,6 +18,7 @@ declare module "ioredis" {
     idgBegin(...args: [recordKey: string, tokenKey: string, epochKey: string, ...argv: string[]]): Result<BeginReply, Context>;
     idgComplete(...args: [recordKey: string, ...argv: string[]]): Result<CompleteReply, Context>;
     idgMarkUnknown(...args: [recordKey: string, ...argv: string[]]): Result<CompleteReply, Context>;
+    idgExtendLease(...args: [recordKey: string, ...argv: string[]]): Result<CompleteReply, Context>;
     idgAbandon(...args: [recordKey: string, ...argv: string[]]): Result<number, Context>;
     idgRelease(...args: [recordKey: string, ...argv: string[]]): Result<ReleaseReply, Context>;
     idgResolve(...args: [recordKey: string, ...argv: string[]]): Result<ResolveReply, Context>;
@@ -33,6 +34,7 @@ const COMMANDS: Record<string, { command: string; readOnly?: boolean }> = {
   begin: { command: "idgBegin" },
   complete: { command: "idgComplete" },
   "mark-unknown": { command: "idgMarkUnknown" },
+  "extend-lease": { command: "idgExtendLease" },
   abandon: { command: "idgAbandon" },
   release: { command: "idgRelease" },
   resolve: { command: "idgResolve" },

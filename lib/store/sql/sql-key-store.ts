@@ -398,8 +398,13 @@ export class SqlKeyStore implements KeyStore {
     );
   }
 
+  async extendLease(scope: string, key: string, token: number, leaseUntilMs: number): Promise<CompleteOutcome> {
+    const until = ms(leaseUntilMs);
+    return this.updateHeld(scope, key, token, Prisma.sql`lease_until_ms = ${until}::bigint, deadline_ms = ${until}::bigint`);
+  }
+
   /**
-   * The holder's own change of its reservation (complete, markUnknown): one statement, applied only
+   * The holder's own change of its reservation (complete, markUnknown, extendLease): one statement, applied only
    * while the record is inflight under `token`, announced to waiters; refused as stale or absent.
    */
   private async updateHeld(scope: string, key: string, token: number, assignments: Prisma.Sql): Promise<CompleteOutcome> {

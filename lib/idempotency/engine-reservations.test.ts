@@ -1,0 +1,164 @@
+import { randomUUID } from "node:crypto";
+import { describe, expect, it } from "vitest";
+import { useEngineFixture } from "@/test/support/engine-fixture";
+import { STORE_KINDS } from "@/test/support/stores";
+import { Engine, MAX_RESERVATION_MS, type SettleTarget } from "./engine";
+import { ConflictError, ExecutionNotFoundError, InvalidStateError, StaleTokenError, StuckKeyError, UnknownOutcomeKeyError } from "./errors";
+import type { ToolPolicy } from "./tool";
+
+// The engine's phases on their own, as the reservation API uses them for a tool that runs in its
+// caller's process: reserve (steps 1 and 2 of the write order), then complete, release or
+// heartbeat, each fenced by the reservation's token.
+
+const ledger: ToolPolicy = {
+  name: "ledger.record",
+  kind: "write",
+  ttlMs: 60_000,
+  leaseMs: 5_000,
+  stuckPolicy: "block",
+  fallbackTtlMs: null,
+  dedupes: false,
+  runs: "client",
+};
+const policyOf = (name: string) => (name === ledger.name ? ledger : undefined);
+const args = { account: "acct-1", amountCents: 500, currency: "EUR" };
+
+describe.each(STORE_KINDS)("reservations on the %s store", (kind) => {
+  const t = useEngineFixture(kind, { startMs: 1_800_000_000_000, audit: { mode: "durable", flushIntervalMs: 5 } });
+  const clock = t.clock;
+  const scope = () => `s${randomUUID().slice(0, 8)}`;
+
+  async function reserved(s: string, key: string, extra: Partial<Parameters<Engine["reserve"]>[1]> = {}) {
+    const r = await t.engine.reserve(ledger, { scope: s, key, args, ...extra });
+    if (r.kind !== "reserved") throw new Error(`not reserved: ${r.kind}`);
+    return r;
+  }
+  const target = (s: string, r: { executionId: string; token: number }): SettleTarget => ({ scope: s, executionId: r.executionId, token: r.token, policyOf });
+
+  it("writes the intent before answering, then stores the completion and replays it to every later reservation", async () => {
+    const s = scope();
+    const r = await reserved(s, "k1");
+    expect(r.leaseUntilMs).toBe(clock.ms + ledger.leaseMs);
+    // in the database, not only queued, when reserve resolves
+    const row = await t.db.prisma.execution.findUnique({ where: { id: r.executionId } });
+    expect(row).toMatchObject({ scope: s, key: "k1", tool: "ledger.record", token: BigInt(r.token), outcome: null });
+    // a duplicate while it runs: conflict
+    await expect(t.engine.reserve(ledger, { scope: s, key: "k1", args })).rejects.toBeInstanceOf(ConflictError);
+
+    const done = await t.engine.completeExecution(target(s, r), { status: 200, body: { entryId: "e1" } });
+    expect(done).toMatchObject({ state: "done", status: 200, body: '{"entryId":"e1"}', replayed: false });
+    const replay = await t.engine.reserve(ledger, { scope: s, key: "k1", args });
+    expect(replay).toMatchObject({ kind: "replayed", status: 200, body: '{"entryId":"e1"}' });
+    await t.audit.flush();
+    expect(await t.db.prisma.execution.findUnique({ where: { id: r.executionId } })).toMatchObject({ outcome: "succeeded", resultBody: '{"entryId":"e1"}' });
+  });
+
+  it("answers a completion sent again with the same result as the first time, and refuses another result", async () => {
+    const s = scope();
+    const r = await reserved(s, "twice");
+    await t.engine.completeExecution(target(s, r), { status: 201, body: { n: 1 } });
+    expect(await t.engine.completeExecution(target(s, r), { status: 201, body: { n: 1 } })).toMatchObject({ state: "done", replayed: true, status: 201 });
+    await expect(t.engine.completeExecution(target(s, r), { status: 201, body: { n: 2 } })).rejects.toBeInstanceOf(InvalidStateError);
+    // and from another process, which reads the reservation back from the audit log
+    const other = new Engine({ store: t.store, audit: t.audit, now: clock.now });
+    expect(await other.completeExecution(target(s, r), { status: 201, body: { n: 1 } })).toMatchObject({ replayed: true });
+  });
+
+  it("stores a final error (4xx) as the result; not_run frees the key, unknown holds it", async () => {
+    const s = scope();
+    const declined = await reserved(s, "declined");
+    expect(await t.engine.completeExecution(target(s, declined), { status: 402, body: { error: "card_declined" } })).toMatchObject({ status: 402 });
+    expect(await t.engine.reserve(ledger, { scope: s, key: "declined", args })).toMatchObject({ kind: "replayed", status: 402 });
+
+    const notRun = await reserved(s, "not-run");
+    expect(await t.engine.releaseExecution(target(s, notRun), "not_run", "the SDK refused before sending")).toEqual({ state: "released" });
+    expect(await t.engine.releaseExecution(target(s, notRun), "not_run", null)).toEqual({ state: "released" });
+    const again = await reserved(s, "not-run");
+    expect(again.token).toBeGreaterThan(notRun.token);
+
+    const unknown = await reserved(s, "unknown");
+    expect(await t.engine.releaseExecution(target(s, unknown), "unknown", "the SDK threw after sending")).toEqual({ state: "unknown" });
+    expect(await t.engine.releaseExecution(target(s, unknown), "unknown", null)).toEqual({ state: "unknown" });
+    await expect(t.engine.reserve(ledger, { scope: s, key: "unknown", args })).rejects.toBeInstanceOf(UnknownOutcomeKeyError);
+    await expect(t.engine.completeExecution(target(s, unknown), { status: 200, body: {} })).rejects.toBeInstanceOf(InvalidStateError);
+    await expect(t.engine.releaseExecution(target(s, unknown), "not_run", null)).rejects.toBeInstanceOf(InvalidStateError);
+  });
+
+  it("answers an unknown execution id and another scope's the same way, and refuses a wrong token changing nothing", async () => {
+    const s = scope();
+    const r = await reserved(s, "fenced");
+    const other = new Engine({ store: t.store, audit: t.audit, now: clock.now });
+    for (const engine of [t.engine, other]) {
+      await expect(engine.completeExecution({ ...target(s, r), executionId: randomUUID() }, { status: 200, body: 1 })).rejects.toBeInstanceOf(ExecutionNotFoundError);
+      await expect(engine.completeExecution({ ...target(s, r), scope: scope() }, { status: 200, body: 1 })).rejects.toBeInstanceOf(ExecutionNotFoundError);
+      await expect(engine.heartbeatExecution({ ...target(s, r), token: r.token + 1 })).rejects.toBeInstanceOf(StaleTokenError);
+      await expect(engine.completeExecution({ ...target(s, r), token: r.token + 1 }, { status: 200, body: 1 })).rejects.toBeInstanceOf(StaleTokenError);
+    }
+    expect(await t.store.get(s, "fenced")).toMatchObject({ status: "inflight", token: r.token });
+    // a tool Idemgate runs is not the caller's to settle
+    const charge: ToolPolicy = { ...ledger, name: "payments.charge", runs: undefined };
+    const run = await other.reserve(charge, { scope: s, key: "server-run", args });
+    if (run.kind !== "reserved") throw new Error("not reserved");
+    await expect(
+      new Engine({ store: t.store, audit: t.audit }).completeExecution({ scope: s, executionId: run.executionId, token: run.token, policyOf: () => charge }, { status: 200, body: 1 }),
+    ).rejects.toBeInstanceOf(ExecutionNotFoundError);
+  });
+
+  it("refuses a completion after an operator released the key (stale_token), keeps it as a late completion, and refuses heartbeats", async () => {
+    const s = scope();
+    const r = await reserved(s, "released");
+    clock.ms += ledger.leaseMs + 1;
+    await t.engine.release({ scope: s, key: "released", actor: "op", reason: "looked stuck" });
+    await expect(t.engine.completeExecution(target(s, r), { status: 200, body: { late: true } })).rejects.toBeInstanceOf(StaleTokenError);
+    await expect(t.engine.heartbeatExecution(target(s, r))).rejects.toBeInstanceOf(StaleTokenError);
+    await t.audit.flush();
+    expect(await t.db.prisma.execution.findUnique({ where: { id: r.executionId } })).toMatchObject({ outcome: "late_completion", resultBody: '{"late":true}' });
+    expect(await t.store.get(s, "released")).toBeNull();
+  });
+
+  it("extends the lease by heartbeats, in the store and the log, so a call three leases long is never stuck; without them it is", async () => {
+    const s = scope();
+    const r = await reserved(s, "long");
+    for (let i = 0; i < 9; i++) {
+      clock.ms += Math.floor(ledger.leaseMs / 3);
+      const beat = await t.engine.heartbeatExecution(target(s, r));
+      expect(beat).toEqual({ state: "reserved", leaseUntilMs: clock.ms + ledger.leaseMs });
+      await expect(t.engine.reserve(ledger, { scope: s, key: "long", args })).rejects.toBeInstanceOf(ConflictError);
+    }
+    expect(await t.db.prisma.execution.findUnique({ where: { id: r.executionId } })).toMatchObject({ leaseUntil: new Date(clock.ms + ledger.leaseMs) });
+    expect(await t.engine.completeExecution(target(s, r), { status: 200, body: "ok" })).toMatchObject({ state: "done" });
+
+    const idle = await reserved(s, "idle");
+    clock.ms += ledger.leaseMs;
+    await expect(t.engine.reserve(ledger, { scope: s, key: "idle", args })).rejects.toBeInstanceOf(StuckKeyError);
+    void idle;
+  });
+
+  it("refuses a heartbeat 24 h after the reservation, and never extends the lease past that", async () => {
+    const s = scope();
+    const r = await reserved(s, "day");
+    clock.ms += MAX_RESERVATION_MS - 1_000;
+    expect(await t.engine.heartbeatExecution(target(s, r))).toEqual({ state: "reserved", leaseUntilMs: r.leaseUntilMs - ledger.leaseMs + MAX_RESERVATION_MS });
+    clock.ms += 1_000;
+    await expect(t.engine.heartbeatExecution(target(s, r))).rejects.toBeInstanceOf(InvalidStateError);
+  });
+
+  it("holds a duplicate reservation with Prefer: wait until the first completes, then answers the result", async () => {
+    const s = scope();
+    const r = await reserved(s, "wait");
+    const waiting = t.engine.reserve(ledger, { scope: s, key: "wait", args, waitMs: 5_000 });
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    await t.engine.completeExecution(target(s, r), { status: 200, body: { waited: true } });
+    expect(await waiting).toMatchObject({ kind: "replayed", body: '{"waited":true}' });
+  });
+
+  it("checks an advisory key by its arguments too: a fresh model key for the same arguments is a duplicate, settled with the first", async () => {
+    const s = scope();
+    const advisory = { ...ledger, fallbackTtlMs: 10_000 };
+    const first = await t.engine.reserve(advisory, { scope: s, key: "model-1", args, keySource: "model" });
+    if (first.kind !== "reserved") throw new Error("not reserved");
+    await expect(t.engine.reserve(advisory, { scope: s, key: "model-2", args, keySource: "model" })).rejects.toBeInstanceOf(ConflictError);
+    await t.engine.completeExecution({ ...target(s, first), policyOf: () => advisory }, { status: 200, body: { once: true } });
+    expect(await t.engine.reserve(advisory, { scope: s, key: "model-3", args, keySource: "model" })).toMatchObject({ kind: "replayed", body: '{"once":true}' });
+  });
+});
