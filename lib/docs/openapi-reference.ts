@@ -49,7 +49,7 @@ export function toolOperations(doc: OpenApiDocument): OperationReference[] {
     const op = obj(item.post);
     const x = obj(op["x-idemgate"]);
     if (!op.operationId || !x.kind) continue;
-    const tool = decodeURIComponent(/^\/api\/v1\/tools\/(.+)\/invoke$/.exec(path)?.[1] ?? path);
+    const tool = decodeURIComponent(/^\/api\/v1\/tools\/(.+)\/(?:invoke|reservations)$/.exec(path)?.[1] ?? path);
     const params = (Array.isArray(op.parameters) ? op.parameters : []).map((p) => resolve(doc, p));
     const keyParam = params.find((p) => p.name === "Idempotency-Key");
     const idempotencyKey = !keyParam ? "unused" : keyParam.required ? "required" : "optional";

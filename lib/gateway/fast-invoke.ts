@@ -6,15 +6,26 @@ import { bodyConsumed, completeBody, drain, nodeHeaders, readAtMost, writeAnswer
 import { problemAnswer } from "@/lib/http/problem";
 import { checkJsonHeaders, MAX_BODY_BYTES, parseJsonBytes } from "@/lib/http/read-body";
 import { getRuntime, type Runtime } from "@/lib/server/runtime";
-import { invokeTool } from "./invoke-tool";
+import { invokeTool, type GatewayRequest } from "./invoke-tool";
+import { reserveTool, settleExecution } from "./reservations";
 
-const INVOKE_PATH = /^\/api\/v1\/tools\/([^/?#]+)\/invoke(?:\?[^#]*)?$/;
+type Handler = (request: GatewayRequest, segment: string, principal: TokenPrincipal, runtime: Runtime) => Promise<HttpAnswer>;
+
+/** The gateway's routes this path answers: a path with one segment (a tool, an execution id), and its handler. */
+const ROUTES: { path: RegExp; handler: Handler }[] = [
+  { path: /^\/api\/v1\/tools\/([^/?#]+)\/invoke(?:\?[^#]*)?$/, handler: invokeTool },
+  { path: /^\/api\/v1\/tools\/([^/?#]+)\/reservations(?:\?[^#]*)?$/, handler: reserveTool },
+  { path: /^\/api\/v1\/executions\/([^/?#]+)\/complete(?:\?[^#]*)?$/, handler: (r, id, p, rt) => settleExecution(r, id, "complete", p, rt) },
+  { path: /^\/api\/v1\/executions\/([^/?#]+)\/release(?:\?[^#]*)?$/, handler: (r, id, p, rt) => settleExecution(r, id, "release", p, rt) },
+  { path: /^\/api\/v1\/executions\/([^/?#]+)\/heartbeat(?:\?[^#]*)?$/, handler: (r, id, p, rt) => settleExecution(r, id, "heartbeat", p, rt) },
+];
 
 /** What is read of a refused body before answering, so the client reads the answer; beyond it the connection closes. */
 const DRAIN_LIMITS = { maxBytes: 8 * 1024 * 1024, maxMs: 5_000 };
 
 /**
- * POST /api/v1/tools/{tool}/invoke answered straight from node:http: the same token check and
+ * POST /api/v1/tools/{tool}/invoke (and the reservation API: POST /api/v1/tools/{tool}/reservations,
+ * /api/v1/executions/{executionId}/complete | release | heartbeat) answered straight from node:http: the same token check and
  * handler (invokeTool) as the App Router route (app/api/v1/tools/[tool]/invoke/route.ts), without
  * the framework's routing and without building Fetch requests and responses, which cost more than
  * the call itself (docs/benchmarks.md). The server (scripts/serve.mjs) offers every request here
@@ -23,15 +34,24 @@ const DRAIN_LIMITS = { maxBytes: 8 * 1024 * 1024, maxMs: 5_000 };
  */
 export function handleInvoke(req: IncomingMessage, res: ServerResponse): boolean {
   if (req.method !== "POST") return false;
-  const match = INVOKE_PATH.exec(req.url ?? "");
-  if (!match) return false;
-  let tool: string;
+  const url = req.url ?? "";
+  let match: RegExpExecArray | null = null;
+  let handler: Handler | undefined;
+  for (const route of ROUTES) {
+    match = route.path.exec(url);
+    if (match) {
+      handler = route.handler;
+      break;
+    }
+  }
+  if (!match || !handler) return false;
+  let segment: string;
   try {
-    tool = decodeURIComponent(match[1]);
+    segment = decodeURIComponent(match[1]);
   } catch {
     return false;
   }
-  void serve(req, res, tool);
+  void serve(req, res, segment, handler);
   return true;
 }
 
@@ -49,7 +69,7 @@ function runtimeNow(): Runtime | Promise<Runtime> {
 
 // Each await is a promise, and with Next.js's AsyncLocalStorage every promise also runs async hooks:
 // a call whose token this process knows awaits its body and the engine only.
-async function serve(req: IncomingMessage, res: ServerResponse, tool: string): Promise<void> {
+async function serve(req: IncomingMessage, res: ServerResponse, segment: string, handler: Handler): Promise<void> {
   let answer: HttpAnswer;
   try {
     const headers = nodeHeaders(req);
@@ -63,7 +83,7 @@ async function serve(req: IncomingMessage, res: ServerResponse, tool: string): P
       if (body !== undefined) return parseJsonBytes(body, MAX_BODY_BYTES);
       return readAtMost(req, MAX_BODY_BYTES + 1).then((bytes) => parseJsonBytes(bytes, MAX_BODY_BYTES));
     };
-    answer = await invokeTool({ headers, json }, tool, principal, runtime);
+    answer = await handler({ headers, json }, segment, principal, runtime);
   } catch (err) {
     answer = problemAnswer(err, (req.url ?? "").split("?")[0]);
   }

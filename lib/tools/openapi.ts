@@ -18,6 +18,11 @@ export const OPERATION_PROBLEMS = {
   ],
   read: ["invalid_arguments", "invalid_json", "invalid_header", "unauthorized", "forbidden", "unknown_tool", "payload_too_large", "unsupported_media_type", "internal", "unavailable"],
   list: ["unauthorized", "forbidden"],
+  reserve: [
+    "missing_key", "invalid_key", "invalid_arguments", "invalid_json", "invalid_header", "invalid_request", "unauthorized", "forbidden", "unknown_tool",
+    "conflict", "stuck", "outcome_unknown", "payload_too_large", "unsupported_media_type", "mismatch", "internal", "unavailable",
+  ],
+  settle: ["invalid_json", "invalid_request", "unauthorized", "forbidden", "not_found", "stale_token", "invalid_state", "payload_too_large", "unsupported_media_type", "internal", "unavailable"],
 } as const satisfies Record<string, readonly string[]>;
 
 type OperationKind = keyof typeof OPERATION_PROBLEMS;
@@ -122,6 +127,109 @@ function operation(tool: ToolDescription) {
   };
 }
 
+const headerParam = (name: string, description: string, schema: Record<string, unknown>) => ({ name, in: "header", required: false, description, schema });
+
+/** POST /api/v1/tools/{tool}/reservations for a tool that runs in its caller's process. */
+function reservation(tool: ToolDescription) {
+  const key = {
+    name: "Idempotency-Key",
+    in: "header",
+    required: tool.idempotencyKey === "required",
+    description: "names this logical action: one key per action, the same key on every retry of it",
+    schema: { type: "string", minLength: 1, maxLength: 255, pattern: "^[\\x20-\\x7e]+$" },
+  };
+  const hasRequired = Array.isArray(tool.argumentsSchema.required) && tool.argumentsSchema.required.length > 0;
+  return {
+    operationId: `reserve_${tool.name.replaceAll(".", "_")}`,
+    summary: `Reserve a key for ${tool.name}, which runs in the caller's process: ${tool.description}`,
+    description:
+      "201: the intent is written; now, and only now, run the side effect, then complete or release the execution (heartbeat while it runs). " +
+      "200: the stored result of an earlier call with this key; return it and do not run.",
+    tags: [tool.name.split(".")[0]],
+    security: [{ bearer: [] }],
+    parameters: [
+      key,
+      headerParam("Idemgate-Session", "the caller's run or conversation; recorded with every execution and suppression", { type: "string", maxLength: 255 }),
+      headerParam("Idemgate-Key-Source", "`model`: the key was minted by a model (advisory, also checked by the arguments)", { type: "string", enum: ["model", "orchestrator"] }),
+      headerParam("Prefer", "`wait=N` (N ≤ 60): a duplicate of a running call is held until it ends", { type: "string" }),
+    ],
+    requestBody: {
+      required: hasRequired,
+      content: { "application/json": { schema: { type: "object", additionalProperties: false, required: hasRequired ? ["arguments"] : [], properties: { arguments: tool.argumentsSchema } } } },
+    },
+    responses: {
+      "201": {
+        description: "reserved: run the side effect now",
+        content: {
+          "application/json": {
+            schema: {
+              type: "object",
+              required: ["state", "executionId", "token", "leaseUntil"],
+              properties: {
+                state: { const: "reserved" },
+                executionId: { type: "string", format: "uuid" },
+                token: { type: "integer", description: "send it with every complete, release and heartbeat" },
+                leaseUntil: { type: "string", format: "date-time", description: "heartbeat before this (every third of the lease) while the side effect runs" },
+              },
+            },
+          },
+        },
+      },
+      "200": {
+        description: "the stored result of an earlier call with this key: return it, do not run",
+        headers: { "Idempotent-Replayed": { description: "always `true` here", schema: { type: "string", enum: ["true"] } } },
+        content: { "application/json": { schema: DONE_SCHEMA } },
+      },
+      ...errorRefs("reserve"),
+    },
+    "x-idemgate": { kind: tool.kind, ttlMs: tool.ttlMs, leaseMs: tool.leaseMs, stuckPolicy: tool.stuckPolicy, fallbackTtlMs: tool.fallbackTtlMs, source: tool.source },
+  };
+}
+
+const DONE_SCHEMA = {
+  type: "object",
+  required: ["state", "status", "body"],
+  properties: { state: { const: "done" }, status: { type: "integer" }, body: { description: "the stored result, as it was completed" } },
+};
+
+const TOKEN_SCHEMA = { type: "integer", minimum: 0, description: "the reservation's token" };
+
+/** The three settle operations of the reservation API, one path each. */
+function settlePaths(): Record<string, Record<string, unknown>> {
+  const op = (action: string, summary: string, body: Record<string, unknown>, answer: Record<string, unknown>, extra: Record<string, unknown> = {}) => ({
+    post: {
+      operationId: `${action}_execution`,
+      summary,
+      tags: ["executions"],
+      security: [{ bearer: [] }],
+      parameters: [{ name: "executionId", in: "path", required: true, description: "from the reservation's 201", schema: { type: "string", format: "uuid" } }],
+      requestBody: { required: true, content: { "application/json": { schema: body } } },
+      responses: { "200": { description: "settled", ...extra, content: { "application/json": { schema: answer } } }, ...errorRefs("settle") },
+    },
+  });
+  return {
+    "/api/v1/executions/{executionId}/complete": op(
+      "complete",
+      "Store the result of a reserved call (a status of 400–499 is a final error, stored the same way). Sent again with the same result: answered as the first time (Idempotent-Replayed); with another: 409 invalid_state. After the key was released or taken over: 409 stale_token, the result kept as a late completion.",
+      { type: "object", additionalProperties: false, required: ["token", "body"], properties: { token: TOKEN_SCHEMA, status: { type: "integer", minimum: 200, maximum: 499, default: 200 }, body: {} } },
+      DONE_SCHEMA,
+      { headers: { "Idempotent-Replayed": { description: "`true` when this completion was already stored", schema: { type: "string", enum: ["true"] } } } },
+    ),
+    "/api/v1/executions/{executionId}/release": op(
+      "release",
+      "End a reserved call without a result: not_run frees the key (nothing happened), unknown holds it until a probe or an operator decides.",
+      { type: "object", additionalProperties: false, required: ["token", "outcome"], properties: { token: TOKEN_SCHEMA, outcome: { enum: ["not_run", "unknown"] }, note: { type: "string", maxLength: 1000 } } },
+      { type: "object", required: ["state"], properties: { state: { enum: ["released", "unknown"] } } },
+    ),
+    "/api/v1/executions/{executionId}/heartbeat": op(
+      "heartbeat",
+      "Extend a running call's lease by the tool's lease (at most 24 h after the reservation; then 409 invalid_state). 409 stale_token once the key was released or taken over: stop.",
+      { type: "object", additionalProperties: false, required: ["token"], properties: { token: TOKEN_SCHEMA } },
+      { type: "object", required: ["state", "leaseUntil"], properties: { state: { const: "reserved" }, leaseUntil: { type: "string", format: "date-time" } } },
+    ),
+  };
+}
+
 /** OpenAPI 3.1: one invoke path per tool plus the tool list; every schema comes from zod. */
 export function buildOpenApiDocument(tools: readonly ToolDescription[], baseUrl?: string): OpenApiDocument {
   const paths: Record<string, Record<string, unknown>> = {
@@ -138,8 +246,12 @@ export function buildOpenApiDocument(tools: readonly ToolDescription[], baseUrl?
       },
     },
   };
-  // a tool run by its caller is never invoked through the gateway
-  for (const tool of tools) if (tool.source !== "client") paths[`/api/v1/tools/${tool.name}/invoke`] = { post: operation(tool) };
+  // a tool run by its caller is never invoked through the gateway: it is reserved, run, settled
+  for (const tool of tools) {
+    if (tool.source === "client") paths[`/api/v1/tools/${tool.name}/reservations`] = { post: reservation(tool) };
+    else paths[`/api/v1/tools/${tool.name}/invoke`] = { post: operation(tool) };
+  }
+  if (tools.some((tool) => tool.source === "client")) Object.assign(paths, settlePaths());
 
   return {
     openapi: "3.1.0",

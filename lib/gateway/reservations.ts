@@ -1,0 +1,133 @@
+import { z } from "zod";
+import type { TokenPrincipal } from "@/lib/auth/api-tokens";
+import type { SettleResult, SettleTarget } from "@/lib/idempotency/engine";
+import { ExecutionNotFoundError } from "@/lib/idempotency/errors";
+import type { HttpAnswer } from "@/lib/http/answer";
+import { badRequest, problemAnswer } from "@/lib/http/problem";
+import type { Runtime } from "@/lib/server/runtime";
+import { idempotencyKeyHeader, keySourceHeader, preferredWaitSeconds, sessionHeader, type GatewayRequest } from "./invoke-tool";
+
+// The reservation API for tools that run in their caller's process (DESIGN.md § "Tools that run
+// where they live"): reserve, then complete / release / heartbeat the execution. One handler per
+// action, served by the gateway's fast path (fast-invoke.ts) and the App Router routes alike.
+
+const JSON_HEADERS = { "Content-Type": "application/json", "Cache-Control": "no-store" };
+
+/** An execution id as reservations hand them out (a UUID); anything else names no reservation. */
+const EXECUTION_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+const reserveBody = z.strictObject({ arguments: z.record(z.string(), z.unknown()).optional() });
+const token = z.number().int().nonnegative().describe("the token the reservation was given");
+export const completeBody = z.strictObject({
+  token,
+  status: z.number().int().min(200).max(499).optional().describe("200 unless given; 400–499: a final error (a declined card), stored and replayed like a result"),
+  body: z.unknown().describe("the result, any JSON; replayed to every duplicate"),
+});
+export const releaseBody = z.strictObject({
+  token,
+  outcome: z.enum(["not_run", "unknown"]).describe("not_run: nothing happened, the key is freed; unknown: it may have happened, the key is held until a probe or an operator decides"),
+  note: z.string().max(1_000).optional().describe("for operators: why"),
+});
+export const heartbeatBody = z.strictObject({ token });
+
+function parsed<S extends z.ZodType>(schema: S, raw: unknown, what: string): z.output<S> {
+  const out = schema.safeParse(raw ?? {});
+  if (out.success) return out.data;
+  const summary = out.error.issues.map((i) => `${i.path.length ? i.path.join(".") : "(body)"}: ${i.message}`).join("; ");
+  throw badRequest("invalid_request", `invalid ${what} body: ${summary}`);
+}
+
+/** POST /api/v1/tools/{tool}/reservations for an authenticated caller. */
+export async function reserveTool(request: GatewayRequest, toolName: string, principal: TokenPrincipal, runtime: Runtime): Promise<HttpAnswer> {
+  const tool = runtime.registry.get(toolName);
+  if (tool.runs !== "client") {
+    throw badRequest(
+      "invalid_request",
+      `${tool.name} is run by Idemgate, not by its caller: invoke it with POST /api/v1/tools/${tool.name}/invoke (reservations are for tools declared with runs: client)`,
+    );
+  }
+  const key = idempotencyKeyHeader(request.headers);
+  const session = sessionHeader(request.headers);
+  const keySource = keySourceHeader(request.headers, principal);
+  const waitSeconds = preferredWaitSeconds(request.headers);
+  const body = parsed(reserveBody, await request.json(), "reservation");
+  const args = runtime.registry.parseArgs(tool, body.arguments);
+  const reserving = runtime.engine.reserve(tool, {
+    scope: principal.scope,
+    key,
+    args,
+    session,
+    caller: principal.tokenId,
+    keySource,
+    waitMs: waitSeconds === null ? undefined : waitSeconds * 1000,
+  });
+  const answer = async (): Promise<HttpAnswer> => {
+    const r = await reserving;
+    if (r.kind === "reserved") {
+      return {
+        status: 201,
+        headers: { ...JSON_HEADERS, "Idempotency-Key": r.key, "Idemgate-Execution-Id": r.executionId },
+        body: JSON.stringify({ state: "reserved", executionId: r.executionId, token: r.token, leaseUntil: new Date(r.leaseUntilMs).toISOString() }),
+      };
+    }
+    return {
+      status: 200,
+      headers: { ...JSON_HEADERS, "Idempotency-Key": r.key, "Idempotent-Replayed": "true" },
+      body: `{"state":"done","status":${r.status},"body":${r.body}}`,
+    };
+  };
+  if (waitSeconds === null) return answer();
+  let out: HttpAnswer;
+  try {
+    out = await answer();
+  } catch (err) {
+    out = problemAnswer(err, `/api/v1/tools/${encodeURIComponent(toolName)}/reservations`);
+  }
+  return { ...out, headers: { ...out.headers, "Preference-Applied": `wait=${waitSeconds}` } };
+}
+
+export type SettleAction = "complete" | "release" | "heartbeat";
+
+export const SETTLE_ACTIONS: readonly SettleAction[] = ["complete", "release", "heartbeat"];
+
+/** POST /api/v1/executions/{executionId}/complete | release | heartbeat for an authenticated caller. */
+export async function settleExecution(
+  request: GatewayRequest,
+  executionId: string,
+  action: SettleAction,
+  principal: TokenPrincipal,
+  runtime: Runtime,
+): Promise<HttpAnswer> {
+  const raw = await request.json();
+  if (!EXECUTION_ID.test(executionId)) throw new ExecutionNotFoundError();
+  const policyOf = (name: string) => (runtime.registry.has(name) ? runtime.registry.get(name) : undefined);
+  let result: SettleResult;
+  if (action === "complete") {
+    const body = parsed(completeBody, raw, "complete");
+    if (typeof raw !== "object" || raw === null || !Object.hasOwn(raw, "body")) throw badRequest("invalid_request", "invalid complete body: body: the result is required (null for none)");
+    const target: SettleTarget = { scope: principal.scope, executionId, token: body.token, policyOf };
+    result = await runtime.engine.completeExecution(target, { status: body.status ?? 200, body: body.body });
+  } else if (action === "release") {
+    const body = parsed(releaseBody, raw, "release");
+    result = await runtime.engine.releaseExecution({ scope: principal.scope, executionId, token: body.token, policyOf }, body.outcome, body.note ?? null);
+  } else {
+    const body = parsed(heartbeatBody, raw, "heartbeat");
+    result = await runtime.engine.heartbeatExecution({ scope: principal.scope, executionId, token: body.token, policyOf });
+  }
+  return settleAnswer(result);
+}
+
+function settleAnswer(result: SettleResult): HttpAnswer {
+  switch (result.state) {
+    case "done":
+      return {
+        status: 200,
+        headers: { ...JSON_HEADERS, ...(result.replayed ? { "Idempotent-Replayed": "true" } : {}) },
+        body: `{"state":"done","status":${result.status},"body":${result.body}}`,
+      };
+    case "reserved":
+      return { status: 200, headers: JSON_HEADERS, body: JSON.stringify({ state: "reserved", leaseUntil: new Date(result.leaseUntilMs).toISOString() }) };
+    default:
+      return { status: 200, headers: JSON_HEADERS, body: JSON.stringify({ state: result.state }) };
+  }
+}
