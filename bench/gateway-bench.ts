@@ -19,9 +19,9 @@ import { medianRound, timeConcurrent, type LoadRound, type Row } from "./stats";
 
 /** Every build and every server serving a build holds this lock: nobody rebuilds .next under it. */
 export const BUILD_LOCK = process.env.IDEMGATE_BUILD_LOCK ?? "/tmp/idemgate-build.lock";
-const NEXT_BIN = path.join(process.cwd(), "node_modules", "next", "dist", "bin", "next");
+export const NEXT_BIN = path.join(process.cwd(), "node_modules", "next", "dist", "bin", "next");
 /** the production server, as `npm start` runs it */
-const SERVE = path.join(process.cwd(), "scripts", "serve.mjs");
+export const SERVE = path.join(process.cwd(), "scripts", "serve.mjs");
 
 export interface GatewayOptions {
   /** seconds per autocannon run */
@@ -271,7 +271,7 @@ function bareServerSource(port: number, body: string): string {
     .listen(${port}, "127.0.0.1");`;
 }
 
-function spawnGroup(command: string, args: string[], env: NodeJS.ProcessEnv): ChildProcess {
+export function spawnGroup(command: string, args: string[], env: NodeJS.ProcessEnv): ChildProcess {
   // its own process group, so the whole tree (flock, sh, next-server) can be killed together
   const child = spawn(command, args, { env, detached: true, stdio: ["ignore", "ignore", "pipe"] });
   let stderr = "";
@@ -282,7 +282,7 @@ function spawnGroup(command: string, args: string[], env: NodeJS.ProcessEnv): Ch
   return child;
 }
 
-async function killGroup(child: ChildProcess): Promise<void> {
+export async function killGroup(child: ChildProcess): Promise<void> {
   if (child.pid === undefined || child.exitCode !== null) return;
   const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
   try {
@@ -301,7 +301,7 @@ async function killGroup(child: ChildProcess): Promise<void> {
   clearTimeout(timer);
 }
 
-async function waitFor(url: string, child: ChildProcess, timeoutMs: number): Promise<void> {
+export async function waitFor(url: string, child: ChildProcess, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     if (child.exitCode !== null) {
@@ -318,7 +318,7 @@ async function waitFor(url: string, child: ChildProcess, timeoutMs: number): Pro
   throw new Error(`${url} did not answer within ${timeoutMs} ms`);
 }
 
-async function admin(sql: string): Promise<void> {
+export async function admin(sql: string): Promise<void> {
   const client = new pg.Client({ connectionString: POSTGRES_ADMIN_URL });
   await client.connect();
   try {

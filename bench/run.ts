@@ -1,4 +1,5 @@
 import os from "node:os";
+import { benchClient } from "./client-bench";
 import { benchConsole } from "./console-bench";
 import { benchEngine } from "./engine-bench";
 import { benchGateway } from "./gateway-bench";
@@ -6,7 +7,7 @@ import { benchPeers } from "./peers-bench";
 import { printTable, type Row } from "./stats";
 
 /*
- * npm run bench [-- --quick] [-- --scale 1000000] [-- --audit-scale 10000000] [-- --only engine,peers,gateway,console] [-- --no-build]
+ * npm run bench [-- --quick] [-- --scale 1000000] [-- --audit-scale 10000000] [-- --only engine,peers,gateway,client,console] [-- --no-build]
  * Prints one Markdown table; every figure is a median over repeated runs and every ratio is against
  * a baseline measured in the same run on the same Redis and PostgreSQL.
  *   --scale N    keys (and audit rows) of the large console dataset; default 100000 (quick 20000)
@@ -22,7 +23,7 @@ const option = (name: string) => {
 };
 const scale = Number(option("scale") ?? (quick ? 20_000 : 100_000));
 const auditScale = option("audit-scale") === undefined ? undefined : Number(option("audit-scale"));
-const only = new Set((option("only") ?? "engine,peers,gateway,console").split(","));
+const only = new Set((option("only") ?? "engine,peers,gateway,client,console").split(","));
 
 async function section(name: string, fn: () => Promise<Row[]>): Promise<Row[]> {
   if (!only.has(name)) return [];
@@ -56,6 +57,9 @@ async function main(): Promise<void> {
         engineCalls: quick ? 2_000 : 5_000,
         userCalls: { one: quick ? 300 : 1_000, many: quick ? 2_000 : 5_000 },
       }),
+    )),
+    ...(await section("client", () =>
+      benchClient({ calls: { one: quick ? 300 : 1_000, many: quick ? 2_000 : 5_000 }, rounds: 3, build: !argv.includes("--no-build"), port: 3143 }),
     )),
     ...(await section("console", () => benchConsole({ small: 10_000, large: scale, repeats: quick ? 20 : 50, auditLarge: auditScale }))),
   ];

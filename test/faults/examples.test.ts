@@ -1,5 +1,7 @@
 import { spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
+import { mkdtemp, readFile, rm } from "node:fs/promises";
+import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { testPort } from "@/scripts/test-ports.mjs";
@@ -9,6 +11,8 @@ import { removeDataDir, ROOT, startServer, type RunningServer } from "@/test/sup
 // them — `tsx examples/<name>/index.ts` with IDEMGATE_URL and IDEMGATE_TOKEN — against a production
 // server. Each plays a scripted agent step that calls payments.charge, fails, and is run again with
 // the same action key: the charge must happen once, and the retry must get the first charge back.
+// The Python example (`python3 examples/python/charge.py`) runs a plain retry loop around a
+// decorated function that appends to a ledger file: one line, however often the step ran.
 // Port 3170 is this file's (moved by IDEMGATE_TEST_PORT_BASE).
 
 const EXAMPLES = ["ai-sdk", "openai-agents", "langchain"] as const;
@@ -84,5 +88,33 @@ describe("integration examples against a production server", () => {
     // the side effect, counted where it happened: the demo payment provider's own table
     const made = await chargesOf(customerId);
     expect(made.map((charge) => charge.chargeId)).toEqual([charges[0].body.chargeId]);
+  });
+
+  it("python: a retry loop around a decorated function writes the ledger once; the last attempt gets the stored entry", async () => {
+    const dir = await mkdtemp(path.join(os.tmpdir(), "idemgate-example-py-"));
+    try {
+      const ledger = path.join(dir, "ledger.jsonl");
+      const orderId = `o-${randomUUID().slice(0, 8)}`;
+      const child = spawn(process.env.PYTHON ?? "python3", [path.join("examples", "python", "charge.py")], {
+        cwd: ROOT,
+        stdio: ["ignore", "pipe", "pipe"],
+        env: { ...process.env, PYTHONPATH: path.join(ROOT, "clients", "python"), IDEMGATE_URL: server.url, IDEMGATE_TOKEN: token, EXAMPLE_LEDGER_FILE: ledger, EXAMPLE_ORDER_ID: orderId },
+      });
+      let stdout = "";
+      let stderr = "";
+      child.stdout.on("data", (d) => (stdout += d));
+      child.stderr.on("data", (d) => (stderr += d));
+      const code = await new Promise((resolve) => child.once("exit", resolve));
+      expect(code, `${stderr}\n${server.output()}`).toBe(0);
+      const summary = JSON.parse(stdout.trim().split("\n").at(-1)!);
+      // 1: not applied (nothing charged, key released); 2: charged, then the receipt failed; 3: replayed
+      expect(summary.steps.map((step: { error?: string }) => step.error ?? "ok")).toEqual(["NotAppliedError", "ConnectionError", "ok"]);
+      expect(summary.sdkRuns).toBe(2);
+      const lines = (await readFile(ledger, "utf8")).trim().split("\n").map((line) => JSON.parse(line));
+      expect(lines).toEqual([summary.steps[2].entry]);
+      expect(lines[0].orderId).toBe(orderId);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });

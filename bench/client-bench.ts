@@ -1,0 +1,174 @@
+import { randomUUID } from "node:crypto";
+import { mkdtemp, readFile, rm } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { IdempotencyConfig, makeIdempotent } from "@aws-lambda-powertools/idempotency";
+import { CachePersistenceLayer } from "@aws-lambda-powertools/idempotency/cache";
+import { createClient } from "@redis/client";
+import { POSTGRES_ADMIN_URL, REDIS_TEST_URL } from "@/test/support/databases";
+import { deleteRedisPrefix } from "@/test/support/stores";
+import { admin, BUILD_LOCK, killGroup, NEXT_BIN, SERVE, spawnGroup, waitFor } from "./gateway-bench";
+import { medianRound, timeConcurrent, type LoadRound, type Row } from "./stats";
+
+export interface ClientOptions {
+  /** calls per round, by callers */
+  calls: { one: number; many: number };
+  rounds: number;
+  build: boolean;
+  port: number;
+}
+
+const TOOL = "ledger.record";
+const ARGS = { account: "acct-bench", amountCents: 1_000, currency: "EUR" };
+const RESULT = { ok: true };
+/** the guarded function: a no-op, so what is measured is what guarding it adds */
+const fn = async () => RESULT;
+
+interface Contender {
+  name: string;
+  call: (key: string) => Promise<unknown>;
+}
+
+/**
+ * A function guarded where it runs, over the reservation API (a production server on Redis and
+ * PostgreSQL, audit durable): the requests a client's guard() sends (reserve, then complete; a
+ * replay is the reservation's 200), on fetch's keep-alive connections, against calling the function directly and against Powertools' in-process
+ * wrapper (makeIdempotent, cache layer on node-redis) on the same Redis. First executions get a
+ * fresh key per call, replays one fixed key; 1 and 50 callers in this process. Added latency is
+ * the contender's p50 (p99) minus the direct call's.
+ */
+export async function benchClient(options: ClientOptions): Promise<Row[]> {
+  const id = randomUUID().slice(0, 8);
+  const dbName = `idemgate_bench_client_${id}`;
+  const prefix = `idgbench-client-${id}`;
+  const dataDir = await mkdtemp(path.join(os.tmpdir(), "idemgate-bench-client-"));
+  await admin(`CREATE DATABASE "${dbName}"`);
+  const dbUrl = new URL(POSTGRES_ADMIN_URL);
+  dbUrl.pathname = `/${dbName}`;
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    NODE_ENV: "production",
+    NEXT_TELEMETRY_DISABLED: "1",
+    REDIS_URL: REDIS_TEST_URL,
+    DATABASE_URL: dbUrl.toString(),
+    IDEMGATE_REDIS_PREFIX: prefix,
+    IDEMGATE_DATA_DIR: dataDir,
+    IDEMGATE_SECRET: randomUUID() + randomUUID(),
+    IDEMGATE_RECONCILE_INTERVAL_MS: "0",
+    IDEMGATE_AUDIT_MODE: "durable",
+    IDEMGATE_DEMO_TOOLS: "1",
+  };
+  const start = `exec node ${SERVE} -p ${options.port} -H 127.0.0.1`;
+  const server = spawnGroup("flock", [BUILD_LOCK, "sh", "-c", options.build ? `node ${NEXT_BIN} build >&2 && ${start}` : start], env);
+  let powertools: Awaited<ReturnType<typeof powertoolsWrapper>> | null = null;
+  try {
+    const base = `http://127.0.0.1:${options.port}`;
+    await waitFor(`${base}/api/health`, server, options.build ? 600_000 : 120_000);
+    const token = /API token:\s*(\S+)/.exec(await readFile(path.join(dataDir, "credentials.txt"), "utf8"))?.[1];
+    if (!token) throw new Error("no API token in credentials.txt");
+    const guard = guardOverApi(base, token);
+    const wrapper = (powertools = await powertoolsWrapper(`${prefix}-powertools`));
+    const contenders: Contender[] = [
+      { name: DIRECT, call: () => fn() },
+      { name: POWERTOOLS, call: (key) => wrapper.run({ key, args: ARGS }) },
+      { name: IDEMGATE, call: (key) => guard(TOOL, ARGS, fn, key) },
+    ];
+    // warm up: connections, scripts, the JIT; the first seconds of the store epoch also read the audit log
+    const warmStarted = Date.now();
+    for (const c of contenders) {
+      await timeConcurrent(300, 50, (i) => c.call(`warm-${id}-${i}`));
+      await c.call(`replayed-${id}`);
+    }
+    await new Promise((r) => setTimeout(r, Math.max(0, 10_500 - (Date.now() - warmStarted))));
+
+    const results = new Map<string, LoadRound[]>();
+    const push = (name: string, round: LoadRound) => results.set(name, [...(results.get(name) ?? []), round]);
+    const shapes = [
+      ["first execution", 1, options.calls.one],
+      ["first execution", 50, options.calls.many],
+      ["replay", 1, options.calls.one],
+      ["replay", 50, options.calls.many],
+    ] as const;
+    for (let round = 0; round < options.rounds; round++) {
+      const tag = `${round}-${randomUUID().slice(0, 6)}`;
+      for (const [label, callers, calls] of shapes) {
+        for (const c of contenders) {
+          const key = (i: number) => (label === "replay" ? `replayed-${id}` : `f-${tag}-${callers}-${i}`);
+          push(`${label}|${callers}|${c.name}`, await timeConcurrent(calls, callers, (i) => c.call(key(i))));
+        }
+      }
+    }
+
+    const rows: Row[] = [];
+    for (const [label, callers] of shapes) {
+      const get = (name: string) => medianRound(results.get(`${label}|${callers}|${name}`)!);
+      const direct = get(DIRECT);
+      const theirs = get(POWERTOOLS);
+      for (const name of [DIRECT, POWERTOOLS, IDEMGATE]) {
+        const m = get(name);
+        const isDirect = name === DIRECT;
+        const added = isDirect ? "" : `added p50 ${(m.p50 - direct.p50).toFixed(2)} ms, p99 ${(m.p99 - direct.p99).toFixed(2)} ms`;
+        rows.push({
+          section: "client",
+          name: `${label}, ${callers} caller${callers === 1 ? "" : "s"}: ${name}`,
+          value: m.throughput,
+          unit: "calls/s",
+          p50: m.p50,
+          tail: { label: "p99", ms: m.p99 },
+          ...(name === IDEMGATE ? { baseline: "Powertools", ratio: m.throughput / theirs.throughput } : {}),
+          ...(name === IDEMGATE && label === "first execution" && callers === 1 ? { target: "added p50 ≤ 2 ms" } : {}),
+          ...(name === IDEMGATE && label === "replay" ? { target: "≥ 1.0× Powertools" } : {}),
+          note: added,
+        });
+      }
+    }
+    return rows;
+  } finally {
+    await powertools?.close().catch(() => {});
+    await killGroup(server);
+    await deleteRedisPrefix(prefix);
+    await admin(`DROP DATABASE IF EXISTS "${dbName}" WITH (FORCE)`).catch(() => {});
+    await rm(dataDir, { recursive: true, force: true });
+  }
+}
+
+const DIRECT = "the function called directly";
+const POWERTOOLS = "Powertools makeIdempotent (in process, cache layer on the same Redis)";
+const IDEMGATE = "Idemgate reservation API: reserve + complete over keep-alive fetch (audit durable)";
+
+/** Reserve, run, complete: what guard() sends when nothing fails (a stored result is returned from the reservation's 200). */
+function guardOverApi(base: string, token: string) {
+  const headers = { authorization: `Bearer ${token}`, "content-type": "application/json" };
+  return async <T>(tool: string, args: unknown, run: () => Promise<T>, key: string): Promise<T> => {
+    const reserved = await fetch(`${base}/api/v1/tools/${encodeURIComponent(tool)}/reservations`, {
+      method: "POST",
+      headers: { ...headers, "idempotency-key": key, prefer: "wait=10" },
+      body: JSON.stringify({ arguments: args }),
+    });
+    const answer = (await reserved.json()) as { body?: T; executionId?: string; token?: string };
+    if (reserved.status === 200) return answer.body as T;
+    if (reserved.status !== 201) throw new Error(`reservation answered ${reserved.status}: ${JSON.stringify(answer)}`);
+    const result = await run();
+    const completed = await fetch(`${base}/api/v1/executions/${encodeURIComponent(answer.executionId!)}/complete`, {
+      method: "POST",
+      headers,
+      body: JSON.stringify({ token: answer.token, status: 200, body: result }),
+    });
+    await completed.arrayBuffer();
+    if (!completed.ok) throw new Error(`complete answered ${completed.status}`);
+    return result;
+  };
+}
+
+/** Powertools 2.35 outside Lambda (as the peers section runs it): its in-process wrapper, no local cache. */
+async function powertoolsWrapper(keyPrefix: string) {
+  const client = await createClient({ url: REDIS_TEST_URL }).connect();
+  const config = new IdempotencyConfig({ eventKeyJmesPath: "key", expiresAfterSeconds: 86_400, throwOnNoIdempotencyKey: true });
+  config.registerLambdaContext({ getRemainingTimeInMillis: () => 60_000 } as Parameters<IdempotencyConfig["registerLambdaContext"]>[0]);
+  const run = makeIdempotent(async (_event: { key: string; args: typeof ARGS }) => fn(), {
+    persistenceStore: new CachePersistenceLayer({ client }),
+    keyPrefix,
+    config,
+  });
+  return { run, close: async () => void (await client.quit()) };
+}

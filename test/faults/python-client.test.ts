@@ -1,0 +1,99 @@
+import { spawn } from "node:child_process";
+import { randomUUID } from "node:crypto";
+import { mkdtemp, rm } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createTestPostgres, REDIS_TEST_URL } from "@/test/support/databases";
+import { removeDataDir, ROOT, startServer, type RunningServer } from "@/test/support/server";
+import { deleteRedisPrefix } from "@/test/support/stores";
+
+// The Python client (clients/python) against production servers: its unittest suite runs with
+// IDEMGATE_URL and IDEMGATE_TOKEN set, so the live tests run beside the fake-server ones, on both
+// configurations; and the package installs with pip into an empty virtualenv, offline, and works
+// from there. Ports 3176-3177 are this file's.
+
+const PYTHON = process.env.PYTHON ?? "python3";
+const CLIENT_DIR = path.join(ROOT, "clients", "python");
+
+function run(command: string, args: string[], options: { env?: Record<string, string>; cwd?: string } = {}): Promise<{ code: number | null; output: string }> {
+  const child = spawn(command, args, { cwd: options.cwd ?? ROOT, stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, ...options.env } });
+  let output = "";
+  child.stdout.on("data", (d) => (output += d));
+  child.stderr.on("data", (d) => (output += d));
+  return new Promise((resolve) => child.once("exit", (code) => resolve({ code, output })));
+}
+
+const configurations = [
+  { name: "embedded (PGlite)", port: 3176, servers: false },
+  { name: "Redis and PostgreSQL", port: 3177, servers: true },
+] as const;
+
+describe.each(configurations)("the Python client on $name", (configuration) => {
+  const prefix = `idgfault-py-${randomUUID().slice(0, 6)}`;
+  const dataDir = `.data/fault-python-${configuration.port}`;
+  let pg: Awaited<ReturnType<typeof createTestPostgres>> | null = null;
+  let server: RunningServer;
+  let token: string;
+
+  beforeAll(async () => {
+    const env: Record<string, string> = { IDEMGATE_RECONCILE_INTERVAL_MS: "0" };
+    if (configuration.servers) {
+      pg = await createTestPostgres("fault_python");
+      Object.assign(env, { DATABASE_URL: pg.url, REDIS_URL: REDIS_TEST_URL, IDEMGATE_REDIS_PREFIX: prefix });
+    }
+    await removeDataDir(dataDir);
+    server = await startServer({ port: configuration.port, dataDir, env });
+    token = (await server.credentials()).apiToken;
+  });
+
+  afterAll(async () => {
+    await server?.stop();
+    await deleteRedisPrefix(prefix);
+    await pg?.drop();
+    await removeDataDir(dataDir);
+  });
+
+  it("python3 -m unittest passes with the live tests run, none skipped", async () => {
+    const result = await run(PYTHON, ["-m", "unittest", "discover", "-v", "-s", path.join(CLIENT_DIR, "tests")], {
+      env: { PYTHONPATH: CLIENT_DIR, IDEMGATE_URL: server.url, IDEMGATE_TOKEN: token, PYTHONDONTWRITEBYTECODE: "1" },
+    });
+    expect(result.code, `${result.output}\n--- server ---\n${server.output()}`).toBe(0);
+    expect(result.output).toMatch(/^OK$/m);
+    expect(result.output).not.toMatch(/skipped/);
+    expect(result.output).toContain("test_live.LiveTest.test_threads_racing_on_one_key_run_it_once ... ok");
+  });
+
+  it.runIf(!configuration.servers)("pip installs the package into an empty virtualenv offline, and it guards a call from there", async () => {
+    const dir = await mkdtemp(path.join(os.tmpdir(), "idemgate-py-venv-"));
+    try {
+      const venv = await run(PYTHON, ["-m", "venv", path.join(dir, "venv")]);
+      expect(venv.code, venv.output).toBe(0);
+      const python = path.join(dir, "venv", "bin", "python");
+      const install = await run(python, ["-m", "pip", "install", "--no-index", "--no-build-isolation", CLIENT_DIR]);
+      expect(install.code, install.output).toBe(0);
+      const script = [
+        "import idemgate, json, os, sys",
+        "assert not idemgate.__file__.startswith(os.environ['CLIENT_DIR']), idemgate.__file__",
+        "client = idemgate.Idemgate(os.environ['IDEMGATE_URL'], os.environ['IDEMGATE_TOKEN'])",
+        "runs = []",
+        "args = {'account': 'venv', 'amountCents': 1, 'currency': 'EUR'}",
+        "key = os.environ['KEY']",
+        "a = client.guard('ledger.record', args, lambda a: runs.append(1) or {'entry': len(runs)}, key=key)",
+        "b = client.guard('ledger.record', args, lambda a: runs.append(1) or {'entry': len(runs)}, key=key)",
+        "print(json.dumps({'file': idemgate.__file__, 'a': a, 'b': b, 'runs': len(runs), 'typed': os.path.exists(os.path.join(os.path.dirname(idemgate.__file__), 'py.typed'))}))",
+      ].join("\n");
+      // run from the temporary directory with no PYTHONPATH: only the installed copy can be imported
+      const used = await run(python, ["-c", script], {
+        cwd: dir,
+        env: { PYTHONPATH: "", CLIENT_DIR, IDEMGATE_URL: server.url, IDEMGATE_TOKEN: token, KEY: `venv-${randomUUID()}` },
+      });
+      expect(used.code, used.output).toBe(0);
+      const summary = JSON.parse(used.output.trim().split("\n").at(-1)!);
+      expect(summary).toMatchObject({ a: { entry: 1 }, b: { entry: 1 }, runs: 1, typed: true });
+      expect(summary.file).toContain(path.join(dir, "venv"));
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
