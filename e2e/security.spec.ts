@@ -250,7 +250,7 @@ test("problem pages and tools named after inherited properties are not found", a
   for (const name of ["constructor", "__proto__", "toString", "hasOwnProperty", "valueOf", "%", "%25", "%E0%A4%A"]) {
     const res = await request.get(`/problems/${name}`);
     expect(res.status(), `/problems/${name}`).toBe(404);
-    expect(await res.text(), `/problems/${name}`).not.toContain("undefined");
+    expect(await res.text(), `/problems/${name}`).not.toContain('data-testid="problem-doc"');
   }
   const known = await request.get("/problems/conflict");
   expect(known.status()).toBe(200);
@@ -260,7 +260,14 @@ test("problem pages and tools named after inherited properties are not found", a
   await expect(page.getByTestId("problem-doc")).toHaveCount(0);
   await expect(page.getByText(/not found|could not be found/i).first()).toBeVisible();
 
-  // the API form: problem+json 404
+  // the API form: problem+json 404, also for a path that is not valid percent-encoding
+  for (const path of ["/api/v1/keys/demo/%", "/api/v1/keys/demo/100%", "/api/v1/anomalies/%E0%A4%A"]) {
+    const res = await request.get(path, { headers: { Authorization: `Bearer ${apiToken}` } });
+    expect(res.status(), path).toBe(404);
+    expect(res.headers()["content-type"], path).toMatch(/^application\/problem\+json/);
+  }
+  await page.goto("/problems/%");
+  await expect(page.getByText(/could not be found/i).first()).toBeVisible();
   for (const name of ["constructor", "__proto__", "toString", "hasOwnProperty"]) {
     const res = await request.post(`/api/v1/tools/${name}/invoke`, { headers: { Authorization: `Bearer ${apiToken}`, "Idempotency-Key": `sec-${name}-${RUN}` }, data: {} });
     expect(res.status(), name).toBe(404);
