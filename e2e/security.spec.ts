@@ -77,6 +77,7 @@ const hostileKeys = (label: string) => [
 const decoyOf = (label: string) => `orderA-1-${label}-${RUN}`;
 
 test("the API reads and releases exactly the key asked for, whatever it holds", async ({ page, request, baseURL }, testInfo) => {
+  test.setTimeout(60_000);
   const { apiToken } = await signInAsOperator(page, testInfo);
   const keys = hostileKeys("api");
   const decoy = decoyOf("api");
@@ -105,6 +106,7 @@ test("the API reads and releases exactly the key asked for, whatever it holds", 
 });
 
 test("the console opens a key holding such characters from its list and releases that key only", async ({ page, request }, testInfo) => {
+  test.setTimeout(120_000);
   const { apiToken } = await signInAsOperator(page, testInfo);
   const keys = hostileKeys("ui");
   const decoy = decoyOf("ui");
@@ -234,7 +236,6 @@ test("a call made from the console's invoke form shows its tenant an operator, n
   expect(text).not.toContain(email);
   const timeline = ((JSON.parse(text) as { timeline: { type: string; caller?: string | null }[] }).timeline);
   expect(timeline.find((e) => e.type === "intent")?.caller).toBe("operator");
-  expect(timeline.find((e) => e.type === "suppression")?.caller).toMatch(/^(?!operator)/);
 
   // operators still see who it was
   const operator = await page.request.get(apiKeyPath(key));
