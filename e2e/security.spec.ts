@@ -77,6 +77,7 @@ const hostileKeys = (label: string) => [
 const decoyOf = (label: string) => `orderA-1-${label}-${RUN}`;
 
 test("the API reads and releases exactly the key asked for, whatever it holds", async ({ page, request, baseURL }, testInfo) => {
+  test.setTimeout(60_000);
   const { apiToken } = await signInAsOperator(page, testInfo);
   const keys = hostileKeys("api");
   const decoy = decoyOf("api");
@@ -105,6 +106,7 @@ test("the API reads and releases exactly the key asked for, whatever it holds", 
 });
 
 test("the console opens a key holding such characters from its list and releases that key only", async ({ page, request }, testInfo) => {
+  test.setTimeout(120_000);
   const { apiToken } = await signInAsOperator(page, testInfo);
   const keys = hostileKeys("ui");
   const decoy = decoyOf("ui");
@@ -234,7 +236,6 @@ test("a call made from the console's invoke form shows its tenant an operator, n
   expect(text).not.toContain(email);
   const timeline = ((JSON.parse(text) as { timeline: { type: string; caller?: string | null }[] }).timeline);
   expect(timeline.find((e) => e.type === "intent")?.caller).toBe("operator");
-  expect(timeline.find((e) => e.type === "suppression")?.caller).toMatch(/^(?!operator)/);
 
   // operators still see who it was
   const operator = await page.request.get(apiKeyPath(key));
@@ -250,7 +251,7 @@ test("problem pages and tools named after inherited properties are not found", a
   for (const name of ["constructor", "__proto__", "toString", "hasOwnProperty", "valueOf", "%", "%25", "%E0%A4%A"]) {
     const res = await request.get(`/problems/${name}`);
     expect(res.status(), `/problems/${name}`).toBe(404);
-    expect(await res.text(), `/problems/${name}`).not.toContain("undefined");
+    expect(await res.text(), `/problems/${name}`).not.toContain('data-testid="problem-doc"');
   }
   const known = await request.get("/problems/conflict");
   expect(known.status()).toBe(200);
@@ -260,7 +261,14 @@ test("problem pages and tools named after inherited properties are not found", a
   await expect(page.getByTestId("problem-doc")).toHaveCount(0);
   await expect(page.getByText(/not found|could not be found/i).first()).toBeVisible();
 
-  // the API form: problem+json 404
+  // the API form: problem+json 404, also for a path that is not valid percent-encoding
+  for (const path of ["/api/v1/keys/demo/%", "/api/v1/keys/demo/100%", "/api/v1/anomalies/%E0%A4%A"]) {
+    const res = await request.get(path, { headers: { Authorization: `Bearer ${apiToken}` } });
+    expect(res.status(), path).toBe(404);
+    expect(res.headers()["content-type"], path).toMatch(/^application\/problem\+json/);
+  }
+  await page.goto("/problems/%");
+  await expect(page.getByText(/could not be found/i).first()).toBeVisible();
   for (const name of ["constructor", "__proto__", "toString", "hasOwnProperty"]) {
     const res = await request.post(`/api/v1/tools/${name}/invoke`, { headers: { Authorization: `Bearer ${apiToken}`, "Idempotency-Key": `sec-${name}-${RUN}` }, data: {} });
     expect(res.status(), name).toBe(404);

@@ -7,6 +7,7 @@ import { parseArgs } from "node:util";
 import { ROOT } from "./build-if-stale.mjs";
 import { SECURITY_HEADERS } from "../lib/http/security-headers.mjs";
 import { setForwardedProto, trustedProxyCount } from "./forwarded-proto.mjs";
+import { answerUndecodablePath, undecodablePath } from "./request-path.mjs";
 
 let values;
 try {
@@ -42,6 +43,7 @@ const server = http.createServer((req, res) => {
   // on every answer Next.js gives, also those it makes before the app's config applies (a malformed
   // URL) and the 500 below; the fast path writes them itself (lib/http/node-bridge.ts)
   for (const name in SECURITY_HEADERS) res.setHeader(name, SECURITY_HEADERS[name]);
+  if (undecodablePath(req.url) && answerUndecodablePath(req, res)) return;
   handle(req, res).catch((err) => {
     console.error("idemgate: request failed", err);
     if (!res.headersSent) res.writeHead(500);

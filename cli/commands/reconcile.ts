@@ -14,7 +14,7 @@ export function reconcileCommand(): Command {
         return;
       }
       const { executions, suppressions, effects } = report.examined;
-      console.log(`Examined ${executions} executions, ${suppressions} replays and ${effects} side effects; filled in ${report.backfilled} lost outcomes.`);
+      console.log(`Examined ${executions} executions, ${suppressions} replays and ${effects} side effects; filled in ${report.backfilled} lost outcomes; held ${report.restored} keys again whose record the key store had lost.`);
       if (report.probed.length > 0) {
         const n = (action: string) => report.probed.filter((p) => p.action === action).length;
         console.log(`Asked the tools about ${report.probed.length} unknown or stuck keys: ${n("resolved")} resolved, ${n("released")} released, ${n("none")} left as they are.`);

@@ -7,6 +7,7 @@ import { PrismaAuditWriter } from "@/lib/audit/audit-writer";
 import { Engine } from "@/lib/idempotency/engine";
 import { retryGapsOf, type AuditRecovery, type CheckContext, type CheckResult } from "./checks/context";
 import { findFreshKeyDuplicates } from "./checks/fresh-key-duplicates";
+import { restoreHeldCalls } from "./checks/held-calls";
 import { findLateCompletions } from "./checks/late-completions";
 import { findLostCompletions, LOST_COMPLETION_ROUND_MS } from "./checks/lost-completions";
 import { probeHeldKeys, type ProbedKey, type ProbeOptions, type ReconcileProbes } from "./checks/probe-keys";
@@ -57,6 +58,8 @@ export interface ReconcileReport {
   examined: { executions: number; suppressions: number; effects: number; keys: number };
   /** intents whose outcome was lost while the key store has their done record: outcome filled in */
   backfilled: number;
+  /** calls the log holds open whose record the key store had lost: held again as unknown */
+  restored: number;
   flagged: NewAnomaly[];
   /** of those, how many were not known already */
   created: number;
@@ -73,6 +76,10 @@ export interface ReconcileReport {
  * completions, late completions, unrecorded effects (checks/). Stale suppressions: a new action
  * answered as a duplicate. Fresh-key duplicates: the opposite, a duplicate run as a new action
  * because its caller sent it under another key.
+ *
+ * Before the checks, calls the log holds open whose key the key store lost (a Redis loss) are held
+ * in the store again as unknown (checks/held-calls.ts), so lists, counts, probes and decisions
+ * cover them as a retry would.
  *
  * Each scan continues where the previous pass left it (a cursor on (time, id) per scan, stored in
  * reconciler_cursors; see scan-cursor.ts), so a busy log is read once, in order, `batch` rows per
@@ -93,7 +100,7 @@ export async function reconcile(deps: ReconcileDeps, options: ReconcileOptions =
     cursor: (name: ScanName) => cursors.get(name),
     retryGaps: retryGapsOf(deps.prisma, nowMs),
   };
-  const report: ReconcileReport = { examined: { executions: 0, suppressions: 0, effects: 0, keys: 0 }, backfilled: 0, flagged: [], created: 0, probed: [] };
+  const report: ReconcileReport = { examined: { executions: 0, suppressions: 0, effects: 0, keys: 0 }, backfilled: 0, restored: 0, flagged: [], created: 0, probed: [] };
 
   const keep = async (result: CheckResult): Promise<number> => {
     report.flagged.push(...result.flagged);
@@ -102,6 +109,11 @@ export async function reconcile(deps: ReconcileDeps, options: ReconcileOptions =
     for (const [name, cursor] of Object.entries(result.cursors)) await saveCursor(deps.prisma, name as ScanName, cursor, nowMs);
     return result.examined;
   };
+
+  // First, so the checks and the probes below see every held key in the store, as a retry would.
+  const held = await restoreHeldCalls(ctx);
+  report.restored = held.restored;
+  await saveCursor(deps.prisma, "held_calls", held.cursor, nowMs);
 
   report.examined.executions += await keep(await findUnknownOutcomes(ctx));
   report.examined.executions += await keep(await findLateCompletions(ctx));

@@ -9,7 +9,9 @@ import type { PrismaClient } from "@/generated/prisma/client";
  * - unrecorded_effects: the tools' side effects, by (created_at, tool:effect id);
  * - stale_suppressions: replays, by (at, id);
  * - fresh_key_duplicates: executions, by (started_at, id): each compared with the identical calls
- *   before it within its tool's retry window.
+ *   before it within its tool's retry window;
+ * - held_calls: executions the log holds open, by (lease_until, id), round and round: a key the
+ *   key store lost is held again (checks/held-calls.ts).
  */
 export const SCANS = [
   "silent_executions",
@@ -19,6 +21,7 @@ export const SCANS = [
   "unrecorded_effects",
   "stale_suppressions",
   "fresh_key_duplicates",
+  "held_calls",
 ] as const;
 export type ScanName = (typeof SCANS)[number];
 

@@ -557,7 +557,11 @@ describe("engine after the key store lost its data", () => {
     const tool = countingTool();
     await expect(t.engine.invoke(charge, tool.run, { scope: s, key: "k", args: {} })).rejects.toBeInstanceOf(ConflictError);
     clock.ms += charge.leaseMs + 1;
-    await expect(t.engine.invoke(charge, tool.run, { scope: s, key: "k", args: {} })).rejects.toBeInstanceOf(StuckKeyError);
+    // once its lease passed it is held again in the store, as unknown for that call: listed,
+    // counted and probed like any held key, and every retry is told the same
+    await expect(t.engine.invoke(charge, tool.run, { scope: s, key: "k", args: {} })).rejects.toBeInstanceOf(UnknownOutcomeKeyError);
+    expect(await t.store.get(s, "k")).toMatchObject({ status: "unknown", outcomeNote: expect.stringMatching(/never reported an outcome before its lease ended/) });
+    await expect(t.engine.invoke(charge, tool.run, { scope: s, key: "k", args: {} })).rejects.toBeInstanceOf(UnknownOutcomeKeyError);
     expect(tool.calls).toHaveLength(0);
     await t.engine.release({ scope: s, key: "k", actor: "ops", reason: "checked the PSP: nothing charged" });
     expect(await t.engine.invoke(charge, tool.run, { scope: s, key: "k", args: {} })).toMatchObject({ kind: "executed" });

@@ -19,7 +19,7 @@ import {
   UnknownOutcomeKeyError,
 } from "./errors";
 import { fingerprint as fingerprintOf } from "./fingerprint";
-import { fallbackKey, passThroughKey, validateKey } from "./key-rules";
+import { FALLBACK_PREFIX, fallbackKey, PASS_THROUGH_PREFIX, passThroughKey, validateKey } from "./key-rules";
 import { exceptionNote, noteWithDetail, PUBLIC_THREW_NOTE } from "./outcome-note";
 import type { KeyRecord, StoredResult } from "./record";
 import { DuplicateRate } from "./duplicate-rate";
@@ -718,6 +718,59 @@ export class Engine {
     return nowMs - epochMs < recoveryHorizonMs(ttlMs) && (await this.recoveryWanted(epochMs, nowMs));
   }
 
+  /**
+   * After a key-store loss, what a retry does for a call the audit log holds open (its outcome was
+   * unknown, or it never reported one and its lease passed) while the store has no record under its
+   * key, done without a retry: the key is reserved and held as unknown for that execution, so the
+   * store's lists, counts, probes and operator decisions see it. Returns the key's record now (the
+   * restored one, or whatever holds the key), or null when the log holds no such call for the key.
+   */
+  async restoreHeld(scope: string, key: string, nowMs: number = this.now()): Promise<KeyRecord | null> {
+    return (await this.restoreFromLog(scope, key, nowMs))?.record ?? null;
+  }
+
+  /** restoreHeld, with the execution the record was restored for (null: the key was held already). */
+  private async restoreFromLog(scope: string, key: string, nowMs: number): Promise<{ record: KeyRecord; prior: PriorExecution | null } | null> {
+    if (key.startsWith(PASS_THROUGH_PREFIX)) return null;
+    const seen = await this.audit.priorExecution(scope, key, new Date(0));
+    if (!seen || !heldOpen(seen, nowMs)) return null;
+    const begun = await this.store.begin({
+      scope,
+      key,
+      tool: seen.tool,
+      fingerprint: seen.fingerprint,
+      leaseMs: Math.max(1, seen.leaseUntil.getTime() - seen.startedAt.getTime()),
+      nowMs,
+      fallback: key.startsWith(FALLBACK_PREFIX),
+      session: seen.session,
+      executionId: seen.id,
+      takeoverStuck: false,
+      retryUnknown: false,
+    });
+    if (begun.kind !== "reserved") return { record: begun.record, prior: null };
+    // read again under the reservation, which keeps new calls out: the call may have ended meanwhile
+    const prior = await this.audit.priorExecution(scope, key, new Date(0)).catch(async (err: unknown) => {
+      await this.store.abandon(scope, key, begun.token).catch(() => {});
+      throw err;
+    });
+    const record = prior && prior.id === seen.id && heldOpen(prior, nowMs) ? await this.holdAsUnknown(scope, key, begun.token, prior, nowMs) : null;
+    if (!record) {
+      await this.store.abandon(scope, key, begun.token).catch(() => {});
+      return null;
+    }
+    return { record, prior };
+  }
+
+  /**
+   * The one way a key is held again from the log after a key-store loss: the reservation under
+   * `token` becomes an unknown record standing for the execution the log holds open.
+   */
+  private async holdAsUnknown(scope: string, key: string, token: number, prior: PriorExecution, nowMs: number): Promise<KeyRecord | null> {
+    const unknownAtMs = prior.outcome === "unknown" ? (prior.finishedAt?.getTime() ?? nowMs) : prior.leaseUntil.getTime();
+    const marked = await this.store.markUnknown(scope, key, token, heldNote(prior), unknownAtMs, { executionId: prior.id }).catch(() => null);
+    return marked?.ok ? marked.record : null;
+  }
+
   /** Records a suppression and answers it: the stored result, or the matching error. */
   private suppressed(kind: SuppressionKind, record: KeyRecord, call: CallContext): InvokeResult {
     if (kind === "replay" && !call.cached) this.replayCache?.remember(record, call.arrivedMs);
@@ -778,14 +831,11 @@ export class Engine {
     // and resolved left a result; open and unknown calls still block
     if (!prior || prior.outcome === "failed" || prior.outcome === "released" || prior.outcome === "retried") return null;
     const record = recordFromPrior(call.scope, call.key, prior, call.fallback);
-    if (prior.outcome === "unknown" && prior.fingerprint === fp) {
-      const note = prior.error ?? "the outcome of its call was unknown";
+    if (heldOpen(prior, call.arrivedMs) && prior.fingerprint === fp) {
       // the record stands for that execution (this call writes no intent): a decision about the
       // key closes it in the log, and a probe is asked about it
-      const marked = await this.store
-        .markUnknown(call.scope, call.key, token, note, prior.finishedAt?.getTime() ?? call.arrivedMs, { executionId: prior.id })
-        .catch(() => null);
-      return this.suppressed("unknown", marked?.ok ? marked.record : record, call);
+      const marked = await this.holdAsUnknown(call.scope, call.key, token, prior, call.arrivedMs);
+      return this.suppressed("unknown", marked ?? { ...record, status: "unknown", outcomeNote: heldNote(prior) }, call);
     }
     const keeps = keepsResult(prior, call.arrivedMs);
     if (prior.fingerprint === fp && keeps) {
@@ -1016,7 +1066,7 @@ export class Engine {
    * The operator (or the tool's probe) says the side effect did not happen: the next call with the
    * key runs it. Stuck and unknown keys; a running one only with `force`.
    */
-  async release(decision: OperatorDecision): Promise<{ before: KeyRecord }> {
+  async release(decision: OperatorDecision, restored = false): Promise<{ before: KeyRecord }> {
     const out = await this.store.release(decision.scope, decision.key, guardOf(decision, this.now()));
     if (out.ok) {
       // the execution ends here as far as the log is concerned; if the store later loses data, the
@@ -1025,8 +1075,12 @@ export class Engine {
       return { before: out.before };
     }
     if (out.reason === "absent") {
-      // The key store lost the record, but the audit log still blocks the key (see recoverFromAudit).
-      // the key's latest execution however old, as recovery reads it
+      // The key store lost the record, but the audit log still holds the call open: held again
+      // first, the decision then goes through the store like any other (once)
+      const held = restored ? null : await this.restoredFor(decision);
+      if (held) return this.release({ ...decision, token: held.token }, true);
+      // a call within its lease is not held again (it may still complete): closed in the log only
+      // (the key's latest execution however old, as recovery reads it)
       const prior = await this.audit.priorExecution(decision.scope, decision.key, new Date(0));
       if (
         prior &&
@@ -1041,12 +1095,30 @@ export class Engine {
   }
 
   /**
+   * For a decision about a key the store has no record of: the record held again from the log for
+   * the call it names (restoreHeld), or null. A decision made about a given reservation (`token`:
+   * the lost record's, as the log has it, or the restored one's) applies only to that call.
+   */
+  private async restoredFor(decision: OperatorDecision): Promise<KeyRecord | null> {
+    const restored = await this.restoreFromLog(decision.scope, decision.key, this.now());
+    if (!restored || restored.record.status !== "unknown") return null;
+    const { record, prior } = restored;
+    if (decision.token !== undefined && decision.token !== record.token && decision.token !== prior?.token) return null;
+    return record;
+  }
+
+  /**
    * The operator (or the tool's probe) confirmed the side effect happened: the key is done with the
    * result they supply. Stuck and unknown keys; a running one only with `force`.
    */
-  async resolve(decision: OperatorDecision & { result: unknown; status?: number; ttlMs: number }): Promise<{ before: KeyRecord; after: KeyRecord | null }> {
+  async resolve(decision: OperatorDecision & { result: unknown; status?: number; ttlMs: number }, restored = false): Promise<{ before: KeyRecord; after: KeyRecord | null }> {
     const stored: StoredResult = { status: decision.status ?? 200, body: serialize(decision.result), final: false };
     const out = await this.store.resolve(decision.scope, decision.key, stored, decision.ttlMs, guardOf(decision, this.now()));
+    if (!out.ok && out.reason === "absent" && !restored) {
+      // held again from the log first (see release)
+      const held = await this.restoredFor(decision);
+      if (held) return this.resolve({ ...decision, token: held.token }, true);
+    }
     if (!out.ok) throw refusal("resolve", out.reason, out.current);
     if (out.before.executionId) {
       const expiresAt = new Date(out.after?.expiresAtMs ?? this.now() + decision.ttlMs);
@@ -1122,6 +1194,20 @@ type Ended =
   | { class: "unknown"; note: string; publicNote: string; timedOut: boolean; durationMs: number }
   /** the handler abandoned the call as a crashed process would: nothing is written */
   | { class: "abandoned" };
+
+/**
+ * An execution that holds its key whatever became of the key store: its outcome was unknown, or it
+ * never reported one and its lease has passed (one within its lease may still complete by itself).
+ */
+function heldOpen(prior: PriorExecution, nowMs: number): boolean {
+  return prior.outcome === "unknown" || (prior.outcome === null && prior.leaseUntil.getTime() <= nowMs);
+}
+
+/** Why a key held again from the log is unknown, as its record says. */
+function heldNote(prior: PriorExecution): string {
+  if (prior.outcome === "unknown") return prior.error ?? "the outcome of its call was unknown";
+  return `its call never reported an outcome before its lease ended at ${prior.leaseUntil.toISOString()}, and the key store lost its reservation`;
+}
 
 /**
  * An execution whose result the log keeps for replay at `nowMs`: succeeded, final_error,

@@ -26,7 +26,9 @@ export interface ProbeKeyResult {
  * answer: applied → the key is resolved with the tool's result; not applied → released, so the
  * next call runs; cannot tell → nothing changes. Every answer is recorded with the actor (an
  * operator, or the reconciler) and the tool's answer as evidence.
- * @throws NotFoundError when the key has no record; InvalidStateError when it is not stuck or
+ * A key the key store lost while the audit log holds its call open is held again first
+ * (Engine.restoreHeld), so it can be asked about.
+ * @throws NotFoundError when the key has no record (nor an open call in the log); InvalidStateError when it is not stuck or
  * unknown, or its tool cannot be asked
  */
 export async function probeKey(
@@ -34,7 +36,8 @@ export async function probeKey(
   input: { scope: string; key: string; actor: string; nowMs?: number; timeoutMs?: number },
 ): Promise<ProbeKeyResult> {
   const { scope, key, actor } = input;
-  const before = await runtime.store.get(scope, key);
+  // a key the store lost while the audit log holds its call open is held again first (as a retry would)
+  const before = (await runtime.store.get(scope, key)) ?? (await runtime.engine.restoreHeld(scope, key, input.nowMs));
   if (!before) throw new NotFoundError(`there is no record under ${scope}/${key}`);
   const state = stateOf(before, input.nowMs ?? Date.now());
   if (state !== "stuck" && state !== "unknown") {

@@ -51,8 +51,11 @@ export function isResultStatus(status: number): boolean {
   return Number.isInteger(status) && status >= 200 && status <= 499;
 }
 
-/** How long a resolved key replays its result: its tool's TTL. */
+/**
+ * How long a resolved key replays its result: its tool's TTL. A key the store lost while the log
+ * holds its call open is held again here (Engine.restoreHeld), so its tool is known.
+ */
 export async function resultTtlMs(runtime: KeyRuntime, scope: string, key: string): Promise<number> {
-  const tool = (await runtime.store.get(scope, key))?.tool;
+  const tool = ((await runtime.store.get(scope, key)) ?? (await runtime.engine.restoreHeld(scope, key)))?.tool;
   return tool && runtime.registry.has(tool) ? runtime.registry.get(tool).ttlMs : DEFAULT_POLICY.ttlMs;
 }

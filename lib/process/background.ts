@@ -49,6 +49,7 @@ export async function reconcileOnDemand(runtime: Runtime, actor: string): Promis
       flagged: report.flagged.length,
       created: report.created,
       backfilled: report.backfilled,
+      restored: report.restored,
       probed: report.probed.length,
       resolved: report.probed.filter((p) => p.action === "resolved").length,
       released: report.probed.filter((p) => p.action === "released").length,

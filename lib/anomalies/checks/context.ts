@@ -13,6 +13,8 @@ import type { Position, ScanCursor, ScanName } from "../scan-cursor";
 export interface AuditRecovery {
   /** whether a retry of this execution's call, arriving now at a key the store has no record of, gets its result back from the log */
   retryRestores(scope: string, key: string, executionId: string, nowMs: number): Promise<boolean>;
+  /** a key the store has no record of while the log holds its call open: held again as unknown for that call (the key's record now, or null) */
+  restoreHeld(scope: string, key: string, nowMs: number): Promise<KeyRecord | null>;
 }
 
 /** What every check of a pass gets. */
