@@ -10,7 +10,22 @@ import environments from "./e2e/environments.mjs";
 // - redisDown: REDIS_URL points at a closed port, for the status page's error state only.
 // embedded and servers also guard two MCP servers (e2e/mcp-servers.ts): one over stdio, one that is down.
 // Run through `npm run test:e2e`, which wipes the data and builds first.
+//
+// Where a new spec runs:
+// - every spec runs on "embedded" (the whole UI suite);
+// - on "servers" too when what it tests depends on the key store or the database: a spec named in
+//   BOTH_CONFIGURATIONS below, or a single test tagged `{ tag: "@both-stores" }`;
+// - signing in: a setup project per server signs the operator and the viewer in once through the
+//   form (e2e/auth.setup.ts); signIn()/signInAsOperator() (e2e/auth.ts, e2e/sign-in.ts) then hand
+//   the page that session, and the plain `request` fixture stays anonymous. A test ABOUT signing in
+//   or out fills the form itself (signInThroughForm), so it never ends the shared session.
+// - screenshots: taken on failure; the ones a test takes itself are those the docs and reviews use.
 const { embedded, servers, redisDown } = environments;
+const byProject = { embedded, servers, "redis-down": redisDown };
+
+// The specs whose behaviour depends on the stores, run on both configurations; plus, from the
+// others, the tests tagged @both-stores (a console smoke test).
+const BOTH_CONFIGURATIONS = /(gateway|unknown|status)\.spec\.ts/;
 
 const chromium = {
   ...devices["Desktop Chrome"],
@@ -55,23 +70,35 @@ export default defineConfig({
   workers: 1,
   reporter: process.env.CI ? [["list"]] : [["list"], ["html", { open: "never" }]],
   timeout: 30_000,
+  use: { screenshot: "only-on-failure" },
   expect: { timeout: 10_000 },
   projects: [
+    ...(["embedded", "servers", "redis-down"] as const).map((name) => ({
+      name: `setup-${name}`,
+      testMatch: /auth\.setup\.ts/,
+      use: { ...chromium, baseURL: `http://127.0.0.1:${byProject[name].port}` },
+      metadata: { dataDir: byProject[name].dataDir },
+    })),
     {
       name: "embedded",
       testIgnore: /degraded/,
+      dependencies: ["setup-embedded"],
       use: { ...chromium, baseURL: `http://127.0.0.1:${embedded.port}` },
       metadata: { ...embedded.expect, dataDir: embedded.dataDir },
     },
     {
       name: "servers",
+      // grep sees the file name too: every test of those specs, and the tagged ones anywhere
+      grep: [BOTH_CONFIGURATIONS, /@both-stores/],
       testIgnore: /degraded/,
+      dependencies: ["setup-servers"],
       use: { ...chromium, baseURL: `http://127.0.0.1:${servers.port}` },
       metadata: { ...servers.expect, dataDir: servers.dataDir },
     },
     {
       name: "redis-down",
       testMatch: /degraded\.spec\.ts/,
+      dependencies: ["setup-redis-down"],
       use: { ...chromium, baseURL: `http://127.0.0.1:${redisDown.port}` },
       metadata: { ...redisDown.expect, dataDir: redisDown.dataDir },
     },

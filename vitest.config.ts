@@ -1,17 +1,50 @@
 import { defineConfig } from "vitest/config";
 
+// Where a new test file goes:
+// - by default it runs in the "parallel" project, beside other files in other workers. That is fine
+//   for a file whose databases and Redis keys are its own: createTestPostgres / createTestPglite /
+//   openTestStore (test/support/) give each a random database or prefix, copied from the run's
+//   migrated templates (test/support/global-setup.ts). Never FLUSHDB/FLUSHALL the shared Redis:
+//   flush a RedisProcess of your own (RedisProcess.startOnFreePort()).
+// - a file that needs the machine to itself — fixed ports, a Redis Cluster, several processes timed
+//   to start together, a bound on elapsed time — goes in SERIAL below: those files run one at a
+//   time, after the parallel ones.
+const SERIAL = [
+  // starts 3 redis-server nodes in cluster mode on ports it looks for from 7101 up
+  "test/cluster/**/*.test.ts",
+  // processes racing for one data directory's lock at the same moment
+  "lib/db/lock.test.ts",
+];
+
+const shared = {
+  testTimeout: 30_000,
+  hookTimeout: 60_000,
+  // tests use the demo tools through lib/tools/config.ts whatever DATABASE_URL the shell exports
+  env: { IDEMGATE_DEMO_TOOLS: "1" },
+};
+
 export default defineConfig({
   resolve: { tsconfigPaths: true },
   test: {
-    // migrates one PostgreSQL database and one embedded database that the test databases are copied from
     globalSetup: ["test/support/global-setup.ts"],
-    include: ["lib/**/*.test.ts", "cli/**/*.test.ts", "app/**/*.test.ts", "test/**/*.test.ts"],
+    // files are mostly waiting on PostgreSQL and Redis: more workers than the 2 cores pay
+    maxWorkers: Number(process.env.VITEST_MAX_WORKERS) || 3,
     // the fault suite needs the production build: vitest.faults.config.ts, `npm run test:faults`
     exclude: ["e2e/**", ".next/**", "node_modules/**", "test/faults/**"],
-    testTimeout: 30_000,
-    hookTimeout: 60_000,
-    fileParallelism: false,
-    // tests use the demo tools through lib/tools/config.ts whatever DATABASE_URL the shell exports
-    env: { IDEMGATE_DEMO_TOOLS: "1" },
+    projects: [
+      {
+        extends: true,
+        test: {
+          ...shared,
+          name: "parallel",
+          include: ["lib/**/*.test.ts", "cli/**/*.test.ts", "app/**/*.test.ts", "test/**/*.test.ts"],
+          exclude: ["e2e/**", ".next/**", "node_modules/**", "test/faults/**", ...SERIAL],
+        },
+      },
+      {
+        extends: true,
+        test: { ...shared, name: "serial", include: SERIAL, fileParallelism: false, sequence: { groupOrder: 1 } },
+      },
+    ],
   },
 });

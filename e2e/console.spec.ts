@@ -1,5 +1,6 @@
 import { expect, test, type APIRequestContext, type Page, type TestInfo } from "@playwright/test";
-import { seededCredentials, signIn, signInAsOperator, VIEWER } from "./auth";
+import { seededCredentials, signIn, signInAsOperator, signInThroughForm, VIEWER } from "./auth";
+import { SCREENSHOTS } from "./screenshots";
 
 // The operator console against each server (projects "embedded" and "servers"). The e2e servers run
 // the demo tools with a 3 s lease (IDEMGATE_DEMO_LEASE_MS), so a simulated crash is stuck within seconds.
@@ -9,6 +10,7 @@ let seq = 0;
 const newKey = (label: string) => `e2e-${RUN}-${label}-${++seq}`;
 
 function shot(page: Page, testInfo: TestInfo, name: string) {
+  if (!SCREENSHOTS) return Promise.resolve();
   return page.screenshot({ path: `e2e/screenshots/console-${name}-${testInfo.project.name}.png`, fullPage: true, animations: "disabled" });
 }
 
@@ -111,7 +113,7 @@ test("repeated failed sign-ins for one email are slowed down with a readable mes
   await expect(page.getByTestId("login-error")).toHaveText(/Too many failed sign-ins for this email/);
 });
 
-test("the overview's counts match the key store", async ({ page, request }, testInfo) => {
+test("the overview's counts match the key store", { tag: "@both-stores" }, async ({ page, request }, testInfo) => {
   const { apiToken } = await signInAsOperator(page, testInfo);
   const customer = `cus-overview-${RUN}`;
   for (let i = 0; i < 3; i++) expect((await invoke(request, apiToken, "payments.charge", newKey("overview"), charge(customer))).status()).toBe(200);
@@ -143,7 +145,7 @@ test("the overview's counts match the key store", async ({ page, request }, test
   await shot(page, testInfo, "overview");
 });
 
-test("keys can be filtered by state, tool and key prefix, all in the URL", async ({ page, request }, testInfo) => {
+test("keys can be filtered by state, tool and key prefix, all in the URL", { tag: "@both-stores" }, async ({ page, request }, testInfo) => {
   const { apiToken } = await signInAsOperator(page, testInfo);
   const prefix = `e2e-${RUN}-filter-`;
   for (let i = 0; i < 2; i++) expect((await invoke(request, apiToken, "payments.charge", `${prefix}charge-${i}`, charge(`cus-filter-${RUN}`))).status()).toBe(200);
@@ -207,7 +209,7 @@ test("a key's page shows its record, stored result and one timeline", async ({ p
   await shot(page, testInfo, "key-detail");
 });
 
-test("a crashed call shows up stuck; releasing it lets the retry run exactly once", async ({ page, request }, testInfo) => {
+test("a crashed call shows up stuck; releasing it lets the retry run exactly once", { tag: "@both-stores" }, async ({ page, request }, testInfo) => {
   const { apiToken } = await signInAsOperator(page, testInfo);
   const key = newKey("stuck");
   const customer = `cus-stuck-${RUN}`;
@@ -420,8 +422,9 @@ test("on a narrow window in dark mode the nav folds into a menu and the table sc
 });
 
 test("signing out ends the session for pages and the API", async ({ page }, testInfo) => {
-  await signInAsOperator(page, testInfo);
-  await page.goto("/audit");
+  // a session of its own: signing out ends it on the server
+  await signInThroughForm(page, seededCredentials(testInfo), "/audit");
+  await expect(page).toHaveURL(/\/audit$/);
   await page.getByTestId("sign-out").click();
   await expect(page).toHaveURL(/\/login$/);
   await shot(page, testInfo, "signed-out");

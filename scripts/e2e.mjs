@@ -69,7 +69,7 @@ for (const { port } of [embedded, servers, redisDown]) {
   if (await listening(port)) fail(`something is already listening on 127.0.0.1:${port}; stop it (the e2e run starts its own servers).`);
 }
 await Promise.all(
-  [embedded, servers, redisDown].map(({ dataDir }) => rm(path.join(ROOT, dataDir), { recursive: true, force: true })),
+  [embedded, servers, redisDown, { dataDir: ".data/e2e-sessions" }].map(({ dataDir }) => rm(path.join(ROOT, dataDir), { recursive: true, force: true })),
 );
 await recreateDatabase();
 await clearRedisPrefix();
