@@ -1,7 +1,7 @@
 import { defineConfig, devices } from "@playwright/test";
 import { METRICS_TOKEN, VIEWER } from "./e2e/accounts";
 import { MCP_SERVERS } from "./e2e/mcp-servers";
-import { UPSTREAM_TOOLS } from "./e2e/upstream";
+import { CONFIG_SECRETS, UPSTREAM_TOOLS } from "./e2e/upstream";
 import environments from "./e2e/environments.json" with { type: "json" };
 
 // Two server configurations, each its own `node scripts/serve.mjs` (the production server) with its own data:
@@ -44,6 +44,10 @@ const common = {
   IDEMGATE_SEED_VIEWER_PASSWORD: VIEWER.password,
   IDEMGATE_METRICS_TOKEN: METRICS_TOKEN,
   IDEMGATE_UPSTREAM_TOOLS: UPSTREAM_TOOLS,
+  // a tool declared in a configuration file, its secrets from the environment (e2e/config-file.spec.ts)
+  IDEMGATE_CONFIG: "e2e/idemgate.config.yaml",
+  E2E_CRM_API_KEY: CONFIG_SECRETS.apiKey,
+  E2E_CRM_TOKEN: CONFIG_SECRETS.token,
 };
 
 export default defineConfig({
