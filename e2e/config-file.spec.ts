@@ -2,7 +2,7 @@ import { expect, test } from "@playwright/test";
 import { signIn } from "./sign-in";
 import { CONFIG_SECRETS } from "./upstream";
 
-// The e2e servers read e2e/idemgate.config.yaml (IDEMGATE_CONFIG): its tool's page shows the
+// The e2e servers read e2e/idemgate.config.yaml (a copy in their data directory, IDEMGATE_CONFIG): its tool's page shows the
 // effective declaration, secrets masked, and /status names the file.
 
 test("a tool declared in the configuration file: its declaration with secrets masked, and the file on /status", async ({ page }, testInfo) => {
@@ -10,7 +10,7 @@ test("a tool declared in the configuration file: its declaration with secrets ma
   await page.goto("/tools/crm.create_contact");
   const card = page.getByTestId("tool-declaration");
   await expect(card).toBeVisible();
-  await expect(card).toContainText("e2e/idemgate.config.yaml, tools[0]");
+  await expect(card).toContainText("idemgate.config.yaml, tools[0]");
   await expect(card).toContainText("forwarded to an HTTP service");
   await expect(card).toContainText("(30000 ms)");
   await expect(card).toContainText("(3600000 ms)");
@@ -31,7 +31,7 @@ test("a tool declared in the configuration file: its declaration with secrets ma
   await page.goto("/status");
   const config = page.getByTestId("tool-config");
   await expect(config).toHaveAttribute("data-state", "loaded");
-  await expect(page.getByTestId("tool-config-file")).toContainText("e2e/idemgate.config.yaml");
+  await expect(page.getByTestId("tool-config-file")).toContainText(`${(testInfo.project.metadata as { dataDir: string }).dataDir}/idemgate.config.yaml`);
   await expect(page.getByTestId("tool-config-counts")).toHaveText("1 tool, 0 MCP servers");
   await expect(page.getByTestId("tool-config-error")).toHaveCount(0);
 });
