@@ -1,7 +1,7 @@
 import { defineConfig, devices } from "@playwright/test";
 import { METRICS_TOKEN, VIEWER } from "./e2e/accounts";
 import { MCP_SERVERS } from "./e2e/mcp-servers";
-import { UPSTREAM_TOOLS } from "./e2e/upstream";
+import { CONFIG_SECRETS, UPSTREAM_TOOLS } from "./e2e/upstream";
 import environments from "./e2e/environments.mjs";
 
 // Two server configurations, each its own `node scripts/serve.mjs` (the production server) with its own data:
@@ -59,6 +59,10 @@ const common = {
   IDEMGATE_SEED_VIEWER_PASSWORD: VIEWER.password,
   IDEMGATE_METRICS_TOKEN: METRICS_TOKEN,
   IDEMGATE_UPSTREAM_TOOLS: UPSTREAM_TOOLS,
+  // a tool declared in a configuration file (e2e/idemgate.config.yaml, copied into each server's data
+  // directory by scripts/e2e.mjs), its secrets from the environment (e2e/config-file.spec.ts)
+  E2E_CRM_API_KEY: CONFIG_SECRETS.apiKey,
+  E2E_CRM_TOKEN: CONFIG_SECRETS.token,
 };
 
 export default defineConfig({
@@ -111,7 +115,7 @@ export default defineConfig({
       timeout: 120_000,
       stdout: "pipe",
       // blank values override anything the developer's shell exports
-      env: { ...common, IDEMGATE_DATA_DIR: embedded.dataDir, REDIS_URL: "", DATABASE_URL: "", IDEMGATE_MCP_SERVERS: MCP_SERVERS },
+      env: { ...common, IDEMGATE_DATA_DIR: embedded.dataDir, IDEMGATE_CONFIG: `${embedded.dataDir}/idemgate.config.yaml`, REDIS_URL: "", DATABASE_URL: "", IDEMGATE_MCP_SERVERS: MCP_SERVERS },
     },
     {
       command: `node scripts/serve.mjs -p ${servers.port} -H 127.0.0.1`,
@@ -122,6 +126,7 @@ export default defineConfig({
       env: {
         ...common,
         IDEMGATE_DATA_DIR: servers.dataDir,
+        IDEMGATE_CONFIG: `${servers.dataDir}/idemgate.config.yaml`,
         REDIS_URL: servers.redisUrl,
         IDEMGATE_REDIS_PREFIX: servers.redisPrefix,
         DATABASE_URL: servers.databaseUrl,

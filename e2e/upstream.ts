@@ -15,3 +15,6 @@ export const UPSTREAM_TOOLS = JSON.stringify([
   { name: "billing.create_invoice", url: `${base}/invoices`, timeoutMs: 1_500 },
   { name: "billing.export_ledger", url: `${base}/exports`, timeoutMs: 20_000, statusUrl: `${base}/status` },
 ]);
+
+/** The secrets e2e/idemgate.config.yaml takes from the environment; the console must never show them. */
+export const CONFIG_SECRETS = { apiKey: "e2e-crm-api-key-9f3c", token: "e2e-crm-token-51ab" };

@@ -1,6 +1,6 @@
 // `npm run test:e2e`: fresh data for both server configurations, build if stale, run Playwright.
 // Extra arguments go to Playwright: `npm run test:e2e -- --project=embedded`.
-import { rm } from "node:fs/promises";
+import { copyFile, mkdir, rm } from "node:fs/promises";
 import net from "node:net";
 import path from "node:path";
 import { Redis } from "ioredis";
@@ -70,6 +70,13 @@ for (const { port } of [embedded, servers, redisDown]) {
 }
 await Promise.all(
   [embedded, servers, redisDown, { dataDir: ".data/e2e-sessions" }].map(({ dataDir }) => rm(path.join(ROOT, dataDir), { recursive: true, force: true })),
+);
+// each server reads its own copy of the e2e configuration file (e2e/config-reload.spec.ts breaks it and reloads)
+await Promise.all(
+  [embedded, servers, redisDown].map(async ({ dataDir }) => {
+    await mkdir(path.join(ROOT, dataDir), { recursive: true });
+    await copyFile(path.join(ROOT, "e2e", "idemgate.config.yaml"), path.join(ROOT, dataDir, "idemgate.config.yaml"));
+  }),
 );
 await recreateDatabase();
 await clearRedisPrefix();
