@@ -33,6 +33,11 @@ export interface UpstreamConfig {
    * `{"outcome":"applied","status":200,"body":…}`, `{"outcome":"not_applied"}` or `{"outcome":"unknown"}`
    */
   statusUrl?: string;
+  /**
+   * the largest answer body kept (default 1 MiB, DEFAULT_MAX_RESPONSE_BYTES): a larger 2xx or final
+   * 4xx answer is done, and stored as a placeholder that says so (lib/tools/upstream.ts)
+   */
+  maxResponseBytes?: number;
 }
 
 interface ToolSpec<S extends ArgsSchema> {

@@ -15,11 +15,12 @@ const UpstreamToolSpec = z.strictObject({
   dedupes: z.boolean().optional(),
   statusUrl: z.string().url().optional(),
   headers: z.record(z.string(), z.string()).optional(),
+  maxResponseBytes: z.number().int().positive().optional(),
 });
 
 /**
  * Upstream tools declared without code: IDEMGATE_UPSTREAM_TOOLS holds a JSON array of
- * `{ name, url, kind?, timeoutMs?, ttlMs?, leaseMs?, stuckPolicy?, fallbackDedupe?, dedupes?, statusUrl?, headers? }`.
+ * `{ name, url, kind?, timeoutMs?, ttlMs?, leaseMs?, stuckPolicy?, fallbackDedupe?, dedupes?, statusUrl?, headers?, maxResponseBytes? }`.
  * Their arguments are any JSON object (the service validates them); everything else is as for a
  * tool declared in config.ts.
  */
@@ -41,7 +42,7 @@ export function upstreamToolsFromEnv(raw: string | undefined = process.env.IDEMG
       kind: spec.kind,
       description: spec.description,
       schema: z.looseObject({}),
-      upstream: { url: spec.url, timeoutMs: spec.timeoutMs, headers: spec.headers, statusUrl: spec.statusUrl },
+      upstream: { url: spec.url, timeoutMs: spec.timeoutMs, headers: spec.headers, statusUrl: spec.statusUrl, maxResponseBytes: spec.maxResponseBytes },
       ttlMs: spec.ttlMs,
       leaseMs: spec.leaseMs,
       stuckPolicy: spec.stuckPolicy,

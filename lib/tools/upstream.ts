@@ -19,6 +19,9 @@ import type { UpstreamConfig } from "./define-tool";
  */
 const NOT_NOW_STATUSES = new Set([408, 425, 429]);
 
+/** The largest upstream answer body kept, unless a tool sets `maxResponseBytes`. */
+export const DEFAULT_MAX_RESPONSE_BYTES = 1024 * 1024;
+
 /** `Idemgate-Outcome: not-applied` on any answer: the service says it applied nothing. */
 export const OUTCOME_HEADER = "idemgate-outcome";
 
@@ -82,14 +85,20 @@ export function upstreamRunner(config: UpstreamConfig, fetchImpl: typeof fetch =
       throw new OutcomeUnknown(`the service answered ${status}`);
     }
 
-    let text: string;
+    const limit = config.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
+    let text: string | null;
     try {
-      text = await response.text();
+      text = await readCapped(response, limit);
     } catch (err) {
       if (timeout.aborted) throw new OutcomeUnknown(`timed out after ${config.timeoutMs} ms while reading the service's ${status} answer`, true);
       throw new OutcomeUnknown(`the service's ${status} answer was cut off (${errorCode(err)?.code ?? describeError(err)})`);
     }
-    const body = parseBody(text);
+    // Too large to keep. The status says the service applied the call (2xx) or refused it for good
+    // (a final 4xx), so the outcome is known: holding the key as unknown would have an operator
+    // decide what the service already said, and releasing it would run the side effect again. The
+    // call is done, and its stored result (answered now and to every retry) says that it was
+    // applied with that status and that its body was not kept.
+    const body = text === null ? tooLarge(status, limit) : parseBody(text);
     if (status < 300) return { status, body };
     throw new FinalToolError(status, body);
   };
@@ -113,14 +122,15 @@ export function upstreamProber(config: UpstreamConfig & { statusUrl: string }, f
     const headers = forwardedHeaders(config, { scope: ctx.scope, key: ctx.key, session: null, executionId: ctx.executionId });
     headers.delete("content-type");
     let response: Response;
-    let text: string;
+    let text: string | null;
     try {
       response = await fetchImpl(config.statusUrl, { method: "GET", headers, signal, redirect: "manual" });
-      text = await response.text();
+      text = await readCapped(response, config.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES);
     } catch (err) {
       return { outcome: "unknown", note: timeout.aborted ? `the status probe timed out after ${config.timeoutMs} ms` : `the status probe failed (${errorCode(err)?.code ?? describeError(err)})` };
     }
     if (response.status < 200 || response.status >= 300) return { outcome: "unknown", note: `the status probe answered ${response.status}` };
+    if (text === null) return { outcome: "unknown", note: "the status probe's answer is larger than the tool keeps" };
     let parsed: unknown;
     try {
       parsed = JSON.parse(text);
@@ -185,4 +195,44 @@ function parseBody(text: string): unknown {
   } catch {
     return { text };
   }
+}
+
+/**
+ * The answer's body as text, or null when it is longer than `limit` bytes: a declared
+ * Content-Length over the limit is not read at all, and a body without one is read until it
+ * passes the limit, then cancelled. Memory stays within about the limit either way.
+ */
+async function readCapped(response: Response, limit: number): Promise<string | null> {
+  const declared = Number(response.headers.get("content-length"));
+  if (Number.isFinite(declared) && declared > limit) {
+    await response.body?.cancel().catch(() => {});
+    return null;
+  }
+  if (!response.body) return "";
+  const reader = response.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > limit) {
+      await reader.cancel().catch(() => {});
+      return null;
+    }
+    chunks.push(value);
+  }
+  return Buffer.concat(chunks, size).toString("utf8");
+}
+
+/** The stored result of an answer too large to keep: what the service said, without its body. */
+function tooLarge(status: number, limit: number): unknown {
+  return {
+    idemgate: {
+      resultTooLarge: true,
+      status,
+      maxResponseBytes: limit,
+      note: `the service answered ${status} with a body larger than ${limit} bytes, which is not kept; the call is done and is not sent again`,
+    },
+  };
 }
