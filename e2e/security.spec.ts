@@ -3,7 +3,8 @@ import type { AddressInfo } from "node:net";
 import { expect, test, type APIRequestContext, type Page } from "@playwright/test";
 import { removeDataDir, startServer, type RunningServer } from "../test/support/server";
 import { seededCredentials, signIn, signInAsOperator } from "./auth";
-import environments from "./environments.json" with { type: "json" };
+import { testPort } from "../scripts/test-ports.mjs";
+import environments from "./environments.mjs";
 
 // Findings of a security review, each checked from outside against both server configurations
 // (projects "embedded" and "servers"): open redirects after sign-in, keys decoded twice, framing,
@@ -315,7 +316,7 @@ test.describe("behind a trusted proxy (IDEMGATE_TRUSTED_PROXY=1)", () => {
   test.beforeAll(async ({}, testInfo) => {
     testInfo.setTimeout(180_000);
     const servers = testInfo.project.name === "servers";
-    const port = servers ? 3127 : 3126;
+    const port = testPort(servers ? 3127 : 3126);
     const dataDir = `.data/e2e-${testInfo.project.name}-trusted-proxy`;
     await removeDataDir(dataDir);
     const { redisUrl, redisPrefix, databaseUrl } = environments.servers;

@@ -8,6 +8,7 @@ import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { testPort } from "@/scripts/test-ports.mjs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ROOT, removeDataDir, startServer, type RunningServer } from "@/test/support/server";
 
@@ -16,7 +17,7 @@ import { ROOT, removeDataDir, startServer, type RunningServer } from "@/test/sup
 // its inputSchema over HTTP and forwards good calls (with the secret from the environment) to a local
 // service; the schema is advertised in /api/v1/tools and MCP tools/list (the SDK's client); SIGHUP
 // serves a new tool, lets a running call finish under its old declaration, and keeps the old tools
-// when the new file is broken. Ports 3151–3153 are this file's.
+// when the new file is broken. Ports 3151–3153 are this file's (moved by IDEMGATE_TEST_PORT_BASE).
 
 const SECRET = `sk_${randomUUID()}`;
 
@@ -112,7 +113,7 @@ describe("a server started with a configuration file", () => {
     service = await startService();
     writeFileSync(file, toolsYaml(service.url));
     await removeDataDir(dataDir);
-    server = await startServer({ port: 3151, dataDir, env: { IDEMGATE_CONFIG: file, FAULT_BILLING_TOKEN: SECRET, IDEMGATE_RECONCILE_INTERVAL_MS: "0" } });
+    server = await startServer({ port: testPort(3151), dataDir, env: { IDEMGATE_CONFIG: file, FAULT_BILLING_TOKEN: SECRET, IDEMGATE_RECONCILE_INTERVAL_MS: "0" } });
     token = (await server.credentials()).apiToken;
   });
   afterAll(async () => {
@@ -126,13 +127,13 @@ describe("a server started with a configuration file", () => {
     writeFileSync(broken, toolsYaml("http://127.0.0.1:9").replace("timeoutMs: 5000", "timeoutMs: 20000"));
     const unset = path.join(dir, "unset.yaml");
     writeFileSync(unset, toolsYaml("http://127.0.0.1:9"));
-    const [timeout, missing] = await Promise.all([refusedStart(3152, broken, { FAULT_BILLING_TOKEN: "x" }), refusedStart(3153, unset, { FAULT_BILLING_TOKEN: "" })]);
+    const [timeout, missing] = await Promise.all([refusedStart(testPort(3152), broken, { FAULT_BILLING_TOKEN: "x" }), refusedStart(testPort(3153), unset, { FAULT_BILLING_TOKEN: "" })]);
     expect(timeout.code).not.toBe(0);
     expect(timeout.stderr).toContain(`could not start: ${broken}:`);
     expect(timeout.stderr).toMatch(/tools\[0\]\.upstream\.timeoutMs: must be below the lease \(20000 ms\)/);
     expect(missing.code).not.toBe(0);
     expect(missing.stderr).toContain("tools[0].upstream.headers.authorization: the environment variable FAULT_BILLING_TOKEN is not set");
-    await Promise.all([removeDataDir(".data/fault-config-refused-3152"), removeDataDir(".data/fault-config-refused-3153")]);
+    await Promise.all([removeDataDir(`.data/fault-config-refused-${testPort(3152)}`), removeDataDir(`.data/fault-config-refused-${testPort(3153)}`)]);
   });
 
   it("validates arguments by the inputSchema (400 with the validator's errors, nothing sent) and forwards a good call with the secret", async () => {

@@ -4,6 +4,7 @@ import { mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
+import { testPort } from "@/scripts/test-ports.mjs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { FinalResultError, IdemgateClient, NotAppliedError, OutcomeUnknownError, type GuardWarning } from "@/lib/client";
 import { createTestPostgres, REDIS_TEST_URL } from "@/test/support/databases";
@@ -12,13 +13,13 @@ import { deleteRedisPrefix } from "@/test/support/stores";
 
 // guard() from outside: a function in this process (it appends to a ledger, standing in for a
 // payment SDK) guarded through a production server's reservation API, on both configurations.
-// Effects are counted where they happen: in the ledger. Ports 3180 and 3181 are this file's.
+// Effects are counted where they happen: in the ledger. Ports 3182 and 3183 are this file's (moved by IDEMGATE_TEST_PORT_BASE).
 
 const run = promisify(execFile);
 const LEASE_MS = 1_500;
 const configurations = [
-  { name: "embedded (PGlite)", port: 3180, servers: false },
-  { name: "Redis and PostgreSQL", port: 3181, servers: true },
+  { name: "embedded (PGlite)", port: testPort(3182), servers: false },
+  { name: "Redis and PostgreSQL", port: testPort(3183), servers: true },
 ] as const;
 
 describe.each(configurations)("guard() against the $name configuration", (configuration) => {
