@@ -1,6 +1,6 @@
 import { InvalidScopeError } from "@/lib/auth/api-tokens";
 import { OperatorInputError } from "@/lib/auth/operators";
-import { IdemgateApiError } from "@/lib/client";
+import { IdemgateApiError } from "@/lib/client/index";
 import { DataDirLockedError } from "@/lib/db/lock";
 import { isIdemgateError } from "@/lib/idempotency/errors";
 

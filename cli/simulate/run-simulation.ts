@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { IdemgateApiError, IdemgateClient, OutcomeUnknownError, type AttemptEvent, type RetryOptions } from "@/lib/client";
+import { IdemgateApiError, IdemgateClient, OutcomeUnknownError, type AttemptEvent, type RetryOptions } from "@/lib/client/index";
 import { sleep } from "@/lib/client/retry";
 import { planSimulation, type PlannedCall, type Purpose } from "./plan";
 import { emptyTally, freshKeyCounts, type FreshKeyDuplicateSent, type SimulationSummary, type ToolTally } from "./summary";

@@ -1,7 +1,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { IdemgateApiError, IdemgateClient, OutcomeUnknownError, type AttemptEvent } from ".";
+import { IdemgateApiError, IdemgateClient, OutcomeUnknownError, type AttemptEvent } from "./index";
 
 interface Seen {
   method: string;

@@ -106,6 +106,38 @@ describe("guard()", () => {
     expect(ledger).toHaveLength(1);
   });
 
+  it("runs nothing on an answer that is neither a reservation nor a stored result: a proxy's error pages, a server without this API", async () => {
+    for (const [status, contentType, body] of [
+      [404, "text/html", "<html><body>Not Found</body></html>"],
+      [413, "text/html", "<html><body>413 Request Entity Too Large</body></html>"],
+      [200, "application/json", '{"ok":true}'],
+      [201, "application/json", '{"state":"reserved"}'],
+    ] as const) {
+      const proxy = createServer((_req, res) => res.writeHead(status, { "Content-Type": contentType }).end(body));
+      await new Promise<void>((resolve) => proxy.listen(0, "127.0.0.1", resolve));
+      const behindProxy = new IdemgateClient({ baseUrl: `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`, token, retry: { maxAttempts: 1 } });
+      let ran = 0;
+      const failure = await behindProxy
+        .guard("ledger.record", entry("proxy"), async () => ++ran, { key: `g-${randomUUID()}` })
+        .then(() => null, (err: unknown) => err);
+      proxy.closeAllConnections();
+      await new Promise((resolve) => proxy.close(resolve));
+      expect(ran, `answer ${status} ${contentType}`).toBe(0);
+      expect(failure).toBeInstanceOf(Error);
+      expect((failure as Error).message).toMatch(/did not run/);
+    }
+  });
+
+  it("an error with status 408, 425 or 429 says nothing was applied: released, and the retry runs", async () => {
+    for (const status of [408, 425, 429]) {
+      const key = `g-${randomUUID()}`;
+      let runs = 0;
+      const refused = Object.assign(new Error(`the payment service answered ${status}`), { status });
+      await expect(client.guard("ledger.record", entry(`busy-${status}`), async () => (++runs, Promise.reject(refused)), { key })).rejects.toBe(refused);
+      expect(await client.guard("ledger.record", entry(`busy-${status}`), async () => ({ runs: ++runs }), { key })).toEqual({ runs: 2 });
+    }
+  });
+
   it("an operator's release while the function runs: heartbeats refused and said so, the completion kept as a late one, the value returned", async () => {
     const key = `g-${randomUUID()}`;
     const warnings: GuardWarning[] = [];

@@ -9,7 +9,7 @@ export interface ApiSender {
     tool: string,
     key: string | null,
     request: { headers: Record<string, string>; body: string | undefined; signal?: AbortSignal; retry?: Partial<RetryOptions> },
-  ): Promise<{ body: T }>;
+  ): Promise<{ status: number; body: T }>;
 }
 
 /**
@@ -64,6 +64,22 @@ interface Reserved {
   executionId: string;
   token: number;
   leaseUntil: string;
+  /** the rest of the lease by the server's clock when it answered */
+  leaseMs?: number;
+}
+
+function isReserved(status: number, answer: unknown): answer is Reserved {
+  const a = answer as Partial<Reserved> | null;
+  return (
+    status === 201 &&
+    typeof a === "object" &&
+    a !== null &&
+    a.state === "reserved" &&
+    typeof a.executionId === "string" &&
+    a.executionId !== "" &&
+    typeof a.token === "number" &&
+    typeof a.leaseUntil === "string"
+  );
 }
 interface Done {
   state: "done";
@@ -71,12 +87,21 @@ interface Done {
   body: unknown;
 }
 
-/** The status an error carries (`status` or `statusCode`, as HTTP client libraries set it), when it is a 4xx. */
-function finalStatus(err: unknown): number | null {
+/** The status an error carries (`status` or `statusCode`, as HTTP client libraries set it). */
+function errorStatus(err: unknown): number | null {
   if (typeof err !== "object" || err === null) return null;
   const e = err as { status?: unknown; statusCode?: unknown };
   const status = typeof e.status === "number" ? e.status : typeof e.statusCode === "number" ? e.statusCode : null;
-  return status !== null && Number.isInteger(status) && status >= 400 && status <= 499 ? status : null;
+  return status !== null && Number.isInteger(status) ? status : null;
+}
+
+/** Statuses that say a request was not acted on (as for upstream tools): the key is released. */
+const NOT_APPLIED_STATUSES = new Set([408, 425, 429]);
+
+/** A 4xx the function threw is its final answer (a declined card), stored and replayed; 408/425/429 are not. */
+function finalStatus(err: unknown): number | null {
+  const status = errorStatus(err);
+  return status !== null && status >= 400 && status <= 499 && !NOT_APPLIED_STATUSES.has(status) ? status : null;
 }
 
 function errorBody(err: unknown): unknown {
@@ -86,7 +111,9 @@ function errorBody(err: unknown): unknown {
 }
 
 function isNotApplied(err: unknown): boolean {
-  return err instanceof Error && err.name === "NotAppliedError";
+  if (err instanceof Error && err.name === "NotAppliedError") return true;
+  const status = errorStatus(err);
+  return status !== null && NOT_APPLIED_STATUSES.has(status);
 }
 
 const JSON_HEADERS = { "Content-Type": "application/json" };
@@ -96,9 +123,10 @@ const JSON_HEADERS = { "Content-Type": "application/json" };
  * log: reserve the key; on a 201 run `fn` (heartbeating every third of the lease), then store its
  * result; on a replay return the stored result without running. The four outcomes:
  * - done: `fn`'s result is stored and returned; every retry with the key gets it back (replay);
- * - final error: `fn` threw an error with a 4xx `status` (a declined card): stored as the result and
+ * - final error: `fn` threw an error with a 4xx `status` but 408/425/429 (a declined card): stored as the result and
  *   rethrown; a retry gets FinalResultError with the stored status and body, without running;
- * - not applied: `fn` threw NotAppliedError: the key is released and the error rethrown; a retry runs;
+ * - not applied: `fn` threw NotAppliedError (or an error with status 408, 425 or 429): the key is
+ *   released and the error rethrown; a retry runs;
  * - unknown: `fn` threw anything else: the key is held as unknown and OutcomeUnknownError is thrown
  *   (the original error as its cause); no retry with this key runs `fn` again until a probe or an
  *   operator decides.
@@ -120,9 +148,20 @@ export async function guard<T>(client: ApiSender, tool: string, args: unknown, f
     signal: options.signal,
   });
   const answer = reservation.body;
-  if (answer.state === "done") {
+  if (reservation.status === 200 && answer?.state === "done" && typeof answer.status === "number") {
     if (answer.status >= 400) throw new FinalResultError(answer.status, answer.body, key);
     return answer.body as T;
+  }
+  // fn runs on a reservation and nothing else: any other answer (a proxy's error page, a server
+  // without this API) leaves the call unrun, whatever its status
+  if (!isReserved(reservation.status, answer)) {
+    const problem: Problem = {
+      type: "about:blank",
+      title: "Unexpected answer to the reservation",
+      status: reservation.status,
+      detail: `the reservation of ${tool} was answered ${reservation.status} without a reservation or a stored result; the function did not run`,
+    };
+    throw new IdemgateApiError(problem, key, 1);
   }
   const { executionId, token } = answer;
   const settle = (action: "complete" | "release" | "heartbeat", body: Record<string, unknown>) =>
@@ -133,7 +172,7 @@ export async function guard<T>(client: ApiSender, tool: string, args: unknown, f
     });
 
   // heartbeats every third of the lease while fn runs; a 409 means the key is no longer ours: stop and say so
-  const leaseMs = Math.max(300, Date.parse(answer.leaseUntil) - Date.now());
+  const leaseMs = Math.max(300, typeof answer.leaseMs === "number" ? answer.leaseMs : Date.parse(answer.leaseUntil) - Date.now());
   let beating = true;
   let timer: ReturnType<typeof setTimeout> | undefined;
   const beat = () => {
@@ -163,7 +202,7 @@ export async function guard<T>(client: ApiSender, tool: string, args: unknown, f
   } catch (err) {
     stop();
     if (isNotApplied(err)) {
-      await settle("release", { outcome: "not_run", note: (err as Error).message.slice(0, 1000) });
+      await settle("release", { outcome: "not_run", note: String(err instanceof Error ? err.message : err).slice(0, 1000) });
       throw err;
     }
     const status = finalStatus(err);

@@ -1,3 +1,5 @@
+// Inside this repository, import "@/lib/client/index": this folder's package.json points at the packed
+// build (dist/, made by `npm pack`), which would otherwise stand in for these sources once built.
 export { IdemgateClient, type AttemptEvent, type IdemgateClientOptions, type InvokeOptions, type InvokeResult, type ToolDescription } from "./idemgate-client";
 export { IdemgateApiError, NETWORK_PROBLEM_TYPE, OUTCOME_UNKNOWN_PROBLEM_TYPE, OutcomeUnknownError, TIMEOUT_PROBLEM_TYPE, type Problem } from "./errors";
 export { DEFAULT_RETRY, type RetryOptions } from "./retry";

@@ -66,7 +66,10 @@ describe("the reservation API on the fast path", () => {
     const key = randomUUID();
     const first = await reserve(key);
     expect(first.status).toBe(201);
-    expect(first.body).toEqual({ state: "reserved", executionId: expect.any(String), token: expect.any(Number), leaseUntil: expect.any(String) });
+    expect(first.body).toEqual({ state: "reserved", executionId: expect.any(String), token: expect.any(Number), leaseUntil: expect.any(String), leaseMs: expect.any(Number) });
+    // the rest of the lease by the server's clock: a client schedules heartbeats from it, not from its own clock
+    expect(first.body.leaseMs).toBeGreaterThan(0);
+    expect(Math.abs(Date.parse(first.body.leaseUntil) - Date.now() - first.body.leaseMs)).toBeLessThan(5_000);
     expect(first.headers.get("idemgate-execution-id")).toBe(first.body.executionId);
     expectDocumented("/api/v1/tools/ledger.record/reservations", 201, first.body);
     expect(await gateway.pg.db.prisma.execution.findUnique({ where: { id: first.body.executionId } })).toMatchObject({ key, outcome: null });
@@ -77,7 +80,7 @@ describe("the reservation API on the fast path", () => {
     expectDocumented("/api/v1/tools/ledger.record/reservations", 409, running.body);
 
     const beat = await settle(first.body.executionId, "heartbeat", { token: first.body.token });
-    expect(beat).toMatchObject({ status: 200, body: { state: "reserved", leaseUntil: expect.any(String) } });
+    expect(beat).toMatchObject({ status: 200, body: { state: "reserved", leaseUntil: expect.any(String), leaseMs: expect.any(Number) } });
 
     const done = await settle(first.body.executionId, "complete", { token: first.body.token, body: { entryId: "e-1" } });
     expect(done).toMatchObject({ status: 200, body: { state: "done", status: 200, body: { entryId: "e-1" } } });

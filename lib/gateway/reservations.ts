@@ -67,7 +67,7 @@ export async function reserveTool(request: GatewayRequest, toolName: string, pri
       return {
         status: 201,
         headers: { ...JSON_HEADERS, "Idempotency-Key": r.key, "Idemgate-Execution-Id": r.executionId },
-        body: JSON.stringify({ state: "reserved", executionId: r.executionId, token: r.token, leaseUntil: new Date(r.leaseUntilMs).toISOString() }),
+        body: JSON.stringify({ state: "reserved", executionId: r.executionId, token: r.token, ...lease(r.leaseUntilMs) }),
       };
     }
     return {
@@ -117,6 +117,14 @@ export async function settleExecution(
   return settleAnswer(result);
 }
 
+/**
+ * A reservation's lease: when it ends, and how much of it is left by this server's clock when it
+ * answers (leaseMs), so a client schedules its heartbeats without trusting its own clock to agree.
+ */
+function lease(leaseUntilMs: number): { leaseUntil: string; leaseMs: number } {
+  return { leaseUntil: new Date(leaseUntilMs).toISOString(), leaseMs: Math.max(0, leaseUntilMs - Date.now()) };
+}
+
 function settleAnswer(result: SettleResult): HttpAnswer {
   switch (result.state) {
     case "done":
@@ -126,7 +134,7 @@ function settleAnswer(result: SettleResult): HttpAnswer {
         body: `{"state":"done","status":${result.status},"body":${result.body}}`,
       };
     case "reserved":
-      return { status: 200, headers: JSON_HEADERS, body: JSON.stringify({ state: "reserved", leaseUntil: new Date(result.leaseUntilMs).toISOString() }) };
+      return { status: 200, headers: JSON_HEADERS, body: JSON.stringify({ state: "reserved", ...lease(result.leaseUntilMs) }) };
     default:
       return { status: 200, headers: JSON_HEADERS, body: JSON.stringify({ state: result.state }) };
   }

@@ -1082,6 +1082,10 @@ export class Engine {
       // a call within its lease is not held again (it may still complete): closed in the log only
       // (the key's latest execution however old, as recovery reads it)
       const prior = await this.audit.priorExecution(decision.scope, decision.key, new Date(0));
+      // as for a record the store holds: a call still within its lease is released only with force
+      if (prior && prior.outcome === null && prior.leaseUntil.getTime() > this.now() && !decision.force) {
+        throw refusal("release", "running", recordFromPrior(decision.scope, decision.key, prior, false));
+      }
       if (
         prior &&
         (prior.outcome === null || prior.outcome === "unknown") &&

@@ -170,6 +170,7 @@ function reservation(tool: ToolDescription) {
                 executionId: { type: "string", format: "uuid" },
                 token: { type: "integer", description: "send it with every complete, release and heartbeat" },
                 leaseUntil: { type: "string", format: "date-time", description: "heartbeat before this (every third of the lease) while the side effect runs" },
+                leaseMs: { type: "integer", minimum: 0, description: "the rest of the lease, in milliseconds by the server's clock when it answered: schedule heartbeats from this" },
               },
             },
           },
@@ -225,7 +226,7 @@ function settlePaths(): Record<string, Record<string, unknown>> {
       "heartbeat",
       "Extend a running call's lease by the tool's lease (at most 24 h after the reservation; then 409 invalid_state). 409 stale_token once the key was released or taken over: stop.",
       { type: "object", additionalProperties: false, required: ["token"], properties: { token: TOKEN_SCHEMA } },
-      { type: "object", required: ["state", "leaseUntil"], properties: { state: { const: "reserved" }, leaseUntil: { type: "string", format: "date-time" } } },
+      { type: "object", required: ["state", "leaseUntil"], properties: { state: { const: "reserved" }, leaseUntil: { type: "string", format: "date-time" }, leaseMs: { type: "integer", minimum: 0 } } },
     ),
   };
 }

@@ -5,7 +5,7 @@ import path from "node:path";
 import { promisify } from "node:util";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { IdemgateClient } from "@/lib/client";
+import { IdemgateClient } from "@/lib/client/index";
 import { runSimulation } from "@/cli/simulate";
 import { createTestPostgres, REDIS_TEST_URL } from "@/test/support/databases";
 import { RedisProcess } from "@/test/support/redis-process";

@@ -6,7 +6,7 @@ import path from "node:path";
 import { promisify } from "node:util";
 import { testPort } from "@/scripts/test-ports.mjs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { FinalResultError, IdemgateClient, NotAppliedError, OutcomeUnknownError, type GuardWarning } from "@/lib/client";
+import { FinalResultError, IdemgateClient, NotAppliedError, OutcomeUnknownError, type GuardWarning } from "@/lib/client/index";
 import { createTestPostgres, REDIS_TEST_URL } from "@/test/support/databases";
 import { removeDataDir, ROOT, startServer, type RunningServer } from "@/test/support/server";
 import { deleteRedisPrefix } from "@/test/support/stores";

@@ -3,7 +3,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { chromium, type APIRequestContext, type Browser } from "@playwright/test";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { testPort } from "@/scripts/test-ports.mjs";
-import { IdemgateClient } from "@/lib/client";
+import { IdemgateClient } from "@/lib/client/index";
 import { derivedKey } from "@/lib/tools/upstream";
 import { createTestPostgres, REDIS_TEST_URL } from "@/test/support/databases";
 import { removeDataDir, startServer, type RunningServer } from "@/test/support/server";

@@ -107,6 +107,15 @@ describe.each(["redis", "postgres"] as const)("held calls the key store lost (%s
     expect(ledgerRuns).toBe(0);
   });
 
+  it("a call the store lost that is still within its lease is released only with force: it may still complete", async () => {
+    const scope = `held-run-${randomUUID().slice(0, 6)}`;
+    await expect(call(charge, scope, "running", chargeArgs("cus_r", "crash_after_effect"))).rejects.toBeInstanceOf(CallAbandonedError);
+    await lose(scope);
+    await expect(releaseKey(runtime(), { scope, key: "running", actor: "ops@example.com", reason: "looks lost" })).rejects.toThrow(/still running/);
+    await expect(releaseKey(runtime(), { scope, key: "running", actor: "ops@example.com", reason: "the PSP shows no charge", force: true })).resolves.toBeDefined();
+    expect(await charges(scope)).toBe(1);
+  });
+
   it("without a pass: 'Ask the tool', resolve and release on a key the store lost hold it again first, then decide it", async () => {
     const scope = `held-op-${randomUUID().slice(0, 6)}`;
     await heldCalls(scope);
