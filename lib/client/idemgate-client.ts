@@ -1,8 +1,22 @@
-import type { ToolDescription } from "@/lib/tools/api-schemas";
 import { IdemgateApiError, NETWORK_PROBLEM_TYPE, OUTCOME_UNKNOWN_PROBLEM_TYPE, OutcomeUnknownError, TIMEOUT_PROBLEM_TYPE, type Problem } from "./errors";
+import { guard, idempotent, type GuardOptions } from "./guard";
 import { DEFAULT_RETRY, parseRetryAfterMs, retryDelayMs, sleep, type RetryOptions } from "./retry";
 
-export type { ToolDescription };
+/** A tool as GET /api/v1/tools lists it. */
+export interface ToolDescription {
+  name: string;
+  kind: "read" | "write";
+  description: string;
+  ttlMs: number;
+  leaseMs: number;
+  stuckPolicy: "block" | "takeover";
+  fallbackTtlMs: number | null;
+  idempotencyKey: "required" | "optional" | "unused";
+  /** where it runs: in Idemgate, at an HTTP service it forwards to, or in the caller's process (guard it) */
+  source: "in_process" | "upstream" | "client";
+  argumentsSchema: Record<string, unknown>;
+  resultSchema: Record<string, unknown> | null;
+}
 
 export interface IdemgateClientOptions {
   /** where the gateway is served, e.g. http://127.0.0.1:3000 */
@@ -241,7 +255,21 @@ export class IdemgateClient {
     });
   }
 
-  private async send<T>(
+  /**
+   * Runs `fn`, a tool that runs in this process (`runs: client`), at most once per key: see guard()
+   * in guard.ts for the four outcomes and what each returns or throws.
+   */
+  guard<T>(tool: string, args: unknown, fn: () => Promise<T> | T, options: GuardOptions): Promise<T> {
+    return guard(this, tool, args, fn, options);
+  }
+
+  /** `fn` guarded on every call, its key made from its arguments by `options.key`. */
+  idempotent<A, T>(tool: string, fn: (args: A) => Promise<T> | T, options: Omit<GuardOptions, "key"> & { key: (args: A) => string }): (args: A) => Promise<T> {
+    return idempotent(this, tool, fn, options);
+  }
+
+  /** @internal one API call with the retry rules above (guard() uses it for the reservation API) */
+  async send<T>(
     method: "GET" | "POST",
     path: string,
     tool: string,

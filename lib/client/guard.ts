@@ -1,0 +1,210 @@
+import { IdemgateApiError, OutcomeUnknownError, type Problem } from "./errors";
+import type { RetryOptions } from "./retry";
+
+/** What guard() needs of IdemgateClient: one API call with its retry rules. */
+export interface ApiSender {
+  send<T>(
+    method: "GET" | "POST",
+    path: string,
+    tool: string,
+    key: string | null,
+    request: { headers: Record<string, string>; body: string | undefined; signal?: AbortSignal; retry?: Partial<RetryOptions> },
+  ): Promise<{ body: T }>;
+}
+
+/**
+ * Throw this from a guarded function when its side effect certainly did not happen (the payment SDK
+ * refused before sending, a validation failed): the key is released and a retry runs the function.
+ * Any other exception means the outcome is unknown and the key is held.
+ */
+export class NotAppliedError extends Error {
+  constructor(message = "the action was not applied", options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = "NotAppliedError";
+  }
+}
+
+/** A stored final error (a status of 400–499) answered to a replay: the function did not run again. */
+export class FinalResultError extends Error {
+  constructor(
+    readonly status: number,
+    readonly body: unknown,
+    readonly key: string,
+  ) {
+    super(`the stored result of this action is a final error (${status})`);
+    this.name = "FinalResultError";
+  }
+}
+
+/** Something the caller should know that does not change what guard() returns or throws. */
+export interface GuardWarning {
+  kind: "heartbeat_refused" | "late_completion" | "result_not_stored";
+  tool: string;
+  key: string;
+  executionId: string;
+  message: string;
+  cause?: unknown;
+}
+
+export interface GuardOptions {
+  /** the Idempotency-Key naming this logical action: one per action, the same on every retry */
+  key: string;
+  session?: string;
+  /** "model" when a model minted the key (advisory: also checked by the arguments) */
+  keySource?: "orchestrator" | "model";
+  /** `Prefer: wait=N` for a reservation meeting a running call (default: the client's) */
+  waitSeconds?: number;
+  /** told about refused heartbeats, late completions and results that could not be stored (default: console.warn) */
+  onWarning?: (warning: GuardWarning) => void;
+  signal?: AbortSignal;
+}
+
+interface Reserved {
+  state: "reserved";
+  executionId: string;
+  token: number;
+  leaseUntil: string;
+}
+interface Done {
+  state: "done";
+  status: number;
+  body: unknown;
+}
+
+/** The status an error carries (`status` or `statusCode`, as HTTP client libraries set it), when it is a 4xx. */
+function finalStatus(err: unknown): number | null {
+  if (typeof err !== "object" || err === null) return null;
+  const e = err as { status?: unknown; statusCode?: unknown };
+  const status = typeof e.status === "number" ? e.status : typeof e.statusCode === "number" ? e.statusCode : null;
+  return status !== null && Number.isInteger(status) && status >= 400 && status <= 499 ? status : null;
+}
+
+function errorBody(err: unknown): unknown {
+  if (!(err instanceof Error)) return { error: String(err) };
+  const e = err as Error & { code?: unknown; body?: unknown };
+  return { error: { name: e.name, message: e.message, ...(typeof e.code === "string" ? { code: e.code } : {}), ...(e.body !== undefined ? { body: e.body } : {}) } };
+}
+
+function isNotApplied(err: unknown): boolean {
+  return err instanceof Error && err.name === "NotAppliedError";
+}
+
+const JSON_HEADERS = { "Content-Type": "application/json" };
+
+/**
+ * Runs `fn` at most once per (scope, key), with Idemgate as the key store, result store and audit
+ * log: reserve the key; on a 201 run `fn` (heartbeating every third of the lease), then store its
+ * result; on a replay return the stored result without running. The four outcomes:
+ * - done: `fn`'s result is stored and returned; every retry with the key gets it back (replay);
+ * - final error: `fn` threw an error with a 4xx `status` (a declined card): stored as the result and
+ *   rethrown; a retry gets FinalResultError with the stored status and body, without running;
+ * - not applied: `fn` threw NotAppliedError: the key is released and the error rethrown; a retry runs;
+ * - unknown: `fn` threw anything else: the key is held as unknown and OutcomeUnknownError is thrown
+ *   (the original error as its cause); no retry with this key runs `fn` again until a probe or an
+ *   operator decides.
+ * Its own API calls are retried with the same key (network errors, 503, a conflict while another
+ * caller holds the key, with `Prefer: wait`).
+ */
+export async function guard<T>(client: ApiSender, tool: string, args: unknown, fn: () => Promise<T> | T, options: GuardOptions): Promise<T> {
+  const key = options.key;
+  const warn = options.onWarning ?? ((w: GuardWarning) => console.warn(`idemgate: ${w.tool} ${w.key}: ${w.message}`));
+  const headers: Record<string, string> = { ...JSON_HEADERS, "Idempotency-Key": key.includes(",") ? `"${key.replace(/[\\"]/g, "\\$&")}"` : key };
+  const wait = options.waitSeconds ?? 10;
+  if (wait > 0) headers.Prefer = `wait=${Math.floor(wait)}`;
+  if (options.session) headers["Idemgate-Session"] = options.session;
+  if (options.keySource) headers["Idemgate-Key-Source"] = options.keySource;
+
+  const reservation = await client.send<Reserved | Done>("POST", `/api/v1/tools/${encodeURIComponent(tool)}/reservations`, tool, key, {
+    headers,
+    body: JSON.stringify({ arguments: args ?? {} }),
+    signal: options.signal,
+  });
+  const answer = reservation.body;
+  if (answer.state === "done") {
+    if (answer.status >= 400) throw new FinalResultError(answer.status, answer.body, key);
+    return answer.body as T;
+  }
+  const { executionId, token } = answer;
+  const settle = (action: "complete" | "release" | "heartbeat", body: Record<string, unknown>) =>
+    client.send("POST", `/api/v1/executions/${encodeURIComponent(executionId)}/${action}`, tool, key, {
+      headers: JSON_HEADERS,
+      body: JSON.stringify({ token, ...body }),
+      retry: action === "heartbeat" ? { maxAttempts: 1 } : undefined,
+    });
+
+  // heartbeats every third of the lease while fn runs; a 409 means the key is no longer ours: stop and say so
+  const leaseMs = Math.max(300, Date.parse(answer.leaseUntil) - Date.now());
+  let beating = true;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const beat = () => {
+    timer = setTimeout(async () => {
+      try {
+        await settle("heartbeat", {});
+      } catch (err) {
+        if (err instanceof IdemgateApiError && err.status === 409) {
+          beating = false;
+          warn({ kind: "heartbeat_refused", tool, key, executionId, message: `the heartbeat was refused (${err.code ?? err.status}): the key is no longer held by this call; heartbeats stopped`, cause: err });
+          return;
+        }
+        // a lost heartbeat: the next one may get through before the lease ends
+      }
+      if (beating) beat();
+    }, Math.max(100, Math.floor(leaseMs / 3)));
+  };
+  beat();
+  const stop = () => {
+    beating = false;
+    if (timer) clearTimeout(timer);
+  };
+
+  let value: T;
+  try {
+    value = await fn();
+  } catch (err) {
+    stop();
+    if (isNotApplied(err)) {
+      await settle("release", { outcome: "not_run", note: (err as Error).message.slice(0, 1000) });
+      throw err;
+    }
+    const status = finalStatus(err);
+    if (status !== null) {
+      await complete(status, errorBody(err));
+      throw err;
+    }
+    const note = `the guarded function threw: ${err instanceof Error ? err.message : String(err)}`.slice(0, 1000);
+    try {
+      await settle("release", { outcome: "unknown", note });
+    } catch {
+      // not recorded as unknown: the reservation turns stuck after its lease, still held
+    }
+    const problem: Problem = { type: "/problems/outcome_unknown", title: "Outcome unknown: the key is held", status: 502, detail: note, key, executionId };
+    const unknown = new OutcomeUnknownError(problem, key, executionId, 1);
+    Object.defineProperty(unknown, "cause", { value: err });
+    throw unknown;
+  }
+  stop();
+  await complete(200, value === undefined ? null : value);
+  return value;
+
+  async function complete(status: number, body: unknown): Promise<void> {
+    try {
+      await settle("complete", { status, body });
+    } catch (err) {
+      if (err instanceof IdemgateApiError && err.code === "stale_token") {
+        warn({ kind: "late_completion", tool, key, executionId, message: "the key was released or taken over while the function ran: its result is kept as a late completion for operators, not replayed", cause: err });
+        return;
+      }
+      warn({ kind: "result_not_stored", tool, key, executionId, message: `the result could not be stored (${err instanceof Error ? err.message : String(err)}); the key stays reserved and turns stuck after its lease`, cause: err });
+    }
+  }
+}
+
+/** A function guarded by guard() for every call, its key made from its arguments. */
+export function idempotent<A, T>(
+  client: ApiSender,
+  tool: string,
+  fn: (args: A) => Promise<T> | T,
+  options: Omit<GuardOptions, "key"> & { key: (args: A) => string },
+): (args: A) => Promise<T> {
+  return (args: A) => guard(client, tool, args, () => fn(args), { ...options, key: options.key(args) });
+}
