@@ -5,6 +5,7 @@ import path from "node:path";
 import { IdempotencyConfig, makeIdempotent } from "@aws-lambda-powertools/idempotency";
 import { CachePersistenceLayer } from "@aws-lambda-powertools/idempotency/cache";
 import { createClient } from "@redis/client";
+import { IdemgateClient } from "@/lib/client";
 import { POSTGRES_ADMIN_URL, REDIS_TEST_URL } from "@/test/support/databases";
 import { deleteRedisPrefix } from "@/test/support/stores";
 import { admin, BUILD_LOCK, killGroup, NEXT_BIN, SERVE, spawnGroup, waitFor } from "./gateway-bench";
@@ -30,9 +31,9 @@ interface Contender {
 }
 
 /**
- * A function guarded where it runs, over the reservation API (a production server on Redis and
- * PostgreSQL, audit durable): the requests a client's guard() sends (reserve, then complete; a
- * replay is the reservation's 200), on fetch's keep-alive connections, against calling the function directly and against Powertools' in-process
+ * A function guarded where it runs with lib/client's guard() (a production server on Redis and
+ * PostgreSQL, audit durable): reserve, run, complete (a replay is the reservation's 200), on fetch's
+ * keep-alive connections, against calling the function directly and against Powertools' in-process
  * wrapper (makeIdempotent, cache layer on node-redis) on the same Redis. First executions get a
  * fresh key per call, replays one fixed key; 1 and 50 callers in this process. Added latency is
  * the contender's p50 (p99) minus the direct call's.
@@ -66,12 +67,12 @@ export async function benchClient(options: ClientOptions): Promise<Row[]> {
     await waitFor(`${base}/api/health`, server, options.build ? 600_000 : 120_000);
     const token = /API token:\s*(\S+)/.exec(await readFile(path.join(dataDir, "credentials.txt"), "utf8"))?.[1];
     if (!token) throw new Error("no API token in credentials.txt");
-    const guard = guardOverApi(base, token);
+    const client = new IdemgateClient({ baseUrl: base, token });
     const wrapper = (powertools = await powertoolsWrapper(`${prefix}-powertools`));
     const contenders: Contender[] = [
       { name: DIRECT, call: () => fn() },
       { name: POWERTOOLS, call: (key) => wrapper.run({ key, args: ARGS }) },
-      { name: IDEMGATE, call: (key) => guard(TOOL, ARGS, fn, key) },
+      { name: IDEMGATE, call: (key) => client.guard(TOOL, ARGS, fn, { key }) },
     ];
     // warm up: connections, scripts, the JIT; the first seconds of the store epoch also read the audit log
     const warmStarted = Date.now();
@@ -134,31 +135,7 @@ export async function benchClient(options: ClientOptions): Promise<Row[]> {
 
 const DIRECT = "the function called directly";
 const POWERTOOLS = "Powertools makeIdempotent (in process, cache layer on the same Redis)";
-const IDEMGATE = "Idemgate reservation API: reserve + complete over keep-alive fetch (audit durable)";
-
-/** Reserve, run, complete: what guard() sends when nothing fails (a stored result is returned from the reservation's 200). */
-function guardOverApi(base: string, token: string) {
-  const headers = { authorization: `Bearer ${token}`, "content-type": "application/json" };
-  return async <T>(tool: string, args: unknown, run: () => Promise<T>, key: string): Promise<T> => {
-    const reserved = await fetch(`${base}/api/v1/tools/${encodeURIComponent(tool)}/reservations`, {
-      method: "POST",
-      headers: { ...headers, "idempotency-key": key, prefer: "wait=10" },
-      body: JSON.stringify({ arguments: args }),
-    });
-    const answer = (await reserved.json()) as { body?: T; executionId?: string; token?: string };
-    if (reserved.status === 200) return answer.body as T;
-    if (reserved.status !== 201) throw new Error(`reservation answered ${reserved.status}: ${JSON.stringify(answer)}`);
-    const result = await run();
-    const completed = await fetch(`${base}/api/v1/executions/${encodeURIComponent(answer.executionId!)}/complete`, {
-      method: "POST",
-      headers,
-      body: JSON.stringify({ token: answer.token, status: 200, body: result }),
-    });
-    await completed.arrayBuffer();
-    if (!completed.ok) throw new Error(`complete answered ${completed.status}`);
-    return result;
-  };
-}
+const IDEMGATE = "Idemgate client.guard(): reserve + complete over keep-alive fetch (audit durable)";
 
 /** Powertools 2.35 outside Lambda (as the peers section runs it): its in-process wrapper, no local cache. */
 async function powertoolsWrapper(keyPrefix: string) {

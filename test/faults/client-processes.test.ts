@@ -3,6 +3,7 @@ import { randomUUID } from "node:crypto";
 import { mkdtemp, readFile, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
+import { chromium, type APIRequestContext, type Browser } from "@playwright/test";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestPostgres, REDIS_TEST_URL } from "@/test/support/databases";
 import { removeDataDir, ROOT, startServer, type RunningServer } from "@/test/support/server";
@@ -14,6 +15,8 @@ import { deleteRedisPrefix } from "@/test/support/stores";
 // server process and the Python ones to another). Every process's function appends one line to a
 // ledger file (O_APPEND) when it takes effect: the lines counted are the effects. Ports 3178-3180
 // are this file's.
+
+const CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"];
 
 type Lang = "ts" | "python";
 type Mode = "ok" | "crash" | "throw" | "not_applied";
@@ -47,6 +50,9 @@ describe.each(configurations)("guarded functions in 12 processes on $name", (con
   const servers: RunningServer[] = [];
   let token: string;
   let dir: string;
+  let browser: Browser;
+  /** an operator signed in to the console: releases and resolutions are operators' decisions, not an API token's */
+  let operator: APIRequestContext;
 
   beforeAll(async () => {
     dir = await mkdtemp(path.join(os.tmpdir(), "idemgate-procs-"));
@@ -60,10 +66,21 @@ describe.each(configurations)("guarded functions in 12 processes on $name", (con
       await removeDataDir(`.data/fault-procs-${port}`);
       servers.push(await startServer({ port, dataDir: `.data/fault-procs-${port}`, env }));
     }
-    token = (await servers[0].credentials()).apiToken;
+    const credentials = await servers[0].credentials();
+    token = credentials.apiToken;
+
+    browser = await chromium.launch({ executablePath: process.env.CHROMIUM_PATH ?? "/usr/bin/chromium", args: CHROMIUM_ARGS });
+    const page = await browser.newPage({ baseURL: servers[0].url });
+    await page.goto("/login");
+    await page.getByLabel("Email").fill(credentials.email);
+    await page.getByLabel("Password").fill(credentials.password);
+    await page.getByRole("button", { name: "Sign in" }).click();
+    await page.waitForURL((url) => !url.pathname.startsWith("/login"));
+    operator = page.request;
   });
 
   afterAll(async () => {
+    await browser?.close();
     for (const server of servers) await server.stop();
     await deleteRedisPrefix(prefix);
     await pg?.drop();
@@ -132,6 +149,13 @@ describe.each(configurations)("guarded functions in 12 processes on $name", (con
     }
   }
 
+  /** What an operator does in the console: POST the key's release or resolve as the signed-in session. */
+  async function decide(key: string, action: "release" | "resolve", data: Record<string, unknown>): Promise<void> {
+    const url = `${servers[0].url}/api/v1/keys/demo/${encodeURIComponent(key)}/${action}`;
+    const res = await operator.post(url, { data, headers: { origin: servers[0].url } });
+    expect(res.status(), await res.text()).toBe(200);
+  }
+
   const record = (name: string, expected: number, counted: number) => summary.push({ case: `${configuration.servers ? "redis+pg" : "embedded"}: ${name}`, expected, counted });
 
   it("8 TypeScript and 4 Python processes with one key at once: one effect; the others replay the same result", async () => {
@@ -160,11 +184,7 @@ describe.each(configurations)("guarded functions in 12 processes on $name", (con
       const retry = await worker(other, key, ledger);
       expect(retry).toMatchObject({ ran: false, status: 409, type: "/problems/stuck" });
     }
-    const res = await api(`/api/v1/keys/demo/${encodeURIComponent(key)}/resolve`, {
-      method: "POST",
-      body: JSON.stringify({ reason: "the ledger has the entry", result: { by: "operator" } }),
-    });
-    expect(res.status, await res.clone().text()).toBe(200);
+    await decide(key, "resolve", { reason: "the ledger has the entry", result: { by: "operator" } });
     expect(await keyState(key)).toBe("done");
     for (const other of ["ts", "python"] as const) expect(await worker(other, key, ledger)).toMatchObject({ ran: false, outcome: "replayed", body: { by: "operator" } });
     const counted = await effects(ledger);
@@ -177,8 +197,7 @@ describe.each(configurations)("guarded functions in 12 processes on $name", (con
     const ledger = path.join(dir, `${key}.jsonl`);
     expect((await worker("python", key, ledger, "crash")).signal).toBe("SIGKILL");
     await waitForStuck(key);
-    const res = await api(`/api/v1/keys/demo/${encodeURIComponent(key)}/release`, { method: "POST", body: JSON.stringify({ reason: "checked: treat as not booked" }) });
-    expect(res.status, await res.clone().text()).toBe(200);
+    await decide(key, "release", { reason: "checked: treat as not booked" });
     const retries = await Promise.all([worker("ts", key, ledger, "ok", 300), worker("ts", key, ledger, "ok", 300), worker("python", key, ledger, "ok", 300), worker("python", key, ledger, "ok", 300)]);
     expect(retries.filter((r) => r.ran)).toHaveLength(1);
     const counted = await effects(ledger);

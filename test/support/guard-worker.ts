@@ -1,21 +1,12 @@
-// One process calling a guarded function over the reservation API, for the multi-process fault
+// One process calling a guarded function through lib/client's guard(), for the multi-process fault
 // tests (test/faults/client-processes.test.ts). Environment as test/support/guard_worker.py's; prints
-// one JSON line. It speaks the protocol itself (reserve with Prefer: wait, run, complete or release),
-// as the TypeScript client's guard() does.
-import { openSync, writeSync, closeSync, constants } from "node:fs";
+// one JSON line: whether the function ran here, and what guard() returned or threw.
+import { closeSync, constants, openSync, writeSync } from "node:fs";
+import { IdemgateApiError, IdemgateClient, NotAppliedError } from "../../lib/client";
 
 const env = (name: string) => process.env[name] ?? "";
-const url = env("IDEMGATE_URL");
-const headers = { authorization: `Bearer ${env("IDEMGATE_TOKEN")}`, "content-type": "application/json" };
 const mode = env("MODE") || "ok";
 let ran = false;
-
-class NotAppliedError extends Error {}
-
-async function post(path: string, body: unknown, extra: Record<string, string> = {}) {
-  const res = await fetch(url + path, { method: "POST", headers: { ...headers, ...extra }, body: JSON.stringify(body), signal: AbortSignal.timeout(30_000) });
-  return { status: res.status, headers: res.headers, body: (await res.json()) as Record<string, unknown> };
-}
 
 async function effect(): Promise<unknown> {
   if (mode === "not_applied") throw new NotAppliedError("the service refused the connection: nothing happened");
@@ -29,31 +20,19 @@ async function effect(): Promise<unknown> {
   return { by: "ts", pid: process.pid };
 }
 
-async function guard(): Promise<Record<string, unknown>> {
+async function main(): Promise<Record<string, unknown>> {
+  // a conflict (another process holds the key) is waited out with Prefer: wait and retried by the client
+  const client = new IdemgateClient({ baseUrl: env("IDEMGATE_URL"), token: env("IDEMGATE_TOKEN"), waitSeconds: 20, retry: { maxAttempts: 10 } });
   const args = { account: env("ACCOUNT"), amountCents: 100, currency: "EUR" };
-  for (let attempt = 1; attempt <= 10; attempt++) {
-    const res = await post(`/api/v1/tools/ledger.record/reservations`, { arguments: args }, { "idempotency-key": env("KEY"), prefer: "wait=20" });
-    if (res.status === 409 && res.body.type === "/problems/conflict") continue;
-    if (res.status === 200) return { outcome: "replayed", body: res.body.body };
-    if (res.status !== 201) {
-      const name = res.body.type === "/problems/outcome_unknown" ? "OutcomeUnknownError" : "IdemgateApiError";
-      return { outcome: name, status: res.status, type: res.body.type };
-    }
-    const execution = `/api/v1/executions/${encodeURIComponent(String(res.body.executionId))}`;
-    const token = res.body.token;
-    let result: unknown;
-    try {
-      result = await effect();
-    } catch (err) {
-      const notRun = err instanceof NotAppliedError;
-      await post(`${execution}/release`, { token, outcome: notRun ? "not_run" : "unknown", note: String(err) });
-      return { outcome: notRun ? "NotAppliedError" : "OutcomeUnknownError" };
-    }
-    await post(`${execution}/complete`, { token, status: 200, body: result });
-    return { outcome: "ran", body: result };
+  try {
+    const body = await client.guard("ledger.record", args, effect, { key: env("KEY") });
+    return { outcome: ran ? "ran" : "replayed", body };
+  } catch (err) {
+    if (err instanceof NotAppliedError) return { outcome: "NotAppliedError" };
+    if (err instanceof IdemgateApiError) return { outcome: err.name, status: err.status, type: err.type };
+    throw err;
   }
-  return { outcome: "IdemgateApiError", type: "/problems/conflict", status: 409 };
 }
 
-const result = await guard();
+const result = await main();
 console.log(JSON.stringify({ lang: "ts", ran, ...result }));

@@ -46,6 +46,13 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const host = options.host ?? "127.0.0.1";
   const hostArgs = options.hostFrom === "env" ? [] : ["-H", host];
   const hostEnv = options.hostFrom === "env" ? { HOST: host } : {};
+  const url = `http://${host.includes(":") ? `[${host}]` : host}:${options.port}`;
+  // a server left running on the port would answer the readiness poll in place of this one
+  const occupied = await fetch(url + "/api/health", { signal: AbortSignal.timeout(1_000) }).then(
+    () => true,
+    () => false,
+  );
+  if (occupied) throw new Error(`port ${options.port} is already served by another process: stop it before starting a server there`);
   const child = spawn(process.execPath, [serve, "-p", String(options.port), ...hostArgs], {
     cwd: ROOT,
     detached: true,
@@ -55,7 +62,6 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   let output = "";
   child.stdout!.on("data", (d) => (output += d));
   child.stderr!.on("data", (d) => (output += d));
-  const url = `http://${host.includes(":") ? `[${host}]` : host}:${options.port}`;
   const ready = options.readyStatuses ?? [200];
   const deadline = Date.now() + 90_000;
   for (;;) {

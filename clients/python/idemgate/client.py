@@ -57,7 +57,7 @@ def _status_of(exc: BaseException) -> Optional[int]:
 class _Heartbeat:
     """Extends a reservation's lease every ``interval`` seconds while the guarded function runs."""
 
-    def __init__(self, client: "Idemgate", execution_id: str, token: str, interval: float) -> None:
+    def __init__(self, client: "Idemgate", execution_id: str, token: Any, interval: float) -> None:
         self.client, self.execution_id, self.token, self.interval = client, execution_id, token, interval
         self.beats = 0
         self.stale = False
@@ -163,7 +163,8 @@ class Idemgate:
         if reservation.status == 200:
             return cast(T, self._replay(reservation))
         execution_id = str(reservation.body["executionId"])
-        token = str(reservation.body["token"])
+        # the reservation's fencing token, sent back as it came (a number from Idemgate)
+        token = reservation.body["token"]
         interval = self._heartbeat_interval(reservation.body.get("leaseUntil"))
         with _Heartbeat(self, execution_id, token, interval):
             try:
@@ -188,7 +189,7 @@ class Idemgate:
         path = f"/api/v1/tools/{quote(tool, safe='')}/reservations"
         answer = self._post(path, {"arguments": dict(args)}, _conflict_or_transient, headers, key, timeout)
         if answer.status in (200, 201) and isinstance(answer.body, dict) and not answer.problem:
-            if answer.status == 201 and isinstance(answer.body.get("executionId"), str) and isinstance(answer.body.get("token"), str):
+            if answer.status == 201 and isinstance(answer.body.get("executionId"), str) and isinstance(answer.body.get("token"), (str, int)):
                 return answer
             if answer.status == 200 and answer.body.get("state") == "done":
                 return answer
@@ -207,7 +208,7 @@ class Idemgate:
         remaining = (until - time.time()) if until is not None else 60.0
         return max(0.05, remaining / 3.0)
 
-    def _settle_failure(self, execution_id: str, token: str, key: str, exc: BaseException) -> None:
+    def _settle_failure(self, execution_id: str, token: Any, key: str, exc: BaseException) -> None:
         status = _status_of(exc)
         if isinstance(exc, NotAppliedError) or status in NOT_APPLIED_STATUSES:
             self._release(execution_id, token, key, "not_run", f"{type(exc).__name__}: {exc}"[:500])
@@ -228,7 +229,7 @@ class Idemgate:
             }
             raise OutcomeUnknownError(problem, key, execution_id) from exc
 
-    def _complete(self, execution_id: str, token: str, key: str, status: int, body: Any) -> None:
+    def _complete(self, execution_id: str, token: Any, key: str, status: int, body: Any) -> None:
         try:
             answer = self._post(f"/api/v1/executions/{quote(execution_id, safe='')}/complete", {"token": token, "status": status, "body": body}, transient, key=key)
         except IdemgateError as err:
@@ -248,7 +249,7 @@ class Idemgate:
             return
         raise self._error(answer, key)
 
-    def _release(self, execution_id: str, token: str, key: str, outcome: str, note: str) -> None:
+    def _release(self, execution_id: str, token: Any, key: str, outcome: str, note: str) -> None:
         try:
             answer = self._post(f"/api/v1/executions/{quote(execution_id, safe='')}/release", {"token": token, "outcome": outcome, "note": note}, transient, key=key)
         except IdemgateError as err:

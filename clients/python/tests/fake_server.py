@@ -28,7 +28,7 @@ def reserved(execution_id: str = "exec-1", lease_seconds: float = 60.0) -> Reply
     import time
 
     until = int((time.time() + lease_seconds) * 1000)
-    return 201, {"state": "reserved", "executionId": execution_id, "token": "tok-1", "leaseUntil": until}, {}
+    return 201, {"state": "reserved", "executionId": execution_id, "token": 7, "leaseUntil": until}, {}
 
 
 def done(body: Any, status: int = 200) -> Reply:

@@ -40,7 +40,7 @@ class GuardTest(ClientTestCase):
         self.assertEqual(reserve.headers["idemgate-session"], "run-7")
         self.assertEqual(reserve.headers["idemgate-key-source"], "orchestrator")
         self.assertEqual(complete.path, "/api/v1/executions/exec-1/complete")
-        self.assertEqual(complete.body, {"token": "tok-1", "status": 200, "body": result})
+        self.assertEqual(complete.body, {"token": 7, "status": 200, "body": result})
 
     def test_a_replay_returns_the_stored_body_without_running(self) -> None:
         self.fake.on("/reservations", [done({"chargeId": "ch_first"})])
@@ -163,7 +163,7 @@ class GuardTest(ClientTestCase):
 
         with self.assertRaises(FinalError):
             self.client.guard("t", {}, decline, key="k")
-        self.assertEqual(self.fake.seen[-1].body, {"token": "tok-1", "status": 402, "body": {"code": "card_declined"}})
+        self.assertEqual(self.fake.seen[-1].body, {"token": 7, "status": 402, "body": {"code": "card_declined"}})
 
     def test_an_exception_carrying_a_4xx_status_is_a_final_result(self) -> None:
         class CardError(Exception):
@@ -219,7 +219,7 @@ class HeartbeatTest(ClientTestCase):
         paths = self.fake.paths()
         self.assertEqual(paths[-1], "complete")
         beats_after = len([p for p in paths if p == "heartbeat"])
-        self.assertEqual({s.body["token"] for s in self.fake.seen if s.path.endswith("heartbeat")}, {"tok-1"})
+        self.assertEqual({s.body["token"] for s in self.fake.seen if s.path.endswith("heartbeat")}, {7})
         self.assertEqual(paths, ["reservations"] + ["heartbeat"] * beats_after + ["complete"])
 
     def test_a_409_stops_the_heartbeats_and_warns(self) -> None:
