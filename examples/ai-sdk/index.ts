@@ -3,8 +3,10 @@
 //   IDEMGATE_URL=http://localhost:3000 IDEMGATE_TOKEN=idg_… npx tsx examples/ai-sdk/index.ts
 //
 // No model runs: `MockLanguageModelV3` from `ai/test` plays a scripted sequence — call the charge
-// tool, then the provider fails; the orchestrator runs the step again with the same action key, the
-// model calls the tool again, and Idemgate answers that call with the first charge (replayed).
+// tool (on the gateway) and the ledger tool (a local function guarded with guard(),
+// examples/shared/ledger.ts), then the provider fails; the orchestrator runs the step again with
+// the same action key, the model calls both tools again, and Idemgate answers both calls with the
+// first results (replayed): one charge, one ledger line.
 import { generateText, jsonSchema, stepCountIs, tool, type ToolSet } from "ai";
 import { MockLanguageModelV3 } from "ai/test";
 import type { LanguageModelV3GenerateResult } from "@ai-sdk/provider";
@@ -14,6 +16,7 @@ import {
   chargeScript,
   clientFromEnv,
   customerIdFromEnv,
+  EXAMPLE_TOOLS,
   gatewayTools,
   modelToolName,
   planAction,
@@ -77,7 +80,7 @@ export async function main(): Promise<ExampleSummary> {
   const client = clientFromEnv();
   const customerId = customerIdFromEnv();
   const log: GatewayCall[] = [];
-  const tools = idemgateTools(client, await gatewayTools(client, ["payments.charge", "payments.list_charges"]), log);
+  const tools = idemgateTools(client, await gatewayTools(client, EXAMPLE_TOOLS), log);
   const model = scriptedModel(new ScriptedTurns(chargeScript(customerId)));
 
   const action = planAction(`Charge customer ${customerId} 19.99 EUR for order 1042.`);

@@ -2,10 +2,12 @@
 //
 //   IDEMGATE_URL=http://localhost:3000 IDEMGATE_TOKEN=idg_… npx tsx examples/langchain/index.ts
 //
-// No model runs: a fake chat model plays a scripted sequence — call the charge tool, then the
-// provider fails; the orchestrator runs the step again with the same action key, the model calls the
-// tool again, and Idemgate answers that call with the first charge (replayed). The agent loop is the
-// plain tool-calling loop of @langchain/core (LangGraph's prebuilt agents call tools the same way).
+// No model runs: a fake chat model plays a scripted sequence — call the charge tool (on the
+// gateway) and the ledger tool (a local function guarded with guard(), examples/shared/ledger.ts),
+// then the provider fails; the orchestrator runs the step again with the same action key, the model
+// calls both tools again, and Idemgate answers both calls with the first results (replayed): one
+// charge, one ledger line. The agent loop is the plain tool-calling loop of @langchain/core
+// (LangGraph's prebuilt agents call tools the same way).
 import { BaseChatModel, type BaseChatModelCallOptions } from "@langchain/core/language_models/chat_models";
 import { AIMessage, HumanMessage, type BaseMessage } from "@langchain/core/messages";
 import type { ChatResult } from "@langchain/core/outputs";
@@ -17,6 +19,7 @@ import {
   chargeScript,
   clientFromEnv,
   customerIdFromEnv,
+  EXAMPLE_TOOLS,
   gatewayTools,
   modelToolName,
   planAction,
@@ -91,7 +94,7 @@ export async function main(): Promise<ExampleSummary> {
   const client = clientFromEnv();
   const customerId = customerIdFromEnv();
   const log: GatewayCall[] = [];
-  const tools = idemgateTools(client, await gatewayTools(client, ["payments.charge", "payments.list_charges"]), log);
+  const tools = idemgateTools(client, await gatewayTools(client, EXAMPLE_TOOLS), log);
   const model = new ScriptedChatModel(new ScriptedTurns(chargeScript(customerId)));
 
   const action = planAction(`Charge customer ${customerId} 19.99 EUR for order 1042.`);

@@ -2,9 +2,11 @@
 //
 //   IDEMGATE_URL=http://localhost:3000 IDEMGATE_TOKEN=idg_… npx tsx examples/openai-agents/index.ts
 //
-// No model runs: a custom `Model` plays a scripted sequence — call the charge tool, then the
+// No model runs: a custom `Model` plays a scripted sequence — call the charge tool (on the gateway)
+// and the ledger tool (a local function guarded with guard(), examples/shared/ledger.ts), then the
 // provider fails; the orchestrator runs the agent again with the same action key, the model calls
-// the tool again, and Idemgate answers that call with the first charge (replayed).
+// both tools again, and Idemgate answers both calls with the first results (replayed): one charge,
+// one ledger line.
 import { Agent, run, setTracingDisabled, tool, Usage, type Model, type ModelRequest, type ModelResponse, type RunContext, type Tool } from "@openai/agents";
 import type { IdemgateClient, ToolDescription } from "../../lib/client/index";
 import {
@@ -12,6 +14,7 @@ import {
   chargeScript,
   clientFromEnv,
   customerIdFromEnv,
+  EXAMPLE_TOOLS,
   gatewayTools,
   modelToolName,
   planAction,
@@ -82,7 +85,7 @@ export async function main(): Promise<ExampleSummary> {
     name: "billing",
     instructions: "Charge customers for their orders.",
     model: new ScriptedModel(new ScriptedTurns(chargeScript(customerId))),
-    tools: idemgateTools(client, await gatewayTools(client, ["payments.charge", "payments.list_charges"]), log),
+    tools: idemgateTools(client, await gatewayTools(client, EXAMPLE_TOOLS), log),
   });
 
   const action = planAction(`Charge customer ${customerId} 19.99 EUR for order 1042.`);

@@ -4,6 +4,7 @@
 // after the model provider failed mid-step). The framework wrappers only look the key up.
 import { randomUUID } from "node:crypto";
 import { IdemgateClient, type ToolDescription } from "../../lib/client/index";
+import { localFunctions } from "./ledger";
 
 /**
  * One logical action ("charge order 1042"). `key` is minted when the action is planned, before the
@@ -49,6 +50,9 @@ export interface GatewayCall {
  * (the orchestrator's, never one the model wrote), a read without a key. The client retries what a
  * retry with the same key can get past (a conflict, the gateway unavailable) and throws what only
  * the tool or an operator can settle (an unknown outcome: never retry that with a new key).
+ * A client-run tool (`source: "client"`, here `ledger.record`) is a function in this process: it is
+ * run under guard() with the same key, so a retry of the step gets its first result back without
+ * running it again (logged as `replayed: true`).
  */
 export async function callThroughIdemgate(
   client: IdemgateClient,
@@ -59,6 +63,23 @@ export async function callThroughIdemgate(
 ): Promise<unknown> {
   if (tool.kind === "write" && !action) throw new Error(`${tool.name} is a write: call it inside an action the orchestrator planned`);
   const key = tool.kind === "write" && action ? keyFor(action, tool.name) : null;
+  if (tool.source === "client") {
+    const fn = localFunctions[tool.name];
+    if (!fn) throw new Error(`${tool.name} runs in the caller's process, and this agent has no function for it`);
+    if (!key) throw new Error(`${tool.name} is a client-run read: call the function directly`);
+    let ran = false;
+    const body = await client.guard(
+      tool.name,
+      args,
+      async () => {
+        ran = true;
+        return fn(args as never);
+      },
+      { key },
+    );
+    log.push({ tool: tool.name, key, replayed: !ran, status: 200, body });
+    return body;
+  }
   const result = await client.invoke(tool.name, args, { key });
   log.push({ tool: tool.name, key, replayed: result.replayed, status: result.status, body: result.body });
   return result.body;
@@ -86,6 +107,12 @@ export function clientFromEnv(): IdemgateClient {
   return new IdemgateClient({ baseUrl: process.env.IDEMGATE_URL ?? "http://localhost:3000", token, session: `example-${randomUUID()}` });
 }
 
+/**
+ * The tools every example's agent may use: the demo payment provider's charge and listing (run by the
+ * gateway) and `ledger.record` (a local function, run under guard()).
+ */
+export const EXAMPLE_TOOLS = ["payments.charge", "payments.list_charges", "ledger.record"];
+
 /** The gateway's tools this agent may use, with the client knowing which are reads. */
 export async function gatewayTools(client: IdemgateClient, names: string[]): Promise<ToolDescription[]> {
   const tools = (await client.listTools()).filter((tool) => names.includes(tool.name));
@@ -95,15 +122,17 @@ export async function gatewayTools(client: IdemgateClient, names: string[]): Pro
 }
 
 /**
- * The scripted "model" of every example (no model runs): attempt 1 calls the charge tool, then the
- * provider fails before the model's next answer; attempt 2 plans the same call again and finishes.
- * Each turn is consumed once, in order, whichever attempt asks.
+ * The scripted "model" of every example (no model runs): attempt 1 calls the charge tool (on the
+ * gateway) and then the ledger tool (a local function, guarded), then the provider fails before the
+ * model's next answer; attempt 2 plans the same two calls again and finishes. Each turn is consumed
+ * once, in order, whichever attempt asks.
  */
 export type Turn = { kind: "tool_call"; tool: string; args: Record<string, unknown> } | { kind: "provider_error" } | { kind: "text"; text: string };
 
 export function chargeScript(customerId: string): Turn[] {
   const charge: Turn = { kind: "tool_call", tool: modelToolName("payments.charge"), args: { customerId, amountCents: 1999, currency: "EUR", description: "order 1042" } };
-  return [charge, { kind: "provider_error" }, charge, { kind: "text", text: "The customer was charged once for order 1042." }];
+  const record: Turn = { kind: "tool_call", tool: modelToolName("ledger.record"), args: { account: customerId, amountCents: 1999, currency: "EUR", memo: "order 1042" } };
+  return [charge, record, { kind: "provider_error" }, charge, record, { kind: "text", text: "The customer was charged and the ledger booked once for order 1042." }];
 }
 
 export class ScriptedTurns {

@@ -9,8 +9,10 @@ import { removeDataDir, ROOT, startServer, type RunningServer } from "@/test/sup
 
 // The integration examples (examples/*, walked through in docs/integrate.md) run as a user runs
 // them — `tsx examples/<name>/index.ts` with IDEMGATE_URL and IDEMGATE_TOKEN — against a production
-// server. Each plays a scripted agent step that calls payments.charge, fails, and is run again with
-// the same action key: the charge must happen once, and the retry must get the first charge back.
+// server. Each plays a scripted agent step that calls payments.charge (on the gateway) and
+// ledger.record (a local function under guard() appending to a ledger file named by
+// EXAMPLE_LEDGER_FILE), fails, and is run again with the same action key: the charge and the ledger
+// line must each happen once, and the retry must get the first results back.
 // The Python example (`python3 examples/python/charge.py`) runs a plain retry loop around a
 // decorated function that appends to a ledger file: one line, however often the step ran.
 // Port 3170 is this file's (moved by IDEMGATE_TEST_PORT_BASE).
@@ -24,19 +26,19 @@ interface Summary {
   customerId: string;
   actionKey: string;
   attempts: number;
-  calls: { tool: string; key: string | null; replayed: boolean; status: number; body: { chargeId?: string } }[];
+  calls: { tool: string; key: string | null; replayed: boolean; status: number; body: { chargeId?: string; entryId?: string } }[];
   text: string;
 }
 
 let server: RunningServer;
 let token: string;
 
-function runExample(name: string, customerId: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
+function runExample(name: string, customerId: string, ledger: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
   const tsx = path.join(ROOT, "node_modules", "tsx", "dist", "cli.mjs");
   const child = spawn(process.execPath, [tsx, path.join("examples", name, "index.ts")], {
     cwd: ROOT,
     stdio: ["ignore", "pipe", "pipe"],
-    env: { ...process.env, IDEMGATE_URL: server.url, IDEMGATE_TOKEN: token, EXAMPLE_CUSTOMER_ID: customerId },
+    env: { ...process.env, IDEMGATE_URL: server.url, IDEMGATE_TOKEN: token, EXAMPLE_CUSTOMER_ID: customerId, EXAMPLE_LEDGER_FILE: ledger },
   });
   let stdout = "";
   let stderr = "";
@@ -67,9 +69,18 @@ describe("integration examples against a production server", () => {
     await removeDataDir(DATA_DIR);
   });
 
-  it.each(EXAMPLES)("%s: the step run twice charges once, and the retry gets the first charge back", async (name) => {
+  it.each(EXAMPLES)("%s: the step run twice charges once and books one ledger line, and the retry gets the first results back", async (name) => {
     const customerId = `cus_${name.replace(/-/g, "_")}_${randomUUID().slice(0, 8)}`;
-    const run = await runExample(name, customerId);
+    const dir = await mkdtemp(path.join(os.tmpdir(), `idemgate-example-${name}-`));
+    try {
+      await checkExample(name, customerId, path.join(dir, "ledger.jsonl"));
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  async function checkExample(name: string, customerId: string, ledger: string): Promise<void> {
+    const run = await runExample(name, customerId, ledger);
     expect(run.code, `${run.stderr}\n${server.output()}`).toBe(0);
     const summary = JSON.parse(run.stdout.trim().split("\n").at(-1)!) as Summary;
 
@@ -88,7 +99,18 @@ describe("integration examples against a production server", () => {
     // the side effect, counted where it happened: the demo payment provider's own table
     const made = await chargesOf(customerId);
     expect(made.map((charge) => charge.chargeId)).toEqual([charges[0].body.chargeId]);
-  });
+
+    // the local tool under guard(): it ran on the first attempt only, the retry got its entry back
+    const records = summary.calls.filter((call) => call.tool === "ledger.record");
+    expect(records.map((call) => call.replayed)).toEqual([false, true]);
+    expect(records[0].key).toBe(`${summary.actionKey}/ledger.record`);
+    expect(records[1].key).toBe(records[0].key);
+    expect(records[1].body).toEqual(records[0].body);
+    // and the ledger file, where the effect happened, has one line: that entry
+    const lines = (await readFile(ledger, "utf8")).trim().split("\n").map((line) => JSON.parse(line));
+    expect(lines).toEqual([records[0].body]);
+    expect(lines[0]).toMatchObject({ account: customerId, amountCents: 1999, currency: "EUR" });
+  }
 
   it("python: a retry loop around a decorated function writes the ledger once; the last attempt gets the stored entry", async () => {
     const dir = await mkdtemp(path.join(os.tmpdir(), "idemgate-example-py-"));
