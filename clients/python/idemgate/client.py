@@ -165,7 +165,7 @@ class Idemgate:
         execution_id = str(reservation.body["executionId"])
         # the reservation's fencing token, sent back as it came (a number from Idemgate)
         token = reservation.body["token"]
-        interval = self._heartbeat_interval(reservation.body.get("leaseUntil"))
+        interval = self._heartbeat_interval(reservation.body)
         with _Heartbeat(self, execution_id, token, interval):
             try:
                 result = fn(args)
@@ -189,7 +189,12 @@ class Idemgate:
         path = f"/api/v1/tools/{quote(tool, safe='')}/reservations"
         answer = self._post(path, {"arguments": dict(args)}, _conflict_or_transient, headers, key, timeout)
         if answer.status in (200, 201) and isinstance(answer.body, dict) and not answer.problem:
-            if answer.status == 201 and isinstance(answer.body.get("executionId"), str) and isinstance(answer.body.get("token"), (str, int)):
+            if (
+                answer.status == 201
+                and answer.body.get("state") == "reserved"
+                and isinstance(answer.body.get("executionId"), str)
+                and isinstance(answer.body.get("token"), (str, int))
+            ):
                 return answer
             if answer.status == 200 and answer.body.get("state") == "done":
                 return answer
@@ -203,9 +208,15 @@ class Idemgate:
             raise FinalError(status, body, replayed=True)
         return body
 
-    def _heartbeat_interval(self, lease_until: Any) -> float:
-        until = _epoch_seconds(lease_until)
-        remaining = (until - time.time()) if until is not None else 60.0
+    def _heartbeat_interval(self, reservation: Mapping[str, Any]) -> float:
+        """A third of the rest of the lease: from ``leaseMs`` (the server's clock) when Idemgate sends
+        it, so a client whose clock runs behind does not heartbeat too late; else from ``leaseUntil``."""
+        lease_ms = reservation.get("leaseMs")
+        if isinstance(lease_ms, (int, float)) and not isinstance(lease_ms, bool) and lease_ms >= 0:
+            remaining = lease_ms / 1000.0
+        else:
+            until = _epoch_seconds(reservation.get("leaseUntil"))
+            remaining = (until - time.time()) if until is not None else 60.0
         return max(0.05, remaining / 3.0)
 
     def _settle_failure(self, execution_id: str, token: Any, key: str, exc: BaseException) -> None:

@@ -222,6 +222,24 @@ class HeartbeatTest(ClientTestCase):
         self.assertEqual({s.body["token"] for s in self.fake.seen if s.path.endswith("heartbeat")}, {7})
         self.assertEqual(paths, ["reservations"] + ["heartbeat"] * beats_after + ["complete"])
 
+    def test_heartbeats_follow_the_servers_lease_not_the_clients_clock(self) -> None:
+        beats = threading.Event()
+        count = [0]
+
+        def heartbeat(_: Seen) -> Any:
+            count[0] += 1
+            if count[0] >= 3:
+                beats.set()
+            return 200, {"state": "reserved", "leaseUntil": 0, "leaseMs": 600}, {}
+
+        # leaseUntil an hour ahead by this client's clock (a clock that runs behind); leaseMs says 0.6 s are left
+        status, body, headers = reserved(lease_seconds=3600)
+        self.fake.on("/reservations", [(status, {**body, "leaseMs": 600}, headers)])
+        self.fake.on("/heartbeat", heartbeat)
+        self.fake.on("/complete", [ok()])
+        self.client.guard("t", {}, lambda _: beats.wait(5), key="k")
+        self.assertTrue(beats.is_set(), "heartbeats every third of the 0.6 s the server said were left")
+
     def test_a_409_stops_the_heartbeats_and_warns(self) -> None:
         stale = threading.Event()
 
