@@ -16,7 +16,17 @@ const UTF8 = new TextDecoder("utf-8", { fatal: true });
 export async function readJsonBody(request: Request, limit = MAX_BODY_BYTES): Promise<unknown> {
   checkJsonHeaders(request.headers, limit);
   if (!request.body) return undefined;
-  const reader = request.body.getReader();
+  const bytes = await readCapped(request.body, limit);
+  if (bytes === null) throw tooLarge(limit);
+  return parseJsonBytes(bytes, limit);
+}
+
+/**
+ * A stream's bytes, or null once they pass `limit` (the stream is then cancelled): memory stays
+ * within about the limit, whatever the sender declared.
+ */
+export async function readCapped(body: ReadableStream<Uint8Array>, limit: number): Promise<Buffer | null> {
+  const reader = body.getReader();
   const chunks: Uint8Array[] = [];
   let size = 0;
   for (;;) {
@@ -25,11 +35,11 @@ export async function readJsonBody(request: Request, limit = MAX_BODY_BYTES): Pr
     size += value.byteLength;
     if (size > limit) {
       await reader.cancel().catch(() => {});
-      throw tooLarge(limit);
+      return null;
     }
     chunks.push(value);
   }
-  return parseJsonBytes(Buffer.concat(chunks), limit);
+  return Buffer.concat(chunks, size);
 }
 
 /** What can be refused from the headers alone: a declared size over `limit`, a type that is not JSON. */

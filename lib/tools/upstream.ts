@@ -1,5 +1,6 @@
 import { createHash } from "node:crypto";
 import { z } from "zod";
+import { readCapped } from "@/lib/http/read-body";
 import {
   FinalToolError,
   NotRunError,
@@ -88,7 +89,7 @@ export function upstreamRunner(config: UpstreamConfig, fetchImpl: typeof fetch =
     const limit = config.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
     let text: string | null;
     try {
-      text = await readCapped(response, limit);
+      text = await readAnswerCapped(response, limit);
     } catch (err) {
       if (timeout.aborted) throw new OutcomeUnknown(`timed out after ${config.timeoutMs} ms while reading the service's ${status} answer`, true);
       throw new OutcomeUnknown(`the service's ${status} answer was cut off (${errorCode(err)?.code ?? describeError(err)})`);
@@ -125,7 +126,7 @@ export function upstreamProber(config: UpstreamConfig & { statusUrl: string }, f
     let text: string | null;
     try {
       response = await fetchImpl(config.statusUrl, { method: "GET", headers, signal, redirect: "manual" });
-      text = await readCapped(response, config.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES);
+      text = await readAnswerCapped(response, config.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES);
     } catch (err) {
       return { outcome: "unknown", note: timeout.aborted ? `the status probe timed out after ${config.timeoutMs} ms` : `the status probe failed (${errorCode(err)?.code ?? describeError(err)})` };
     }
@@ -202,27 +203,14 @@ function parseBody(text: string): unknown {
  * Content-Length over the limit is not read at all, and a body without one is read until it
  * passes the limit, then cancelled. Memory stays within about the limit either way.
  */
-async function readCapped(response: Response, limit: number): Promise<string | null> {
+async function readAnswerCapped(response: Response, limit: number): Promise<string | null> {
   const declared = Number(response.headers.get("content-length"));
   if (Number.isFinite(declared) && declared > limit) {
     await response.body?.cancel().catch(() => {});
     return null;
   }
   if (!response.body) return "";
-  const reader = response.body.getReader();
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    size += value.byteLength;
-    if (size > limit) {
-      await reader.cancel().catch(() => {});
-      return null;
-    }
-    chunks.push(value);
-  }
-  return Buffer.concat(chunks, size).toString("utf8");
+  return (await readCapped(response.body, limit))?.toString("utf8") ?? null;
 }
 
 /** The stored result of an answer too large to keep: what the service said, without its body. */
