@@ -37,7 +37,9 @@ test("the docs render each guide from its Markdown, with tables, code and links 
 
   // the write-order diagram: its Mermaid source, labelled
   await page.goto("/docs/concepts");
-  const diagram = page.locator('figure[data-language="mermaid"]');
+  // the write order of a call through Idemgate, then of a guarded function (runs: client)
+  await expect(page.locator('figure[data-language="mermaid"]')).toHaveCount(2);
+  const diagram = page.locator('figure[data-language="mermaid"]').first();
   await expect(diagram).toContainText("sequenceDiagram");
   await expect(diagram.locator("figcaption")).toContainText("Mermaid");
 

@@ -2,7 +2,7 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { expect, test, type APIRequestContext, type Page } from "@playwright/test";
 import { removeDataDir, startServer, type RunningServer } from "../test/support/server";
-import { seededCredentials, signIn, signInAsOperator } from "./auth";
+import { seededCredentials, signInAsOperator, signInThroughForm } from "./auth";
 import { testPort } from "../scripts/test-ports.mjs";
 import environments from "./environments.mjs";
 
@@ -342,7 +342,8 @@ test.describe("behind a trusted proxy (IDEMGATE_TRUSTED_PROXY=1)", () => {
     const context = await browser.newContext({ baseURL: proxied.url });
     const page = await context.newPage();
     try {
-      await signIn(page, creds);
+      // its own server: the session the setup project kept belongs to another one
+      await signInThroughForm(page, creds);
       const key = `sec-proxied-${RUN}-${++seq}`;
       const res = await request.post(`${proxied.url}/api/v1/tools/payments.charge/invoke`, {
         headers: { Authorization: `Bearer ${creds.apiToken}`, "Idempotency-Key": key },

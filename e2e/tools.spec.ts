@@ -185,7 +185,7 @@ test("the console invoke route needs a session and the same origin", async ({ pa
 test("the API reference documents every tool and the problem types resolve", async ({ page, request }, testInfo) => {
   const { apiToken } = await signInAsOperator(page, testInfo);
   const { tools } = (await (await request.get("/api/v1/tools", { headers: { Authorization: `Bearer ${apiToken}` } })).json()) as {
-    tools: { name: string; kind: string; idempotencyKey: string }[];
+    tools: { name: string; kind: string; idempotencyKey: string; source: string }[];
   };
 
   await page.goto("/docs/api");
@@ -194,7 +194,8 @@ test("the API reference documents every tool and the problem types resolve", asy
   for (const tool of tools) {
     const section = page.getByTestId(`api-tool-${tool.name}`);
     await expect(section).toBeVisible();
-    await expect(section).toContainText(`/api/v1/tools/${tool.name}/invoke`);
+    // a tool that runs in the caller's process is reserved, not invoked
+    await expect(section).toContainText(`/api/v1/tools/${tool.name}/${tool.source === "client" ? "reservations" : "invoke"}`);
     await expect(section.getByTestId("key-requirement")).toHaveText(tool.idempotencyKey);
     await expect(section.getByTestId("curl-example")).toContainText("$IDEMGATE_TOKEN");
   }
