@@ -4,6 +4,7 @@ import { mkdtemp, readFile, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { chromium, type APIRequestContext, type Browser } from "@playwright/test";
+import { testPort } from "@/scripts/test-ports.mjs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestPostgres, REDIS_TEST_URL } from "@/test/support/databases";
 import { removeDataDir, ROOT, startServer, type RunningServer } from "@/test/support/server";
@@ -40,8 +41,8 @@ afterAll(() => {
 });
 
 const configurations = [
-  { name: "embedded (PGlite)", ports: [3178], servers: false },
-  { name: "Redis and PostgreSQL, two server processes", ports: [3179, 3180], servers: true },
+  { name: "embedded (PGlite)", ports: [testPort(3178)], servers: false },
+  { name: "Redis and PostgreSQL, two server processes", ports: [testPort(3179), testPort(3180)], servers: true },
 ] as const;
 
 describe.each(configurations)("guarded functions in 12 processes on $name", (configuration) => {

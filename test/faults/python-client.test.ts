@@ -3,6 +3,7 @@ import { randomUUID } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
+import { testPort } from "@/scripts/test-ports.mjs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestPostgres, REDIS_TEST_URL } from "@/test/support/databases";
 import { removeDataDir, ROOT, startServer, type RunningServer } from "@/test/support/server";
@@ -11,7 +12,7 @@ import { deleteRedisPrefix } from "@/test/support/stores";
 // The Python client (clients/python) against production servers: its unittest suite runs with
 // IDEMGATE_URL and IDEMGATE_TOKEN set, so the live tests run beside the fake-server ones, on both
 // configurations; and the package installs with pip into an empty virtualenv, offline, and works
-// from there. Ports 3176-3177 are this file's.
+// from there. Ports 3176-3177 are this file's (moved by IDEMGATE_TEST_PORT_BASE).
 
 const PYTHON = process.env.PYTHON ?? "python3";
 const CLIENT_DIR = path.join(ROOT, "clients", "python");
@@ -25,8 +26,8 @@ function run(command: string, args: string[], options: { env?: Record<string, st
 }
 
 const configurations = [
-  { name: "embedded (PGlite)", port: 3176, servers: false },
-  { name: "Redis and PostgreSQL", port: 3177, servers: true },
+  { name: "embedded (PGlite)", port: testPort(3176), servers: false },
+  { name: "Redis and PostgreSQL", port: testPort(3177), servers: true },
 ] as const;
 
 describe.each(configurations)("the Python client on $name", (configuration) => {
@@ -65,7 +66,8 @@ describe.each(configurations)("the Python client on $name", (configuration) => {
     expect(result.output).toMatch(/^test_threads_racing_on_one_key_run_it_once \(test_live\.LiveTest(\.test_threads_racing_on_one_key_run_it_once)?\) \.\.\. ok$/m);
   });
 
-  it.runIf(!configuration.servers)("pip installs the package into an empty virtualenv offline, and it guards a call from there", async () => {
+  // once, on the embedded server: what it checks is the package, not the stores
+  if (!configuration.servers) it("pip installs the package into an empty virtualenv offline, and it guards a call from there", async () => {
     const dir = await mkdtemp(path.join(os.tmpdir(), "idemgate-py-venv-"));
     try {
       const venv = await run(PYTHON, ["-m", "venv", path.join(dir, "venv")]);
