@@ -178,24 +178,7 @@ export class PrismaAuditWriter implements AuditWriter {
     const queuedIntents = [...this.writing.intents, ...this.intents].filter((i) => sameKey(i) && i.startedAt >= since);
     const queuedOutcomes = [...this.writing.outcomes, ...this.outcomes];
     const row = await this.prisma.execution.findFirst({ where: { scope, key, startedAt: { gte: since } }, orderBy: { startedAt: "desc" } });
-    let prior: PriorExecution | null = row
-      ? {
-          id: row.id,
-          token: Number(row.token),
-          fingerprint: row.fingerprint,
-          tool: row.tool,
-          session: row.session,
-          startedAt: row.startedAt,
-          leaseUntil: row.leaseUntil,
-          outcome: row.outcome as PriorExecution["outcome"],
-          resultStatus: row.resultStatus,
-          resultBody: row.resultBody,
-          resultFinal: row.resultFinal,
-          expiresAt: row.expiresAt,
-          error: row.error,
-          finishedAt: row.finishedAt,
-        }
-      : null;
+    let prior: PriorExecution | null = row ? priorFromRow(row) : null;
     for (const i of queuedIntents) {
       if (!prior || i.startedAt >= prior.startedAt) {
         prior = { ...i, outcome: null, resultStatus: null, resultBody: null, resultFinal: null, expiresAt: null, error: null, finishedAt: null };
@@ -229,25 +212,7 @@ export class PrismaAuditWriter implements AuditWriter {
     let found: ExecutionRow | null = queuedIntent
       ? { ...queuedIntent, outcome: null, resultStatus: null, resultBody: null, resultFinal: null, expiresAt: null, error: null, finishedAt: null }
       : row
-        ? {
-            id: row.id,
-            scope: row.scope,
-            key: row.key,
-            fallback: row.fallback,
-            token: Number(row.token),
-            fingerprint: row.fingerprint,
-            tool: row.tool,
-            session: row.session,
-            startedAt: row.startedAt,
-            leaseUntil: row.leaseUntil,
-            outcome: row.outcome as PriorExecution["outcome"],
-            resultStatus: row.resultStatus,
-            resultBody: row.resultBody,
-            resultFinal: row.resultFinal,
-            expiresAt: row.expiresAt,
-            error: row.error,
-            finishedAt: row.finishedAt,
-          }
+        ? { ...priorFromRow(row), scope: row.scope, key: row.key, fallback: row.fallback }
         : null;
     // a queued outcome lands as WRITE_BATCH lays it (see priorExecution)
     if (found && queuedOutcome && (found.outcome === null || (found.outcome === "released" && queuedOutcome.outcome !== "failed" && queuedOutcome.outcome !== "unknown"))) {
@@ -491,6 +456,26 @@ const WRITE_BATCH = `
     id text, scope text, key text, tool text, kind text, fallback boolean, gap_ms int, session text, caller text, transport text,
     original_session text, original_execution_id text, at timestamptz)
   ON CONFLICT DO NOTHING`;
+
+/** An execution row as the engine reads it: its reservation, lease and outcome. */
+function priorFromRow(row: NonNullable<Awaited<ReturnType<PrismaClient["execution"]["findUnique"]>>>): PriorExecution {
+  return {
+    id: row.id,
+    token: Number(row.token),
+    fingerprint: row.fingerprint,
+    tool: row.tool,
+    session: row.session,
+    startedAt: row.startedAt,
+    leaseUntil: row.leaseUntil,
+    outcome: row.outcome as PriorExecution["outcome"],
+    resultStatus: row.resultStatus,
+    resultBody: row.resultBody,
+    resultFinal: row.resultFinal,
+    expiresAt: row.expiresAt,
+    error: row.error,
+    finishedAt: row.finishedAt,
+  };
+}
 
 function outcomeJson(o: OutcomeEntry) {
   return {
