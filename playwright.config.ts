@@ -1,7 +1,7 @@
 import { defineConfig, devices } from "@playwright/test";
 import { METRICS_TOKEN, VIEWER } from "./e2e/accounts";
 import { MCP_SERVERS } from "./e2e/mcp-servers";
-import { CONFIG_SECRETS, UPSTREAM_TOOLS } from "./e2e/upstream";
+import { CONFIG_SECRETS, upstreamTools } from "./e2e/upstream";
 import environments from "./e2e/environments.mjs";
 
 // Two server configurations, each its own `node scripts/serve.mjs` (the production server) with its own data:
@@ -58,7 +58,6 @@ const common = {
   IDEMGATE_RECONCILE_INTERVAL_MS: "0",
   IDEMGATE_SEED_VIEWER_PASSWORD: VIEWER.password,
   IDEMGATE_METRICS_TOKEN: METRICS_TOKEN,
-  IDEMGATE_UPSTREAM_TOOLS: UPSTREAM_TOOLS,
   // a tool declared in a configuration file (e2e/idemgate.config.yaml, copied into each server's data
   // directory by scripts/e2e.mjs), its secrets from the environment (e2e/config-file.spec.ts)
   E2E_CRM_API_KEY: CONFIG_SECRETS.apiKey,
@@ -68,10 +67,12 @@ const common = {
 export default defineConfig({
   testDir: "e2e",
   outputDir: "test-results",
+  // the configurations run side by side, each on its own server with its own data and upstream
+  // service, one test at a time per configuration (a project's tests share its server's state)
   fullyParallel: false,
   forbidOnly: !!process.env.CI,
   retries: 0,
-  workers: 1,
+  workers: 3,
   reporter: process.env.CI ? [["list"]] : [["list"], ["html", { open: "never" }]],
   timeout: 30_000,
   use: { screenshot: "only-on-failure" },
@@ -79,12 +80,14 @@ export default defineConfig({
   projects: [
     ...(["embedded", "servers", "redis-down"] as const).map((name) => ({
       name: `setup-${name}`,
+      workers: 1,
       testMatch: /auth\.setup\.ts/,
       use: { ...chromium, baseURL: `http://127.0.0.1:${byProject[name].port}` },
       metadata: { dataDir: byProject[name].dataDir },
     })),
     {
       name: "embedded",
+      workers: 1,
       testIgnore: /degraded/,
       dependencies: ["setup-embedded"],
       use: { ...chromium, baseURL: `http://127.0.0.1:${embedded.port}` },
@@ -92,6 +95,7 @@ export default defineConfig({
     },
     {
       name: "servers",
+      workers: 1,
       // grep sees the file name too: every test of those specs, and the tagged ones anywhere
       grep: [BOTH_CONFIGURATIONS, /@both-stores/],
       testIgnore: /degraded/,
@@ -101,6 +105,7 @@ export default defineConfig({
     },
     {
       name: "redis-down",
+      workers: 1,
       testMatch: /degraded\.spec\.ts/,
       dependencies: ["setup-redis-down"],
       use: { ...chromium, baseURL: `http://127.0.0.1:${redisDown.port}` },
@@ -115,7 +120,7 @@ export default defineConfig({
       timeout: 120_000,
       stdout: "pipe",
       // blank values override anything the developer's shell exports
-      env: { ...common, IDEMGATE_DATA_DIR: embedded.dataDir, IDEMGATE_CONFIG: `${embedded.dataDir}/idemgate.config.yaml`, REDIS_URL: "", DATABASE_URL: "", IDEMGATE_MCP_SERVERS: MCP_SERVERS },
+      env: { ...common, IDEMGATE_UPSTREAM_TOOLS: upstreamTools("embedded"), IDEMGATE_DATA_DIR: embedded.dataDir, IDEMGATE_CONFIG: `${embedded.dataDir}/idemgate.config.yaml`, REDIS_URL: "", DATABASE_URL: "", IDEMGATE_MCP_SERVERS: MCP_SERVERS },
     },
     {
       command: `node scripts/serve.mjs -p ${servers.port} -H 127.0.0.1`,
@@ -125,6 +130,7 @@ export default defineConfig({
       stdout: "pipe",
       env: {
         ...common,
+        IDEMGATE_UPSTREAM_TOOLS: upstreamTools("servers"),
         IDEMGATE_DATA_DIR: servers.dataDir,
         IDEMGATE_CONFIG: `${servers.dataDir}/idemgate.config.yaml`,
         REDIS_URL: servers.redisUrl,
@@ -140,7 +146,7 @@ export default defineConfig({
       reuseExistingServer: !process.env.CI,
       timeout: 120_000,
       stdout: "pipe",
-      env: { ...common, IDEMGATE_DATA_DIR: redisDown.dataDir, REDIS_URL: redisDown.redisUrl, DATABASE_URL: "" },
+      env: { ...common, IDEMGATE_UPSTREAM_TOOLS: upstreamTools("redis-down"), IDEMGATE_DATA_DIR: redisDown.dataDir, REDIS_URL: redisDown.redisUrl, DATABASE_URL: "" },
     },
   ],
 });

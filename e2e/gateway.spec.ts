@@ -225,7 +225,7 @@ test.describe("tenants and tokens", () => {
 
 test.describe("upstream tools", () => {
   const service = new UpstreamService();
-  test.beforeAll(() => service.start());
+  test.beforeAll(({}, testInfo) => service.start(testInfo.project.name));
   test.afterAll(() => service.stop());
 
   test("forwards a scope-bound key, stores 2xx and 4xx, releases on 429", async ({ request }, testInfo) => {

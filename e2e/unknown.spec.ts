@@ -58,7 +58,7 @@ async function apiCount(page: Page, state: string): Promise<number> {
 }
 
 const service = new UpstreamService();
-test.beforeAll(() => service.start());
+test.beforeAll(({}, testInfo) => service.start(testInfo.project.name));
 test.afterAll(() => service.stop());
 test.describe.configure({ mode: "serial" });
 

@@ -1,5 +1,5 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
-import { UPSTREAM_PORT } from "./upstream";
+import { upstreamPortOf } from "./upstream";
 
 /**
  * What the service does with the next calls it gets:
@@ -50,13 +50,15 @@ export class UpstreamService {
     for (const answer of this.held.splice(0)) answer();
   }
 
-  async start(): Promise<void> {
+  /** Listens on the port of the configuration (the Playwright project) the tests run in. */
+  async start(project: string): Promise<void> {
+    const port = upstreamPortOf(project);
     this.server = createServer((req, res) => {
       let body = "";
       req.on("data", (c) => (body += c));
       req.on("end", () => this.handle(req, res, body));
     });
-    await new Promise<void>((resolve) => this.server!.listen(UPSTREAM_PORT, "127.0.0.1", resolve));
+    await new Promise<void>((resolve) => this.server!.listen(port, "127.0.0.1", resolve));
   }
 
   async stop(): Promise<void> {
