@@ -9,7 +9,9 @@ export default defineConfig({
     include: ["test/faults/**/*.test.ts"],
     testTimeout: 180_000,
     hookTimeout: 120_000,
-    fileParallelism: false,
+    // each file's servers, ports (scripts/test-ports.mjs), databases and Redis prefixes are its own;
+    // the files mostly wait on servers, leases and killed processes, so two run at a time
+    maxWorkers: Number(process.env.VITEST_MAX_WORKERS) || 2,
     // the servers (test/support/server.ts) and in-process registries use the demo tools, with DATABASE_URL too
     env: { IDEMGATE_DEMO_TOOLS: "1" },
   },
