@@ -3,7 +3,7 @@ import { spawn } from "node:child_process";
 import { existsSync, readdirSync, statSync } from "node:fs";
 import { constants } from "node:os";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
+import { fileURLToPath, pathToFileURL } from "node:url";
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 export const NEXT_BIN = path.join(ROOT, "node_modules", "next", "dist", "bin", "next");
@@ -17,7 +17,8 @@ const SOURCE_FILES = [
   "package.json",
   "package-lock.json",
 ];
-const SKIP = new Set(["node_modules", ".next", ".data", ".git"]);
+// dist/ is what `npm pack` builds of lib/client for its tarball, not a source of the app
+const SKIP = new Set(["node_modules", ".next", ".data", ".git", "dist"]);
 
 /** The newest modification time (ms) of any file under `dir`; a cheap walk, no hashing. */
 function newestMtimeMs(dir) {
@@ -79,4 +80,11 @@ export async function buildIfStale(env = process.env) {
     console.error(`idemgate: next build failed (exit ${code})`);
     process.exit(code);
   }
+}
+
+// `node scripts/build-if-stale.mjs`: the build stage of `npm test` (scripts/test.mjs)
+if (process.argv[1] && import.meta.url === pathToFileURL(path.resolve(process.argv[1])).href) {
+  const reason = staleReason();
+  if (reason) await buildIfStale({ ...process.env, NEXT_TELEMETRY_DISABLED: "1" });
+  else console.log("idemgate: the build is newer than every source file; not rebuilt");
 }
