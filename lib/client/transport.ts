@@ -1,0 +1,45 @@
+// How the client's requests reach the gateway. In Node, node:http(s) on keep-alive connections of
+// the client's own: fetch (undici) costs about 0.3 ms more per request on loopback (docs/benchmarks.md),
+// and guard() sends two requests per first execution. Elsewhere (browsers), fetch.
+
+/** What the client reads of an answer (a fetch Response is one). */
+export interface WireResponse {
+  status: number;
+  statusText: string;
+  headers: Headers;
+  text(): Promise<string>;
+}
+
+export interface WireRequest {
+  method: "GET" | "POST";
+  headers: Record<string, string>;
+  body: string | undefined;
+  signal: AbortSignal;
+}
+
+export type Transport = (url: string, request: WireRequest) => Promise<WireResponse>;
+
+export function fetchTransport(fetchImpl: typeof fetch): Transport {
+  return (url, request) => fetchImpl(url, request);
+}
+
+function runsInNode(): boolean {
+  const versions = (globalThis as { process?: { versions?: { node?: unknown } } }).process?.versions;
+  return typeof versions?.node === "string";
+}
+
+/**
+ * The transport a client without a `fetch` of its own uses: node:http(s) where Node's modules are
+ * there, else the global fetch. Loaded on the first request, so nothing of Node is imported elsewhere.
+ */
+export async function defaultTransport(): Promise<Transport> {
+  if (runsInNode()) {
+    try {
+      const { nodeTransport } = await import("./node-transport");
+      return nodeTransport();
+    } catch {
+      // a runtime that says it is Node without node:http: fetch below
+    }
+  }
+  return fetchTransport(globalThis.fetch.bind(globalThis));
+}
