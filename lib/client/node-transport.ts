@@ -1,6 +1,6 @@
 import http from "node:http";
 import https from "node:https";
-import type { Transport, WireResponse } from "./transport";
+import type { Transport, WireResponse } from "./wire";
 
 /**
  * Idle connections are closed after this: before the gateway's own keep-alive timeout (Node's

@@ -1,23 +1,9 @@
 // How the client's requests reach the gateway. In Node, node:http(s) on keep-alive connections of
 // the client's own: fetch (undici) costs about 0.3 ms more per request on loopback (docs/benchmarks.md),
 // and guard() sends two requests per first execution. Elsewhere (browsers), fetch.
+import type { Transport } from "./wire";
 
-/** What the client reads of an answer (a fetch Response is one). */
-export interface WireResponse {
-  status: number;
-  statusText: string;
-  headers: Headers;
-  text(): Promise<string>;
-}
-
-export interface WireRequest {
-  method: "GET" | "POST";
-  headers: Record<string, string>;
-  body: string | undefined;
-  signal: AbortSignal;
-}
-
-export type Transport = (url: string, request: WireRequest) => Promise<WireResponse>;
+export type { Transport, WireRequest, WireResponse } from "./wire";
 
 export function fetchTransport(fetchImpl: typeof fetch): Transport {
   return (url, request) => fetchImpl(url, request);
