@@ -79,8 +79,8 @@ export async function benchClient(options: ClientOptions): Promise<Row[]> {
     ];
     // warm up: connections, scripts, the JIT; the first seconds of the store epoch also read the audit log
     const warmStarted = Date.now();
-    for (const c of contenders) {
-      await timeConcurrent(300, 50, (i) => c.call(`warm-${id}-${i}`));
+    for (const [n, c] of contenders.entries()) {
+      await timeConcurrent(300, 50, (i) => c.call(`warm-${id}-${n}-${i}`));
       await c.call(`replayed-${id}`);
     }
     await new Promise((r) => setTimeout(r, Math.max(0, 10_500 - (Date.now() - warmStarted))));
@@ -96,8 +96,9 @@ export async function benchClient(options: ClientOptions): Promise<Row[]> {
     for (let round = 0; round < options.rounds; round++) {
       const tag = `${round}-${randomUUID().slice(0, 6)}`;
       for (const [label, callers, calls] of shapes) {
-        for (const c of contenders) {
-          const key = (i: number) => (label === "replay" ? `replayed-${id}` : `f-${tag}-${callers}-${i}`);
+        for (const [n, c] of contenders.entries()) {
+          // the two Idemgate contenders share the server: a first execution's key is each one's own
+          const key = (i: number) => (label === "replay" ? `replayed-${id}` : `f-${tag}-${callers}-${n}-${i}`);
           push(`${label}|${callers}|${c.name}`, await timeConcurrent(calls, callers, (i) => c.call(key(i))));
         }
       }
