@@ -29,6 +29,11 @@ beforeAll(async () => {
         setTimeout(() => res.end("late"), 2_000);
         return;
       }
+      if (req.url === "/held") {
+        // a reservation held by Prefer: wait answers after seconds: longer than the idle timeout (4 s)
+        setTimeout(() => res.end("held"), 4_500);
+        return;
+      }
       if (req.url?.startsWith("/api/v1/tools/demo.write/invoke")) {
         res.writeHead(200, { "Content-Type": "application/json", "Idempotency-Key": String(req.headers["idempotency-key"]) });
         res.end(JSON.stringify({ echoed: JSON.parse(body) }));
@@ -75,6 +80,12 @@ describe("the client's node:http transport", () => {
     // and the next request still gets through, on a connection of its own
     expect((await send(`${base}/x`, post(undefined))).status).toBe(201);
   });
+
+  it("closes idle connections only: an answer that takes longer than the idle timeout still arrives", async () => {
+    const send = nodeTransport();
+    const res = await send(`${base}/held`, post("{}"));
+    expect(await res.text()).toBe("held");
+  }, 10_000);
 
   it("is what IdemgateClient uses in Node when it is given no fetch: its calls share one connection", async () => {
     const client = new IdemgateClient({ baseUrl: base, token: "idg_test" });
