@@ -29,6 +29,11 @@ beforeAll(async () => {
         setTimeout(() => res.end("late"), 2_000);
         return;
       }
+      if (req.url === "/moved" || req.url === "/away") {
+        res.writeHead(308, { Location: req.url === "/moved" ? "/x" : "http://example.invalid/x" });
+        res.end();
+        return;
+      }
       if (req.url === "/held") {
         // a reservation held by Prefer: wait answers after seconds: longer than the idle timeout (4 s)
         setTimeout(() => res.end("held"), 4_500);
@@ -79,6 +84,15 @@ describe("the client's node:http transport", () => {
     await expect(slow).rejects.toThrow();
     // and the next request still gets through, on a connection of its own
     expect((await send(`${base}/x`, post(undefined))).status).toBe(201);
+  });
+
+  it("follows a 307/308 within the gateway's origin with the same method and body, and returns one to another origin", async () => {
+    const send = nodeTransport();
+    const moved = await send(`${base}/moved`, post('{"again":true}'));
+    expect(moved.status).toBe(201);
+    expect(seen.at(-1)).toMatchObject({ method: "POST", url: "/x", body: '{"again":true}' });
+    const away = await send(`${base}/away`, post("{}"));
+    expect(away.status).toBe(308);
   });
 
   it("closes idle connections only: an answer that takes longer than the idle timeout still arrives", async () => {

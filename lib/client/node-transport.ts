@@ -1,6 +1,6 @@
 import http from "node:http";
 import https from "node:https";
-import type { Transport, WireResponse } from "./wire";
+import type { Transport, WireRequest, WireResponse } from "./wire";
 
 /**
  * Idle connections are closed after this: before the gateway's own keep-alive timeout (Node's
@@ -19,9 +19,8 @@ export function nodeTransport(): Transport {
     "http:": new http.Agent({ keepAlive: true, timeout: IDLE_MS, scheduling: "lifo" }),
     "https:": new https.Agent({ keepAlive: true, timeout: IDLE_MS, scheduling: "lifo" }),
   };
-  return (url, request) =>
+  const once = (target: URL, request: WireRequest) =>
     new Promise<WireResponse>((resolve, reject) => {
-      const target = new URL(url);
       const secure = target.protocol === "https:";
       const headers: Record<string, string> = { ...request.headers };
       if (request.body !== undefined) headers["Content-Length"] = String(Buffer.byteLength(request.body));
@@ -45,4 +44,20 @@ export function nodeTransport(): Transport {
       req.on("error", reject);
       req.end(request.body);
     });
+  return async (url, request) => {
+    let target = new URL(url);
+    for (let hop = 0; ; hop++) {
+      const res = await once(target, request);
+      // As fetch would: a 307 or 308 is sent again as it was. Only within the gateway's origin, so
+      // the token goes nowhere else (fetch drops it on another origin, which the gateway refuses anyway).
+      const location = res.headers.get("location");
+      if ((res.status !== 307 && res.status !== 308) || location === null || hop >= MAX_REDIRECTS) return res;
+      const next = new URL(location, target);
+      if (next.origin !== target.origin) return res;
+      await res.text().catch(() => "");
+      target = next;
+    }
+  };
 }
+
+const MAX_REDIRECTS = 5;
