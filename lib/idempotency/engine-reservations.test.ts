@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { describe, expect, it } from "vitest";
+import { problemAnswer } from "@/lib/http/problem";
 import { useEngineFixture } from "@/test/support/engine-fixture";
 import { STORE_KINDS } from "@/test/support/stores";
 import { Engine, MAX_RESERVATION_MS, type SettleTarget } from "./engine";
@@ -190,7 +191,11 @@ describe.each(STORE_KINDS)("reservations on the %s store", (kind) => {
     await t.engine.completeExecution(target(s, done), { status: 200, body: { ok: 1 } });
     let storeDown = true;
     const readsFail = new Engine({ store: failingWhen<KeyStore>(t.store, "get", () => storeDown), audit: t.audit, now: clock.now });
-    await expect(readsFail.releaseExecution(target(s, done), "not_run", null)).rejects.toBeInstanceOf(UnavailableError);
+    const refused = await readsFail.releaseExecution(target(s, done), "not_run", null).catch((err: unknown) => err);
+    expect(refused).toBeInstanceOf(UnavailableError);
+    // what the reservation API answers with it: 503 unavailable, come back after Retry-After
+    expect(problemAnswer(refused)).toMatchObject({ status: 503, headers: { "Retry-After": expect.any(String) } });
+    expect(JSON.parse(problemAnswer(refused).body)).toMatchObject({ type: "/problems/unavailable" });
     expect(await t.store.get(s, "settled")).toMatchObject({ status: "done", token: done.token });
     storeDown = false;
     await expect(readsFail.releaseExecution(target(s, done), "not_run", null)).rejects.toBeInstanceOf(InvalidStateError);
