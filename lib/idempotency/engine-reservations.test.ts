@@ -231,4 +231,28 @@ describe.each(STORE_KINDS)("reservations on the %s store", (kind) => {
     expect(await t.store.get(s, windowKey)).toMatchObject({ status: "done" });
     expect(await t.engine.reserve(advisory, { scope: s, key: "model-b", args, keySource: "model" })).toMatchObject({ kind: "replayed", body: '{"once":true}' });
   });
+  it("answers a heartbeat whose advisory window cannot be extended 503, so the caller sends the next one", async () => {
+    const s = scope();
+    const advisory = { ...ledger, fallbackTtlMs: 10_000 };
+    const first = await t.engine.reserve(advisory, { scope: s, key: "model-h", args, keySource: "model" });
+    if (first.kind !== "reserved") throw new Error("not reserved");
+    const windowKey = fallbackKey(fingerprint(advisory.name, args));
+    let windowDown = true;
+    const store = new Proxy(t.store, {
+      get(target, prop, receiver) {
+        const value = Reflect.get(target, prop, receiver);
+        if (typeof value !== "function") return value;
+        if (prop === "extendLease") return (sc: string, key: string, ...rest: [number, number]) => (windowDown && key === windowKey ? Promise.reject(connectionLost()) : target.extendLease(sc, key, ...rest));
+        return value.bind(target);
+      },
+    });
+    const other = new Engine({ store, audit: t.audit, now: clock.now });
+    const beat = { ...target(s, first), policyOf: () => advisory };
+    clock.ms += 1_000;
+    await expect(other.heartbeatExecution(beat)).rejects.toBeInstanceOf(UnavailableError);
+    windowDown = false;
+    const extended = await other.heartbeatExecution(beat);
+    expect(extended).toMatchObject({ state: "reserved" });
+    expect(await t.store.get(s, windowKey)).toMatchObject({ status: "inflight", leaseUntilMs: (extended as { leaseUntilMs: number }).leaseUntilMs });
+  });
 });

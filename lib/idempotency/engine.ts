@@ -1073,7 +1073,14 @@ export class Engine {
       throw new StaleTokenError(call.executionId, "the key was released or taken over; stop the heartbeats (a result is kept only as a late completion)");
     }
     const window = call.window;
-    if (window?.token != null) await this.store.extendLease(call.scope, window.key, window.token, leaseUntilMs).catch(() => null);
+    if (window?.token != null) {
+      // the window's lease goes with its key's: left behind, it turns stuck while its call still runs
+      try {
+        await this.store.extendLease(call.scope, window.key, window.token, leaseUntilMs);
+      } catch (err) {
+        throw new UnavailableError("key_store", err);
+      }
+    }
     try {
       // the log's orphan checks wait for the new lease too
       await this.audit.extendLease(call.executionId, new Date(leaseUntilMs));
