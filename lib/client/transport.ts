@@ -16,7 +16,8 @@ function runsInNode(): boolean {
 
 /**
  * The transport a client without a `fetch` of its own uses: node:http(s) where Node's modules are
- * there, else the global fetch. Loaded on the first request, so nothing of Node is imported elsewhere.
+ * there, else the global fetch. Loaded on the first request, so nothing of Node is imported elsewhere
+ * (and package.json's `browser` field tells bundlers to leave node-transport out of browser builds).
  */
 export async function defaultTransport(): Promise<Transport> {
   if (runsInNode()) {
