@@ -1,9 +1,14 @@
 import { randomUUID } from "node:crypto";
 import { describe, expect, it } from "vitest";
+import { problemAnswer } from "@/lib/http/problem";
 import { useEngineFixture } from "@/test/support/engine-fixture";
 import { STORE_KINDS } from "@/test/support/stores";
 import { Engine, MAX_RESERVATION_MS, type SettleTarget } from "./engine";
-import { ConflictError, ExecutionNotFoundError, InvalidStateError, StaleTokenError, StuckKeyError, UnknownOutcomeKeyError } from "./errors";
+import { ConflictError, ExecutionNotFoundError, InvalidStateError, StaleTokenError, StuckKeyError, UnavailableError, UnknownOutcomeKeyError } from "./errors";
+import type { AuditWriter } from "./audit-port";
+import { fingerprint } from "./fingerprint";
+import type { KeyStore } from "./key-store";
+import { fallbackKey } from "./key-rules";
 import type { ToolPolicy } from "./tool";
 
 // The engine's phases on their own, as the reservation API uses them for a tool that runs in its
@@ -22,6 +27,24 @@ const ledger: ToolPolicy = {
 };
 const policyOf = (name: string) => (name === ledger.name ? ledger : undefined);
 const args = { account: "acct-1", amountCents: 500, currency: "EUR" };
+
+/** ioredis's and pg's word for a connection that broke (lib/db/errors.ts reads it as such) */
+const connectionLost = () => new Error("Connection is closed.");
+
+/**
+ * `target` whose method `name` fails as a broken connection would while `failing()` says so; every
+ * other call goes to the real store or log.
+ */
+function failingWhen<T extends object>(target: T, name: keyof T, failing: () => boolean): T {
+  return new Proxy(target, {
+    get(t, prop, receiver) {
+      const value = Reflect.get(t, prop, receiver);
+      if (typeof value !== "function") return value;
+      if (prop === name) return (...a: unknown[]) => (failing() ? Promise.reject(connectionLost()) : value.apply(t, a));
+      return value.bind(t);
+    },
+  });
+}
 
 describe.each(STORE_KINDS)("reservations on the %s store", (kind) => {
   const t = useEngineFixture(kind, { startMs: 1_800_000_000_000, audit: { mode: "durable", flushIntervalMs: 5 } });
@@ -160,5 +183,76 @@ describe.each(STORE_KINDS)("reservations on the %s store", (kind) => {
     await expect(t.engine.reserve(advisory, { scope: s, key: "model-2", args, keySource: "model" })).rejects.toBeInstanceOf(ConflictError);
     await t.engine.completeExecution({ ...target(s, first), policyOf: () => advisory }, { status: 200, body: { once: true } });
     expect(await t.engine.reserve(advisory, { scope: s, key: "model-3", args, keySource: "model" })).toMatchObject({ kind: "replayed", body: '{"once":true}' });
+  });
+  it("answers a release whose follow-up read fails 503 (unavailable), not stale_token, and changes nothing", async () => {
+    const s = scope();
+    // settled already: release not_run frees nothing, then reads the key to say why
+    const done = await reserved(s, "settled");
+    await t.engine.completeExecution(target(s, done), { status: 200, body: { ok: 1 } });
+    let storeDown = true;
+    const readsFail = new Engine({ store: failingWhen<KeyStore>(t.store, "get", () => storeDown), audit: t.audit, now: clock.now });
+    const refused = await readsFail.releaseExecution(target(s, done), "not_run", null).catch((err: unknown) => err);
+    expect(refused).toBeInstanceOf(UnavailableError);
+    // what the reservation API answers with it: 503 unavailable, come back after Retry-After
+    expect(problemAnswer(refused)).toMatchObject({ status: 503, headers: { "Retry-After": expect.any(String) } });
+    expect(JSON.parse(problemAnswer(refused).body)).toMatchObject({ type: "/problems/unavailable" });
+    expect(await t.store.get(s, "settled")).toMatchObject({ status: "done", token: done.token });
+    storeDown = false;
+    await expect(readsFail.releaseExecution(target(s, done), "not_run", null)).rejects.toBeInstanceOf(InvalidStateError);
+
+    // released before by this same call: the log says so, unless it cannot be read
+    const notRun = await reserved(s, "released-twice");
+    expect(await t.engine.releaseExecution(target(s, notRun), "not_run", null)).toEqual({ state: "released" });
+    await t.audit.flush();
+    let reads = 0;
+    // the first read rebuilds the reservation (another process), the second is the one after abandon
+    const logDown = new Engine({ store: t.store, audit: failingWhen<AuditWriter>(t.audit, "execution", () => ++reads === 2), now: clock.now });
+    await expect(logDown.releaseExecution(target(s, notRun), "not_run", null)).rejects.toBeInstanceOf(UnavailableError);
+    expect(await t.store.get(s, "released-twice")).toBeNull();
+    expect(await logDown.releaseExecution(target(s, notRun), "not_run", null)).toEqual({ state: "released" });
+  });
+
+  it("settles an advisory key's window from another process; a failed read of the window answers 503 and leaves both reservations as they were", async () => {
+    const s = scope();
+    const advisory = { ...ledger, fallbackTtlMs: 10_000 };
+    const first = await t.engine.reserve(advisory, { scope: s, key: "model-a", args, keySource: "model" });
+    if (first.kind !== "reserved") throw new Error("not reserved");
+    const windowKey = fallbackKey(fingerprint(advisory.name, args));
+    let storeDown = true;
+    // another process: the reservation is read back from the log, the window from the store
+    const other = new Engine({ store: failingWhen<KeyStore>(t.store, "get", () => storeDown), audit: t.audit, now: clock.now });
+    const settle = { ...target(s, first), policyOf: () => advisory };
+    await expect(other.completeExecution(settle, { status: 200, body: { once: true } })).rejects.toBeInstanceOf(UnavailableError);
+    expect(await t.store.get(s, "model-a")).toMatchObject({ status: "inflight", token: first.token });
+    expect(await t.store.get(s, windowKey)).toMatchObject({ status: "inflight", executionId: first.executionId });
+    storeDown = false;
+    expect(await other.completeExecution(settle, { status: 200, body: { once: true } })).toMatchObject({ state: "done", replayed: false });
+    // the window holds the result too: an identical call under another fresh model key is its duplicate
+    expect(await t.store.get(s, windowKey)).toMatchObject({ status: "done" });
+    expect(await t.engine.reserve(advisory, { scope: s, key: "model-b", args, keySource: "model" })).toMatchObject({ kind: "replayed", body: '{"once":true}' });
+  });
+  it("answers a heartbeat whose advisory window cannot be extended 503, so the caller sends the next one", async () => {
+    const s = scope();
+    const advisory = { ...ledger, fallbackTtlMs: 10_000 };
+    const first = await t.engine.reserve(advisory, { scope: s, key: "model-h", args, keySource: "model" });
+    if (first.kind !== "reserved") throw new Error("not reserved");
+    const windowKey = fallbackKey(fingerprint(advisory.name, args));
+    let windowDown = true;
+    const store = new Proxy(t.store, {
+      get(target, prop, receiver) {
+        const value = Reflect.get(target, prop, receiver);
+        if (typeof value !== "function") return value;
+        if (prop === "extendLease") return (sc: string, key: string, ...rest: [number, number]) => (windowDown && key === windowKey ? Promise.reject(connectionLost()) : target.extendLease(sc, key, ...rest));
+        return value.bind(target);
+      },
+    });
+    const other = new Engine({ store, audit: t.audit, now: clock.now });
+    const beat = { ...target(s, first), policyOf: () => advisory };
+    clock.ms += 1_000;
+    await expect(other.heartbeatExecution(beat)).rejects.toBeInstanceOf(UnavailableError);
+    windowDown = false;
+    const extended = await other.heartbeatExecution(beat);
+    expect(extended).toMatchObject({ state: "reserved" });
+    expect(await t.store.get(s, windowKey)).toMatchObject({ status: "inflight", leaseUntilMs: (extended as { leaseUntilMs: number }).leaseUntilMs });
   });
 });

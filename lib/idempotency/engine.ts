@@ -878,8 +878,17 @@ export class Engine {
       if (!row || row.scope !== target.scope || !tool || tool.runs !== "client" || row.key.startsWith("passthrough:")) throw new ExecutionNotFoundError();
       const windowKey = fallbackKey(row.fingerprint);
       const windowTtlMs = tool.fallbackTtlMs ?? DEFAULT_POLICY.fallbackDefaultTtlMs;
-      // an advisory key's window reservation carries this execution's id: settled with it
-      const window = row.fallback ? null : await this.store.get(target.scope, windowKey).catch(() => null);
+      // An advisory key's window reservation carries this execution's id: settled with it. A read
+      // that fails is no answer: taken for "no window", the window would stay inflight and turn
+      // stuck, blocking every identical call under a fresh key. Refused instead (503), nothing changed.
+      let window: KeyRecord | null = null;
+      if (!row.fallback) {
+        try {
+          window = await this.store.get(target.scope, windowKey);
+        } catch (err) {
+          throw new UnavailableError("key_store", err);
+        }
+      }
       call = {
         tool,
         scope: row.scope,
@@ -999,9 +1008,21 @@ export class Engine {
         this.onCall({ tool: call.tool.name, result: "tool_failed", storeMs: call.storeMs, auditMs: call.auditMs });
         return { state: "released" };
       }
-      const current = await this.store.get(call.scope, call.key).catch(() => null);
+      // Not freed: settled already, released meanwhile, or released by this same call sent before.
+      // Which one only the store and the log can say; a read that fails is no answer (503, retry).
+      let current: KeyRecord | null;
+      try {
+        current = await this.store.get(call.scope, call.key);
+      } catch (err) {
+        throw new UnavailableError("key_store", err);
+      }
       if (current && current.executionId === call.executionId && current.token === target.token) throw settledAlready(current);
-      const row = await this.audit.execution(call.executionId).catch(() => null);
+      let row: ExecutionRow | null;
+      try {
+        row = await this.audit.execution(call.executionId);
+      } catch (err) {
+        throw new UnavailableError("audit_log", err);
+      }
       if (row?.outcome === "failed") return { state: "released" };
       throw new StaleTokenError(call.executionId, "the key was released or taken over meanwhile; nothing was changed");
     }
@@ -1052,7 +1073,14 @@ export class Engine {
       throw new StaleTokenError(call.executionId, "the key was released or taken over; stop the heartbeats (a result is kept only as a late completion)");
     }
     const window = call.window;
-    if (window?.token != null) await this.store.extendLease(call.scope, window.key, window.token, leaseUntilMs).catch(() => null);
+    if (window?.token != null) {
+      // the window's lease goes with its key's: left behind, it turns stuck while its call still runs
+      try {
+        await this.store.extendLease(call.scope, window.key, window.token, leaseUntilMs);
+      } catch (err) {
+        throw new UnavailableError("key_store", err);
+      }
+    }
     try {
       // the log's orphan checks wait for the new lease too
       await this.audit.extendLease(call.executionId, new Date(leaseUntilMs));
