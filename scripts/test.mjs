@@ -9,10 +9,10 @@
 // Most of the suite waits on servers, browsers and leases rather than on the CPU, so the stages
 // overlap; each one's data is its own (random databases and Redis prefixes, distinct ports from
 // scripts/test-ports.mjs). Each stage writes its whole output to test-logs/<stage>.log;
-// this runner prints a line as each starts and ends, then each stage's summary (the whole log of a
-// stage that failed). The run fails when any stage fails; a stage whose prerequisite failed is not
-// started. `--only unit,e2e` runs a subset (with the stages they need); `--serial` runs one stage at
-// a time, in the order above.
+// this runner prints a line as each starts and ends, then each stage's summary (the end of the log
+// of a stage that failed, where its runner reports the failures). The run fails when any stage
+// fails; a stage whose prerequisite failed is not started. `--only unit,e2e` runs a subset (with the
+// stages they need); `--serial` runs one stage at a time, in the order above.
 import { spawn } from "node:child_process";
 import { createWriteStream } from "node:fs";
 import { mkdir, readFile } from "node:fs/promises";
@@ -33,6 +33,8 @@ const STAGES = [
   { name: "faults", args: ["scripts/faults.mjs"], after: ["build"] },
 ];
 // how many lines of a passing stage's log end up in the summary
+// how much of a failed stage's log is printed (the rest is in its file)
+const FAILED_LINES = 250;
 const SUMMARY_LINES = { typecheck: 3, layout: 3, unit: 8, build: 4, e2e: 4, faults: 8 };
 
 function parseArgs(argv) {
@@ -82,7 +84,7 @@ function runStage(stage, logDir, runStartedAt) {
     // its own process group, so that an interrupted run stops the servers and browsers it started too
     const child = spawn(node, stage.args, {
       cwd: ROOT,
-      env: { ...process.env, NEXT_TELEMETRY_DISABLED: "1", FORCE_COLOR: "0" },
+      env: { ...process.env, NEXT_TELEMETRY_DISABLED: "1", NO_COLOR: "1", FORCE_COLOR: undefined },
       stdio: ["ignore", "pipe", "pipe"],
       detached: true,
     });
@@ -191,8 +193,11 @@ async function main() {
       console.log(lines.slice(-SUMMARY_LINES[stage.name]).join("\n"));
     } else {
       failed++;
-      console.log(`── ${stage.name}: FAILED (exit ${result.code}) after ${seconds(result.ms)}; its whole log (${path.relative(ROOT, result.logFile)}):`);
-      console.log(text);
+      // the runners print their failures last
+      const shown = lines.slice(-FAILED_LINES);
+      const earlier = lines.length - shown.length;
+      console.log(`── ${stage.name}: FAILED (exit ${result.code}) after ${seconds(result.ms)}; ${earlier > 0 ? `the last ${shown.length} lines of ` : ""}its log (${path.relative(ROOT, result.logFile)}):`);
+      console.log(shown.join("\n"));
     }
     console.log("");
   }

