@@ -16,7 +16,7 @@
 import { spawn } from "node:child_process";
 import { createWriteStream } from "node:fs";
 import { mkdir, readFile } from "node:fs/promises";
-import { constants } from "node:os";
+import { constants, setPriority } from "node:os";
 import path from "node:path";
 import { ROOT } from "./build-if-stale.mjs";
 
@@ -29,8 +29,10 @@ const STAGES = [
   { name: "layout", args: ["scripts/check-layout.mjs"] },
   { name: "unit", args: [bin("vitest", "vitest.mjs"), "run"] },
   { name: "build", args: ["scripts/build-if-stale.mjs"] },
-  { name: "e2e", args: ["scripts/e2e.mjs"], after: ["build"] },
-  { name: "faults", args: ["scripts/faults.mjs"], after: ["build"] },
+  // niced: the unit tests (many of them about timing within one process) come first for the CPU;
+  // these mostly wait on their servers and browsers, and take the cores whenever the others wait
+  { name: "e2e", args: ["scripts/e2e.mjs"], after: ["build"], nice: 5 },
+  { name: "faults", args: ["scripts/faults.mjs"], after: ["build"], nice: 5 },
 ];
 // how many lines of a passing stage's log end up in the summary
 // how much of a failed stage's log is printed (the rest is in its file)
@@ -89,6 +91,14 @@ function runStage(stage, logDir, runStartedAt) {
       detached: true,
     });
     running.add(child);
+    // before it starts anything: its servers and browsers inherit the priority
+    if (stage.nice && child.pid !== undefined) {
+      try {
+        setPriority(child.pid, stage.nice);
+      } catch {
+        // not permitted here: it runs at the usual priority
+      }
+    }
     child.stdout.pipe(log, { end: false });
     child.stderr.pipe(log, { end: false });
     const finish = (code) => {

@@ -11,6 +11,11 @@ export interface SimulationOptions {
   token: string;
   agents?: number;
   durationMs?: number;
+  /**
+   * how long planned calls may keep starting (default: the duration). The plan spans the duration;
+   * a longer limit lets a slow machine send all of it late rather than stop part-way.
+   */
+  sendLimitMs?: number;
   /** plans the same traffic again (default: random, printed in the summary) */
   seed?: number;
   genuineRepeats?: boolean;
@@ -71,6 +76,7 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
   const origin = simulationTarget(options.url, options.allowedOrigins);
   const agents = options.agents ?? SIMULATION_DEFAULTS.agents;
   const durationMs = options.durationMs ?? SIMULATION_DEFAULTS.durationMs;
+  const sendLimitMs = Math.max(durationMs, options.sendLimitMs ?? durationMs);
   const maxRequests = options.maxRequests ?? SIMULATION_DEFAULTS.maxRequests;
   const clientTimeoutMs = options.clientTimeoutMs ?? SIMULATION_DEFAULTS.clientTimeoutMs;
   const graceMs = options.graceMs ?? SIMULATION_DEFAULTS.graceMs;
@@ -152,8 +158,8 @@ export async function runSimulation(options: SimulationOptions): Promise<Simulat
   running = true;
   const startedAt = Date.now();
   log(`simulating ${agents} agents for ${(durationMs / 1000).toFixed(0)} s against ${origin} (run ${runId}, seed ${seed})`);
-  const deadlineTimer = setTimeout(() => stopStarting("duration"), durationMs);
-  const graceTimer = setTimeout(() => hardStop.abort(new SimulationError("the run's grace period ended")), durationMs + graceMs);
+  const deadlineTimer = setTimeout(() => stopStarting("duration"), sendLimitMs);
+  const graceTimer = setTimeout(() => hardStop.abort(new SimulationError("the run's grace period ended")), sendLimitMs + graceMs);
   const progressTimer = setInterval(() => log(`  ${((Date.now() - startedAt) / 1000).toFixed(0)} s: ${requests} requests`), 5_000);
   progressTimer.unref?.();
 

@@ -74,6 +74,8 @@ describe("simulated traffic through a real gateway: fresh-key duplicates caught 
       token,
       agents: 6,
       durationMs: 15_000,
+      // the whole plan is sent however busy the machine is: the counts below are the plan's
+      sendLimitMs: 90_000,
       runId: label,
       checkFreshKeys: async (ran: readonly FreshKeyDuplicateSent[]) => {
         await reconcileAfterRun();
@@ -89,9 +91,7 @@ describe("simulated traffic through a real gateway: fresh-key duplicates caught 
   it("every fresh-key duplicate that ran is flagged, against its original; nothing else is", async () => {
     const { summary, scope } = await simulate("orchestrator", { seed: 7, faults: true, genuineRepeats: true });
     const f = summary.freshKeys;
-    // how many the agents reach in 15 s depends on how busy the machine is (3 on a quiet one): at
-    // least one, and each of them accounted for below
-    expect(f.caused).toBeGreaterThanOrEqual(1);
+    expect(f.caused).toBeGreaterThanOrEqual(3);
     expect(f.suppressed).toBe(0); // orchestrator keys are never matched by their arguments
     expect(f.ran).toBe(f.caused);
     expect(f.missed).toEqual([]);
@@ -114,14 +114,12 @@ describe("simulated traffic through a real gateway: fresh-key duplicates caught 
       expect(evidence.gapMs).toBeLessThan(evidence.windowMs);
     }
     expect(summary.caused.genuineRepeatsFallback + summary.caused.genuineRepeatsReusedKey).toBeGreaterThan(0);
-  }, 90_000);
+  }, 180_000);
 
   it("under model-minted keys every fresh-key duplicate is suppressed at once: one side effect, nothing to flag", async () => {
     const { summary, scope } = await simulate("model-keys", { seed: 7, modelKeys: true, genuineRepeats: true });
     const f = summary.freshKeys;
-    // how many the agents reach in 15 s depends on how busy the machine is (3 on a quiet one): at
-    // least one, and each of them accounted for below
-    expect(f.caused).toBeGreaterThanOrEqual(1);
+    expect(f.caused).toBeGreaterThanOrEqual(3);
     expect(f.modelKeys).toBe(true);
     expect(f.suppressed).toBe(f.caused);
     expect(f.ran).toBe(0);
@@ -130,7 +128,7 @@ describe("simulated traffic through a real gateway: fresh-key duplicates caught 
     expect(await pg.db.prisma.suppression.count({ where: { scope, kind: "fresh_key" } })).toBe(f.caused);
     await reconcileAfterRun();
     expect(await flaggedKeys(scope)).toEqual(new Set());
-  }, 90_000);
+  }, 180_000);
 
   it("a run without fresh-key duplicates flags none, genuine repeats and faults included", async () => {
     const { summary, scope } = await simulate("no-fresh-keys", { seed: 7, freshKeyDuplicates: false, faults: true, genuineRepeats: true });
@@ -144,5 +142,5 @@ describe("simulated traffic through a real gateway: fresh-key duplicates caught 
     const report = await reconcileAfterRun();
     expect(report.flagged.filter((a) => a.type === "fresh_key_duplicate" && a.scope === scope)).toEqual([]);
     expect(await flaggedKeys(scope)).toEqual(new Set());
-  }, 90_000);
+  }, 180_000);
 });

@@ -73,5 +73,5 @@ describe("first-start demo traffic without the demo tools", () => {
       await opened.close();
       await rm(dir, { recursive: true, force: true });
     }
-  }, 60_000);
+  }, 180_000); // opens an embedded runtime and waits out the first start's demo traffic
 });
