@@ -38,7 +38,36 @@ export interface UpstreamConfig {
    * 4xx answer is done, and stored as a placeholder that says so (lib/tools/upstream.ts)
    */
   maxResponseBytes?: number;
+  /** POST by default (lib/tools/upstream-request.ts builds the request) */
+  method?: UpstreamMethod;
+  /** arguments sent as query parameters (scalars; a missing one is left out) */
+  query?: string[];
+  /** how the other arguments are sent: JSON (the default, none for DELETE), a form as Stripe reads it, or not at all */
+  body?: UpstreamBody;
+  /** path and query arguments that are sent in the body too (by default each argument goes one place) */
+  repeatInBody?: string[];
+  /** the header that carries the derived key (default Idempotency-Key; PayPal: PayPal-Request-Id) */
+  keyHeader?: string;
+  /** the longest key the service takes: the derived key is shortened to fit, deterministically */
+  keyMaxLength?: number;
+  /** answers whose class the service's own documentation says differs from the default */
+  outcomes?: Record<string, OutcomeOverride>;
+  /** `resend`: an unknown outcome is resolved by sending the same request with the same key again */
+  probe?: "resend";
+  /** how long the service keeps a key (resend probes are sent only within it, minus a margin) */
+  keyRetentionMs?: number;
+  /** the preset the declaration started from, shown on the console */
+  preset?: string;
 }
+
+export type UpstreamMethod = "POST" | "PUT" | "PATCH" | "DELETE";
+export type UpstreamBody = "json" | "form" | "none";
+export type UpstreamOutcome = "done" | "not_run" | "unknown";
+/**
+ * A status's class, always or only when the answer's JSON body holds these values (dotted paths,
+ * `error.type`), as for Adyen's 422 with errorCode 704 (the key is in use by a request in progress).
+ */
+export type OutcomeOverride = UpstreamOutcome | { outcome: UpstreamOutcome; when?: Record<string, string | number | boolean> };
 
 interface ToolSpec<S extends ArgsSchema> {
   description: string;

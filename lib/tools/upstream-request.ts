@@ -1,0 +1,174 @@
+import type { ToolContext } from "@/lib/idempotency/tool";
+import type { UpstreamConfig, UpstreamMethod } from "./define-tool";
+
+/** The header that carries the derived key unless a tool names its service's own (`keyHeader`). */
+export const DEFAULT_KEY_HEADER = "Idempotency-Key";
+
+/** The shortest `keyMaxLength` accepted: `idg_` and 12 characters (72 bits) of the digest. */
+export const MIN_KEY_LENGTH = 16;
+
+/** `{orderId}` in a URL's path: the argument's value, encoded as one path segment's text. */
+const TEMPLATE = /\{([A-Za-z_][A-Za-z0-9_]*)\}/g;
+
+/** One problem with the arguments a request is built from, named by the argument. */
+export interface RequestArgumentIssue {
+  path: string;
+  message: string;
+}
+
+/** The arguments a tool's URL names as `{argument}`, in order, each once. */
+export function pathTemplateNames(url: string): string[] {
+  return [...new Set([...url.matchAll(TEMPLATE)].map((m) => m[1]))];
+}
+
+/**
+ * What is wrong with a URL template, or null: templates belong in the path (a host or a query
+ * built from arguments would send the call somewhere nobody configured), and every brace is one.
+ */
+export function urlTemplateProblem(url: string): string | null {
+  const bare = url.replace(TEMPLATE, "");
+  if (/[{}]/.test(bare)) return "has a brace that is not an {argument} template (names are letters, digits and _)";
+  const first = url.search(TEMPLATE);
+  if (first === -1) return null;
+  const authorityEnd = url.indexOf("/", url.indexOf("//") + 2);
+  if (authorityEnd === -1 || first < authorityEnd) return "may use {argument} templates in its path only, not in its host";
+  const queryStart = url.search(/[?#]/);
+  if (queryStart !== -1 && first > queryStart) return "may use {argument} templates in its path only; send arguments as query parameters with `query`";
+  return null;
+}
+
+function isScalar(value: unknown): value is string | number | boolean {
+  return typeof value === "string" || typeof value === "number" || typeof value === "boolean";
+}
+
+/**
+ * The arguments a request cannot be built from: a path argument missing or not a scalar, a query
+ * argument that is not a scalar. Checked before the key is reserved (ToolRegistry.parseArgs), so
+ * such a call is a 400 that holds no key and sends nothing.
+ */
+export function requestArgumentIssues(config: UpstreamConfig, args: Record<string, unknown>): RequestArgumentIssue[] {
+  const issues: RequestArgumentIssue[] = [];
+  for (const name of pathTemplateNames(config.url)) {
+    const value = args[name];
+    if (value === undefined || value === null) issues.push({ path: name, message: `is required: the URL's path names it ({${name}})` });
+    else if (!isScalar(value)) issues.push({ path: name, message: `must be a string, number or boolean: it is part of the URL's path ({${name}})` });
+    else if (value === "") issues.push({ path: name, message: `must not be empty: it is part of the URL's path ({${name}})` });
+  }
+  for (const name of config.query ?? []) {
+    const value = args[name];
+    if (value !== undefined && value !== null && !isScalar(value)) issues.push({ path: name, message: "must be a string, number or boolean: it is sent as a query parameter" });
+  }
+  return issues;
+}
+
+/** A call whose request cannot be built; nothing was sent. */
+export class RequestArgumentsError extends Error {
+  constructor(readonly issues: RequestArgumentIssue[]) {
+    super(issues.map((i) => `${i.path}: ${i.message}`).join("; "));
+    this.name = "RequestArgumentsError";
+  }
+}
+
+/**
+ * The derived key cut to what the service takes. Deterministic (the same key always fits the same
+ * way, so a resend is recognised) and still mostly digest: a prefix of a SHA-256 is as unlikely to
+ * collide as its length allows.
+ */
+export function fitKey(key: string, maxLength: number | undefined): string {
+  return maxLength === undefined || key.length <= maxLength ? key : key.slice(0, maxLength);
+}
+
+/**
+ * Arguments as `application/x-www-form-urlencoded`, nested as Stripe reads it: `metadata[order]=42`,
+ * `items[0][price]=p_1`, `a[b][c]=x`. null is sent as an empty value (how Stripe unsets a field);
+ * an empty object or list sends nothing. URLSearchParams does the encoding.
+ */
+export function formBody(args: Record<string, unknown>): URLSearchParams {
+  const form = new URLSearchParams();
+  const add = (name: string, value: unknown) => {
+    if (value === undefined) return;
+    if (value === null) form.append(name, "");
+    else if (isScalar(value)) form.append(name, String(value));
+    else if (Array.isArray(value)) value.forEach((v, i) => add(`${name}[${i}]`, v));
+    else if (typeof value === "object") for (const [k, v] of Object.entries(value)) add(`${name}[${k}]`, v);
+  };
+  for (const [name, value] of Object.entries(args)) add(name, value);
+  return form;
+}
+
+export interface UpstreamRequest {
+  method: UpstreamMethod;
+  url: string;
+  headers: Headers;
+  body: string | undefined;
+}
+
+/** How a tool's other arguments travel: JSON by default, nothing for DELETE. */
+export function bodyKindOf(config: UpstreamConfig): "json" | "form" | "none" {
+  return config.body ?? ((config.method ?? "POST") === "DELETE" ? "none" : "json");
+}
+
+/**
+ * The request a call is sent as: the URL with its path templates filled in (each value
+ * encodeURIComponent-ed) and its query arguments appended, the remaining arguments as the body,
+ * and the headers that name the call, with the derived key under the service's key header.
+ * @throws RequestArgumentsError when a path or query argument is missing or not a scalar
+ */
+export function buildUpstreamRequest(config: UpstreamConfig, args: unknown, ctx: ToolContext, derived: string | null): UpstreamRequest {
+  const values = (args && typeof args === "object" && !Array.isArray(args) ? args : {}) as Record<string, unknown>;
+  const issues = requestArgumentIssues(config, values);
+  if (issues.length > 0) throw new RequestArgumentsError(issues);
+
+  const placed = new Set<string>();
+  const url = new URL(
+    config.url.replace(TEMPLATE, (_m, name: string) => {
+      placed.add(name);
+      return encodeURIComponent(String(values[name]));
+    }),
+  );
+  for (const name of config.query ?? []) {
+    const value = values[name];
+    placed.add(name);
+    if (value !== undefined && value !== null) url.searchParams.append(name, String(value));
+  }
+  const repeated = new Set(config.repeatInBody ?? []);
+  const rest = Object.fromEntries(Object.entries(values).filter(([name]) => !placed.has(name) || repeated.has(name)));
+
+  const kind = bodyKindOf(config);
+  const headers = callHeaders(config, ctx, derived);
+  let body: string | undefined;
+  if (kind === "json") {
+    headers.set("content-type", "application/json");
+    body = JSON.stringify(rest);
+  } else if (kind === "form") {
+    headers.set("content-type", "application/x-www-form-urlencoded");
+    body = formBody(rest).toString();
+  } else {
+    headers.delete("content-type");
+  }
+  return { method: config.method ?? "POST", url: url.toString(), headers, body };
+}
+
+/**
+ * The headers of a call (and of its status probe): the configured ones first, which may not
+ * override what names the call, then the derived key under the service's key header and
+ * Idemgate's correlation headers.
+ */
+export function callHeaders(config: UpstreamConfig, ctx: ToolContext, derived: string | null): Headers {
+  const headers = new Headers(config.headers);
+  const keyHeader = config.keyHeader ?? DEFAULT_KEY_HEADER;
+  headers.set("accept", "application/json");
+  headers.set("idemgate-scope", ctx.scope);
+  if (ctx.key !== null && derived !== null) {
+    headers.set(keyHeader, fitKey(derived, config.keyMaxLength));
+    headers.set("idemgate-key", ctx.key);
+  } else {
+    headers.delete(keyHeader);
+    headers.delete("idemgate-key");
+  }
+  if (ctx.session !== null) headers.set("idemgate-session", ctx.session);
+  else headers.delete("idemgate-session");
+  if (ctx.executionId !== null) headers.set("idemgate-execution-id", ctx.executionId);
+  else headers.delete("idemgate-execution-id");
+  return headers;
+}
