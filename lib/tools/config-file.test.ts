@@ -136,7 +136,7 @@ describe("a configuration file with an error is refused, naming the field's path
 
   it("an unknown field", () => {
     expect(problemsOf(GOOD.replace("stuckPolicy: block", "stuckPolicy: block\n    retries: 3"))).toEqual([{ path: "tools[0].retries", message: "is not a field of this declaration" }]);
-    expect(problemsOf(GOOD.replace("timeoutMs: 10000", "timeoutMs: 10000\n      method: PUT"))).toEqual([{ path: "tools[0].upstream.method", message: "is not a field of this declaration" }]);
+    expect(problemsOf(GOOD.replace("timeoutMs: 10000", "timeoutMs: 10000\n      verb: PUT"))).toEqual([{ path: "tools[0].upstream.verb", message: "is not a field of this declaration" }]);
     expect(problemsOf(`${GOOD}\nextras: true\n`)).toEqual([{ path: "extras", message: "is not a field of this declaration" }]);
   });
 

@@ -2,6 +2,7 @@ import type { z } from "zod";
 import type { PrismaClient } from "@/generated/prisma/client";
 import { DEFAULT_POLICY, leaseMarginMs, type ProbeAnswer, type ProbeContext, type ToolContext, type ToolPolicy, type ToolResult } from "@/lib/idempotency/tool";
 import type { SideEffect } from "./effects";
+import { urlTemplateProblem } from "./url-template";
 
 /** Dotted lower-case segments: `payments.charge`, `crm.contacts.upsert`. They appear in URLs unescaped. */
 export const TOOL_NAME_PATTERN = /^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)*$/;
@@ -181,6 +182,11 @@ export function defineTool<S extends ArgsSchema>(input: ToolInput<S>): ToolDefin
       throw new ToolDefinitionError(name, `upstream.url is not a URL: ${input.upstream.url}`);
     }
     positiveMs(name, "upstream.timeoutMs", input.upstream.timeoutMs);
+    const templateProblem = urlTemplateProblem(input.upstream.url);
+    if (templateProblem) throw new ToolDefinitionError(name, `upstream.url ${templateProblem}`);
+    if (input.upstream.probe === "resend" && (!input.dedupes || input.upstream.keyRetentionMs === undefined || input.upstream.statusUrl !== undefined)) {
+      throw new ToolDefinitionError(name, "upstream.probe resend needs dedupes: true and upstream.keyRetentionMs, and no statusUrl");
+    }
     if (input.upstream.statusUrl !== undefined) {
       try {
         new URL(input.upstream.statusUrl);

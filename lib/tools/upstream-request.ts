@@ -1,5 +1,8 @@
 import type { ToolContext } from "@/lib/idempotency/tool";
 import type { UpstreamConfig, UpstreamMethod } from "./define-tool";
+import { pathTemplateNames, TEMPLATE } from "./url-template";
+
+export { pathTemplateNames, urlTemplateProblem } from "./url-template";
 
 /** The header that carries the derived key unless a tool names its service's own (`keyHeader`). */
 export const DEFAULT_KEY_HEADER = "Idempotency-Key";
@@ -7,34 +10,10 @@ export const DEFAULT_KEY_HEADER = "Idempotency-Key";
 /** The shortest `keyMaxLength` accepted: `idg_` and 12 characters (72 bits) of the digest. */
 export const MIN_KEY_LENGTH = 16;
 
-/** `{orderId}` in a URL's path: the argument's value, encoded as one path segment's text. */
-const TEMPLATE = /\{([A-Za-z_][A-Za-z0-9_]*)\}/g;
-
 /** One problem with the arguments a request is built from, named by the argument. */
 export interface RequestArgumentIssue {
   path: string;
   message: string;
-}
-
-/** The arguments a tool's URL names as `{argument}`, in order, each once. */
-export function pathTemplateNames(url: string): string[] {
-  return [...new Set([...url.matchAll(TEMPLATE)].map((m) => m[1]))];
-}
-
-/**
- * What is wrong with a URL template, or null: templates belong in the path (a host or a query
- * built from arguments would send the call somewhere nobody configured), and every brace is one.
- */
-export function urlTemplateProblem(url: string): string | null {
-  const bare = url.replace(TEMPLATE, "");
-  if (/[{}]/.test(bare)) return "has a brace that is not an {argument} template (names are letters, digits and _)";
-  const first = url.search(TEMPLATE);
-  if (first === -1) return null;
-  const authorityEnd = url.indexOf("/", url.indexOf("//") + 2);
-  if (authorityEnd === -1 || first < authorityEnd) return "may use {argument} templates in its path only, not in its host";
-  const queryStart = url.search(/[?#]/);
-  if (queryStart !== -1 && first > queryStart) return "may use {argument} templates in its path only; send arguments as query parameters with `query`";
-  return null;
 }
 
 function isScalar(value: unknown): value is string | number | boolean {

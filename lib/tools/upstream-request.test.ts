@@ -1,0 +1,93 @@
+import { describe, expect, it } from "vitest";
+import type { ToolContext } from "@/lib/idempotency/tool";
+import type { UpstreamConfig } from "./define-tool";
+import { derivedKey } from "./upstream";
+import { buildUpstreamRequest, fitKey, formBody, RequestArgumentsError, requestArgumentIssues, urlTemplateProblem } from "./upstream-request";
+
+const ctx: ToolContext = { scope: "acme", key: "order-42", session: null, executionId: "exec-1" };
+const key = derivedKey("acme", "order-42");
+const config = (over: Partial<UpstreamConfig>): UpstreamConfig => ({ url: "https://api.example/v1/orders", timeoutMs: 1_000, ...over });
+
+describe("buildUpstreamRequest", () => {
+  it("by default: POST, the arguments as JSON, the derived key as Idempotency-Key (the shape before these fields)", () => {
+    const r = buildUpstreamRequest(config({}), { a: 1, b: { c: [2] } }, ctx, key);
+    expect(r).toMatchObject({ method: "POST", url: "https://api.example/v1/orders", body: JSON.stringify({ a: 1, b: { c: [2] } }) });
+    expect(r.headers.get("content-type")).toBe("application/json");
+    expect(r.headers.get("idempotency-key")).toBe(key);
+    expect(r.headers.get("idemgate-key")).toBe("order-42");
+  });
+
+  it("fills path templates with each value encoded as one segment ('/' and '?' included), and leaves them out of the body", () => {
+    const r = buildUpstreamRequest(config({ url: "https://api.example/v1/customers/{customerId}/notes/{noteId}", method: "PATCH" }), { customerId: "a/b?c=d#e", noteId: 7, text: "hi" }, ctx, key);
+    expect(r.method).toBe("PATCH");
+    expect(r.url).toBe("https://api.example/v1/customers/a%2Fb%3Fc%3Dd%23e/notes/7");
+    expect(new URL(r.url).pathname.split("/")).toEqual(["", "v1", "customers", "a%2Fb%3Fc%3Dd%23e", "notes", "7"]);
+    expect(JSON.parse(r.body!)).toEqual({ text: "hi" });
+  });
+
+  it("query arguments go to the query string (encoded by URLSearchParams), not the body, unless repeated in it", () => {
+    const c = config({ url: "https://api.example/v1/orders?version=2", query: ["expand", "dryRun", "absent"], repeatInBody: ["expand"] });
+    const r = buildUpstreamRequest(c, { expand: "a&b=c", dryRun: false, amount: 5 }, ctx, key);
+    const url = new URL(r.url);
+    expect([...url.searchParams]).toEqual([["version", "2"], ["expand", "a&b=c"], ["dryRun", "false"]]);
+    expect(JSON.parse(r.body!)).toEqual({ expand: "a&b=c", amount: 5 });
+  });
+
+  it("body: form nests as Stripe reads it: a[b][c]=…, items[0][price]=…, null as an empty value", () => {
+    const r = buildUpstreamRequest(config({ body: "form" }), { amount: 2000, a: { b: { c: "x y" } }, items: [{ price: "p_1" }, "plain"], description: null, capture: true }, ctx, key);
+    expect(r.headers.get("content-type")).toBe("application/x-www-form-urlencoded");
+    expect(r.body).toBe("amount=2000&a%5Bb%5D%5Bc%5D=x+y&items%5B0%5D%5Bprice%5D=p_1&items%5B1%5D=plain&description=&capture=true");
+    expect([...new URLSearchParams(r.body)]).toEqual([
+      ["amount", "2000"],
+      ["a[b][c]", "x y"],
+      ["items[0][price]", "p_1"],
+      ["items[1]", "plain"],
+      ["description", ""],
+      ["capture", "true"],
+    ]);
+  });
+
+  it("body: none (the default for DELETE) sends no body and no content type", () => {
+    for (const c of [config({ method: "DELETE", url: "https://api.example/v1/orders/{id}" }), config({ body: "none", url: "https://api.example/v1/orders/{id}" })]) {
+      const r = buildUpstreamRequest(c, { id: "o_1", reason: "ignored" }, ctx, key);
+      expect(r.body).toBeUndefined();
+      expect(r.headers.get("content-type")).toBeNull();
+    }
+  });
+
+  it("keyHeader carries the key instead of Idempotency-Key; keyMaxLength shortens it the same way every time", () => {
+    const r = buildUpstreamRequest(config({ keyHeader: "PayPal-Request-Id", keyMaxLength: 20 }), {}, ctx, key);
+    expect(r.headers.get("idempotency-key")).toBeNull();
+    const sent = r.headers.get("paypal-request-id")!;
+    expect(sent).toHaveLength(20);
+    expect(sent).toBe(fitKey(key, 20));
+    expect(key.startsWith(sent)).toBe(true);
+    expect(buildUpstreamRequest(config({ keyHeader: "PayPal-Request-Id", keyMaxLength: 20 }), {}, { ...ctx, key: "order-43" }, derivedKey("acme", "order-43")).headers.get("paypal-request-id")).not.toBe(sent);
+    expect(fitKey(key, 64)).toBe(key);
+  });
+
+  it("a missing or non-scalar path argument is refused before anything is built", () => {
+    const c = config({ url: "https://api.example/v1/orders/{id}", query: ["q"] });
+    expect(requestArgumentIssues(c, {})).toEqual([{ path: "id", message: "is required: the URL's path names it ({id})" }]);
+    expect(requestArgumentIssues(c, { id: { x: 1 }, q: [1] }).map((i) => i.path)).toEqual(["id", "q"]);
+    expect(requestArgumentIssues(c, { id: "" })[0].message).toMatch(/must not be empty/);
+    expect(() => buildUpstreamRequest(c, { id: ["a"] }, ctx, key)).toThrow(RequestArgumentsError);
+  });
+});
+
+describe("formBody", () => {
+  it("is URLSearchParams with bracket paths, and sends nothing for an empty object or list", () => {
+    expect(formBody({ metadata: { order_id: "6735" }, expand: ["customer", "invoice"], empty: {}, none: [] }).toString()).toBe(
+      "metadata%5Border_id%5D=6735&expand%5B0%5D=customer&expand%5B1%5D=invoice",
+    );
+  });
+});
+
+describe("urlTemplateProblem", () => {
+  it("allows templates in the path only, and every brace must be one", () => {
+    expect(urlTemplateProblem("https://api.example/v1/{id}/x")).toBeNull();
+    expect(urlTemplateProblem("https://{tenant}.example/v1")).toMatch(/path only, not in its host/);
+    expect(urlTemplateProblem("https://api.example/v1?id={id}")).toMatch(/query/);
+    expect(urlTemplateProblem("https://api.example/v1/{bad-name}")).toMatch(/brace/);
+  });
+});
