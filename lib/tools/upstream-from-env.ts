@@ -39,7 +39,7 @@ export function upstreamToolsFromEnv(raw: string | undefined = process.env.IDEMG
   }
   const specs = z.array(UpstreamToolSpec).safeParse(parsed);
   if (!specs.success) {
-    throw new Error(`IDEMGATE_UPSTREAM_TOOLS: ${specs.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`);
+    throw new Error(`IDEMGATE_UPSTREAM_TOOLS: ${specs.error.issues.map((i) => `${formatPath(i.path as (string | number)[])}: ${i.message}`).join("; ")}`);
   }
   const problems: string[] = [];
   const resolved = specs.data.map((spec, i) => {
