@@ -213,7 +213,11 @@ export function upstreamResendProber(config: UpstreamConfig & { keyRetentionMs: 
       return { outcome: "unknown", note: `the call could not be built again (${describeError(err)})` };
     }
     const answer = await sendUpstream(config, request, fetchImpl, ctx.signal);
-    if (answer.class === "done") return { outcome: "applied", status: answer.status, body: answer.body };
+    if (answer.class === "done") {
+      // the key is resolved with this answer: its arguments are needed no longer
+      await resendLog.forget(ctx.scope, ctx.key).catch(() => {});
+      return { outcome: "applied", status: answer.status, body: answer.body };
+    }
     return { outcome: "unknown", note: `resent with the same key: ${answer.note}` };
   };
 }
