@@ -1,4 +1,4 @@
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
@@ -114,6 +114,13 @@ describe("a configuration file", () => {
       ["billing.create_invoice", "upstream"],
     ]);
     expect(config.mcpServers.map((s) => s.name)).toEqual(["counter"]);
+  });
+
+  it("the example's commented preset tool, uncommented, is a valid declaration", () => {
+    const text = readFileSync(path.join(import.meta.dirname, "../../examples/idemgate.config.yaml"), "utf8");
+    const commented = text.split("\n").filter((l) => l.startsWith("  # ") && /^  # ( {2}|- )/.test(l)).map((l) => l.replace(/^  # /, "  "));
+    const [tool] = parseToolConfig(`tools:\n${commented.join("\n")}\n`, "example.yaml", { STRIPE_SECRET_KEY: "sk_test" }).tools;
+    expect(tool).toMatchObject({ name: "payments.create_payment_intent", dedupes: true, upstream: { preset: "stripe", body: "form", probe: "resend" } });
   });
 
   it("reads JSON files too", () => {
