@@ -131,7 +131,7 @@ describe("upstream presets against services that deduplicate as their providers 
 
     it("the provider's conflict while the first request is in progress leaves the key unknown; asked later, it resolves: one effect", async () => {
       const s = scope();
-      provider.next({ holdMs: 1_000 });
+      provider.next({ holdMs: 2_500 });
       await expect(call(tool(), s, "k", args)).rejects.toBeInstanceOf(OutcomeUnknownError);
 
       const early = await probeKey(runtime(), { scope: s, key: "k", actor: "reconciler" });
@@ -139,7 +139,7 @@ describe("upstream presets against services that deduplicate as their providers 
       expect(early.action).toBe("none");
       expect((await t.store.get(s, "k"))?.status).toBe("unknown");
 
-      await vi.waitFor(() => expect(provider.effectsOf(keyAt(s, "k"))).toBe(1), { timeout: 3_000 });
+      await vi.waitFor(() => expect(provider.effectsOf(keyAt(s, "k"))).toBe(1), { timeout: 6_000 });
       const later = await probeKey(runtime(), { scope: s, key: "k", actor: "reconciler" });
       expect(later.action).toBe("resolved");
       expect(provider.effectsOf(keyAt(s, "k"))).toBe(1);
