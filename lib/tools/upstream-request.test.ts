@@ -75,6 +75,31 @@ describe("buildUpstreamRequest", () => {
   });
 });
 
+describe("path templates and dot segments", () => {
+  const capture = config({ url: "https://api.example/v1/charges/{id}/capture" });
+
+  it('a path value ".." is refused before anything is built: it would turn /v1/charges/{id}/capture into /v1/capture', () => {
+    expect(requestArgumentIssues(capture, { id: ".." })).toEqual([{ path: "id", message: expect.stringMatching(/must not be "\.\."/) }]);
+    expect(() => buildUpstreamRequest(capture, { id: ".." }, ctx, key)).toThrow(RequestArgumentsError);
+  });
+
+  it('a path value "." is refused: it would turn /v1/charges/{id}/capture into /v1/charges/capture', () => {
+    expect(requestArgumentIssues(capture, { id: "." }).map((i) => i.path)).toEqual(["id"]);
+    expect(() => buildUpstreamRequest(capture, { id: "." }, ctx, key)).toThrow(RequestArgumentsError);
+  });
+
+  it('two templates in one segment ({a}{b} with "." and ".") that make a ".." segment are refused', () => {
+    const c = config({ url: "https://api.example/v1/charges/{a}{b}/capture" });
+    expect(requestArgumentIssues(c, { a: ".", b: "." }).map((i) => i.path)).toEqual(["a", "b"]);
+    // a segment that only comes out as ".." once filled in
+    expect(requestArgumentIssues(config({ url: "https://api.example/v1/charges/.{a}/capture" }), { a: "." }).map((i) => i.path)).toEqual(["a"]);
+    expect(() => buildUpstreamRequest(c, { a: ".", b: "." }, ctx, key)).toThrow(RequestArgumentsError);
+    // dots inside a longer segment stay one segment
+    expect(new URL(buildUpstreamRequest(c, { a: "..v", b: ".2" }, ctx, key).url).pathname).toBe("/v1/charges/..v.2/capture");
+    expect(new URL(buildUpstreamRequest(capture, { id: "ch_..1" }, ctx, key).url).pathname).toBe("/v1/charges/ch_..1/capture");
+  });
+});
+
 describe("formBody", () => {
   it("is URLSearchParams with bracket paths, and sends nothing for an empty object or list", () => {
     expect(formBody({ metadata: { order_id: "6735" }, expand: ["customer", "invoice"], empty: {}, none: [] }).toString()).toBe(

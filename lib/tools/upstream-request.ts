@@ -32,12 +32,36 @@ export function requestArgumentIssues(config: UpstreamConfig, args: Record<strin
     if (value === undefined || value === null) issues.push({ path: name, message: `is required: the URL's path names it ({${name}})` });
     else if (!isScalar(value)) issues.push({ path: name, message: `must be a string, number or boolean: it is part of the URL's path ({${name}})` });
     else if (value === "") issues.push({ path: name, message: `must not be empty: it is part of the URL's path ({${name}})` });
+    else if (value === "." || value === "..") issues.push({ path: name, message: `must not be "${value}": it is part of the URL's path ({${name}}), where it would move the request to another path` });
+  }
+  // a segment built from several templates (`{a}{b}`, `v{a}`) must not come out as a dot segment either
+  if (issues.length === 0) {
+    for (const segment of templatedSegments(config.url)) {
+      const filled = segment.replace(TEMPLATE, (_m, name: string) => String(args[name]));
+      if (filled === "." || filled === "..") {
+        const names = pathTemplateNames(segment);
+        issues.push({ path: names[0], message: `with ${names.slice(1).join(", ") || "the path around it"} makes the URL's path segment ${segment} "${filled}", which would move the request to another path` });
+      }
+    }
   }
   for (const name of config.query ?? []) {
     const value = args[name];
     if (value !== undefined && value !== null && !isScalar(value)) issues.push({ path: name, message: "must be a string, number or boolean: it is sent as a query parameter" });
   }
   return issues;
+}
+
+/** The segments of a URL template's path that hold an {argument}. */
+function templatedSegments(url: string): string[] {
+  const afterScheme = url.indexOf("//");
+  const pathStart = url.indexOf("/", afterScheme === -1 ? 0 : afterScheme + 2);
+  if (pathStart === -1) return [];
+  const path = url.slice(pathStart).split(/[?#]/)[0];
+  return path.split("/").filter((segment) => segment.search(TEMPLATE) !== -1);
+}
+
+function pathSegments(pathname: string): string[] {
+  return pathname.split("/");
 }
 
 /** A call whose request cannot be built; nothing was sent. */
@@ -105,6 +129,10 @@ export function buildUpstreamRequest(config: UpstreamConfig, args: unknown, ctx:
       return encodeURIComponent(String(values[name]));
     }),
   );
+  // the URL parser resolves dot segments: the path must keep the template's segments, one for one
+  if (pathSegments(url.pathname).length !== pathSegments(new URL(config.url.replace(TEMPLATE, "x")).pathname).length) {
+    throw new RequestArgumentsError([{ path: pathTemplateNames(config.url)[0] ?? "url", message: "changes the number of the URL's path segments" }]);
+  }
   for (const name of config.query ?? []) {
     const value = values[name];
     placed.add(name);
