@@ -20,6 +20,8 @@ const providers = {
   paypal: new IdempotentProvider(PAYPAL),
   // a provider that takes keys of at most 32 characters, declared with keyMaxLength
   short: new IdempotentProvider({ ...ADYEN, name: "short", keyMaxLength: 32 }),
+  // a provider that answers a key's request to another URL with 404 (an edited URL)
+  edited: new IdempotentProvider({ ...RESEND, name: "edited", mismatch: { status: 404, body: { error: "not found" } } }),
 };
 
 const CONFIG = `
@@ -40,6 +42,10 @@ tools:
     description: Make a payment at a provider taking short keys
     leaseMs: 5000
     upstream: { preset: adyen, url: "\${SHORT}/v71/payments", timeoutMs: 400, keyMaxLength: 32 }
+  - name: edited.send_email
+    description: Send an email at a provider answering an edited URL with 404
+    leaseMs: 5000
+    upstream: { preset: resend, url: "\${EDITED}/emails", timeoutMs: 400 }
   - name: paypal.capture_order
     description: Capture a PayPal order
     leaseMs: 5000
@@ -50,12 +56,16 @@ tools:
 describe("upstream presets against services that deduplicate as their providers document", () => {
   const t = useEngineFixture("redis");
   let registry: ToolRegistry;
+  // the same tools after their declarations changed while keys were unknown
+  let edited: ToolRegistry;
   const runtime = () => ({ db: t.db, store: t.store, engine: t.engine, registry });
 
   beforeAll(async () => {
     const env: Record<string, string> = {};
     for (const [name, provider] of Object.entries(providers)) env[name.toUpperCase()] = await provider.start();
     registry = new ToolRegistry(parseToolConfig(CONFIG, "idemgate.config.yaml", env).tools);
+    const changed = CONFIG.replace("/v1/payment_intents", "/v1/payment_intents?expand=x").replace("${EDITED}/emails", "${EDITED}/emails/batch");
+    edited = new ToolRegistry(parseToolConfig(changed, "idemgate.config.yaml", env).tools);
   });
   afterAll(async () => {
     await Promise.all(Object.values(providers).map((p) => p.stop()));
@@ -69,7 +79,7 @@ describe("upstream presets against services that deduplicate as their providers 
     { preset: "stripe", tool: "stripe.create_payment_intent", args: { amount: 2000, currency: "eur" }, inProgress: true },
     { preset: "resend", tool: "resend.send_email", args: { from: "a@example.com", to: ["b@example.com"], subject: "hi" }, inProgress: true },
     { preset: "adyen", tool: "adyen.payments", args: { amount: { value: 2000, currency: "EUR" }, reference: "r1" }, inProgress: true },
-    { preset: "paypal", tool: "paypal.capture_order", args: { orderId: "5O190127TN364715T" }, inProgress: false },
+    { preset: "paypal", tool: "paypal.capture_order", args: { orderId: "5O190127TN364715T" }, inProgress: true },
   ];
 
   describe.each(cases)("$preset", ({ preset, tool: toolName, args }) => {
@@ -122,8 +132,7 @@ describe("upstream presets against services that deduplicate as their providers 
 
   });
 
-  // PayPal publishes no answer for a key whose first request is still in progress ("might fail
-  // the second request"), so its preset has no conflict override and that case is not played
+  // PayPal's refusal while the first is in progress is played as 422 DUPLICATE_REQUEST_ID
   describe.each(cases.filter((c) => c.inProgress))("$preset, while the first request is in progress", ({ preset, tool: toolName, args }) => {
     const provider = providers[preset];
     const tool = () => registry.get(toolName);
@@ -144,6 +153,48 @@ describe("upstream presets against services that deduplicate as their providers 
       expect(later.action).toBe("resolved");
       expect(provider.effectsOf(keyAt(s, "k"))).toBe(1);
     });
+  });
+
+  it("a resend answered with a 4xx not marked as the key's stored answer (the URL was edited: 404) leaves the key unknown", async () => {
+    const s = scope();
+    providers.edited.next("lose_answer");
+    await expect(call(registry.get("edited.send_email"), s, "k", { to: "b@example.com" })).rejects.toBeInstanceOf(OutcomeUnknownError);
+    const out = await probeKey({ ...runtime(), registry: edited }, { scope: s, key: "k", actor: "reconciler" });
+    expect(out.answer).toMatchObject({ outcome: "unknown", note: expect.stringMatching(/answered 404/) });
+    expect(out.action).toBe("none");
+    expect((await t.store.get(s, "k"))?.status).toBe("unknown");
+    expect(providers.edited.effectsOf(derivedKey(s, "k"))).toBe(1);
+  });
+
+  it("a 4xx marked Idempotent-Replayed is the key's stored answer: a resend resolves the key with it", async () => {
+    const s = scope();
+    const calls: number[] = [];
+    const fetchImpl = (async () => {
+      calls.push(1);
+      if (calls.length === 1) throw Object.assign(new Error("socket hang up"), { code: "ECONNRESET" });
+      return new Response(JSON.stringify({ error: { type: "card_error" } }), { status: 402, headers: { "content-type": "application/json", "idempotent-replayed": "true" } });
+    }) as typeof fetch;
+    const own = new ToolRegistry(registry.list(), { fetch: fetchImpl });
+    const tool = own.get("stripe.create_payment_intent");
+    await expect(t.engine.invoke(tool, own.runnerFor(tool, t.db.prisma), { scope: s, key: "k", args: own.parseArgs(tool, { amount: 1 }) })).rejects.toBeInstanceOf(OutcomeUnknownError);
+    const out = await probeKey({ ...runtime(), registry: own }, { scope: s, key: "k", actor: "reconciler" });
+    expect(out.action).toBe("resolved");
+    expect(out.answer).toMatchObject({ outcome: "applied", status: 402 });
+  });
+
+  it("stripe: a retry whose request changed (idempotency_error 400: the key's first request ran) stays unknown, never a final error", async () => {
+    const s = scope();
+    const args = { amount: 2000, currency: "eur" };
+    providers.stripe.next("lose_answer");
+    await expect(call(registry.get("stripe.create_payment_intent"), s, "k", args)).rejects.toBeInstanceOf(OutcomeUnknownError);
+    const tool = edited.get("stripe.create_payment_intent");
+    await expect(t.engine.invoke(tool, edited.runnerFor(tool, t.db.prisma), { scope: s, key: "k", args: edited.parseArgs(tool, args) })).rejects.toBeInstanceOf(OutcomeUnknownError);
+    expect(providers.stripe.received.filter((r) => r.key === derivedKey(s, "k")).at(-1)?.url).toMatch(/expand=x/);
+    expect((await t.store.get(s, "k"))?.status).toBe("unknown");
+    const out = await probeKey({ ...runtime(), registry: edited }, { scope: s, key: "k", actor: "reconciler" });
+    expect(out.action).toBe("none");
+    expect((await t.store.get(s, "k"))?.status).toBe("unknown");
+    expect(providers.stripe.effectsOf(derivedKey(s, "k"))).toBe(1);
   });
 
   it("stripe: the body is a form nested as Stripe reads it", async () => {

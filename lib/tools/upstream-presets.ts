@@ -26,8 +26,17 @@ const DAY_MS = 24 * HOUR_MS;
  */
 export const PRESETS: Record<PresetName, UpstreamPreset> = {
   // form bodies with bracketed nesting; keys up to 255 characters, kept 24 h; 409 when the key is
-  // in use by a request in progress; a key reused with other parameters is a final 400
-  stripe: { body: "form", keyHeader: "Idempotency-Key", keyMaxLength: 255, dedupes: true, probe: "resend", keyRetentionMs: DAY_MS, outcomes: { "409": "unknown" } },
+  // in use by a request in progress; a key reused with other parameters is a 400 idempotency_error,
+  // which says the key's first request reached Stripe and ran: unknown, never a final error
+  stripe: {
+    body: "form",
+    keyHeader: "Idempotency-Key",
+    keyMaxLength: 255,
+    dedupes: true,
+    probe: "resend",
+    keyRetentionMs: DAY_MS,
+    outcomes: { "409": "unknown", "400": { outcome: "unknown", when: { "error.type": "idempotency_error" } } },
+  },
   // JSON; keys up to 256 characters, kept 24 h; 409 concurrent_idempotent_requests while the first
   // is in progress; 422 invalid_idempotent_request for the key with another payload stays final
   resend: { body: "json", keyHeader: "Idempotency-Key", keyMaxLength: 256, dedupes: true, probe: "resend", keyRetentionMs: DAY_MS, outcomes: { "409": "unknown" } },
@@ -35,6 +44,15 @@ export const PRESETS: Record<PresetName, UpstreamPreset> = {
   // first request is in progress (other 422s are validation errors and stay final)
   adyen: { body: "json", keyHeader: "Idempotency-Key", keyMaxLength: 64, dedupes: true, probe: "resend", keyRetentionMs: 31 * DAY_MS, outcomes: { "422": { outcome: "unknown", when: { errorCode: "704" } } } },
   // JSON; the key travels as PayPal-Request-Id (up to 108 characters); how long it is kept differs
-  // per API: 6 h, the shortest (Orders v2), unless the declaration says otherwise
-  paypal: { body: "json", keyHeader: "PayPal-Request-Id", keyMaxLength: 108, dedupes: true, probe: "resend", keyRetentionMs: 6 * HOUR_MS, outcomes: {} },
+  // per API: 6 h, the shortest (Orders v2), unless the declaration says otherwise. A request while
+  // the key's first is in progress is refused (422 DUPLICATE_REQUEST_ID, or a 409 conflict): unknown
+  paypal: {
+    body: "json",
+    keyHeader: "PayPal-Request-Id",
+    keyMaxLength: 108,
+    dedupes: true,
+    probe: "resend",
+    keyRetentionMs: 6 * HOUR_MS,
+    outcomes: { "409": "unknown", "422": { outcome: "unknown", when: { "details.0.issue": "DUPLICATE_REQUEST_ID" } } },
+  },
 };

@@ -45,7 +45,7 @@ export function derivedKey(scope: string, key: string): string {
 
 /** What a service's answer (or its absence) says about a call. */
 export type UpstreamAnswer =
-  | { class: "done"; status: number; body: unknown }
+  | { class: "done"; status: number; body: unknown; replayed: boolean }
   | { class: "not_run"; note: string; status?: number }
   | { class: "unknown"; note: string; timedOut: boolean };
 
@@ -128,7 +128,14 @@ export async function sendUpstream(config: UpstreamConfig, request: UpstreamRequ
   // decide what the service already said, and releasing it would run the side effect again. The
   // call is done, and its stored result (answered now and to every retry) says that it was
   // applied with that status and that its body was not kept.
-  return { class: "done", status, body: text === null ? tooLarge(status, limit) : parseBody(text!) };
+  return { class: "done", status, body: text === null ? tooLarge(status, limit) : parseBody(text!), replayed: saysReplayed(response.headers) };
+}
+
+/** `Idempotent-Replayed: true` (Stripe's): the answer is the one the service stored for the key's first request. */
+export const REPLAYED_HEADER = "idempotent-replayed";
+
+function saysReplayed(headers: Headers): boolean {
+  return headers.get(REPLAYED_HEADER)?.trim().toLowerCase() === "true";
 }
 
 function defaultClass(status: number): UpstreamOutcome {
@@ -195,8 +202,9 @@ export function resendMarginMs(keyRetentionMs: number): number {
 /**
  * The probe of a tool with `probe: resend` (a service that deduplicates on the key): the call asked
  * about is sent again, the same request with the same derived key. The service answers with what
- * it stored for the key (or applies the call now, once, if the first never reached it): a done
- * answer resolves the key with it. Any other answer (a conflict because the first is still in
+ * it stored for the key (or applies the call now, once, if the first never reached it): a 2xx, or
+ * a 4xx marked as the key's stored answer (`Idempotent-Replayed: true`), resolves the key with it.
+ * Any other answer (a 4xx not so marked: about the resend, not the first) (a conflict because the first is still in
  * progress, a refusal, no answer) cannot tell: a resend that did nothing says nothing about the
  * first. Nothing is resent once the service may have forgotten the key.
  */
@@ -213,6 +221,12 @@ export function upstreamResendProber(config: UpstreamConfig & { keyRetentionMs: 
       return { outcome: "unknown", note: `the call could not be built again (${describeError(err)})` };
     }
     const answer = await sendUpstream(config, request, fetchImpl, ctx.signal);
+    // A 4xx to the resend is about the resend (a declaration changed since the first was sent, a
+    // rotated credential, an edited URL), not about the first, which may have been applied: only a
+    // 2xx, or a 4xx the service marks as its stored answer for the key, resolves it.
+    if (answer.class === "done" && answer.status >= 300 && !answer.replayed) {
+      return { outcome: "unknown", note: `resent with the same key: the service answered ${answer.status}, which says nothing about the first request (it is not marked as the key's stored answer)` };
+    }
     if (answer.class === "done") {
       // the key is resolved with this answer: its arguments are needed no longer
       await resendLog.forget(ctx.scope, ctx.key).catch(() => {});
