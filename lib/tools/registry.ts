@@ -99,7 +99,7 @@ export class ToolRegistry {
   proberFor(tool: ToolDefinition, db: PrismaClient): ProbeTool | null {
     if (tool.upstream) {
       const { statusUrl, probe, keyRetentionMs } = tool.upstream;
-      if (probe === "resend" && keyRetentionMs !== undefined) return upstreamResendProber({ ...tool.upstream, keyRetentionMs }, prismaResendLog(db), this.fetchImpl);
+      if (probe === "resend" && keyRetentionMs !== undefined) return upstreamResendProber({ ...tool.upstream, keyRetentionMs }, prismaResendLog(db), this.fetchImpl, Date.now, tool.name);
       return statusUrl ? upstreamProber({ ...tool.upstream, statusUrl }, this.fetchImpl) : null;
     }
     if (typeof tool.probe !== "function") return null;

@@ -11,17 +11,24 @@ export function prismaResendLog(prisma: PrismaClient): ResendLog {
   return {
     async keep({ executionId, scope, key, tool, args, sentAtMs }) {
       const row = { scope, key, tool, arguments: JSON.stringify(args), sentAt: new Date(sentAtMs) };
-      await prisma.upstreamResend.upsert({ where: { executionId }, create: { executionId, ...row }, update: row });
+      // the same execution kept again (a takeover sends it again) keeps its first sentAt
+      await prisma.upstreamResend.upsert({ where: { executionId }, create: { executionId, ...row }, update: { arguments: row.arguments } });
     },
     async forget(scope, key) {
       await prisma.upstreamResend.deleteMany({ where: { scope, key } });
     },
-    async find(scope, key, executionId) {
+    async find(scope, key, tool, executionId) {
+      const asked = executionId ? await prisma.upstreamResend.findUnique({ where: { executionId } }) : null;
       const row =
-        (executionId ? await prisma.upstreamResend.findUnique({ where: { executionId } }) : null) ??
-        (await prisma.upstreamResend.findFirst({ where: { scope, key }, orderBy: { sentAt: "desc" } }));
-      if (!row || row.scope !== scope || row.key !== key) return null;
-      return { args: JSON.parse(row.arguments) as unknown, sentAtMs: row.sentAt.getTime() };
+        asked && asked.scope === scope && asked.key === key && asked.tool === tool
+          ? asked
+          : await prisma.upstreamResend.findFirst({ where: { scope, key, tool }, orderBy: { sentAt: "desc" } });
+      if (!row) return null;
+      // The service's retention runs from the key's first send: every attempt of the key (each
+      // retry is an execution of its own) was sent with the same key, the earliest first.
+      const first = await prisma.upstreamResend.aggregate({ where: { scope, key, tool }, _min: { sentAt: true } });
+      const sentAt = first._min.sentAt && first._min.sentAt < row.sentAt ? first._min.sentAt : row.sentAt;
+      return { args: JSON.parse(row.arguments) as unknown, sentAtMs: sentAt.getTime() };
     },
   };
 }

@@ -7,6 +7,7 @@ import { ADYEN, IdempotentProvider, PAYPAL, RESEND, STRIPE, type ProviderRules }
 import { parseToolConfig } from "./config-file";
 import type { ToolDefinition } from "./define-tool";
 import { ToolRegistry } from "./registry";
+import { prismaResendLog } from "./resend-log";
 import { upstreamToolsFromEnv } from "./upstream-from-env";
 import { derivedKey } from "./upstream";
 import { fitKey } from "./upstream-request";
@@ -195,6 +196,33 @@ describe("upstream presets against services that deduplicate as their providers 
     expect(out.action).toBe("none");
     expect((await t.store.get(s, "k"))?.status).toBe("unknown");
     expect(providers.stripe.effectsOf(derivedKey(s, "k"))).toBe(1);
+  });
+
+  it("the resend window runs from the key's first send: a retry that was lost too does not restart it", async () => {
+    const s = scope();
+    const tool = registry.get("stripe.create_payment_intent");
+    const args = { amount: 2000, currency: "eur" };
+    providers.stripe.next("lose_answer");
+    await expect(call(tool, s, "k", args)).rejects.toBeInstanceOf(OutcomeUnknownError);
+    // the first send was 23.5 h ago: Stripe keeps keys 24 h, and a resend stops an hour before
+    await t.db.prisma.upstreamResend.updateMany({ where: { scope: s, key: "k" }, data: { sentAt: new Date(Date.now() - 23.5 * 60 * 60 * 1000) } });
+    // Stripe forgot the key meanwhile: this retry is a new request to it, applied again, and lost
+    providers.stripe.forgetKey(derivedKey(s, "k"));
+    providers.stripe.next("lose_answer");
+    await expect(call(tool, s, "k", { ...args })).rejects.toBeInstanceOf(OutcomeUnknownError);
+    expect(await t.db.prisma.upstreamResend.count({ where: { scope: s, key: "k" } })).toBe(2);
+    const out = await probeKey(runtime(), { scope: s, key: "k", actor: "reconciler" });
+    expect(out.answer).toMatchObject({ outcome: "unknown", note: expect.stringMatching(/first sent more than the service keeps keys/) });
+    expect(out.action).toBe("none");
+
+    // keeping an execution again keeps its first sentAt
+    const log = prismaResendLog(t.db.prisma);
+    const executionId = randomUUID();
+    await log.keep({ executionId, scope: s, key: "k2", tool: tool.name, args: {}, sentAtMs: 1_000_000 });
+    await log.keep({ executionId, scope: s, key: "k2", tool: tool.name, args: {}, sentAtMs: 2_000_000 });
+    expect((await log.find(s, "k2", tool.name, executionId))?.sentAtMs).toBe(1_000_000);
+    // another tool's call under the key is not this tool's
+    expect(await log.find(s, "k2", "resend.send_email", null)).toBeNull();
   });
 
   it("stripe: the body is a form nested as Stripe reads it", async () => {

@@ -162,8 +162,11 @@ export interface ResendLog {
   keep(entry: { executionId: string; scope: string; key: string; tool: string; args: unknown; sentAtMs: number }): Promise<void>;
   /** every kept call of this key: its outcome is known now */
   forget(scope: string, key: string): Promise<void>;
-  /** the call asked about: by its execution, else the key's latest */
-  find(scope: string, key: string, executionId: string | null): Promise<{ args: unknown; sentAtMs: number } | null>;
+  /**
+   * the call asked about (by its execution, else the key's latest of this tool), with the time the
+   * key was first sent (the earliest of its calls): the service's retention runs from then
+   */
+  find(scope: string, key: string, tool: string, executionId: string | null): Promise<{ args: unknown; sentAtMs: number } | null>;
 }
 
 /**
@@ -208,12 +211,18 @@ export function resendMarginMs(keyRetentionMs: number): number {
  * progress, a refusal, no answer) cannot tell: a resend that did nothing says nothing about the
  * first. Nothing is resent once the service may have forgotten the key.
  */
-export function upstreamResendProber(config: UpstreamConfig & { keyRetentionMs: number }, resendLog: ResendLog, fetchImpl: typeof fetch = fetch, now: () => number = Date.now): ProbeTool {
+export function upstreamResendProber(
+  config: UpstreamConfig & { keyRetentionMs: number },
+  resendLog: ResendLog,
+  fetchImpl: typeof fetch = fetch,
+  now: () => number = Date.now,
+  toolName = "",
+): ProbeTool {
   return async (ctx: ProbeContext): Promise<ProbeAnswer> => {
-    const kept = await resendLog.find(ctx.scope, ctx.key, ctx.executionId).catch(() => null);
+    const kept = await resendLog.find(ctx.scope, ctx.key, toolName, ctx.executionId).catch(() => null);
     if (!kept) return { outcome: "unknown", note: "the call's arguments were not kept, so it cannot be sent again" };
     const until = kept.sentAtMs + config.keyRetentionMs - resendMarginMs(config.keyRetentionMs);
-    if (now() >= until) return { outcome: "unknown", note: `the call was sent more than the service keeps keys (${config.keyRetentionMs} ms) ago, less a margin; a resend could apply it again` };
+    if (now() >= until) return { outcome: "unknown", note: `the key was first sent more than the service keeps keys (${config.keyRetentionMs} ms) ago, less a margin; a resend could apply it again` };
     let request: UpstreamRequest;
     try {
       request = buildUpstreamRequest(config, kept.args, { scope: ctx.scope, key: ctx.key, session: null, executionId: ctx.executionId }, derivedKey(ctx.scope, ctx.key));

@@ -105,6 +105,11 @@ export class IdempotentProvider {
     this.fates.push(...fates);
   }
 
+  /** the provider's retention passed for this key: it no longer remembers it */
+  forgetKey(key: string): void {
+    this.stored.delete(key);
+  }
+
   effectsOf(key: string): number {
     return this.effects.filter((e) => e.key === key).length;
   }
