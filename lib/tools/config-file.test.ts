@@ -262,6 +262,10 @@ ${upstream.split("\n").map((l) => `      ${l}`).join("\n")}
     expect(at('outcomes: { "200": not_run }')).toEqual([{ path: 'tools[0].upstream.outcomes["200"]', message: expect.stringMatching(/^must be a 4xx or 5xx status/) }]);
     expect(at('outcomes: { "302": unknown }')[0].path).toBe('tools[0].upstream.outcomes["302"]');
     expect(at('outcomes: { "503": done }')).toEqual([{ path: 'tools[0].upstream.outcomes["503"]', message: "a 5xx cannot be done: a stored result is a 2xx or a final 4xx" }]);
+    expect(at('outcomes: { "502": { outcome: not_run, when: { error: down } } }')).toEqual([{ path: 'tools[0].upstream.outcomes["502"]', message: expect.stringMatching(/^a 502 cannot be not_run/) }]);
+    expect(at('outcomes: { "504": not_run }')[0].message).toMatch(/^a 504 cannot be not_run/);
+    expect(at('outcomes: { "503": not_run }')).toEqual([{ path: 'tools[0].upstream.outcomes["503"]', message: expect.stringMatching(/^a 503 can be not_run only with a when: clause/) }]);
+    expect(() => parseToolConfig(shaped('outcomes: { "503": { outcome: not_run, when: { "error.code": maintenance } } }'), "c.yaml", {})).not.toThrow();
     expect(at('outcomes: { "409": released }')[0].path).toBe('tools[0].upstream.outcomes["409"]');
     expect(at("keyMaxLength: 8")).toEqual([{ path: "tools[0].upstream.keyMaxLength", message: "must be at least 16" }]);
     expect(at("keyHeader: Idemgate-Key")).toEqual([{ path: "tools[0].upstream.keyHeader", message: "Idemgate-Key is a header Idemgate sets itself" }]);

@@ -102,6 +102,12 @@ function checkShape(
     }
     const cls = typeof override === "string" ? override : override.outcome;
     if (cls === "done" && code.startsWith("5")) problems.push({ at: ["outcomes", code], message: "a 5xx cannot be done: a stored result is a 2xx or a final 4xx" });
+    const when = typeof override === "string" ? undefined : override.when;
+    if (cls === "not_run" && (code === "502" || code === "504")) {
+      problems.push({ at: ["outcomes", code], message: `a ${code} cannot be not_run: it comes from a proxy or gateway in front of the service, which cannot know whether the service applied the call` });
+    } else if (cls === "not_run" && code.startsWith("5") && (when === undefined || Object.keys(when).length === 0)) {
+      problems.push({ at: ["outcomes", code], message: `a ${code} can be not_run only with a when: clause matching the service's own answer body (a proxy's ${code} says nothing about the call)` });
+    }
   }
   if (u.probe === "resend") {
     const at = shape.probe === "resend" ? ["probe"] : ["preset"];

@@ -212,8 +212,10 @@ describe("upstreamRunner with outcome overrides", () => {
     expect(notRun).toBeInstanceOf(NotRunError);
     expect((notRun as NotRunError).upstreamStatus).toBe(409);
     expect(await failure(over("/conflict", { "409": "unknown" })({}, ctx))).toBeInstanceOf(OutcomeUnknown);
-    // a 5xx a tool's documentation calls "nothing applied"
-    expect(await failure(over("/broken", { "503": "not_run" })({}, ctx))).toBeInstanceOf(NotRunError);
+    // a 5xx a tool's documentation calls "nothing applied", recognised by the service's own body
+    expect(await failure(over("/broken", { "503": { outcome: "not_run", when: { error: "down for maintenance" } } })({}, ctx))).toBeInstanceOf(NotRunError);
+    // without a body to match (it may be a proxy's), or on a gateway's 502/504, a 5xx stays unknown
+    expect(await failure(over("/broken", { "503": "not_run" })({}, ctx))).toBeInstanceOf(OutcomeUnknown);
     // 429 made final: stored with its body
     const final = (await failure(over("/rate-limited", { "429": "done" })({}, ctx))) as FinalToolError;
     expect(final).toBeInstanceOf(FinalToolError);

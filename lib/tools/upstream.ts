@@ -107,8 +107,10 @@ export async function sendUpstream(config: UpstreamConfig, request: UpstreamRequ
   } else {
     cls = defaultClass(status);
   }
-  // a result is 200 to 499 (checked when declared; a 5xx is never stored as one)
+  // a result is 200 to 499 (checked when declared; a 5xx is never stored as one), and a 5xx frees
+  // the key only when its body is the service's own (a matched `when`) and no gateway's (502, 504)
   if (cls === "done" && status >= 500) cls = "unknown";
+  if (cls === "not_run" && !saysNotApplied && status >= 500 && (status === 502 || status === 504 || typeof override === "string" || override?.when === undefined)) cls = "unknown";
 
   if (cls !== "done") {
     if (text === undefined) await response.body?.cancel().catch(() => {});
