@@ -101,10 +101,21 @@ describe("path templates and dot segments", () => {
 });
 
 describe("formBody", () => {
-  it("is URLSearchParams with bracket paths, and sends nothing for an empty object or list", () => {
+  it("is URLSearchParams with bracket paths, and sends an empty object or list as an empty value (how Stripe clears it)", () => {
     expect(formBody({ metadata: { order_id: "6735" }, expand: ["customer", "invoice"], empty: {}, none: [] }).toString()).toBe(
-      "metadata%5Border_id%5D=6735&expand%5B0%5D=customer&expand%5B1%5D=invoice",
+      "metadata%5Border_id%5D=6735&expand%5B0%5D=customer&expand%5B1%5D=invoice&empty=&none=",
     );
+  });
+
+  it("a name with [ or ] (or empty), which would read as other nesting, is refused before anything is built", () => {
+    const form = config({ body: "form" });
+    expect(requestArgumentIssues(form, { "metadata[a]": "x", metadata: { a: "y" } }).map((i) => i.path)).toEqual(["metadata[a]"]);
+    expect(requestArgumentIssues(form, { metadata: { "a][b": "x", "": 1 } }).map((i) => i.path)).toEqual(["metadata.a][b", "metadata."]);
+    expect(() => buildUpstreamRequest(form, { "a[0]": 1, a: [2] }, ctx, key)).toThrow(RequestArgumentsError);
+    // a JSON body may carry such names: they are only keys there
+    expect(requestArgumentIssues(config({}), { "metadata[a]": "x" })).toEqual([]);
+    // path and query arguments are not in the form body
+    expect(requestArgumentIssues(config({ body: "form", query: ["x[y]".replace(/\W/g, "_")] }), { x_y_: "1" })).toEqual([]);
   });
 });
 

@@ -48,6 +48,7 @@ export function requestArgumentIssues(config: UpstreamConfig, args: Record<strin
     const value = args[name];
     if (value !== undefined && value !== null && !isScalar(value)) issues.push({ path: name, message: "must be a string, number or boolean: it is sent as a query parameter" });
   }
+  if (bodyKindOf(config) === "form") issues.push(...formIssues(bodyArguments(config, args)));
   return issues;
 }
 
@@ -81,10 +82,49 @@ export function fitKey(key: string, maxLength: number | undefined): string {
   return maxLength === undefined || key.length <= maxLength ? key : key.slice(0, maxLength);
 }
 
+/** The arguments a call sends in its body: all but its path and query ones, unless repeated there. */
+function bodyArguments(config: UpstreamConfig, values: Record<string, unknown>): Record<string, unknown> {
+  const placed = new Set([...pathTemplateNames(config.url), ...(config.query ?? [])]);
+  const repeated = new Set(config.repeatInBody ?? []);
+  return Object.fromEntries(Object.entries(values).filter(([name]) => !placed.has(name) || repeated.has(name)));
+}
+
+/**
+ * What a form body cannot say: a name with [ or ] (or an empty one) would read as other nesting
+ * than the arguments have, and two values under one encoded name would be read as one.
+ */
+function formIssues(args: Record<string, unknown>): RequestArgumentIssue[] {
+  const issues: RequestArgumentIssue[] = [];
+  const names = new Set<string>();
+  const walk = (path: string, encoded: string, value: unknown) => {
+    if (value === undefined) return;
+    if (value !== null && typeof value === "object") {
+      const entries = Array.isArray(value) ? value.map((v, i) => [String(i), v] as const) : Object.entries(value);
+      if (entries.length === 0) return void (names.has(encoded) ? issues.push({ path, message: `is sent as ${encoded}, a name another argument is sent as too` }) : names.add(encoded));
+      for (const [k, v] of entries) {
+        if (!Array.isArray(value) && (k === "" || /[[\]]/.test(k))) {
+          issues.push({ path: `${path}.${k}`, message: "a name in a form body must not be empty nor hold [ or ]: it would read as other nesting" });
+          continue;
+        }
+        walk(`${path}.${k}`, `${encoded}[${k}]`, v);
+      }
+      return;
+    }
+    if (names.has(encoded)) issues.push({ path, message: `is sent as ${encoded}, a name another argument is sent as too` });
+    names.add(encoded);
+  };
+  for (const [name, value] of Object.entries(args)) {
+    if (name === "" || /[[\]]/.test(name)) issues.push({ path: name, message: "a name in a form body must not be empty nor hold [ or ]: it would read as other nesting" });
+    else walk(name, name, value);
+  }
+  return issues;
+}
+
 /**
  * Arguments as `application/x-www-form-urlencoded`, nested as Stripe reads it: `metadata[order]=42`,
- * `items[0][price]=p_1`, `a[b][c]=x`. null is sent as an empty value (how Stripe unsets a field);
- * an empty object or list sends nothing. URLSearchParams does the encoding.
+ * `items[0][price]=p_1`, `a[b][c]=x`. null, an empty object and an empty list are sent as an empty
+ * value (`metadata=`: how Stripe unsets a field or clears a hash), never dropped. URLSearchParams
+ * does the encoding; names that would nest otherwise are refused first (requestArgumentIssues).
  */
 export function formBody(args: Record<string, unknown>): URLSearchParams {
   const form = new URLSearchParams();
@@ -92,8 +132,8 @@ export function formBody(args: Record<string, unknown>): URLSearchParams {
     if (value === undefined) return;
     if (value === null) form.append(name, "");
     else if (isScalar(value)) form.append(name, String(value));
-    else if (Array.isArray(value)) value.forEach((v, i) => add(`${name}[${i}]`, v));
-    else if (typeof value === "object") for (const [k, v] of Object.entries(value)) add(`${name}[${k}]`, v);
+    else if (Array.isArray(value)) value.length === 0 ? form.append(name, "") : value.forEach((v, i) => add(`${name}[${i}]`, v));
+    else if (typeof value === "object") Object.keys(value).length === 0 ? form.append(name, "") : Object.entries(value).forEach(([k, v]) => add(`${name}[${k}]`, v));
   };
   for (const [name, value] of Object.entries(args)) add(name, value);
   return form;
