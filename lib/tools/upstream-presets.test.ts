@@ -2,6 +2,8 @@ import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { InvalidArgumentsError, OutcomeUnknownError } from "@/lib/idempotency/errors";
 import { probeKey } from "@/lib/operator/probe-key";
+import { releaseKey } from "@/lib/operator/release-key";
+import { resolveKey } from "@/lib/operator/resolve-key";
 import { useEngineFixture } from "@/test/support/engine-fixture";
 import { ADYEN, IdempotentProvider, PAYPAL, RESEND, STRIPE, type ProviderRules } from "@/test/support/idempotent-provider";
 import { parseToolConfig } from "./config-file";
@@ -223,6 +225,19 @@ describe("upstream presets against services that deduplicate as their providers 
     expect((await log.find(s, "k2", tool.name, executionId))?.sentAtMs).toBe(1_000_000);
     // another tool's call under the key is not this tool's
     expect(await log.find(s, "k2", "resend.send_email", null)).toBeNull();
+  });
+
+  it("an operator's release or resolve of an unknown key deletes the arguments kept for its resend", async () => {
+    const tool = registry.get("stripe.create_payment_intent");
+    for (const decide of ["release", "resolve"] as const) {
+      const s = scope();
+      providers.stripe.next("lose_answer");
+      await expect(call(tool, s, "k", { amount: 1 })).rejects.toBeInstanceOf(OutcomeUnknownError);
+      expect(await t.db.prisma.upstreamResend.count({ where: { scope: s, key: "k" } })).toBe(1);
+      if (decide === "release") await releaseKey(runtime(), { scope: s, key: "k", actor: "op", reason: "checked the dashboard: not charged" });
+      else await resolveKey(runtime(), { scope: s, key: "k", actor: "op", reason: "checked the dashboard: charged", result: { id: "pi_1" } });
+      expect(await t.db.prisma.upstreamResend.count({ where: { scope: s, key: "k" } })).toBe(0);
+    }
   });
 
   it("stripe: the body is a form nested as Stripe reads it", async () => {
