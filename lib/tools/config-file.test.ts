@@ -232,8 +232,8 @@ ${upstream.split("\n").map((l) => `      ${l}`).join("\n")}
     const [stripe] = parseToolConfig(shaped("preset: stripe"), "c.yaml", {}).tools;
     expect(stripe.dedupes).toBe(true);
     expect(stripe.upstream).toMatchObject({ preset: "stripe", body: "form", keyHeader: "Idempotency-Key", keyMaxLength: 255, probe: "resend", keyRetentionMs: 86_400_000, outcomes: { "409": "unknown" } });
-    const [own] = parseToolConfig(shaped('preset: stripe\nmethod: PUT\nbody: json\nkeyMaxLength: 40\noutcomes: { "409": not_run, "404": not_run }'), "c.yaml", {}).tools;
-    expect(own.upstream).toMatchObject({ method: "PUT", body: "json", keyMaxLength: 40, outcomes: { "409": "not_run", "404": "not_run" } });
+    const [own] = parseToolConfig(shaped('preset: stripe\nmethod: POST\nbody: json\nkeyMaxLength: 40\noutcomes: { "409": not_run, "404": not_run }'), "c.yaml", {}).tools;
+    expect(own.upstream).toMatchObject({ method: "POST", body: "json", keyMaxLength: 40, outcomes: { "409": "not_run", "404": "not_run" } });
     const [paypal] = parseToolConfig(shaped("preset: paypal"), "c.yaml", {}).tools;
     expect(paypal.upstream).toMatchObject({ keyHeader: "PayPal-Request-Id", probe: "resend" });
     // dedupes: false turns the preset's resend probe off with it
@@ -243,6 +243,15 @@ ${upstream.split("\n").map((l) => `      ${l}`).join("\n")}
     const [off] = parseToolConfig(shaped("preset: adyen\nprobe: none"), "c.yaml", {}).tools;
     expect(off.upstream?.probe).toBeUndefined();
     expect(off.upstream?.keyMaxLength).toBe(64);
+  });
+
+  it("presets are for POST only, and the resend preset for the endpoints Resend deduplicates", () => {
+    expect(problemsOf(shaped("preset: stripe\nmethod: DELETE"), {})).toEqual([{ path: "tools[0].upstream.method", message: expect.stringMatching(/^DELETE is not what the stripe preset is for/) }]);
+    expect(problemsOf(shaped("preset: resend"), {})).toEqual([{ path: "tools[0].upstream.url", message: expect.stringMatching(/must be POST \/emails or \/emails\/batch/) }]);
+    // an endpoint the declaration says deduplicates
+    expect(parseToolConfig(shaped("preset: resend", undefined, "    dedupes: true\n"), "c.yaml", {}).tools[0].dedupes).toBe(true);
+    const [tool] = upstreamToolsFromEnv(JSON.stringify([{ name: "mail.batch", url: "https://api.resend.com/emails/batch", preset: "resend" }]));
+    expect(tool.dedupes).toBe(true);
   });
 
   it("the same fields in IDEMGATE_UPSTREAM_TOOLS", () => {

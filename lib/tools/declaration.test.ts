@@ -62,7 +62,7 @@ tools:
     inputSchema: { type: object, required: [orderId], properties: { orderId: { type: string } } }
     upstream:
       preset: adyen
-      method: PUT
+      method: POST
       url: "https://\${HOST}/v71/orders/{orderId}/refunds?key=\${API_KEY}"
       query: [dryRun]
       keyMaxLength: 40
@@ -75,7 +75,7 @@ tools:
     const d = effectiveDeclaration(tool, registry.describe(tool), null);
     expect(d.dedupes).toBe(true);
     expect(d.upstream).toEqual({
-      method: "PUT",
+      method: "POST",
       url: "https://${HOST}/v71/orders/{orderId}/refunds",
       statusUrl: null,
       timeoutMs: 5000,

@@ -67,14 +67,14 @@ export function resolveUpstream(
     ...(probe === "resend" ? { probe } : {}),
     ...((shape.keyRetentionMs ?? preset?.keyRetentionMs) ? { keyRetentionMs: shape.keyRetentionMs ?? preset!.keyRetentionMs } : {}),
   };
-  const problems = checkShape(upstream, shape, { ...options, dedupes });
+  const problems = checkShape(upstream, shape, { ...options, dedupes, declaredDedupes: options.dedupes });
   return problems.length > 0 ? problems : { upstream, dedupes };
 }
 
 function checkShape(
   u: UpstreamConfig,
   shape: UpstreamShape,
-  options: { dedupes: boolean | undefined; kind: "read" | "write"; inputSchema?: Record<string, unknown> },
+  options: { dedupes: boolean | undefined; declaredDedupes: boolean | undefined; kind: "read" | "write"; inputSchema?: Record<string, unknown> },
 ): ShapeProblem[] {
   const problems: ShapeProblem[] = [];
   const urlProblem = urlTemplateProblem(u.url);
@@ -109,6 +109,12 @@ function checkShape(
       problems.push({ at: ["outcomes", code], message: `a ${code} can be not_run only with a when: clause matching the service's own answer body (a proxy's ${code} says nothing about the call)` });
     }
   }
+  if (shape.preset !== undefined && (u.method ?? "POST") !== "POST") {
+    problems.push({ at: ["method"], message: `${u.method} is not what the ${shape.preset} preset is for: the provider deduplicates POST requests only; declare the fields yourself without a preset` });
+  }
+  if (shape.preset === "resend" && options.declaredDedupes !== true && !resendDedupes(u.url)) {
+    problems.push({ at: ["url"], message: "with the resend preset must be POST /emails or /emails/batch, the endpoints Resend deduplicates on the key; for another, say dedupes: true if its reference says it does" });
+  }
   if (u.probe === "resend") {
     const at = shape.probe === "resend" ? ["probe"] : ["preset"];
     if (options.kind !== "write") problems.push({ at, message: "probe: resend is for write tools" });
@@ -119,4 +125,13 @@ function checkShape(
     problems.push({ at: ["keyRetentionMs"], message: "is for probe: resend" });
   }
   return problems;
+}
+
+/** Resend honours the key on POST /emails and /emails/batch only. */
+function resendDedupes(url: string): boolean {
+  try {
+    return /\/emails(\/batch)?\/?$/.test(new URL(url.replace(/\{[^}]*\}/g, "x")).pathname);
+  } catch {
+    return false;
+  }
 }
