@@ -200,7 +200,7 @@ describe("upstream presets against services that deduplicate as their providers 
     expect(providers.stripe.effectsOf(derivedKey(s, "k"))).toBe(1);
   });
 
-  it("the resend window runs from the key's first send: a retry that was lost too does not restart it", async () => {
+  it("the resend window runs from the key's first send: past it, neither a retry nor a probe sends the call again", async () => {
     const s = scope();
     const tool = registry.get("stripe.create_payment_intent");
     const args = { amount: 2000, currency: "eur" };
@@ -208,11 +208,13 @@ describe("upstream presets against services that deduplicate as their providers 
     await expect(call(tool, s, "k", args)).rejects.toBeInstanceOf(OutcomeUnknownError);
     // the first send was 23.5 h ago: Stripe keeps keys 24 h, and a resend stops an hour before
     await t.db.prisma.upstreamResend.updateMany({ where: { scope: s, key: "k" }, data: { sentAt: new Date(Date.now() - 23.5 * 60 * 60 * 1000) } });
-    // Stripe forgot the key meanwhile: this retry is a new request to it, applied again, and lost
+    // Stripe may have forgotten the key: a retry is not sent (it could charge again) and the key stays unknown
     providers.stripe.forgetKey(derivedKey(s, "k"));
-    providers.stripe.next("lose_answer");
+    const sent = providers.stripe.received.length;
     await expect(call(tool, s, "k", { ...args })).rejects.toBeInstanceOf(OutcomeUnknownError);
-    expect(await t.db.prisma.upstreamResend.count({ where: { scope: s, key: "k" } })).toBe(2);
+    expect(providers.stripe.received.length).toBe(sent);
+    expect((await t.store.get(s, "k"))?.status).toBe("unknown");
+    expect(providers.stripe.effectsOf(derivedKey(s, "k"))).toBe(1);
     const out = await probeKey(runtime(), { scope: s, key: "k", actor: "reconciler" });
     expect(out.answer).toMatchObject({ outcome: "unknown", note: expect.stringMatching(/first sent more than the service keeps keys/) });
     expect(out.action).toBe("none");
@@ -223,6 +225,10 @@ describe("upstream presets against services that deduplicate as their providers 
     await log.keep({ executionId, scope: s, key: "k2", tool: tool.name, args: {}, sentAtMs: 1_000_000 });
     await log.keep({ executionId, scope: s, key: "k2", tool: tool.name, args: {}, sentAtMs: 2_000_000 });
     expect((await log.find(s, "k2", tool.name, executionId))?.sentAtMs).toBe(1_000_000);
+    // a later call of the key (a retry, its own execution) does not restart the window
+    const retried = await log.find(s, "k2", tool.name, null);
+    await log.keep({ executionId: randomUUID(), scope: s, key: "k2", tool: tool.name, args: { n: 2 }, sentAtMs: 3_000_000 });
+    expect(await log.find(s, "k2", tool.name, null)).toEqual({ args: { n: 2 }, sentAtMs: retried!.sentAtMs });
     // another tool's call under the key is not this tool's
     expect(await log.find(s, "k2", "resend.send_email", null)).toBeNull();
   });

@@ -187,6 +187,14 @@ export function upstreamRunner(config: UpstreamConfig, fetchImpl: typeof fetch =
       throw err;
     }
     const keeps = config.probe === "resend" && resendLog !== undefined && ctx.key !== null && ctx.executionId !== null;
+    // A retry of a key whose first send may have been forgotten by the service (its retention, less
+    // the margin, has passed) could apply the call again: it is not sent, and the key stays unknown.
+    if (keeps && config.keyRetentionMs !== undefined) {
+      const first = await resendLog.find(ctx.scope, ctx.key!, toolName, null).catch(() => null);
+      if (first && Date.now() >= first.sentAtMs + config.keyRetentionMs - resendMarginMs(config.keyRetentionMs)) {
+        throw new OutcomeUnknown(`not sent again: the key was first sent more than the service keeps keys (${config.keyRetentionMs} ms) ago, less a margin, so it may have forgotten it and apply the call twice`, false);
+      }
+    }
     // Kept before sending: the call may be lost with this process once it is sent. A failure to
     // keep it only leaves its probe unable to resend (it then cannot tell), so the call goes on.
     if (keeps) await resendLog.keep({ executionId: ctx.executionId!, scope: ctx.scope, key: ctx.key!, tool: toolName, args: args ?? {}, sentAtMs: Date.now() }).catch(() => {});
