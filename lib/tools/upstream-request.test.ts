@@ -125,5 +125,8 @@ describe("urlTemplateProblem", () => {
     expect(urlTemplateProblem("https://{tenant}.example/v1")).toMatch(/path only, not in its host/);
     expect(urlTemplateProblem("https://api.example/v1?id={id}")).toMatch(/query/);
     expect(urlTemplateProblem("https://api.example/v1/{bad-name}")).toMatch(/brace/);
+    // every template is checked, not only the first
+    expect(urlTemplateProblem("https://api.example/v1/{id}?to={email}")).toMatch(/query/);
+    expect(urlTemplateProblem("https://api.example/v1/{id}#{frag}")).toMatch(/query/);
   });
 });

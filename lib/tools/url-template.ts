@@ -13,12 +13,13 @@ export function pathTemplateNames(url: string): string[] {
 export function urlTemplateProblem(url: string): string | null {
   const bare = url.replace(TEMPLATE, "");
   if (/[{}]/.test(bare)) return "has a brace that is not an {argument} template (names are letters, digits and _)";
-  const first = url.search(TEMPLATE);
-  if (first === -1) return null;
+  const positions = [...url.matchAll(TEMPLATE)].map((m) => m.index);
+  if (positions.length === 0) return null;
   const authorityEnd = url.indexOf("/", url.indexOf("//") + 2);
-  if (authorityEnd === -1 || first < authorityEnd) return "may use {argument} templates in its path only, not in its host";
+  if (authorityEnd === -1 || positions.some((at) => at < authorityEnd)) return "may use {argument} templates in its path only, not in its host";
   const queryStart = url.search(/[?#]/);
-  if (queryStart !== -1 && first > queryStart) return "may use {argument} templates in its path only; send arguments as query parameters with `query`";
+  // every template, not only the first: /v1/{id}?to={email} puts one in the query
+  if (queryStart !== -1 && positions.some((at) => at > queryStart)) return "may use {argument} templates in its path only; send arguments as query parameters with `query`";
   return null;
 }
 
