@@ -67,7 +67,7 @@ describe("upstream presets against services that deduplicate as their providers 
     const env: Record<string, string> = {};
     for (const [name, provider] of Object.entries(providers)) env[name.toUpperCase()] = await provider.start();
     registry = new ToolRegistry(parseToolConfig(CONFIG, "idemgate.config.yaml", env).tools);
-    const changed = CONFIG.replace("/v1/payment_intents", "/v1/payment_intents?expand=x").replace("${EDITED}/emails", "${EDITED}/emails/batch");
+    const changed = CONFIG.replace("/v1/payment_intents", "/v1/payment_intents?expand=x").replace("${EDITED}/emails", "${EDITED}/emails/batch").replace('${RESEND}/emails"', '${RESEND}/emails/batch"');
     edited = new ToolRegistry(parseToolConfig(changed, "idemgate.config.yaml", env).tools);
   });
   afterAll(async () => {
@@ -244,6 +244,18 @@ describe("upstream presets against services that deduplicate as their providers 
       else await resolveKey(runtime(), { scope: s, key: "k", actor: "op", reason: "checked the dashboard: charged", result: { id: "pi_1" } });
       expect(await t.db.prisma.upstreamResend.count({ where: { scope: s, key: "k" } })).toBe(0);
     }
+  });
+
+  it("resend: a retry whose request changed (409 invalid_idempotent_request: the key's first request ran) stays unknown", async () => {
+    const s = scope();
+    const args = { from: "a@example.com", to: ["b@example.com"], subject: "hi" };
+    providers.resend.next("lose_answer");
+    await expect(call(registry.get("resend.send_email"), s, "k", args)).rejects.toBeInstanceOf(OutcomeUnknownError);
+    const tool = edited.get("resend.send_email");
+    await expect(t.engine.invoke(tool, edited.runnerFor(tool, t.db.prisma), { scope: s, key: "k", args: edited.parseArgs(tool, args) })).rejects.toBeInstanceOf(OutcomeUnknownError);
+    expect(providers.resend.received.filter((r) => r.key === derivedKey(s, "k")).at(-1)?.url).toBe("/emails/batch");
+    expect((await t.store.get(s, "k"))?.status).toBe("unknown");
+    expect(providers.resend.effectsOf(derivedKey(s, "k"))).toBe(1);
   });
 
   it("stripe: the body is a form nested as Stripe reads it", async () => {

@@ -38,7 +38,8 @@ export const PRESETS: Record<PresetName, UpstreamPreset> = {
     outcomes: { "409": "unknown", "400": { outcome: "unknown", when: { "error.type": "idempotency_error" } } },
   },
   // JSON; keys up to 256 characters, kept 24 h; 409 concurrent_idempotent_requests while the first
-  // is in progress; 422 invalid_idempotent_request for the key with another payload stays final
+  // is in progress, and 409 invalid_idempotent_request for the key with another payload (its first
+  // request ran): both unknown; a key too long is a 400 invalid_idempotency_key
   resend: { body: "json", keyHeader: "Idempotency-Key", keyMaxLength: 256, dedupes: true, probe: "resend", keyRetentionMs: DAY_MS, outcomes: { "409": "unknown" } },
   // JSON; keys up to 64 characters, kept at least 31 days; 422 with errorCode 704 while the key's
   // first request is in progress (other 422s are validation errors and stay final)

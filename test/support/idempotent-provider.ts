@@ -43,8 +43,8 @@ export const RESEND: ProviderRules = {
   keyMaxLength: 256,
   parse: (body) => json(body),
   inProgress: { status: 409, body: { name: "concurrent_idempotent_requests", statusCode: 409 } },
-  mismatch: { status: 422, body: { name: "invalid_idempotent_request", statusCode: 422 } },
-  keyTooLong: { status: 422, body: { name: "invalid_idempotency_key", statusCode: 422 } },
+  mismatch: { status: 409, body: { name: "invalid_idempotent_request", statusCode: 409 } },
+  keyTooLong: { status: 400, body: { name: "invalid_idempotency_key", statusCode: 400 } },
 };
 
 export const ADYEN: ProviderRules = {
