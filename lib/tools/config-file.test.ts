@@ -276,7 +276,7 @@ ${upstream.split("\n").map((l) => `      ${l}`).join("\n")}
     expect(at('outcomes: { "503": not_run }')).toEqual([{ path: 'tools[0].upstream.outcomes["503"]', message: expect.stringMatching(/^a 503 can be not_run only with a when: clause/) }]);
     expect(() => parseToolConfig(shaped('outcomes: { "503": { outcome: not_run, when: { "error.code": maintenance } } }'), "c.yaml", {})).not.toThrow();
     expect(at('outcomes: { "409": released }')[0].path).toBe('tools[0].upstream.outcomes["409"]');
-    expect(at("keyMaxLength: 8")).toEqual([{ path: "tools[0].upstream.keyMaxLength", message: "must be at least 16" }]);
+    expect(at("keyMaxLength: 8")).toEqual([{ path: "tools[0].upstream.keyMaxLength", message: "must be at least 32" }]);
     expect(at("keyHeader: Idemgate-Key")).toEqual([{ path: "tools[0].upstream.keyHeader", message: "Idemgate-Key is a header Idemgate sets itself" }]);
     expect(at("query: [orderId]")).toEqual([{ path: "tools[0].upstream.query[0]", message: "orderId is already in the URL's path" }]);
     expect(at("repeatInBody: [amount]")).toEqual([{ path: "tools[0].upstream.repeatInBody[0]", message: expect.stringMatching(/neither a path nor a query argument/) }]);

@@ -56,13 +56,14 @@ describe("buildUpstreamRequest", () => {
   });
 
   it("keyHeader carries the key instead of Idempotency-Key; keyMaxLength shortens it the same way every time", () => {
-    const r = buildUpstreamRequest(config({ keyHeader: "PayPal-Request-Id", keyMaxLength: 20 }), {}, ctx, key);
+    const r = buildUpstreamRequest(config({ keyHeader: "PayPal-Request-Id", keyMaxLength: 32 }), {}, ctx, key);
     expect(r.headers.get("idempotency-key")).toBeNull();
     const sent = r.headers.get("paypal-request-id")!;
-    expect(sent).toHaveLength(20);
-    expect(sent).toBe(fitKey(key, 20));
-    expect(key.startsWith(sent)).toBe(true);
-    expect(buildUpstreamRequest(config({ keyHeader: "PayPal-Request-Id", keyMaxLength: 20 }), {}, { ...ctx, key: "order-43" }, derivedKey("acme", "order-43")).headers.get("paypal-request-id")).not.toBe(sent);
+    expect(sent).toHaveLength(32);
+    expect(sent).toBe(fitKey(key, 32));
+    // all digest: the idg_ prefix is dropped first
+    expect(key.startsWith(`idg_${sent}`)).toBe(true);
+    expect(buildUpstreamRequest(config({ keyHeader: "PayPal-Request-Id", keyMaxLength: 32 }), {}, { ...ctx, key: "order-43" }, derivedKey("acme", "order-43")).headers.get("paypal-request-id")).not.toBe(sent);
     expect(fitKey(key, 64)).toBe(key);
   });
 

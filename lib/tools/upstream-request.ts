@@ -7,8 +7,8 @@ export { pathTemplateNames, urlTemplateProblem } from "./url-template";
 /** The header that carries the derived key unless a tool names its service's own (`keyHeader`). */
 export const DEFAULT_KEY_HEADER = "Idempotency-Key";
 
-/** The shortest `keyMaxLength` accepted: `idg_` and 12 characters (72 bits) of the digest. */
-export const MIN_KEY_LENGTH = 16;
+/** The shortest `keyMaxLength` accepted: 32 characters (192 bits) of the digest. */
+export const MIN_KEY_LENGTH = 32;
 
 /** One problem with the arguments a request is built from, named by the argument. */
 export interface RequestArgumentIssue {
@@ -74,12 +74,14 @@ export class RequestArgumentsError extends Error {
 }
 
 /**
- * The derived key cut to what the service takes. Deterministic (the same key always fits the same
+ * The derived key cut to what the service takes, without its prefix. Deterministic (the same key always fits the same
  * way, so a resend is recognised) and still mostly digest: a prefix of a SHA-256 is as unlikely to
  * collide as its length allows.
  */
 export function fitKey(key: string, maxLength: number | undefined): string {
-  return maxLength === undefined || key.length <= maxLength ? key : key.slice(0, maxLength);
+  if (maxLength === undefined || key.length <= maxLength) return key;
+  // a shortened key spends every character on the digest: the `idg_` prefix goes first
+  return (key.startsWith("idg_") ? key.slice(4) : key).slice(0, maxLength);
 }
 
 /** The arguments a call sends in its body: all but its path and query ones, unless repeated there. */
