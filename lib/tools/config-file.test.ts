@@ -279,6 +279,10 @@ ${upstream.split("\n").map((l) => `      ${l}`).join("\n")}
     expect(at("keyMaxLength: 8")).toEqual([{ path: "tools[0].upstream.keyMaxLength", message: "must be at least 32" }]);
     expect(at("keyHeader: Idemgate-Key")).toEqual([{ path: "tools[0].upstream.keyHeader", message: "Idemgate-Key is a header Idemgate sets itself" }]);
     expect(at("query: [orderId]")).toEqual([{ path: "tools[0].upstream.query[0]", message: "orderId is already in the URL's path" }]);
+    expect(problemsOf(shaped("query: [dryRun]").replace("/refunds", "/refunds?dryRun=1"), {})).toEqual([{ path: "tools[0].upstream.query[0]", message: expect.stringMatching(/already in the URL's query/) }]);
+    const schema = "{ type: object, required: [orderId], properties: { orderId: { type: string }, reason: { type: string }, dryRun: { type: boolean } } }";
+    expect(problemsOf(shaped("method: DELETE\nquery: [dryRun]", schema), {})).toEqual([{ path: "tools[0].upstream.body", message: expect.stringMatching(/reason .* would never be sent/) }]);
+    expect(() => parseToolConfig(shaped("method: DELETE\nquery: [dryRun, reason]", schema), "c.yaml", {})).not.toThrow();
     expect(at("repeatInBody: [amount]")).toEqual([{ path: "tools[0].upstream.repeatInBody[0]", message: expect.stringMatching(/neither a path nor a query argument/) }]);
     // a templated argument the schema does not require: a call without it could not be sent
     expect(at("body: json", "{ type: object, properties: { orderId: { type: string } } }")).toEqual([

@@ -1,7 +1,7 @@
 import { z } from "zod";
 import type { OutcomeOverride, UpstreamConfig } from "./define-tool";
 import { PRESET_NAMES, PRESETS } from "./upstream-presets";
-import { MIN_KEY_LENGTH, pathTemplateNames, urlTemplateProblem } from "./upstream-request";
+import { bodyKindOf, MIN_KEY_LENGTH, pathTemplateNames, urlTemplateProblem } from "./upstream-request";
 
 /**
  * The request-shape fields of an upstream tool's declaration, the same in a configuration file's
@@ -87,9 +87,23 @@ function checkShape(
     }
   }
   const query = u.query ?? [];
+  let fixedQuery: URLSearchParams | null = null;
+  try {
+    fixedQuery = new URL(u.url.replace(/\{[^}]*\}/g, "x")).searchParams;
+  } catch {
+    // the URL's own problem is reported where it is checked
+  }
   query.forEach((name, i) => {
     if (templated.includes(name)) problems.push({ at: ["query", i], message: `${name} is already in the URL's path` });
+    else if (fixedQuery?.has(name)) problems.push({ at: ["query", i], message: `${name} is already in the URL's query: the service would receive it twice` });
   });
+  // body: none sends only path and query arguments: an argument the schema names otherwise would be dropped
+  if (bodyKindOf(u) === "none" && options.inputSchema !== undefined) {
+    const properties = options.inputSchema.properties;
+    const names = properties && typeof properties === "object" ? Object.keys(properties) : [];
+    const dropped = names.filter((name) => !templated.includes(name) && !query.includes(name));
+    if (dropped.length > 0) problems.push({ at: ["body"], message: `is none, so ${dropped.join(", ")} (in inputSchema, neither a path nor a query argument) would never be sent; list them in query or send a body` });
+  }
   (u.repeatInBody ?? []).forEach((name, i) => {
     if (!templated.includes(name) && !query.includes(name)) problems.push({ at: ["repeatInBody", i], message: `${name} is neither a path nor a query argument (the others are sent in the body anyway)` });
   });
