@@ -34,7 +34,13 @@ export async function purgeAuditRows(prisma: PrismaClient, olderThan: Date, batc
     if (n < batch) break;
   }
   // a call's arguments live no longer than its audit trail, even while its outcome is unknown
-  result.resendArguments = await prisma.upstreamResend.deleteMany({ where: { sentAt: { lt: olderThan } } }).then((r) => r.count);
+  for (;;) {
+    const n = await prisma.$executeRaw`
+      DELETE FROM upstream_resends WHERE execution_id IN (
+        SELECT execution_id FROM upstream_resends WHERE sent_at < (${olderThan}::timestamptz AT TIME ZONE 'UTC') LIMIT ${batch})`;
+    result.resendArguments += n;
+    if (n < batch) break;
+  }
   const [folded] = await prisma.$queryRaw<{ n: number }[]>`SELECT tool_stats_compact(${olderThan.toISOString()}::timestamp) AS n`;
   result.rollupRows = folded.n;
   return result;
