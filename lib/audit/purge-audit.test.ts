@@ -26,8 +26,14 @@ describe("audit retention", () => {
     await pg.db.prisma.suppression.createMany({
       data: [old, old, recent].map((at, i) => ({ id: randomUUID(), scope: "s", key: `k${i}`, tool: "t", kind: "replay", at })),
     });
+    // arguments kept for resend probes (probe: resend) go with the audit trail, even of an unknown call
+    await pg.db.prisma.upstreamResend.createMany({
+      // more old ones than one batch (10)
+      data: [...Array.from({ length: 12 }, () => old), recent].map((sentAt, i) => ({ executionId: randomUUID(), scope: "s", key: i === 12 ? "recent" : `r${i}`, tool: "t", arguments: "{}", sentAt })),
+    });
     const purged = await purgeAuditRows(pg.db.prisma, new Date(Date.now() - 30 * 86_400_000), 10);
-    expect(purged).toMatchObject({ executions: 25, suppressions: 2 });
+    expect(purged).toMatchObject({ executions: 25, suppressions: 2, resendArguments: 12 });
+    expect((await pg.db.prisma.upstreamResend.findMany({ select: { key: true } })).map((r) => r.key)).toEqual(["recent"]);
     expect((await pg.db.prisma.execution.findMany({ select: { key: true } })).map((e) => e.key).sort()).toEqual(["orphan", "recent"]);
     expect(await pg.db.prisma.suppression.count()).toBe(1);
   });

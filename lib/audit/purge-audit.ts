@@ -5,6 +5,8 @@ export interface AuditPurgeResult {
   suppressions: number;
   /** rows of the tool-stats rollups folded away (their half hours' figures are unchanged) */
   rollupRows: number;
+  /** arguments kept for resend probes (lib/tools/resend-log.ts) of calls sent before the cut-off */
+  resendArguments: number;
 }
 
 /**
@@ -17,7 +19,7 @@ export interface AuditPurgeResult {
  * before `olderThan` are folded into one per tool and half hour, and dropped where nothing is left.
  */
 export async function purgeAuditRows(prisma: PrismaClient, olderThan: Date, batch = 5_000): Promise<AuditPurgeResult> {
-  const result: AuditPurgeResult = { executions: 0, suppressions: 0, rollupRows: 0 };
+  const result: AuditPurgeResult = { executions: 0, suppressions: 0, rollupRows: 0, resendArguments: 0 };
   for (;;) {
     const n = await prisma.$executeRaw`
       DELETE FROM suppressions WHERE id IN (SELECT id FROM suppressions WHERE at < (${olderThan}::timestamptz AT TIME ZONE 'UTC') LIMIT ${batch})`;
@@ -29,6 +31,14 @@ export async function purgeAuditRows(prisma: PrismaClient, olderThan: Date, batc
       DELETE FROM executions WHERE id IN (
         SELECT id FROM executions WHERE started_at < (${olderThan}::timestamptz AT TIME ZONE 'UTC') AND outcome IS NOT NULL LIMIT ${batch})`;
     result.executions += n;
+    if (n < batch) break;
+  }
+  // a call's arguments live no longer than its audit trail, even while its outcome is unknown
+  for (;;) {
+    const n = await prisma.$executeRaw`
+      DELETE FROM upstream_resends WHERE execution_id IN (
+        SELECT execution_id FROM upstream_resends WHERE sent_at < (${olderThan}::timestamptz AT TIME ZONE 'UTC') LIMIT ${batch})`;
+    result.resendArguments += n;
     if (n < batch) break;
   }
   const [folded] = await prisma.$queryRaw<{ n: number }[]>`SELECT tool_stats_compact(${olderThan.toISOString()}::timestamp) AS n`;

@@ -8,12 +8,15 @@ export type KeyDecision = "released" | "resolved";
  * A key was released or resolved (by an operator on any page, the command line, a bulk release or
  * a status probe): its open unknown-outcome anomalies are answered by that decision, so they are
  * resolved and the trail says by whom and why. Acknowledged ones are left to whoever took them on.
+ * The arguments a `probe: resend` tool kept for the key's calls (kept in full, whatever the tool's
+ * `arguments` policy, only until the outcome is known) are deleted: it is known now.
  * Returns the ids of the anomalies it closed.
  */
 export async function closeKeyAnomalies(
   prisma: PrismaClient,
   input: { scope: string; key: string; actor: string; reason: string; decision: KeyDecision },
 ): Promise<string[]> {
+  await prisma.upstreamResend.deleteMany({ where: { scope: input.scope, key: input.key } });
   const open = await prisma.anomaly.findMany({
     where: { status: "open", type: "orphan_unknown_outcome", scope: input.scope, key: input.key },
     select: { id: true, type: true },

@@ -1,4 +1,4 @@
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
@@ -116,6 +116,13 @@ describe("a configuration file", () => {
     expect(config.mcpServers.map((s) => s.name)).toEqual(["counter"]);
   });
 
+  it("the example's commented preset tool, uncommented, is a valid declaration", () => {
+    const text = readFileSync(path.join(import.meta.dirname, "../../examples/idemgate.config.yaml"), "utf8");
+    const commented = text.split("\n").filter((l) => l.startsWith("  # ") && /^  # ( {2}|- )/.test(l)).map((l) => l.replace(/^  # /, "  "));
+    const [tool] = parseToolConfig(`tools:\n${commented.join("\n")}\n`, "example.yaml", { STRIPE_SECRET_KEY: "sk_test" }).tools;
+    expect(tool).toMatchObject({ name: "payments.create_payment_intent", dedupes: true, upstream: { preset: "stripe", body: "form", probe: "resend" } });
+  });
+
   it("reads JSON files too", () => {
     const dir = mkdtempSync(path.join(tmpdir(), "idemgate-config-"));
     const file = path.join(dir, "tools.json");
@@ -136,7 +143,7 @@ describe("a configuration file with an error is refused, naming the field's path
 
   it("an unknown field", () => {
     expect(problemsOf(GOOD.replace("stuckPolicy: block", "stuckPolicy: block\n    retries: 3"))).toEqual([{ path: "tools[0].retries", message: "is not a field of this declaration" }]);
-    expect(problemsOf(GOOD.replace("timeoutMs: 10000", "timeoutMs: 10000\n      method: PUT"))).toEqual([{ path: "tools[0].upstream.method", message: "is not a field of this declaration" }]);
+    expect(problemsOf(GOOD.replace("timeoutMs: 10000", "timeoutMs: 10000\n      verb: PUT"))).toEqual([{ path: "tools[0].upstream.verb", message: "is not a field of this declaration" }]);
     expect(problemsOf(`${GOOD}\nextras: true\n`)).toEqual([{ path: "extras", message: "is not a field of this declaration" }]);
   });
 
@@ -206,5 +213,92 @@ describe("a configuration file with an error is refused, naming the field's path
   it("every problem at once, not only the first", () => {
     const problems = problemsOf(GOOD.replace("minimum: 1", "minimun: 1").replace("mcpServers:", "  - { name: crm.note, description: n, upstream: { url: \"http://127.0.0.1:9/n\", headers: { x: \"${NOPE}\" } } }\nmcpServers:"));
     expect(problems.map((p) => p.path)).toEqual(["tools[1].upstream.headers.x"]);
+  });
+});
+
+describe("upstream request shapes in a configuration file", () => {
+  const shaped = (upstream: string, inputSchema = "{ type: object, required: [orderId], properties: { orderId: { type: string } } }", extra = "") => `
+tools:
+  - name: shop.refund
+    description: Refund an order
+${extra}    inputSchema: ${inputSchema}
+    upstream:
+      url: "https://api.example/v1/orders/{orderId}/refunds"
+      timeoutMs: 5000
+${upstream.split("\n").map((l) => `      ${l}`).join("\n")}
+`;
+
+  it("a preset fills the provider's rules, and the declaration's own fields override them", () => {
+    const [stripe] = parseToolConfig(shaped("preset: stripe"), "c.yaml", {}).tools;
+    expect(stripe.dedupes).toBe(true);
+    expect(stripe.upstream).toMatchObject({ preset: "stripe", body: "form", keyHeader: "Idempotency-Key", keyMaxLength: 255, probe: "resend", keyRetentionMs: 86_400_000, outcomes: { "409": "unknown" } });
+    const [own] = parseToolConfig(shaped('preset: stripe\nmethod: POST\nbody: json\nkeyMaxLength: 40\noutcomes: { "409": not_run, "404": not_run }'), "c.yaml", {}).tools;
+    expect(own.upstream).toMatchObject({ method: "POST", body: "json", keyMaxLength: 40, outcomes: { "409": "not_run", "404": "not_run" } });
+    const [paypal] = parseToolConfig(shaped("preset: paypal"), "c.yaml", {}).tools;
+    expect(paypal.upstream).toMatchObject({ keyHeader: "PayPal-Request-Id", probe: "resend" });
+    // dedupes: false turns the preset's resend probe off with it
+    const [notDeduped] = parseToolConfig(shaped("preset: stripe", undefined, "    dedupes: false\n"), "c.yaml", {}).tools;
+    expect(notDeduped.dedupes).toBe(false);
+    expect(notDeduped.upstream?.probe).toBeUndefined();
+    const [off] = parseToolConfig(shaped("preset: adyen\nprobe: none"), "c.yaml", {}).tools;
+    expect(off.upstream?.probe).toBeUndefined();
+    expect(off.upstream?.keyMaxLength).toBe(64);
+  });
+
+  it("presets are for POST only, and the resend preset for the endpoints Resend deduplicates", () => {
+    expect(problemsOf(shaped("preset: stripe\nmethod: DELETE"), {})).toEqual([{ path: "tools[0].upstream.method", message: expect.stringMatching(/^DELETE is not what the stripe preset is for/) }]);
+    expect(problemsOf(shaped("preset: resend"), {})).toEqual([{ path: "tools[0].upstream.url", message: expect.stringMatching(/must be POST \/emails or \/emails\/batch/) }]);
+    // an endpoint the declaration says deduplicates
+    expect(parseToolConfig(shaped("preset: resend", undefined, "    dedupes: true\n"), "c.yaml", {}).tools[0].dedupes).toBe(true);
+    const [tool] = upstreamToolsFromEnv(JSON.stringify([{ name: "mail.batch", url: "https://api.resend.com/emails/batch", preset: "resend" }]));
+    expect(tool.dedupes).toBe(true);
+  });
+
+  it("the same fields in IDEMGATE_UPSTREAM_TOOLS", () => {
+    const [tool] = upstreamToolsFromEnv(JSON.stringify([{ name: "mail.send", url: "https://api.example/emails", preset: "resend", query: ["dryRun"] }]));
+    expect(tool.upstream).toMatchObject({ keyHeader: "Idempotency-Key", body: "json", probe: "resend", query: ["dryRun"] });
+    expect(() => upstreamToolsFromEnv(JSON.stringify([{ name: "mail.send", url: "https://api.example/emails", outcomes: { "200": "not_run" } }]))).toThrow(
+      /IDEMGATE_UPSTREAM_TOOLS: \[0\]\.outcomes\["200"\]: must be a 4xx or 5xx status/,
+    );
+    expect(() => upstreamToolsFromEnv(JSON.stringify([{ name: "mail.send", url: "https://api.example/emails", method: "GET" }]))).toThrow(/\[0\]\.method/);
+  });
+
+  it("bad declarations are refused, each naming its field", () => {
+    const at = (upstream: string, inputSchema?: string, extra?: string) => problemsOf(shaped(upstream, inputSchema, extra), {});
+    expect(at("method: GET")).toEqual([{ path: "tools[0].upstream.method", message: "must be POST, PUT, PATCH or DELETE" }]);
+    expect(at("body: xml")).toEqual([{ path: "tools[0].upstream.body", message: "must be json, form or none" }]);
+    expect(at("preset: square")[0].path).toBe("tools[0].upstream.preset");
+    expect(at('outcomes: { "200": not_run }')).toEqual([{ path: 'tools[0].upstream.outcomes["200"]', message: expect.stringMatching(/^must be a 4xx or 5xx status/) }]);
+    expect(at('outcomes: { "302": unknown }')[0].path).toBe('tools[0].upstream.outcomes["302"]');
+    expect(at('outcomes: { "503": done }')).toEqual([{ path: 'tools[0].upstream.outcomes["503"]', message: "a 5xx cannot be done: a stored result is a 2xx or a final 4xx" }]);
+    expect(at('outcomes: { "502": { outcome: not_run, when: { error: down } } }')).toEqual([{ path: 'tools[0].upstream.outcomes["502"]', message: expect.stringMatching(/^a 502 cannot be not_run/) }]);
+    expect(at('outcomes: { "504": not_run }')[0].message).toMatch(/^a 504 cannot be not_run/);
+    expect(at('outcomes: { "503": not_run }')).toEqual([{ path: 'tools[0].upstream.outcomes["503"]', message: expect.stringMatching(/^a 503 can be not_run only with a when: clause/) }]);
+    expect(() => parseToolConfig(shaped('outcomes: { "503": { outcome: not_run, when: { "error.code": maintenance } } }'), "c.yaml", {})).not.toThrow();
+    expect(at('outcomes: { "409": released }')[0].path).toBe('tools[0].upstream.outcomes["409"]');
+    expect(at("keyMaxLength: 8")).toEqual([{ path: "tools[0].upstream.keyMaxLength", message: "must be at least 32" }]);
+    expect(at("keyHeader: Idemgate-Key")).toEqual([{ path: "tools[0].upstream.keyHeader", message: "Idemgate-Key is a header Idemgate sets itself" }]);
+    expect(at("query: [orderId]")).toEqual([{ path: "tools[0].upstream.query[0]", message: "orderId is already in the URL's path" }]);
+    expect(problemsOf(shaped("query: [dryRun]").replace("/refunds", "/refunds?dryRun=1"), {})).toEqual([{ path: "tools[0].upstream.query[0]", message: expect.stringMatching(/already in the URL's query/) }]);
+    const schema = "{ type: object, required: [orderId], properties: { orderId: { type: string }, reason: { type: string }, dryRun: { type: boolean } } }";
+    expect(problemsOf(shaped("method: DELETE\nquery: [dryRun]", schema), {})).toEqual([{ path: "tools[0].upstream.body", message: expect.stringMatching(/reason .* would never be sent/) }]);
+    expect(() => parseToolConfig(shaped("method: DELETE\nquery: [dryRun, reason]", schema), "c.yaml", {})).not.toThrow();
+    expect(at("repeatInBody: [amount]")).toEqual([{ path: "tools[0].upstream.repeatInBody[0]", message: expect.stringMatching(/neither a path nor a query argument/) }]);
+    // a templated argument the schema does not require: a call without it could not be sent
+    expect(at("body: json", "{ type: object, properties: { orderId: { type: string } } }")).toEqual([
+      { path: "tools[0].upstream.url", message: "names {orderId}, so inputSchema must list orderId in required (a call without it could not be sent)" },
+    ]);
+    // resend is safe only at a service that deduplicates, within the time it keeps keys
+    expect(at("probe: resend")).toEqual([
+      { path: "tools[0].upstream.probe", message: expect.stringMatching(/needs dedupes: true/) },
+      { path: "tools[0].upstream.keyRetentionMs", message: expect.stringMatching(/is required with probe: resend/) },
+    ]);
+    expect(at("preset: stripe\nprobe: resend", undefined, "    dedupes: false\n")).toEqual([{ path: "tools[0].upstream.probe", message: expect.stringMatching(/needs dedupes: true .* set probe: none/) }]);
+    expect(at('preset: stripe\nstatusUrl: "https://api.example/status"')).toEqual([{ path: "tools[0].upstream.preset", message: "probe: resend and statusUrl are two probes; give one" }]);
+  });
+
+  it("a tool whose path template is not in its path is refused", () => {
+    const text = shaped("body: json").replace("https://api.example/v1/orders/{orderId}/refunds", "https://{orderId}.example/v1/refunds");
+    expect(problemsOf(text, {})).toEqual([{ path: "tools[0].upstream.url", message: expect.stringMatching(/path only, not in its host|must be an http or https URL/) }]);
   });
 });

@@ -6,6 +6,7 @@ import { DEFAULT_POLICY, leaseMarginMs } from "@/lib/idempotency/tool";
 import { defineTool, TOOL_NAME_PATTERN, ToolDefinitionError, type ToolDefinition } from "./define-tool";
 import { argsSchemaFromJsonSchema, compileInputSchema, type SchemaIssue } from "./json-schema-args";
 import { mcpServerSchema, type McpServerConfig } from "./mcp-server-schema";
+import { resolveUpstream, upstreamShapeFields } from "./upstream-shape";
 
 /** One problem of a configuration file: the path of the bad field (`tools[1].upstream.timeoutMs`) and what is wrong. */
 export interface ConfigProblem {
@@ -68,6 +69,8 @@ const upstreamSchema = z.strictObject({
   timeoutMs: ms.default(10_000),
   headers: z.record(z.string(), z.string()).optional(),
   statusUrl: httpUrl.optional(),
+  // method, path templates, query, body, the key's header and length, outcome overrides, probe, preset
+  ...upstreamShapeFields,
 });
 
 const toolSchema = z.strictObject({
@@ -216,6 +219,8 @@ function definitionOf(t: ToolEntry, at: (string | number)[], file: string, fromE
   };
   const argumentRetention: ArgumentRetention = { keep: t.arguments ?? "redacted", redact: t.redact ?? [] };
   const policy = { ttlMs: t.ttlMs, leaseMs: t.leaseMs, stuckPolicy: t.stuckPolicy, fallbackDedupe: t.fallbackDedupe };
+  const resolved = t.upstream ? resolveUpstream(t.upstream, { dedupes: t.dedupes, kind: t.kind, inputSchema }) : null;
+  if (Array.isArray(resolved)) return resolved.map((problem) => ({ path: formatPath([...at, "upstream", ...problem.at]), message: problem.message }));
   try {
     const defined = t.runs === "client"
       ? // runs in the caller's process, guarded over the reservation API
@@ -226,8 +231,8 @@ function definitionOf(t: ToolEntry, at: (string | number)[], file: string, fromE
       description: t.description,
       schema,
       inputSchema,
-      upstream: { url: t.upstream!.url, timeoutMs: t.upstream!.timeoutMs, headers: t.upstream!.headers, statusUrl: t.upstream!.statusUrl },
-      dedupes: t.dedupes,
+      upstream: resolved!.upstream,
+      dedupes: resolved!.dedupes,
       ...policy,
     });
     return Object.assign(defined, { declaredIn, argumentRetention });

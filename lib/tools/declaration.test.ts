@@ -53,4 +53,44 @@ describe("a tool's effective declaration", () => {
     const d = effectiveDeclaration(tool, registry.describe(tool), null);
     expect(d).toMatchObject({ declaredIn: "IDEMGATE_UPSTREAM_TOOLS, [0]", upstream: { url: "http://127.0.0.1:9/n", headers: [{ name: "x-api-key", value: MASK }] } });
   });
+
+  it("a preset tool: method, path template, body, key header and length, outcomes and probe, secrets masked", () => {
+    const text = `
+tools:
+  - name: shop.refund
+    description: Refund
+    inputSchema: { type: object, required: [orderId], properties: { orderId: { type: string } } }
+    upstream:
+      preset: adyen
+      method: POST
+      url: "https://\${HOST}/v71/orders/{orderId}/refunds?key=\${API_KEY}"
+      query: [dryRun]
+      keyMaxLength: 40
+      timeoutMs: 5000
+      headers: { x-api-key: "\${API_KEY}" }
+`;
+    const env = { HOST: "pal-secret-host.adyen.example", API_KEY: "key-secret-9" };
+    const registry = new ToolRegistry(parseToolConfig(text, "c.yaml", env).tools);
+    const tool = registry.get("shop.refund");
+    const d = effectiveDeclaration(tool, registry.describe(tool), null);
+    expect(d.dedupes).toBe(true);
+    expect(d.upstream).toEqual({
+      method: "POST",
+      url: "https://${HOST}/v71/orders/{orderId}/refunds",
+      statusUrl: null,
+      timeoutMs: 5000,
+      headers: [{ name: "x-api-key", value: MASK }],
+      preset: "adyen",
+      query: ["dryRun"],
+      body: "json",
+      repeatInBody: [],
+      keyHeader: "Idempotency-Key",
+      keyMaxLength: 40,
+      outcomes: [{ status: "422", outcome: "unknown", when: { errorCode: "704" } }],
+      probe: "resend",
+      keyRetentionMs: 31 * 24 * 60 * 60 * 1000,
+    });
+    const shown = JSON.stringify(d);
+    for (const secret of Object.values(env)) expect(shown).not.toContain(secret);
+  });
 });

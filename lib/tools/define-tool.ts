@@ -2,6 +2,7 @@ import type { z } from "zod";
 import type { PrismaClient } from "@/generated/prisma/client";
 import { DEFAULT_POLICY, leaseMarginMs, type ProbeAnswer, type ProbeContext, type ToolContext, type ToolPolicy, type ToolResult } from "@/lib/idempotency/tool";
 import type { SideEffect } from "./effects";
+import { urlTemplateProblem } from "./url-template";
 
 /** Dotted lower-case segments: `payments.charge`, `crm.contacts.upsert`. They appear in URLs unescaped. */
 export const TOOL_NAME_PATTERN = /^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)*$/;
@@ -38,7 +39,36 @@ export interface UpstreamConfig {
    * 4xx answer is done, and stored as a placeholder that says so (lib/tools/upstream.ts)
    */
   maxResponseBytes?: number;
+  /** POST by default (lib/tools/upstream-request.ts builds the request) */
+  method?: UpstreamMethod;
+  /** arguments sent as query parameters (scalars; a missing one is left out) */
+  query?: string[];
+  /** how the other arguments are sent: JSON (the default, none for DELETE), a form as Stripe reads it, or not at all */
+  body?: UpstreamBody;
+  /** path and query arguments that are sent in the body too (by default each argument goes one place) */
+  repeatInBody?: string[];
+  /** the header that carries the derived key (default Idempotency-Key; PayPal: PayPal-Request-Id) */
+  keyHeader?: string;
+  /** the longest key the service takes: the derived key is shortened to fit, deterministically */
+  keyMaxLength?: number;
+  /** answers whose class the service's own documentation says differs from the default */
+  outcomes?: Record<string, OutcomeOverride>;
+  /** `resend`: an unknown outcome is resolved by sending the same request with the same key again */
+  probe?: "resend";
+  /** how long the service keeps a key (resend probes are sent only within it, minus a margin) */
+  keyRetentionMs?: number;
+  /** the preset the declaration started from, shown on the console */
+  preset?: string;
 }
+
+export type UpstreamMethod = "POST" | "PUT" | "PATCH" | "DELETE";
+export type UpstreamBody = "json" | "form" | "none";
+export type UpstreamOutcome = "done" | "not_run" | "unknown";
+/**
+ * A status's class, always or only when the answer's JSON body holds these values (dotted paths,
+ * `error.type`), as for Adyen's 422 with errorCode 704 (the key is in use by a request in progress).
+ */
+export type OutcomeOverride = UpstreamOutcome | { outcome: UpstreamOutcome; when?: Record<string, string | number | boolean> };
 
 interface ToolSpec<S extends ArgsSchema> {
   description: string;
@@ -152,6 +182,11 @@ export function defineTool<S extends ArgsSchema>(input: ToolInput<S>): ToolDefin
       throw new ToolDefinitionError(name, `upstream.url is not a URL: ${input.upstream.url}`);
     }
     positiveMs(name, "upstream.timeoutMs", input.upstream.timeoutMs);
+    const templateProblem = urlTemplateProblem(input.upstream.url);
+    if (templateProblem) throw new ToolDefinitionError(name, `upstream.url ${templateProblem}`);
+    if (input.upstream.probe === "resend" && (!input.dedupes || input.upstream.keyRetentionMs === undefined || input.upstream.statusUrl !== undefined)) {
+      throw new ToolDefinitionError(name, "upstream.probe resend needs dedupes: true and upstream.keyRetentionMs, and no statusUrl");
+    }
     if (input.upstream.statusUrl !== undefined) {
       try {
         new URL(input.upstream.statusUrl);

@@ -5,7 +5,9 @@ import { toJsonSchema, type JsonSchema, type ToolDescription } from "./api-schem
 import { defineTools, type ToolDefinition } from "./define-tool";
 import { buildOpenApiDocument, type OpenApiDocument } from "./openapi";
 import type { SideEffect } from "./effects";
-import { upstreamProber, upstreamRunner } from "./upstream";
+import { prismaResendLog } from "./resend-log";
+import { upstreamProber, upstreamResendProber, upstreamRunner } from "./upstream";
+import { requestArgumentIssues } from "./upstream-request";
 
 export type { JsonSchema, ToolDescription };
 
@@ -52,7 +54,13 @@ export class ToolRegistry {
    */
   parseArgs(tool: ToolDefinition, raw: unknown): Record<string, unknown> {
     const parsed = tool.schema.safeParse(raw === undefined || raw === null ? {} : raw);
-    if (parsed.success) return parsed.data as Record<string, unknown>;
+    if (parsed.success) {
+      const args = parsed.data as Record<string, unknown>;
+      // a request that cannot be built (a path argument missing) is refused here, before any key is held
+      const unsendable = tool.upstream ? requestArgumentIssues(tool.upstream, args) : [];
+      if (unsendable.length === 0) return args;
+      throw new InvalidArgumentsError(`invalid arguments for ${tool.name}: ${unsendable.map((i) => `${i.path}: ${i.message}`).join("; ")}`, unsendable);
+    }
     const issues = parsed.error.issues.flatMap((issue) =>
       // One issue per unknown argument, named by its own path, reads better than zod's list on the parent.
       issue.code === "unrecognized_keys"
@@ -78,7 +86,7 @@ export class ToolRegistry {
   }
 
   private makeRunner(tool: ToolDefinition, db: PrismaClient): RunTool {
-    if (tool.upstream) return upstreamRunner(tool.upstream, this.fetchImpl);
+    if (tool.upstream) return upstreamRunner(tool.upstream, this.fetchImpl, tool.upstream.probe === "resend" ? prismaResendLog(db) : undefined, tool.name);
     if (!tool.run) throw new ClientRunToolError(tool.name);
     const run = tool.run.bind(tool);
     return (args, ctx) => run(args as Record<string, unknown>, { ...ctx, db });
@@ -86,11 +94,12 @@ export class ToolRegistry {
 
   /**
    * The tool's status probe, or null when it cannot tell whether a call happened: an upstream's
-   * `statusUrl`, or an in-process `probe` bound to `db`.
+   * `statusUrl` or `probe: resend` (the same request sent again), or an in-process `probe` bound to `db`.
    */
   proberFor(tool: ToolDefinition, db: PrismaClient): ProbeTool | null {
     if (tool.upstream) {
-      const { statusUrl } = tool.upstream;
+      const { statusUrl, probe, keyRetentionMs } = tool.upstream;
+      if (probe === "resend" && keyRetentionMs !== undefined) return upstreamResendProber({ ...tool.upstream, keyRetentionMs }, prismaResendLog(db), this.fetchImpl, Date.now, tool.name);
       return statusUrl ? upstreamProber({ ...tool.upstream, statusUrl }, this.fetchImpl) : null;
     }
     if (typeof tool.probe !== "function") return null;

@@ -1,6 +1,7 @@
 import { z } from "zod";
-import type { DeclaredToolDefinition } from "./config-file";
+import { formatPath, type DeclaredToolDefinition } from "./config-file";
 import { defineTool } from "./define-tool";
+import { resolveUpstream, upstreamShapeFields } from "./upstream-shape";
 
 const UpstreamToolSpec = z.strictObject({
   name: z.string(),
@@ -15,12 +16,16 @@ const UpstreamToolSpec = z.strictObject({
   dedupes: z.boolean().optional(),
   statusUrl: z.string().url().optional(),
   headers: z.record(z.string(), z.string()).optional(),
-  maxResponseBytes: z.number().int().positive().optional(),
+  // method, path templates, query, body, the key's header and length, outcome overrides, probe, preset
+  ...upstreamShapeFields,
 });
 
 /**
  * Upstream tools declared without code: IDEMGATE_UPSTREAM_TOOLS holds a JSON array of
- * `{ name, url, kind?, timeoutMs?, ttlMs?, leaseMs?, stuckPolicy?, fallbackDedupe?, dedupes?, statusUrl?, headers?, maxResponseBytes? }`.
+ * `{ name, url, kind?, timeoutMs?, ttlMs?, leaseMs?, stuckPolicy?, fallbackDedupe?, dedupes?, statusUrl?, headers?, maxResponseBytes? }`
+ * and the request-shape fields of a configuration file's `upstream:` (lib/tools/upstream-shape.ts:
+ * preset, method, query, body, repeatInBody, keyHeader, keyMaxLength, outcomes, probe, keyRetentionMs).
+ * Without an inputSchema, a path argument a call lacks is refused when the call arrives (400).
  * Their arguments are any JSON object (the service validates them); everything else is as for a
  * tool declared in config.ts.
  */
@@ -34,20 +39,29 @@ export function upstreamToolsFromEnv(raw: string | undefined = process.env.IDEMG
   }
   const specs = z.array(UpstreamToolSpec).safeParse(parsed);
   if (!specs.success) {
-    throw new Error(`IDEMGATE_UPSTREAM_TOOLS: ${specs.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`);
+    throw new Error(`IDEMGATE_UPSTREAM_TOOLS: ${specs.error.issues.map((i) => `${formatPath(i.path as (string | number)[])}: ${i.message}`).join("; ")}`);
   }
-  return specs.data.map((spec, i) =>
-    Object.assign(defineTool({
+  const problems: string[] = [];
+  const resolved = specs.data.map((spec, i) => {
+    const { name, kind, description, ttlMs, leaseMs, stuckPolicy, fallbackDedupe, dedupes, ...shape } = spec;
+    const r = resolveUpstream(shape, { dedupes, kind });
+    if (Array.isArray(r)) problems.push(...r.map((p) => `${formatPath([i, ...p.at])}: ${p.message}`));
+    return { name, kind, description, ttlMs, leaseMs, stuckPolicy, fallbackDedupe, resolved: r };
+  });
+  if (problems.length > 0) throw new Error(`IDEMGATE_UPSTREAM_TOOLS: ${problems.join("; ")}`);
+  return resolved.map((spec, i) => {
+    const r = spec.resolved as Exclude<typeof spec.resolved, unknown[]>;
+    return Object.assign(defineTool({
       name: spec.name,
       kind: spec.kind,
       description: spec.description,
       schema: z.looseObject({}),
-      upstream: { url: spec.url, timeoutMs: spec.timeoutMs, headers: spec.headers, statusUrl: spec.statusUrl, maxResponseBytes: spec.maxResponseBytes },
+      upstream: r.upstream,
       ttlMs: spec.ttlMs,
       leaseMs: spec.leaseMs,
       stuckPolicy: spec.stuckPolicy,
       fallbackDedupe: spec.fallbackDedupe,
-      dedupes: spec.dedupes,
-    }), { declaredIn: { source: "IDEMGATE_UPSTREAM_TOOLS", path: `[${i}]`, fromEnvironment: {} } }),
-  );
+      dedupes: r.dedupes,
+    }), { declaredIn: { source: "IDEMGATE_UPSTREAM_TOOLS", path: `[${i}]`, fromEnvironment: {} } });
+  });
 }

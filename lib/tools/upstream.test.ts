@@ -2,6 +2,7 @@ import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { FinalToolError, NotRunError, OutcomeUnknown, type ToolContext } from "@/lib/idempotency/tool";
+import type { UpstreamConfig } from "./define-tool";
 import { derivedKey, upstreamProber, upstreamRunner } from "./upstream";
 
 interface Received {
@@ -48,6 +49,8 @@ beforeAll(async () => {
         return json(200, { outcome });
       }
       if (path === "/broken") return json(503, { error: "down for maintenance" });
+      if (path === "/conflict") return json(409, { error: { type: "idempotency_error" } });
+      if (path.startsWith("/adyen/")) return json(422, { status: 422, errorCode: path.slice("/adyen/".length), message: "x" });
       if (path === "/redirect") return res.writeHead(307, { location: "/ok" }).end();
       if (path === "/slow") {
         const timer = setTimeout(() => json(200, { late: true }), 2_000);
@@ -197,6 +200,46 @@ describe("upstreamRunner", () => {
       [derivedKey("acme", "order-42"), { n: 1 }],
       [derivedKey("acme", "order-43"), { n: 2 }],
     ]);
+  });
+});
+
+describe("upstreamRunner with outcome overrides", () => {
+  const over = (path: string, outcomes: UpstreamConfig["outcomes"], timeoutMs = 2_000) => upstreamRunner({ url: `${base}${path}`, timeoutMs, outcomes });
+
+  it("re-classes the statuses a tool names: 409 not run or unknown instead of a stored final error", async () => {
+    expect(await failure(upstreamRunner({ url: `${base}/conflict`, timeoutMs: 2_000 })({}, ctx))).toBeInstanceOf(FinalToolError);
+    const notRun = await failure(over("/conflict", { "409": "not_run" })({}, ctx));
+    expect(notRun).toBeInstanceOf(NotRunError);
+    expect((notRun as NotRunError).upstreamStatus).toBe(409);
+    expect(await failure(over("/conflict", { "409": "unknown" })({}, ctx))).toBeInstanceOf(OutcomeUnknown);
+    // a 5xx a tool's documentation calls "nothing applied", recognised by the service's own body
+    expect(await failure(over("/broken", { "503": { outcome: "not_run", when: { error: "down for maintenance" } } })({}, ctx))).toBeInstanceOf(NotRunError);
+    // without a body to match (it may be a proxy's), or on a gateway's 502/504, a 5xx stays unknown
+    expect(await failure(over("/broken", { "503": "not_run" })({}, ctx))).toBeInstanceOf(OutcomeUnknown);
+    // 429 made final: stored with its body
+    const final = (await failure(over("/rate-limited", { "429": "done" })({}, ctx))) as FinalToolError;
+    expect(final).toBeInstanceOf(FinalToolError);
+    expect(final.body).toEqual({ error: "slow down" });
+  });
+
+  it("an override with `when` applies only to answers whose JSON holds those values (Adyen's 422 errorCode 704)", async () => {
+    const outcomes = { "422": { outcome: "unknown" as const, when: { errorCode: "704" } } };
+    expect(await failure(over("/adyen/704", outcomes)({}, ctx))).toBeInstanceOf(OutcomeUnknown);
+    const validation = (await failure(over("/adyen/101", outcomes)({}, ctx))) as FinalToolError;
+    expect(validation).toBeInstanceOf(FinalToolError);
+    expect(validation.body).toMatchObject({ errorCode: "101" });
+  });
+
+  it("no override turns a missing answer into not run: a timeout and a reset stay unknown", async () => {
+    const every = Object.fromEntries([408, 409, 422, 429, 500, 502, 503, 504].map((code) => [String(code), "not_run" as const]));
+    const slow = await failure(over("/slow", every, 200)({}, ctx));
+    expect(slow).toBeInstanceOf(OutcomeUnknown);
+    expect((slow as OutcomeUnknown).timedOut).toBe(true);
+    expect(await failure(over("/reset", every)({}, ctx))).toBeInstanceOf(OutcomeUnknown);
+  });
+
+  it("the service's own Idemgate-Outcome: not-applied still wins over an override", async () => {
+    expect(await failure(over("/not-applied", { "503": "unknown" })({}, ctx))).toBeInstanceOf(NotRunError);
   });
 });
 

@@ -12,7 +12,8 @@ import {
   type ToolContext,
   type ToolResult,
 } from "@/lib/idempotency/tool";
-import type { UpstreamConfig } from "./define-tool";
+import type { UpstreamConfig, UpstreamOutcome } from "./define-tool";
+import { buildUpstreamRequest, callHeaders, RequestArgumentsError, type UpstreamRequest } from "./upstream-request";
 
 /**
  * 4xx answers are the service's final word and are stored, except these: they say "not now"
@@ -42,66 +43,215 @@ export function derivedKey(scope: string, key: string): string {
   return `idg_${digest}`;
 }
 
+/** What a service's answer (or its absence) says about a call. */
+export type UpstreamAnswer =
+  | { class: "done"; status: number; body: unknown; replayed: boolean }
+  | { class: "not_run"; note: string; status?: number }
+  | { class: "unknown"; note: string; timedOut: boolean };
+
 /**
- * A runner that forwards a call to an HTTP service: POST the arguments as JSON with the derived
- * idempotency key. The answer decides the outcome class (DESIGN.md, upstream contract):
- * - 2xx → the result; 4xx other than 408/425/429 → a final error, stored and replayed;
+ * Sends one request and classes its answer (DESIGN.md, upstream contract):
+ * - 2xx → done with its body; 4xx other than 408/425/429 → done, a final error;
  * - 408/425/429, `Idemgate-Outcome: not-applied`, or a connection that failed before the request
- *   was sent → NotRunError: nothing happened, the key is released;
- * - a timeout, a reset after sending, 5xx, 3xx → OutcomeUnknown: the key is held.
+ *   was sent → not run: nothing happened;
+ * - a timeout, a reset after sending, 5xx, 3xx → unknown.
+ * A tool's `outcomes` change the class of the statuses they name (4xx and 5xx only, checked when
+ * declared): no answer at all (a timeout, a reset) is always unknown.
  */
-export function upstreamRunner(config: UpstreamConfig, fetchImpl: typeof fetch = fetch): RunTool {
-  return async (args: unknown, ctx: ToolContext): Promise<ToolResult> => {
-    const timeout = AbortSignal.timeout(config.timeoutMs);
-    const signal = ctx.signal ? AbortSignal.any([timeout, ctx.signal]) : timeout;
+export async function sendUpstream(config: UpstreamConfig, request: UpstreamRequest, fetchImpl: typeof fetch, outer?: AbortSignal): Promise<UpstreamAnswer> {
+  const timeout = AbortSignal.timeout(config.timeoutMs);
+  const signal = outer ? AbortSignal.any([timeout, outer]) : timeout;
+  const unknown = (note: string, timedOut = false): UpstreamAnswer => ({ class: "unknown", note, timedOut });
 
-    let response: Response;
-    try {
-      response = await fetchImpl(config.url, {
-        method: "POST",
-        headers: forwardedHeaders(config, ctx),
-        body: JSON.stringify(args ?? {}),
-        signal,
-        // Following a redirect would send the side effect somewhere nobody configured.
-        redirect: "manual",
-      });
-    } catch (err) {
-      if (timeout.aborted) throw new OutcomeUnknown(`timed out after ${config.timeoutMs} ms`, true);
-      const error = errorCode(err);
-      if (notSent(error)) throw new NotRunError(`the service could not be reached (${error!.code}); the request was not sent`);
-      throw new OutcomeUnknown(`the connection failed after the request was sent (${error?.code ?? describeError(err)})`);
-    }
+  let response: Response;
+  try {
+    response = await fetchImpl(request.url, {
+      method: request.method,
+      headers: request.headers,
+      body: request.body,
+      signal,
+      // Following a redirect would send the side effect somewhere nobody configured.
+      redirect: "manual",
+    });
+  } catch (err) {
+    if (timeout.aborted) return unknown(`timed out after ${config.timeoutMs} ms`, true);
+    const error = errorCode(err);
+    if (notSent(error)) return { class: "not_run", note: `the service could not be reached (${error!.code}); the request was not sent` };
+    return unknown(`the connection failed after the request was sent (${error?.code ?? describeError(err)})`);
+  }
 
-    if (response.headers.get(OUTCOME_HEADER)?.trim().toLowerCase() === "not-applied") {
-      await response.body?.cancel().catch(() => {});
-      throw new NotRunError(`the service answered ${response.status} and applied nothing`, response.status);
-    }
-    const status = response.status;
-    if (NOT_NOW_STATUSES.has(status)) {
-      await response.body?.cancel().catch(() => {});
-      throw new NotRunError(`the service answered ${status} without applying the call`, status);
-    }
-    if (status < 200 || status >= 500 || (status >= 300 && status < 400)) {
-      await response.body?.cancel().catch(() => {});
-      throw new OutcomeUnknown(`the service answered ${status}`);
-    }
-
-    const limit = config.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
-    let text: string | null;
+  const status = response.status;
+  const limit = config.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
+  let text: string | null | undefined;
+  const read = async (): Promise<UpstreamAnswer | null> => {
     try {
       text = await readAnswerCapped(response, limit);
+      return null;
     } catch (err) {
-      if (timeout.aborted) throw new OutcomeUnknown(`timed out after ${config.timeoutMs} ms while reading the service's ${status} answer`, true);
-      throw new OutcomeUnknown(`the service's ${status} answer was cut off (${errorCode(err)?.code ?? describeError(err)})`);
+      if (timeout.aborted) return unknown(`timed out after ${config.timeoutMs} ms while reading the service's ${status} answer`, true);
+      return unknown(`the service's ${status} answer was cut off (${errorCode(err)?.code ?? describeError(err)})`);
     }
-    // Too large to keep. The status says the service applied the call (2xx) or refused it for good
-    // (a final 4xx), so the outcome is known: holding the key as unknown would have an operator
-    // decide what the service already said, and releasing it would run the side effect again. The
-    // call is done, and its stored result (answered now and to every retry) says that it was
-    // applied with that status and that its body was not kept.
-    const body = text === null ? tooLarge(status, limit) : parseBody(text);
-    if (status < 300) return { status, body };
-    throw new FinalToolError(status, body);
+  };
+
+  let cls: UpstreamOutcome;
+  const override = config.outcomes?.[String(status)];
+  const saysNotApplied = response.headers.get(OUTCOME_HEADER)?.trim().toLowerCase() === "not-applied";
+  if (saysNotApplied) {
+    cls = "not_run";
+  } else if (override !== undefined && (typeof override === "string" || override.when === undefined)) {
+    cls = typeof override === "string" ? override : override.outcome;
+  } else if (override !== undefined) {
+    const failed = await read();
+    if (failed) return failed;
+    cls = text !== null && matches(parseBody(text!), override.when!) ? override.outcome : defaultClass(status);
+  } else {
+    cls = defaultClass(status);
+  }
+  // a result is 200 to 499 (checked when declared; a 5xx is never stored as one), and a 5xx frees
+  // the key only when its body is the service's own (a matched `when`) and no gateway's (502, 504)
+  if (cls === "done" && status >= 500) cls = "unknown";
+  if (cls === "not_run" && !saysNotApplied && status >= 500 && (status === 502 || status === 504 || typeof override === "string" || override?.when === undefined)) cls = "unknown";
+
+  if (cls !== "done") {
+    if (text === undefined) await response.body?.cancel().catch(() => {});
+    if (cls === "not_run") {
+      if (saysNotApplied) return { class: "not_run", note: `the service answered ${status} and applied nothing`, status };
+      const said = NOT_NOW_STATUSES.has(status) ? "" : " (the tool's outcomes say so of this answer)";
+      return { class: "not_run", note: `the service answered ${status} without applying the call${said}`, status };
+    }
+    return unknown(`the service answered ${status}`);
+  }
+  if (text === undefined) {
+    const failed = await read();
+    if (failed) return failed;
+  }
+  // Too large to keep. The status says the service applied the call (2xx) or refused it for good
+  // (a final 4xx), so the outcome is known: holding the key as unknown would have an operator
+  // decide what the service already said, and releasing it would run the side effect again. The
+  // call is done, and its stored result (answered now and to every retry) says that it was
+  // applied with that status and that its body was not kept.
+  return { class: "done", status, body: text === null ? tooLarge(status, limit) : parseBody(text!), replayed: saysReplayed(response.headers) };
+}
+
+/** `Idempotent-Replayed: true` (Stripe's): the answer is the one the service stored for the key's first request. */
+export const REPLAYED_HEADER = "idempotent-replayed";
+
+function saysReplayed(headers: Headers): boolean {
+  return headers.get(REPLAYED_HEADER)?.trim().toLowerCase() === "true";
+}
+
+function defaultClass(status: number): UpstreamOutcome {
+  if (NOT_NOW_STATUSES.has(status)) return "not_run";
+  if (status < 200 || status >= 500 || (status >= 300 && status < 400)) return "unknown";
+  return "done";
+}
+
+/** Whether a JSON body holds every value of `when` (dotted paths: `error.type`). */
+function matches(body: unknown, when: Record<string, string | number | boolean>): boolean {
+  return Object.entries(when).every(([path, expected]) => {
+    let at: unknown = body;
+    for (const part of path.split(".")) at = at !== null && typeof at === "object" ? (at as Record<string, unknown>)[part] : undefined;
+    return at === expected || (typeof at !== "object" && at !== undefined && String(at) === String(expected));
+  });
+}
+
+/**
+ * Where a `probe: resend` tool keeps each call's arguments from before it is sent until its outcome
+ * is known (lib/tools/resend-log.ts): only a call whose outcome stayed unknown keeps them, for its
+ * probe to send again.
+ */
+export interface ResendLog {
+  keep(entry: { executionId: string; scope: string; key: string; tool: string; args: unknown; sentAtMs: number }): Promise<void>;
+  /** every kept call of this key: its outcome is known now */
+  forget(scope: string, key: string): Promise<void>;
+  /**
+   * the call asked about (by its execution, else the key's latest of this tool), with the time the
+   * key was first sent (the earliest of its calls): the service's retention runs from then
+   */
+  find(scope: string, key: string, tool: string, executionId: string | null): Promise<{ args: unknown; sentAtMs: number } | null>;
+}
+
+/**
+ * A runner that forwards a call to an HTTP service in the shape the tool declares
+ * (lib/tools/upstream-request.ts) with the derived idempotency key; the answer's class
+ * (sendUpstream) decides: done → the result or a stored final error; not run → NotRunError, the
+ * key is released; unknown → OutcomeUnknown, the key is held.
+ */
+export function upstreamRunner(config: UpstreamConfig, fetchImpl: typeof fetch = fetch, resendLog?: ResendLog, toolName = ""): RunTool {
+  return async (args: unknown, ctx: ToolContext): Promise<ToolResult> => {
+    let request: UpstreamRequest;
+    try {
+      request = buildUpstreamRequest(config, args, ctx, ctx.key === null ? null : derivedKey(ctx.scope, ctx.key));
+    } catch (err) {
+      if (err instanceof RequestArgumentsError) throw new NotRunError(`the request could not be built (${err.message}); nothing was sent`);
+      throw err;
+    }
+    const keeps = config.probe === "resend" && resendLog !== undefined && ctx.key !== null && ctx.executionId !== null;
+    // A retry of a key whose first send may have been forgotten by the service (its retention, less
+    // the margin, has passed) could apply the call again: it is not sent, and the key stays unknown.
+    if (keeps && config.keyRetentionMs !== undefined) {
+      const first = await resendLog.find(ctx.scope, ctx.key!, toolName, null).catch(() => null);
+      if (first && Date.now() >= first.sentAtMs + config.keyRetentionMs - resendMarginMs(config.keyRetentionMs)) {
+        throw new OutcomeUnknown(`not sent again: the key was first sent more than the service keeps keys (${config.keyRetentionMs} ms) ago, less a margin, so it may have forgotten it and apply the call twice`, false);
+      }
+    }
+    // Kept before sending: the call may be lost with this process once it is sent. A failure to
+    // keep it only leaves its probe unable to resend (it then cannot tell), so the call goes on.
+    if (keeps) await resendLog.keep({ executionId: ctx.executionId!, scope: ctx.scope, key: ctx.key!, tool: toolName, args: args ?? {}, sentAtMs: Date.now() }).catch(() => {});
+    const answer = await sendUpstream(config, request, fetchImpl, ctx.signal);
+    if (keeps && answer.class !== "unknown") await resendLog.forget(ctx.scope, ctx.key!).catch(() => {});
+    if (answer.class === "unknown") throw new OutcomeUnknown(answer.note, answer.timedOut);
+    if (answer.class === "not_run") throw new NotRunError(answer.note, answer.status);
+    if (answer.status < 300) return { status: answer.status, body: answer.body };
+    throw new FinalToolError(answer.status, answer.body);
+  };
+}
+
+/** A resend is sent only this long before the service forgets the key: past it, it could run again. */
+export function resendMarginMs(keyRetentionMs: number): number {
+  return Math.min(60 * 60 * 1000, Math.floor(keyRetentionMs / 10));
+}
+
+/**
+ * The probe of a tool with `probe: resend` (a service that deduplicates on the key): the call asked
+ * about is sent again, the same request with the same derived key. The service answers with what
+ * it stored for the key (or applies the call now, once, if the first never reached it): a 2xx, or
+ * a 4xx marked as the key's stored answer (`Idempotent-Replayed: true`), resolves the key with it.
+ * Any other answer (a 4xx not so marked: about the resend, not the first) (a conflict because the first is still in
+ * progress, a refusal, no answer) cannot tell: a resend that did nothing says nothing about the
+ * first. Nothing is resent once the service may have forgotten the key.
+ */
+export function upstreamResendProber(
+  config: UpstreamConfig & { keyRetentionMs: number },
+  resendLog: ResendLog,
+  fetchImpl: typeof fetch = fetch,
+  now: () => number = Date.now,
+  toolName = "",
+): ProbeTool {
+  return async (ctx: ProbeContext): Promise<ProbeAnswer> => {
+    const kept = await resendLog.find(ctx.scope, ctx.key, toolName, ctx.executionId).catch(() => null);
+    if (!kept) return { outcome: "unknown", note: "the call's arguments were not kept, so it cannot be sent again" };
+    const until = kept.sentAtMs + config.keyRetentionMs - resendMarginMs(config.keyRetentionMs);
+    if (now() >= until) return { outcome: "unknown", note: `the key was first sent more than the service keeps keys (${config.keyRetentionMs} ms) ago, less a margin; a resend could apply it again` };
+    let request: UpstreamRequest;
+    try {
+      request = buildUpstreamRequest(config, kept.args, { scope: ctx.scope, key: ctx.key, session: null, executionId: ctx.executionId }, derivedKey(ctx.scope, ctx.key));
+    } catch (err) {
+      return { outcome: "unknown", note: `the call could not be built again (${describeError(err)})` };
+    }
+    const answer = await sendUpstream(config, request, fetchImpl, ctx.signal);
+    // A 4xx to the resend is about the resend (a declaration changed since the first was sent, a
+    // rotated credential, an edited URL), not about the first, which may have been applied: only a
+    // 2xx, or a 4xx the service marks as its stored answer for the key, resolves it.
+    if (answer.class === "done" && answer.status >= 300 && !answer.replayed) {
+      return { outcome: "unknown", note: `resent with the same key: the service answered ${answer.status}, which says nothing about the first request (it is not marked as the key's stored answer)` };
+    }
+    if (answer.class === "done") {
+      // the key is resolved with this answer: its arguments are needed no longer
+      await resendLog.forget(ctx.scope, ctx.key).catch(() => {});
+      return { outcome: "applied", status: answer.status, body: answer.body };
+    }
+    return { outcome: "unknown", note: `resent with the same key: ${answer.note}` };
   };
 }
 
@@ -120,8 +270,7 @@ export function upstreamProber(config: UpstreamConfig & { statusUrl: string }, f
   return async (ctx: ProbeContext): Promise<ProbeAnswer> => {
     const timeout = AbortSignal.timeout(config.timeoutMs);
     const signal = ctx.signal ? AbortSignal.any([timeout, ctx.signal]) : timeout;
-    const headers = forwardedHeaders(config, { scope: ctx.scope, key: ctx.key, session: null, executionId: ctx.executionId });
-    headers.delete("content-type");
+    const headers = callHeaders(config, { scope: ctx.scope, key: ctx.key, session: null, executionId: ctx.executionId }, derivedKey(ctx.scope, ctx.key));
     let response: Response;
     let text: string | null;
     try {
@@ -142,26 +291,6 @@ export function upstreamProber(config: UpstreamConfig & { statusUrl: string }, f
     if (!answer.success) return { outcome: "unknown", note: "the status probe's answer has no valid outcome" };
     return answer.data.outcome === "applied" ? { outcome: "applied", status: answer.data.status, body: answer.data.body ?? null } : answer.data;
   };
-}
-
-function forwardedHeaders(config: UpstreamConfig, ctx: ToolContext): Headers {
-  // Configured headers first: they may not override what names the call.
-  const headers = new Headers(config.headers);
-  headers.set("content-type", "application/json");
-  headers.set("accept", "application/json");
-  headers.set("idemgate-scope", ctx.scope);
-  if (ctx.key !== null) {
-    headers.set("idempotency-key", derivedKey(ctx.scope, ctx.key));
-    headers.set("idemgate-key", ctx.key);
-  } else {
-    headers.delete("idempotency-key");
-    headers.delete("idemgate-key");
-  }
-  if (ctx.session !== null) headers.set("idemgate-session", ctx.session);
-  else headers.delete("idemgate-session");
-  if (ctx.executionId !== null) headers.set("idemgate-execution-id", ctx.executionId);
-  else headers.delete("idemgate-execution-id");
-  return headers;
 }
 
 /** The error code of a failed fetch (undici puts the socket's code on `cause`), and the system call that failed. */

@@ -292,7 +292,18 @@ function Declaration({ d }: { d: EffectiveDeclaration }) {
       ? ([
           ["Upstream", <span key="u" data-testid="declaration-upstream-url" className="font-mono text-[12.5px] break-all">{`${d.upstream.method} ${d.upstream.url}`}</span>, "user info and query string are not shown"],
           ["Timeout", `${d.upstream.timeoutMs} ms`],
-          ["Status probe", d.upstream.statusUrl ? <span key="s" className="font-mono text-[12.5px] break-all">{`GET ${d.upstream.statusUrl}`}</span> : "none"],
+          ...(d.upstream.preset ? ([["Preset", d.upstream.preset, "the declaration's own fields override it"]] as [string, React.ReactNode, string?][]) : []),
+          ["Request", `${d.upstream.body} body${d.upstream.query.length ? `; query: ${d.upstream.query.join(", ")}` : ""}${d.upstream.repeatInBody.length ? `; also in the body: ${d.upstream.repeatInBody.join(", ")}` : ""}`],
+          ["Key header", `${d.upstream.keyHeader}${d.upstream.keyMaxLength !== null ? ` (at most ${d.upstream.keyMaxLength} characters)` : ""}`],
+          [
+            "Status probe",
+            d.upstream.probe === "resend"
+              ? `resend: the same request with the same key${d.upstream.keyRetentionMs !== null ? `, within ${formatDuration(d.upstream.keyRetentionMs)} of the call` : ""}`
+              : d.upstream.statusUrl ? <span key="s" className="font-mono text-[12.5px] break-all">{`GET ${d.upstream.statusUrl}`}</span> : "none",
+          ],
+          ...(d.upstream.outcomes.length
+            ? ([["Answers", d.upstream.outcomes.map((o) => `${o.status}${o.when ? ` with ${Object.entries(o.when).map(([k, v]) => `${k}=${String(v)}`).join(", ")}` : ""} → ${o.outcome}`).join("; "), "overrides of the default classes"]] as [string, React.ReactNode, string?][])
+            : []),
           ["Dedupes", d.dedupes ? "yes: unknown outcomes are resent with the same key" : "no"],
           [
             "Headers",
