@@ -5,7 +5,7 @@
 // The CLI's own sources are bundled once into node_modules/.cache/idemgate-cli/ (esbuild, packages
 // left external) and that bundle is run while it is newer than every source file: a command starts
 // in well under a second instead of loading a few hundred TypeScript modules one by one. When the
-// bundle cannot be made, the sources run through tsx as before.
+// bundle cannot be made or loaded, the sources run through tsx as before.
 import { existsSync, mkdirSync, readdirSync, renameSync, statSync } from "node:fs";
 import { dirname, isAbsolute, join, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
@@ -64,13 +64,23 @@ async function freshBundle() {
   }
 }
 
-const built = await freshBundle();
-let cli;
-if (built) {
-  cli = await import(pathToFileURL(built).href);
-} else {
+// IDEMGATE_CLI_BUNDLE: "0" runs the sources through tsx; "1" (the CLI's tests) requires the bundle,
+// so that a bundle that cannot load fails loudly instead of falling back
+async function load() {
+  const built = await freshBundle();
+  if (built) {
+    try {
+      return await import(pathToFileURL(built).href);
+    } catch (err) {
+      if (process.env.IDEMGATE_CLI_BUNDLE === "1" || err?.code !== "ERR_MODULE_NOT_FOUND") throw err;
+    }
+  } else if (process.env.IDEMGATE_CLI_BUNDLE === "1") {
+    throw new Error("the CLI's bundle could not be built (IDEMGATE_CLI_BUNDLE=1)");
+  }
   const { register } = await import("tsx/esm/api");
   register({ tsconfig: join(root, "tsconfig.json") });
-  cli = await import(pathToFileURL(entry).href);
+  return import(pathToFileURL(entry).href);
 }
+
+const cli = await load();
 cli.exitWhenDone(await cli.main(process.argv));

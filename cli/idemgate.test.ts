@@ -42,7 +42,8 @@ function idemgate(args: string[], options: { env?: Record<string, string>; stdin
     const child = spawn(process.execPath, [BIN, ...args], {
       cwd: tmpdir(),
       // the demo tools stay on with DATABASE_URL (key probe asks payments.charge)
-      env: { ...process.env, DATABASE_URL: "", REDIS_URL: "", IDEMGATE_DATA_DIR: dataDir, IDEMGATE_DEMO_TOOLS: "1", ...options.env },
+      // IDEMGATE_CLI_BUNDLE=1: the bundle bin/idemgate.mjs runs must load (no fallback to tsx)
+      env: { ...process.env, DATABASE_URL: "", REDIS_URL: "", IDEMGATE_DATA_DIR: dataDir, IDEMGATE_DEMO_TOOLS: "1", IDEMGATE_CLI_BUNDLE: "1", ...options.env },
       stdio: ["pipe", "pipe", "pipe"],
     });
     let stdout = "";
