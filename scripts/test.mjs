@@ -1,12 +1,12 @@
 // `npm test`: every check the project has, the independent ones side by side.
 //
-//   typecheck ─┐
-//   layout ────┤
-//   unit ──────┤            (vitest against the real PostgreSQL and Redis)
+//   typecheck
+//   layout
+//   unit ──────┐            (vitest against the real PostgreSQL and Redis)
 //   build ─────┼─ e2e       (Playwright in Chromium against the production build)
 //              └─ faults    (killed processes, lost stores, against the production build)
 //
-// Most of the suite waits on servers, browsers and leases rather than on the CPU, so the stages
+// Much of the suite waits on servers, browsers and leases rather than on the CPU, so stages
 // overlap; each one's data is its own (random databases and Redis prefixes, distinct ports from
 // scripts/test-ports.mjs). Each stage writes its whole output to test-logs/<stage>.log;
 // this runner prints a line as each starts and ends, then each stage's summary (the end of the log
@@ -16,7 +16,7 @@
 import { spawn } from "node:child_process";
 import { createWriteStream } from "node:fs";
 import { mkdir, readFile } from "node:fs/promises";
-import { constants, setPriority } from "node:os";
+import { constants } from "node:os";
 import path from "node:path";
 import { ROOT } from "./build-if-stale.mjs";
 
@@ -29,10 +29,10 @@ const STAGES = [
   { name: "layout", args: ["scripts/check-layout.mjs"] },
   { name: "unit", args: [bin("vitest", "vitest.mjs"), "run"] },
   { name: "build", args: ["scripts/build-if-stale.mjs"] },
-  // niced: the unit tests (many of them about timing within one process) come first for the CPU;
-  // these mostly wait on their servers and browsers, and take the cores whenever the others wait
-  { name: "e2e", args: ["scripts/e2e.mjs"], after: ["build"], nice: 5 },
-  { name: "faults", args: ["scripts/faults.mjs"], after: ["build"], nice: 5 },
+  // after the unit tests: many of those are about timing within one process, and with all of the
+  // suite on two cores at once they were starved into failing; e2e and faults side by side are not
+  { name: "e2e", args: ["scripts/e2e.mjs"], after: ["build", "unit"] },
+  { name: "faults", args: ["scripts/faults.mjs"], after: ["build", "unit"] },
 ];
 // how many lines of a passing stage's log end up in the summary
 // how much of a failed stage's log is printed (the rest is in its file)
@@ -91,14 +91,6 @@ function runStage(stage, logDir, runStartedAt) {
       detached: true,
     });
     running.add(child);
-    // before it starts anything: its servers and browsers inherit the priority
-    if (stage.nice && child.pid !== undefined) {
-      try {
-        setPriority(child.pid, stage.nice);
-      } catch {
-        // not permitted here: it runs at the usual priority
-      }
-    }
     child.stdout.pipe(log, { end: false });
     child.stderr.pipe(log, { end: false });
     const finish = (code) => {

@@ -153,7 +153,8 @@ describe("upstreamRunner", () => {
     const err = await failure(upstreamRunner({ url: `${base}/slow`, timeoutMs: 150 })({}, ctx));
     expect(err).toBeInstanceOf(OutcomeUnknown);
     expect(err).toMatchObject({ note: "timed out after 150 ms", timedOut: true });
-    expect(received).toHaveLength(1);
+    // on a busy machine the service may read the request only after the runner gave up on it: once
+    await expect.poll(() => received.length, { timeout: 5_000 }).toBe(1);
   });
 
   it("a connection reset after the request was sent is an unknown outcome", async () => {
