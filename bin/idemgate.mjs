@@ -6,9 +6,10 @@
 // left external) and that bundle is run while it is newer than every source file: a command starts
 // in well under a second instead of loading a few hundred TypeScript modules one by one. When the
 // bundle cannot be made or loaded, the sources run through tsx as before.
-import { existsSync, mkdirSync, readdirSync, renameSync, statSync } from "node:fs";
+import { existsSync, mkdirSync, renameSync, statSync } from "node:fs";
 import { dirname, isAbsolute, join, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
+import { newestMtimeMs } from "../scripts/build-if-stale.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 // A data directory given relative to where the command was typed keeps meaning that place.
@@ -20,22 +21,6 @@ const entry = join(root, "cli", "idemgate.ts");
 const bundle = join(root, "node_modules", ".cache", "idemgate-cli", "idemgate.mjs");
 // what the bundle is made of: the CLI, the library and the generated Prisma client it imports
 const SOURCES = ["cli", "lib", "generated", "tsconfig.json", "package-lock.json"];
-
-function newestMtimeMs(path) {
-  let stat;
-  try {
-    stat = statSync(path);
-  } catch {
-    return 0;
-  }
-  if (!stat.isDirectory()) return stat.mtimeMs;
-  let newest = stat.mtimeMs;
-  for (const name of readdirSync(path)) {
-    if (name === "node_modules" || name === "dist") continue;
-    newest = Math.max(newest, newestMtimeMs(join(path, name)));
-  }
-  return newest;
-}
 
 async function freshBundle() {
   if (process.env.IDEMGATE_CLI_BUNDLE === "0") return null;

@@ -20,8 +20,13 @@ const SOURCE_FILES = [
 // dist/ is what `npm pack` builds of lib/client for its tarball, not a source of the app
 const SKIP = new Set(["node_modules", ".next", ".data", ".git", "dist"]);
 
-/** The newest modification time (ms) of any file under `dir`; a cheap walk, no hashing. */
-function newestMtimeMs(dir) {
+/**
+ * The newest modification time (ms) of any file under `dir` (or of `dir` itself when it is a file;
+ * 0 when it does not exist); a cheap walk, no hashing. bin/idemgate.mjs judges its CLI bundle by it.
+ */
+export function newestMtimeMs(dir) {
+  const stat = statSync(dir, { throwIfNoEntry: false });
+  if (stat?.isFile()) return stat.mtimeMs;
   let newest = 0;
   let entries;
   try {
@@ -44,11 +49,7 @@ export function staleReason(root = ROOT) {
   if (!existsSync(buildId)) return "no build yet";
   const builtMs = statSync(buildId).mtimeMs;
   let newest = 0;
-  for (const dir of SOURCE_DIRS) newest = Math.max(newest, newestMtimeMs(path.join(root, dir)));
-  for (const file of SOURCE_FILES) {
-    const full = path.join(root, file);
-    if (existsSync(full)) newest = Math.max(newest, statSync(full).mtimeMs);
-  }
+  for (const source of [...SOURCE_DIRS, ...SOURCE_FILES]) newest = Math.max(newest, newestMtimeMs(path.join(root, source)));
   return newest > builtMs ? "sources changed since the last build" : null;
 }
 
