@@ -140,15 +140,11 @@ async function main() {
   console.log(`npm test: ${stages.map((s) => s.name).join(", ")}${options.serial ? " (one at a time)" : ""}; logs in ${path.relative(ROOT, logDir)}/`);
 
   const results = new Map();
-  const started = new Map();
-  const start = (stage) => {
-    const promise = runStage(stage, logDir, runStartedAt).then((result) => {
+  const start = (stage) =>
+    runStage(stage, logDir, runStartedAt).then((result) => {
       results.set(stage.name, result);
       return result;
     });
-    started.set(stage.name, promise);
-    return promise;
-  };
   const ready = (stage) => (stage.after ?? []).every((dep) => results.get(dep)?.code === 0 || !stages.some((s) => s.name === dep));
   const blocked = (stage) => (stage.after ?? []).some((dep) => results.has(dep) && results.get(dep).code !== 0);
 
