@@ -49,12 +49,27 @@ describe.each([
     await writer.intent(i);
     expect(await pg.db.prisma.execution.findUnique({ where: { id: i.id } })).toMatchObject({ outcome: null });
     await expect(writer.intent(intent("b"))).rejects.toThrow(/has not finished/);
-    writer.outcome(outcome(i.id));
-    // the queued outcome frees the key: the second intent writes the queue first and goes in
+    writer.outcome({ ...outcome(i.id), outcome: "failed", resultStatus: null, resultBody: null, resultFinal: null, expiresAt: null });
+    // a queued outcome saying nothing ran frees the key: the second intent writes the queue first and goes in
     await writer.intent(intent("b"));
     await writer.close();
     expect(await pg.db.prisma.execution.count({ where: { key: "b" } })).toBe(2);
-    expect(await pg.db.prisma.execution.findUnique({ where: { id: i.id } })).toMatchObject({ outcome: "succeeded" });
+    expect(await pg.db.prisma.execution.findUnique({ where: { id: i.id } })).toMatchObject({ outcome: "failed" });
+  });
+
+  it("refuses an intent whose key's open execution turns out, once its queued outcome is written, to have run", async () => {
+    // A key store that lost a running call's reservation lets a retry reserve the key; that retry can
+    // read the log before the first call's intent commits and reach its own intent after the first
+    // call's result was queued. Writing it then would run the action a second time.
+    for (const ran of ["succeeded", "final_error", "unknown"] as const) {
+      const writer = newWriter({ mode: "durable", flushIntervalMs: 60_000 });
+      const first = intent(`ran-${ran}`);
+      await writer.intent(first);
+      writer.outcome({ ...outcome(first.id), outcome: ran });
+      await expect(writer.intent(intent(`ran-${ran}`))).rejects.toMatchObject({ code: "open_execution" });
+      await writer.close();
+      expect(await pg.db.prisma.execution.findMany({ where: { key: `ran-${ran}` }, select: { id: true, outcome: true } })).toEqual([{ id: first.id, outcome: ran }]);
+    }
   });
 
   it("records how each call came in (http by default, mcp when said), in both modes", async () => {

@@ -8,6 +8,9 @@ export type AuditMode = "durable" | "async";
 /** Rows a writer holds in memory at most (queued or being written); see AuditWriterOptions.maxQueued. */
 export const DEFAULT_MAX_QUEUED = 10_000;
 
+/** Outcomes after which another execution of the key may run: its call applied nothing. */
+const NOTHING_RAN: ReadonlySet<PriorExecution["outcome"]> = new Set<PriorExecution["outcome"]>(["failed", "released", "retried"]);
+
 export interface AuditWriterOptions {
   mode?: AuditMode;
   /** how often queued rows are written */
@@ -104,8 +107,14 @@ export class PrismaAuditWriter implements AuditWriter {
     } catch (err) {
       if (!isUniqueViolation(err)) throw err;
       // Another execution of this key has no outcome in the database: maybe only because its
-      // outcome is still queued here. Write the queue, then try once more.
+      // outcome is still queued here. Write the queue; then this call may run only if that
+      // execution's outcome says nothing ran. One that ran (its result was queued) must not run
+      // again: a key store that lost a running call's reservation lets its retry reserve the key,
+      // and that retry can read the log before the first call's intent commits, then get here
+      // after its outcome was queued.
       await this.flush();
+      const blocking = await this.priorExecution(entry.scope, entry.key, new Date(0));
+      if (!blocking || !NOTHING_RAN.has(blocking.outcome)) throw new OpenExecutionError(entry.scope, entry.key);
       try {
         await this.insertIntent(entry);
       } catch (again) {

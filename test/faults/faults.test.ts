@@ -183,7 +183,11 @@ describe("the key store's Redis stopped, restarted and flushed", () => {
     const counts = await Promise.all(actions.map((a) => charges(pg, a.key)));
     const counted = counts.reduce((a, b) => a + b, 0);
     summary.push({ case: "Redis flushed 3× under 40 retried actions", expected: 40, counted });
-    expect(counts).toEqual(actions.map(() => 1));
+    // a key charged twice: what the audit log and the client saw of it, to tell how
+    const twice = actions.filter((_, i) => counts[i] !== 1).map((a) => a.key);
+    const evidence = await pg.db.prisma.execution.findMany({ where: { key: { in: twice } }, orderBy: { startedAt: "asc" } });
+    const seen = twice.map((k) => `${k}: ${attempts.get(k)?.join(" ")}`).join("\n");
+    expect(counts, `${seen}\n${JSON.stringify(evidence, (_, v) => (typeof v === "bigint" ? Number(v) : v), 1)}`).toEqual(actions.map(() => 1));
   });
 });
 
