@@ -6,6 +6,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import pg from "pg";
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
+import { bundledScript } from "@/test/support/bundled-script";
 
 // each case starts the CLI as a process (tsx compiles it first): seconds each, more on a busy machine
 vi.setConfig({ testTimeout: 120_000 });
@@ -378,7 +379,7 @@ describe("the embedded database held by a running server", () => {
   it("refuses with the lock's message and exit code 1, and leaves the lock alone", async () => {
     const held = await mkdtemp(path.join(tmpdir(), "idemgate-held-"));
     // another process holds the lock of <IDEMGATE_DATA_DIR>/pglite, as a running server does
-    const holder = spawn(process.execPath, ["--import", "tsx", path.join(ROOT, "test", "support", "lock-holder.ts"), "lock", path.join(held, "pglite")], {
+    const holder = spawn(process.execPath, [await bundledScript("test/support/lock-holder.ts"), "lock", path.join(held, "pglite")], {
       cwd: ROOT,
       stdio: ["pipe", "pipe", "inherit"],
     });

@@ -5,12 +5,17 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { bundledScript } from "@/test/support/bundled-script";
 import { openDatabase } from "./database";
 import { acquireDataDirLock, DataDirLockedError, lockFileOf } from "./lock";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
-const HOLDER = path.join(ROOT, "test", "support", "lock-holder.ts");
+/** test/support/lock-holder.ts bundled once: each holder then loads in a tenth of tsx's time, so racing holders start together */
+let HOLDER: string;
+beforeAll(async () => {
+  HOLDER = await bundledScript("test/support/lock-holder.ts");
+});
 
 type Answer = { won: true; pid: number } | { won: false; error: string; message: string };
 
@@ -24,7 +29,7 @@ interface Holder {
 
 /** Another process that takes the lock (or opens the database) at `startAtMs`; see test/support/lock-holder.ts. */
 function holder(mode: "lock" | "database", dataDir: string, startAtMs = 0): Holder {
-  const child = spawn(process.execPath, ["--import", "tsx", HOLDER, mode, dataDir, String(startAtMs)], {
+  const child = spawn(process.execPath, [HOLDER, mode, dataDir, String(startAtMs)], {
     cwd: ROOT,
     stdio: ["pipe", "pipe", "pipe"],
   });

@@ -8,6 +8,7 @@ import { testPort } from "@/scripts/test-ports.mjs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestPostgres, REDIS_TEST_URL } from "@/test/support/databases";
 import { removeDataDir, ROOT, startServer, type RunningServer } from "@/test/support/server";
+import { bundledScript } from "@/test/support/bundled-script";
 import { deleteRedisPrefix } from "@/test/support/stores";
 
 // A client-run tool (the demo `ledger.record`) guarded in many processes at once, in TypeScript
@@ -55,10 +56,14 @@ describe.each(configurations)("guarded functions in 12 processes on $name", (con
   /** an operator signed in to the console: releases and resolutions are operators' decisions, not an API token's */
   let operator: APIRequestContext;
 
+  /** the TypeScript worker, bundled once (a node process of its own, so a SIGKILL is the worker's) */
+  let tsWorker: string;
+
   beforeAll(async () => {
+    tsWorker = await bundledScript("test/support/guard-worker.ts");
     dir = await mkdtemp(path.join(os.tmpdir(), "idemgate-procs-"));
     // a short lease, so a crashed process's key is stuck within the test
-    const env: Record<string, string> = { IDEMGATE_RECONCILE_INTERVAL_MS: "0", IDEMGATE_DEMO_LEASE_MS: "2000", IDEMGATE_SECRET: randomUUID() + randomUUID() };
+    const env: Record<string, string> = { IDEMGATE_RECONCILE_INTERVAL_MS: "0", IDEMGATE_DEMO_LEASE_MS: "3000", IDEMGATE_SECRET: randomUUID() + randomUUID() };
     if (configuration.servers) {
       pg = await createTestPostgres("fault_procs");
       Object.assign(env, { DATABASE_URL: pg.url, REDIS_URL: REDIS_TEST_URL, IDEMGATE_REDIS_PREFIX: prefix });
@@ -93,10 +98,7 @@ describe.each(configurations)("guarded functions in 12 processes on $name", (con
 
   function worker(lang: Lang, key: string, ledger: string, mode: Mode = "ok", delayMs = 0): Promise<WorkerResult> {
     const [command, args] =
-      lang === "ts"
-        ? // tsx as a loader in this process, not its CLI (which runs the script in a child and turns a SIGKILL into exit code 137)
-          [process.execPath, ["--import", "tsx", path.join(ROOT, "test", "support", "guard-worker.ts")]]
-        : [process.env.PYTHON ?? "python3", [path.join(ROOT, "test", "support", "guard_worker.py")]];
+      lang === "ts" ? [process.execPath, [tsWorker]] : [process.env.PYTHON ?? "python3", [path.join(ROOT, "test", "support", "guard_worker.py")]];
     const child = spawn(command, args, {
       cwd: ROOT,
       stdio: ["ignore", "pipe", "pipe"],
@@ -168,7 +170,7 @@ describe.each(configurations)("guarded functions in 12 processes on $name", (con
     record("8 TS + 4 Python processes, one key at once", 1, counted);
     expect(counted).toBe(1);
     expect(results.filter((r) => r.ran)).toHaveLength(1);
-    expect(results.map((r) => r.outcome).sort()).toEqual([...Array(11).fill("replayed"), "ran"].sort());
+    expect(results.map((r) => r.outcome).sort(), JSON.stringify(results)).toEqual([...Array(11).fill("replayed"), "ran"].sort());
     const bodies = new Set(results.map((r) => JSON.stringify(r.body)));
     expect(bodies.size).toBe(1);
     expect(await keyState(key)).toBe("done");

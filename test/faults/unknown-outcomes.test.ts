@@ -107,21 +107,25 @@ class CountingService {
   }
 }
 
+// A service that answers at once gets a timeout no busy machine reaches (a timeout there would be an
+// unknown outcome the test did not ask for); the two whose case IS the timeout get 400 ms against
+// their 1.2 s answers.
 const upstream = (name: string, path: string, extra: Record<string, unknown> = {}, port = SERVICE_PORT) => ({
   name,
   url: `http://127.0.0.1:${port}${path}`,
-  timeoutMs: 400,
-  leaseMs: 5_000,
+  timeoutMs: 10_000,
+  leaseMs: 15_000,
   ...extra,
 });
+const TIMES_OUT = { timeoutMs: 400, leaseMs: 5_000 };
 
 const UPSTREAM_TOOLS = JSON.stringify([
-  upstream("svc.slow", "/slow"),
+  upstream("svc.slow", "/slow", TIMES_OUT),
   upstream("svc.fail500", "/fail500"),
   upstream("svc.reset", "/reset"),
   upstream("svc.hold", "/hold", { timeoutMs: 30_000, leaseMs: 40_000 }),
   upstream("svc.probe", "/probe", { statusUrl: `http://127.0.0.1:${SERVICE_PORT}/probe/status` }),
-  upstream("svc.dedupe", "/dedupe", { dedupes: true }),
+  upstream("svc.dedupe", "/dedupe", { ...TIMES_OUT, dedupes: true }),
   upstream("svc.tenant", "/tenant", { dedupes: true }),
   upstream("svc.late", "/late", {}, LATE_PORT),
 ]);
