@@ -4,6 +4,7 @@ import { FinalToolError, NotRunError, OutcomeUnknown } from "@/lib/idempotency/t
 import { defineTool, TOOL_NAME_PATTERN, type ArgsSchema, type ToolDefinition } from "@/lib/tools/define-tool";
 import { derivedKey } from "@/lib/tools/upstream";
 import { META_KEY_FIELD } from "../key-fields";
+import { McpNotSentError } from "./not-sent";
 import { takePatterns, withPatterns } from "./schema-patterns";
 
 /** Where a proxied tool comes from; kept on its definition, so /mcp can pass its results through whole. */
@@ -20,6 +21,7 @@ export interface McpOrigin {
 export interface McpCallTarget {
   /** whether a call can be sent now; when not, nothing is sent and the call is "not run" */
   connected(): boolean;
+  /** @throws McpNotSentError when the server certainly did not process the call: it is "not run" */
   callTool(params: Record<string, unknown>, timeoutMs: number): Promise<CallToolResult>;
 }
 
@@ -75,8 +77,9 @@ function argsSchema(inputSchema: Tool["inputSchema"]): ArgsSchema {
  * A listed tool of another MCP server as an Idemgate tool. A write's call carries the key derived
  * from the caller's scope and key (as `params.idempotencyKey` and in `_meta`), so a server that
  * honours keys can deduplicate too. Outcome classes: a result is done (one with `isError` is a final
- * result, stored and replayed); a call that could not be sent because the server is not connected
- * is not run; a timeout or a failure at the protocol level is unknown. What the server said when it
+ * result, stored and replayed); a call the server certainly did not process (not connected, a
+ * refused connection, a session it no longer knows: not-sent.ts) is not run, and its key is given
+ * back; a timeout or any failure after the request may have been processed is unknown. What the server said when it
  * failed (its error text may name its internals) is kept for operators (key page, audit log);
  * callers read a generic note, and the server's state is on the status page.
  */
@@ -110,6 +113,7 @@ export function proxiedTool(server: { name: string; timeoutMs: number }, listed:
       try {
         result = await target.callTool(params, timeoutMs);
       } catch (err) {
+        if (err instanceof McpNotSentError) throw new NotRunError(`the MCP server ${server.name} did not process the call: ${err.reason}; nothing was run`);
         if (err instanceof McpError && err.code === ErrorCode.RequestTimeout) {
           throw new OutcomeUnknown(`no answer from the MCP server ${server.name} within ${timeoutMs} ms`, true);
         }
