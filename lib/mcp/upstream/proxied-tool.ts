@@ -15,6 +15,11 @@ export interface McpOrigin {
   annotations: ToolAnnotations | undefined;
   /** the server's own JSON Schema, listed as it is */
   inputSchema: Tool["inputSchema"];
+  /**
+   * whether Idemgate could read that schema (validates by it, knows its top-level properties): when
+   * not (a top-level allOf, anyOf, $ref, not…), an `idempotency_key` argument may be the tool's own
+   */
+  schemaRead: boolean;
 }
 
 /** What a proxied tool needs of its server's connection. */
@@ -62,15 +67,15 @@ export function gateOf(annotations: ToolAnnotations | undefined): "read" | "idem
 }
 
 /** The server's schema as zod; its `pattern`s run with a linear-time engine (schema-patterns.ts), never RegExp. */
-function argsSchema(inputSchema: Tool["inputSchema"]): ArgsSchema {
+function argsSchema(inputSchema: Tool["inputSchema"]): { schema: ArgsSchema; read: boolean } {
   try {
     const { schema: withoutPatterns, patterns } = takePatterns(inputSchema);
     const schema = z.fromJSONSchema(withoutPatterns as Parameters<typeof z.fromJSONSchema>[0]);
-    if (schema instanceof z.ZodObject) return withPatterns(schema, patterns);
+    if (schema instanceof z.ZodObject) return { schema: withPatterns(schema, patterns), read: true };
   } catch {
     // a schema zod cannot read: the server validates its own arguments
   }
-  return z.looseObject({});
+  return { schema: z.looseObject({}), read: false };
 }
 
 /**
@@ -89,13 +94,14 @@ export function proxiedTool(server: { name: string; timeoutMs: number }, listed:
   const gate = gateOf(listed.annotations);
   const timeoutMs = server.timeoutMs;
   const description = listed.description?.trim() || listed.title || `${listed.name} of the MCP server ${server.name}`;
+  const args = argsSchema(listed.inputSchema);
   const definition = defineTool({
     name,
     // An idempotent tool is passed through like a read (repeating it changes nothing more), and audited.
     kind: gate === "write" ? "write" : "read",
     audited: gate === "idempotent",
     description,
-    schema: argsSchema(listed.inputSchema),
+    schema: args.schema,
     // a call still waiting for its answer must never look stuck
     leaseMs: timeoutMs + 30_000,
     runTimeoutMs: timeoutMs,
@@ -123,5 +129,5 @@ export function proxiedTool(server: { name: string; timeoutMs: number }, listed:
       return { status: result.isError ? MCP_TOOL_ERROR_STATUS : 200, body: result };
     },
   });
-  return Object.assign(definition, { mcpOrigin: { server: server.name, tool: listed.name, annotations: listed.annotations, inputSchema: listed.inputSchema } });
+  return Object.assign(definition, { mcpOrigin: { server: server.name, tool: listed.name, annotations: listed.annotations, inputSchema: listed.inputSchema, schemaRead: args.read } });
 }
