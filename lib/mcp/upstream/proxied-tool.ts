@@ -2,6 +2,7 @@ import { ErrorCode, McpError, type CallToolResult, type Tool, type ToolAnnotatio
 import { z } from "zod";
 import { FinalToolError, NotRunError, OutcomeUnknown } from "@/lib/idempotency/tool";
 import { defineTool, TOOL_NAME_PATTERN, type ArgsSchema, type ToolDefinition } from "@/lib/tools/define-tool";
+import type { McpGateSetting } from "@/lib/tools/mcp-server-schema";
 import { derivedKey } from "@/lib/tools/upstream";
 import { META_KEY_FIELD } from "../key-fields";
 import { McpNotSentError } from "./not-sent";
@@ -13,6 +14,9 @@ export interface McpOrigin {
   /** the tool's own name at its server */
   tool: string;
   annotations: ToolAnnotations | undefined;
+  /** how it is gated, and the setting that decided it (the server's or the tool's `gate`) */
+  gate: McpGate;
+  gateSetting: McpGateSetting;
   /** the server's own JSON Schema, listed as it is */
   inputSchema: Tool["inputSchema"];
   /**
@@ -55,15 +59,33 @@ export function proxiedName(server: string, tool: string): string | null {
   return TOOL_NAME_PATTERN.test(name) && name.length <= 128 ? name : null;
 }
 
+export type McpGate = "read" | "idempotent" | "write";
+
 /**
- * How a tool's annotations gate it (DESIGN.md § MCP): `readOnlyHint` → a read, never gated;
- * `idempotentHint` → passed through without a key (the resource carries the idempotency), and
- * recorded in the audit log; anything else → a write, gated like every other write.
+ * How a tool is gated (DESIGN.md § MCP; the settings: mcp-server-schema.ts). By its annotations:
+ * `readOnlyHint` → a read, never gated; `idempotentHint` → passed through without a key (the
+ * resource carries the idempotency), and recorded in the audit log; anything else → a write, gated
+ * like every other write. `always` makes every tool a write; `never` passes every tool that is not
+ * `readOnlyHint` through, recorded.
  */
-export function gateOf(annotations: ToolAnnotations | undefined): "read" | "idempotent" | "write" {
+export function gateOf(annotations: ToolAnnotations | undefined, setting: McpGateSetting = "by-annotations"): McpGate {
+  if (setting === "always") return "write";
   if (annotations?.readOnlyHint === true) return "read";
-  if (annotations?.idempotentHint === true) return "idempotent";
+  if (setting === "never" || annotations?.idempotentHint === true) return "idempotent";
   return "write";
+}
+
+/** The `gate` that applies to one of a server's tools: the tool's own setting, else the server's. */
+export function gateSettingOf(server: GatedServer, tool: string): McpGateSetting {
+  return (Object.hasOwn(server.tools ?? {}, tool) ? server.tools![tool].gate : undefined) ?? server.gate ?? "by-annotations";
+}
+
+/** What a proxied tool needs of its server's declaration. */
+export interface GatedServer {
+  name: string;
+  timeoutMs: number;
+  gate?: McpGateSetting;
+  tools?: Record<string, { gate: McpGateSetting }>;
 }
 
 /** The server's schema as zod; its `pattern`s run with a linear-time engine (schema-patterns.ts), never RegExp. */
@@ -88,10 +110,11 @@ function argsSchema(inputSchema: Tool["inputSchema"]): { schema: ArgsSchema; rea
  * failed (its error text may name its internals) is kept for operators (key page, audit log);
  * callers read a generic note, and the server's state is on the status page.
  */
-export function proxiedTool(server: { name: string; timeoutMs: number }, listed: Tool, target: McpCallTarget): ProxiedToolDefinition | null {
+export function proxiedTool(server: GatedServer, listed: Tool, target: McpCallTarget): ProxiedToolDefinition | null {
   const name = proxiedName(server.name, listed.name);
   if (!name) return null;
-  const gate = gateOf(listed.annotations);
+  const gateSetting = gateSettingOf(server, listed.name);
+  const gate = gateOf(listed.annotations, gateSetting);
   const timeoutMs = server.timeoutMs;
   const description = listed.description?.trim() || listed.title || `${listed.name} of the MCP server ${server.name}`;
   const args = argsSchema(listed.inputSchema);
@@ -129,5 +152,5 @@ export function proxiedTool(server: { name: string; timeoutMs: number }, listed:
       return { status: result.isError ? MCP_TOOL_ERROR_STATUS : 200, body: result };
     },
   });
-  return Object.assign(definition, { mcpOrigin: { server: server.name, tool: listed.name, annotations: listed.annotations, inputSchema: listed.inputSchema, schemaRead: args.read } });
+  return Object.assign(definition, { mcpOrigin: { server: server.name, tool: listed.name, annotations: listed.annotations, gate, gateSetting, inputSchema: listed.inputSchema, schemaRead: args.read } });
 }

@@ -180,6 +180,12 @@ export class UpstreamConnection implements McpCallTarget {
 
   private setTools(tools: Tool[]): void {
     this.listed = tools;
+    // a per-tool `gate` for a tool the server does not offer (a typo, or a tool it dropped) is no
+    // reason to stop serving the others: it is said once per listing
+    const offered = new Set(tools.map((t) => t.name));
+    for (const name of Object.keys(this.config.tools ?? {})) {
+      if (!offered.has(name)) this.options.log?.(`${this.name}: tools.${name} is declared, but the server offers no tool of that name`);
+    }
     this.options.onTools();
   }
 
@@ -264,7 +270,8 @@ export class McpUpstreams {
     const seen = new Set<string>();
     for (const connection of this.connections) {
       for (const listed of connection.tools()) {
-        const tool = proxiedTool({ name: connection.name, timeoutMs: connection.timeoutMs }, listed, connection);
+        const { gate, tools } = connection.config;
+        const tool = proxiedTool({ name: connection.name, timeoutMs: connection.timeoutMs, gate, tools }, listed, connection);
         if (!tool) {
           this.options.log?.(`${connection.name}: the tool ${JSON.stringify(listed.name)} has a name Idemgate cannot serve; left out`);
         } else if (seen.has(tool.name)) {
