@@ -103,13 +103,18 @@ export async function invokeTool(request: GatewayRequest, toolName: string, prin
  * at most 60 s; null when the header asks for no wait. Other preferences are ignored.
  */
 export function preferredWaitSeconds(headers: HeaderSource): number | null {
+  const seconds = waitPreference(headers);
+  return seconds === null || seconds === 0 ? null : seconds;
+}
+
+/** The seconds `Prefer: wait=N` names, at most 60 s, 0 included (answer at once); null without one. */
+export function waitPreference(headers: HeaderSource): number | null {
   const raw = headers.get("prefer");
   if (raw === null) return null;
   for (const part of raw.split(",")) {
     const match = /^\s*wait\s*=\s*"?(\d{1,9})"?\s*(?:;.*)?$/i.exec(part);
     if (match) {
-      const seconds = Math.min(Number(match[1]), MAX_WAIT_MS / 1000);
-      return seconds > 0 ? seconds : null;
+      return Math.min(Number(match[1]), MAX_WAIT_MS / 1000);
     }
   }
   return null;

@@ -1,6 +1,6 @@
-import { ErrorCode, McpError, type CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import { ErrorCode, type CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import type { TokenPrincipal } from "@/lib/auth/api-tokens";
-import { idempotencyKeyHeader, keySourceHeader, preferredWaitSeconds, sessionHeader } from "@/lib/gateway/invoke-tool";
+import { idempotencyKeyHeader, keySourceHeader, sessionHeader, waitPreference } from "@/lib/gateway/invoke-tool";
 import type { InvokeResult, KeySource } from "@/lib/idempotency/engine";
 import { InvalidKeyError } from "@/lib/idempotency/errors";
 import { publicOutcomeNote } from "@/lib/idempotency/outcome-note";
@@ -8,19 +8,13 @@ import { isFinalToolError, isNotRunError, isOutcomeUnknown } from "@/lib/idempot
 import type { HeaderSource } from "@/lib/http/answer";
 import { problemAnswer, type ProblemBody } from "@/lib/http/problem";
 import type { Runtime } from "@/lib/server/runtime";
+import { JsonRpcError, type CallParams } from "./call-tool-request";
 import { advertisesKeyArgument, KEY_ARGUMENT, META_KEY_FIELD } from "./tools";
 import { mcpOriginOf } from "./upstream/proxied-tool";
 
-/** How long a duplicate of a running call is held for its result, as `Prefer: wait=10` would (DESIGN.md). */
+/** How long a duplicate of a running call is held for its result without a `Prefer: wait`, as `Prefer: wait=10` would (DESIGN.md). */
 export const MCP_WAIT_MS = 10_000;
 
-/** `tools/call` params as sent: `idempotencyKey` is not in the SDK's schema yet, so it is read here. */
-export interface CallParams {
-  name: string;
-  arguments?: Record<string, unknown>;
-  idempotencyKey?: unknown;
-  _meta?: Record<string, unknown>;
-}
 
 /** Who calls and how: the API token's principal and the HTTP request's headers. */
 export interface McpCaller {
@@ -45,7 +39,7 @@ export async function callTool(params: CallParams, caller: McpCaller, runtime: R
   // one registry for the whole call: a reload swaps runtime.registry, and a call already running
   // finishes under the definition it started with
   const registry = runtime.registry;
-  if (!registry.has(params.name)) throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${params.name}`);
+  if (!registry.has(params.name)) throw new JsonRpcError(ErrorCode.InvalidParams, `Unknown tool: ${params.name}`);
   const tool = registry.get(params.name);
   let waitSeconds: number | null = null;
   try {
@@ -62,7 +56,8 @@ export async function callTool(params: CallParams, caller: McpCaller, runtime: R
         key = modelKey;
         keySource = "model";
       }
-      waitSeconds = preferredWaitSeconds(caller.headers) ?? MCP_WAIT_MS / 1000;
+      // `Prefer: wait=0` asks for an answer at once (a duplicate of a running call is refused, not held)
+      waitSeconds = waitPreference(caller.headers) ?? MCP_WAIT_MS / 1000;
     }
     const session = sessionHeader(caller.headers);
     // a tool run by its caller: a tool error naming how it runs (runs_in_client)

@@ -1,6 +1,6 @@
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
-import { CallToolRequestParamsSchema, CallToolRequestSchema, ListToolsRequestSchema } from "@modelcontextprotocol/sdk/types.js";
+import { ListToolsRequestSchema } from "@modelcontextprotocol/sdk/types.js";
 import { AjvJsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/ajv";
 import packageJson from "@/package.json";
 import type { TokenPrincipal } from "@/lib/auth/api-tokens";
@@ -9,7 +9,8 @@ import { problemAnswer } from "@/lib/http/problem";
 import { readJsonBody } from "@/lib/http/read-body";
 import { tokenPrincipal } from "@/lib/auth/token-guard";
 import type { Runtime } from "@/lib/server/runtime";
-import { callTool, type CallParams } from "./call-tool";
+import { callTool } from "./call-tool";
+import { CallToolWithKeySchema } from "./call-tool-request";
 import { listMcpTools, META_KEY_FIELD } from "./tools";
 
 export const MCP_PATH = "/mcp";
@@ -19,12 +20,6 @@ const INSTRUCTIONS =
   `attempt and send it as tools/call \`params.idempotencyKey\` (or \`_meta["${META_KEY_FIELD}"]\`) on that attempt and every retry of it: ` +
   "a retry gets the first call's result and the action does not run again. A key in the `idempotency_key` argument counts too, but is " +
   "advisory: identical calls within a short window count as one action whatever key they carry. Read tools need no key.";
-
-/**
- * `tools/call` params as the SDK's schema describes them, plus whatever else the caller sent: the
- * SDK strips unknown params, and `idempotencyKey` (the shape proposed for MCP) is not in it yet.
- */
-const CallToolWithKeySchema = CallToolRequestSchema.extend({ params: CallToolRequestParamsSchema.loose() });
 
 // One validator for every request's server: the SDK would build a new Ajv instance per server.
 let validator: AjvJsonSchemaValidator | undefined;
@@ -37,7 +32,7 @@ export function createMcpServer(runtime: Runtime, caller: { principal: TokenPrin
     { capabilities: { tools: { listChanged: false } }, instructions: INSTRUCTIONS, jsonSchemaValidator: validator },
   );
   server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: listMcpTools(runtime.registry) }));
-  server.setRequestHandler(CallToolWithKeySchema, async (request) => callTool(request.params as CallParams, caller, runtime));
+  server.setRequestHandler(CallToolWithKeySchema, async (request) => callTool(request.params, caller, runtime));
   return server;
 }
 

@@ -3,22 +3,13 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
-import {
-  CallToolRequestParamsSchema,
-  CallToolRequestSchema,
-  CallToolResultSchema,
-  ErrorCode,
-  ListToolsRequestSchema,
-  ListToolsResultSchema,
-  McpError,
-} from "@modelcontextprotocol/sdk/types.js";
+import { CallToolResultSchema, ErrorCode, ListToolsRequestSchema, ListToolsResultSchema, McpError } from "@modelcontextprotocol/sdk/types.js";
 import packageJson from "@/package.json";
+// as on the server: `tools/call` params kept whole (`idempotencyKey` included), readable -32602s
+import { CallToolWithKeySchema, JsonRpcError, withoutMcpPrefix } from "./call-tool-request";
 
 /** How long a forwarded call may take: a slow tool's lease, plus a duplicate's wait for it. */
 const CALL_TIMEOUT_MS = 5 * 60_000;
-
-/** As on the server: `tools/call` params kept whole, `idempotencyKey` included. */
-const CallToolWithKeySchema = CallToolRequestSchema.extend({ params: CallToolRequestParamsSchema.loose() });
 
 export interface StdioBridgeOptions {
   /** the Idemgate MCP endpoint, e.g. http://localhost:3000/mcp */
@@ -86,10 +77,12 @@ export async function runStdioBridge(options: StdioBridgeOptions): Promise<void>
     try {
       return await send();
     } catch (err) {
-      // Idemgate's own answer (an unknown tool, invalid params) goes back as it came
-      if (err instanceof McpError) throw err;
+      // Idemgate's own answer (an unknown tool, invalid params) goes back as it came: its code and
+      // message, without the "MCP error <code>: " our client's McpError put in front (rethrown
+      // whole, the client at the other end would read that prefix twice)
+      if (err instanceof McpError) throw new JsonRpcError(err.code, withoutMcpPrefix(err.message), err.data);
       log(`${method} failed: ${describe(err)}`);
-      throw new McpError(
+      throw new JsonRpcError(
         ErrorCode.InternalError,
         `the request to Idemgate at ${options.url.href} failed (${describe(err)}); a tool call may or may not have reached it: ` +
           `retry with the same idempotency key, which runs it at most once`,

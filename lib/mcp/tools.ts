@@ -20,8 +20,14 @@ const WRITE_NOTE =
   "Changes something and runs once per idempotency key: send the key as tools/call `params.idempotencyKey` " +
   "(or the `idempotency_key` argument); a retry with the same key returns the first result without running again.";
 
-/** Whether the gateway may use `idempotency_key` for itself: only when the tool has no argument of that name. */
+/**
+ * Whether the gateway may use `idempotency_key` for itself (advertise it, read it as an advisory
+ * key, and take it out of the arguments): only when the tool certainly has no argument of that
+ * name. A guarded MCP server's tool whose schema Idemgate cannot read may have one, which must
+ * reach the server untouched: Idemgate neither advertises nor takes it there.
+ */
 export function advertisesKeyArgument(tool: ToolDefinition): boolean {
+  if (mcpOriginOf(tool)?.schemaRead === false) return false;
   const declared = tool.inputSchema?.properties;
   const declaresIt = typeof declared === "object" && declared !== null && Object.hasOwn(declared, KEY_ARGUMENT);
   return tool.kind === "write" && !declaresIt && !Object.hasOwn(tool.schema.shape as object, KEY_ARGUMENT);

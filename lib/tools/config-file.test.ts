@@ -156,6 +156,14 @@ describe("a configuration file with an error is refused, naming the field's path
     expect(problemsOf(GOOD.replace("args: [server.js]", "args: server.js"))[0].path).toMatch(/^mcpServers\[0\]/);
   });
 
+  it("an MCP server's gate, for the server and per tool: a wrong one is named by its path", () => {
+    const gated = GOOD.replace("args: [server.js] }", "args: [server.js], gate: always, tools: { set_flag: { gate: by-annotations } } }");
+    expect(parseToolConfig(gated, "idemgate.config.yaml", { BILLING_TOKEN: "s3cret" }).mcpServers[0]).toMatchObject({ gate: "always", tools: { set_flag: { gate: "by-annotations" } } });
+    expect(problemsOf(gated.replace("gate: always", "gate: sometimes"))).toEqual([{ path: "mcpServers[0].gate", message: expect.stringContaining('"always"|"by-annotations"|"never"') }]);
+    expect(problemsOf(gated.replace("gate: by-annotations", "gate: nope"))).toEqual([{ path: "mcpServers[0].tools.set_flag.gate", message: expect.stringContaining("by-annotations") }]);
+    expect(problemsOf(gated.replace("{ gate: by-annotations }", "{ gat: never }"))).toContainEqual({ path: "mcpServers[0].tools.set_flag.gat", message: "is not a field of this declaration" });
+  });
+
   it("a missing environment variable: its name and the field's path", () => {
     expect(problemsOf(GOOD, {})).toEqual([{ path: "tools[0].upstream.headers.authorization", message: "the environment variable BILLING_TOKEN is not set" }]);
     expect(problemsOf(GOOD, { BILLING_TOKEN: "" })[0].message).toBe("the environment variable BILLING_TOKEN is not set (it is empty)");

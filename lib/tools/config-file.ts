@@ -5,7 +5,7 @@ import { z } from "zod";
 import { DEFAULT_POLICY, leaseMarginMs } from "@/lib/idempotency/tool";
 import { defineTool, TOOL_NAME_PATTERN, ToolDefinitionError, type ToolDefinition } from "./define-tool";
 import { argsSchemaFromJsonSchema, compileInputSchema, type SchemaIssue } from "./json-schema-args";
-import { mcpServerSchema, type McpServerConfig } from "./mcp-server-schema";
+import { fieldIssues, mcpServerSchema, type McpServerConfig } from "./mcp-server-schema";
 import { resolveUpstream, upstreamShapeFields } from "./upstream-shape";
 
 /** One problem of a configuration file: the path of the bad field (`tools[1].upstream.timeoutMs`) and what is wrong. */
@@ -263,7 +263,7 @@ export function parseToolConfig(text: string, file: string, env: Record<string, 
   if (!result.success) {
     throw new ConfigFileError(
       file,
-      result.error.issues.flatMap((i) =>
+      fieldIssues(result.error.issues).flatMap((i) =>
         i.code === "unrecognized_keys"
           ? i.keys.map((k) => ({ path: formatPath([...i.path, k]), message: "is not a field of this declaration" }))
           : [{ path: formatPath(i.path), message: i.message }],

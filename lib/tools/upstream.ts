@@ -75,9 +75,9 @@ export async function sendUpstream(config: UpstreamConfig, request: UpstreamRequ
     });
   } catch (err) {
     if (timeout.aborted) return unknown(`timed out after ${config.timeoutMs} ms`, true);
-    const error = errorCode(err);
-    if (notSent(error)) return { class: "not_run", note: `the service could not be reached (${error!.code}); the request was not sent` };
-    return unknown(`the connection failed after the request was sent (${error?.code ?? describeError(err)})`);
+    const code = notSentCode(err);
+    if (code !== null) return { class: "not_run", note: `the service could not be reached (${code}); the request was not sent` };
+    return unknown(`the connection failed after the request was sent (${errorCode(err)?.code ?? describeError(err)})`);
   }
 
   const status = response.status;
@@ -303,14 +303,16 @@ function errorCode(err: unknown): { code: string; syscall: string | null } | nul
 }
 
 /**
- * Whether the request certainly never left: the connection could not be made. An unreachable host
+ * The error code of a failed fetch when the request certainly never left (the connection could not
+ * be made), else null. Guarded MCP servers over HTTP use the same rule. An unreachable host
  * or network reported on a connection already open (a keep-alive probe failing mid-call) may come
  * after the request was sent, so those codes count only when connecting or resolving failed.
  */
-function notSent(error: { code: string; syscall: string | null } | null): boolean {
-  if (error === null || !NOT_SENT_CODES.has(error.code)) return false;
-  if (error.code === "EHOSTUNREACH" || error.code === "ENETUNREACH") return error.syscall === "connect";
-  return true;
+export function notSentCode(err: unknown): string | null {
+  const error = errorCode(err);
+  if (error === null || !NOT_SENT_CODES.has(error.code)) return null;
+  if ((error.code === "EHOSTUNREACH" || error.code === "ENETUNREACH") && error.syscall !== "connect") return null;
+  return error.code;
 }
 
 function describeError(err: unknown): string {

@@ -89,7 +89,38 @@ function buildServer(): McpServer {
       return text({ added: "extra" });
     },
   );
+  server.registerTool(
+    "echo_args",
+    { description: "Answers with the arguments it received, as they came (listed with a schema of its own below)", inputSchema: z.looseObject({}) },
+    async (args) => {
+      effect(`echo_args:${String((args as { label?: unknown }).label)}`);
+      return text({ received: args });
+    },
+  );
+  listAsIs(server, "echo_args", ECHO_ARGS_SCHEMA);
   return server;
+}
+
+/**
+ * echo_args's schema as listed: a top-level allOf, which Idemgate's converter does not read, and an
+ * `idempotency_key` argument of its own (as a payments API's tool might have).
+ */
+const ECHO_ARGS_SCHEMA = {
+  type: "object",
+  allOf: [
+    { type: "object", properties: { label: { type: "string" } }, required: ["label"] },
+    { type: "object", properties: { idempotency_key: { type: "string" } } },
+  ],
+};
+
+/** Lists `tool` with `inputSchema` as given: the SDK's McpServer lists only schemas it derives from zod objects. */
+function listAsIs(server: McpServer, tool: string, inputSchema: Record<string, unknown>): void {
+  const handlers = (server.server as unknown as { _requestHandlers: Map<string, (...args: unknown[]) => Promise<{ tools: { name: string }[] }>> })._requestHandlers;
+  const list = handlers.get("tools/list")!;
+  handlers.set("tools/list", async (...args) => {
+    const listed = await list(...args);
+    return { ...listed, tools: listed.tools.map((t) => (t.name === tool ? { ...t, inputSchema } : t)) };
+  });
 }
 
 const mode = process.argv[2];

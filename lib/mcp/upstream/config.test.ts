@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { mcpServersFromEnv } from "./config";
-import { gateOf, proxiedName } from "./proxied-tool";
+import { gateOf, gateSettingOf, proxiedName } from "./proxied-tool";
 
 describe("IDEMGATE_MCP_SERVERS", () => {
   const parse = (value: string) => mcpServersFromEnv({ IDEMGATE_MCP_SERVERS: value } as unknown as NodeJS.ProcessEnv);
@@ -21,6 +21,15 @@ describe("IDEMGATE_MCP_SERVERS", () => {
     expect(() => parse('[{"name":"a","url":"ftp://x/mcp"}]')).toThrow(/IDEMGATE_MCP_SERVERS is invalid/);
     expect(() => parse('[{"name":"a","command":"x"},{"name":"a","command":"y"}]')).toThrow(/a is configured twice/);
     expect(() => parse('[{"name":"a","command":"x","url":"https://x"}]')).toThrow(/IDEMGATE_MCP_SERVERS is invalid/);
+    // a server that fits neither shape is described by the shape it comes closest to, field by field
+    expect(() => parse('[{"name":"a","url":"https://x/mcp","gate":"sometimes"}]')).toThrow(/is invalid: 0\.gate: Invalid option/);
+    expect(() => parse('[{"name":"a","command":"x","tools":{"create_issue":{"gate":"yes"}}}]')).toThrow(/is invalid: 0\.tools\.create_issue\.gate: Invalid option/);
+  });
+
+  it("reads how a server's tools are gated, for the server and per tool", () => {
+    expect(parse('[{"name":"a","command":"x","gate":"never","tools":{"create_issue":{"gate":"always"}}}]')).toEqual([
+      { name: "a", command: "x", gate: "never", tools: { create_issue: { gate: "always" } } },
+    ]);
   });
 });
 
@@ -38,5 +47,20 @@ describe("proxied tools", () => {
     expect(gateOf({ idempotentHint: true })).toBe("idempotent");
     expect(gateOf({ destructiveHint: false })).toBe("write");
     expect(gateOf(undefined)).toBe("write");
+  });
+
+  it("are gated by the server's or the tool's gate setting when there is one", () => {
+    const idempotent = { idempotentHint: true };
+    expect(gateOf(idempotent, "always")).toBe("write");
+    expect(gateOf({ readOnlyHint: true }, "always")).toBe("write");
+    expect(gateOf(undefined, "never")).toBe("idempotent");
+    expect(gateOf({ readOnlyHint: true }, "never")).toBe("read");
+    expect(gateOf(idempotent, "by-annotations")).toBe("idempotent");
+    const server = { name: "a", timeoutMs: 1_000, gate: "always" as const, tools: { create_issue: { gate: "never" as const } } };
+    expect(gateSettingOf(server, "create_issue")).toBe("never");
+    expect(gateSettingOf(server, "delete_issue")).toBe("always");
+    expect(gateSettingOf({ name: "a", timeoutMs: 1_000 }, "x")).toBe("by-annotations");
+    // a tool named like an Object.prototype member is not taken for a declaration
+    expect(gateSettingOf({ ...server, gate: undefined }, "constructor")).toBe("by-annotations");
   });
 });

@@ -1,4 +1,4 @@
-import { mcpServersSchema as serversSchema, type McpServerConfig, type StdioMcpServerConfig } from "@/lib/tools/mcp-server-schema";
+import { fieldIssues, mcpServersSchema as serversSchema, type McpServerConfig, type StdioMcpServerConfig } from "@/lib/tools/mcp-server-schema";
 
 export type { McpServerConfig };
 
@@ -21,7 +21,7 @@ export function mcpServersFromEnv(env: NodeJS.ProcessEnv = process.env): McpServ
   }
   const result = serversSchema.safeParse(parsed);
   if (!result.success) {
-    const problems = result.error.issues.map((i) => `${i.path.join(".") || "(list)"}: ${i.message}`).join("; ");
+    const problems = fieldIssues(result.error.issues).map((i) => `${i.path.join(".") || "(list)"}: ${i.message}`).join("; ");
     throw new Error(`IDEMGATE_MCP_SERVERS is invalid: ${problems}`);
   }
   return result.data;

@@ -1,17 +1,23 @@
 import { Prisma, type PrismaClient } from "@/generated/prisma/client";
 import type { Transport } from "@/lib/idempotency/audit-port";
 import type { ToolDefinition } from "@/lib/tools/define-tool";
-import { gateOf, mcpOriginOf } from "./proxied-tool";
+import { mcpOriginOf, type McpGate } from "./proxied-tool";
 import { mcpUpstreamStatuses } from "./serve-upstreams";
 import type { UpstreamStatus } from "./upstreams";
 
-/** How a tool of another MCP server is gated, from its annotations (DESIGN.md § MCP). */
-export type McpGate = ReturnType<typeof gateOf>;
+export type { McpGate };
 
+/** How a tool of another MCP server is gated, from its annotations (DESIGN.md § MCP). */
 export const MCP_GATE_LABELS: Record<McpGate, string> = {
   read: "read (readOnlyHint): never gated",
   idempotent: "passed through (idempotentHint): no key needed",
   write: "gated write: deduplicated by key",
+};
+
+/** The same, when the server's or the tool's `gate` setting decided it rather than the annotations. */
+const SETTING_LABELS: Record<"always" | "never", Partial<Record<McpGate, string>>> = {
+  always: { write: "gated write (gate: always): deduplicated by key" },
+  never: { idempotent: "passed through (gate: never): no key needed, recorded" },
 };
 
 /** Where a tool served by Idemgate comes from, for the console's Tools pages. */
@@ -27,8 +33,9 @@ export interface McpToolOrigin {
 export function mcpToolOrigin(tool: ToolDefinition): McpToolOrigin | null {
   const origin = mcpOriginOf(tool);
   if (!origin) return null;
-  const gate = gateOf(origin.annotations);
-  return { server: origin.server, tool: origin.tool, gate, gateLabel: MCP_GATE_LABELS[gate] };
+  const { gate, gateSetting } = origin;
+  const label = gateSetting === "by-annotations" ? undefined : SETTING_LABELS[gateSetting][gate];
+  return { server: origin.server, tool: origin.tool, gate, gateLabel: label ?? MCP_GATE_LABELS[gate] };
 }
 
 /** One guarded MCP server on the status page. */

@@ -2,8 +2,10 @@ import { ErrorCode, McpError, type CallToolResult, type Tool, type ToolAnnotatio
 import { z } from "zod";
 import { FinalToolError, NotRunError, OutcomeUnknown } from "@/lib/idempotency/tool";
 import { defineTool, TOOL_NAME_PATTERN, type ArgsSchema, type ToolDefinition } from "@/lib/tools/define-tool";
+import type { McpGateSetting } from "@/lib/tools/mcp-server-schema";
 import { derivedKey } from "@/lib/tools/upstream";
 import { META_KEY_FIELD } from "../key-fields";
+import { McpNotSentError } from "./not-sent";
 import { takePatterns, withPatterns } from "./schema-patterns";
 
 /** Where a proxied tool comes from; kept on its definition, so /mcp can pass its results through whole. */
@@ -12,14 +14,23 @@ export interface McpOrigin {
   /** the tool's own name at its server */
   tool: string;
   annotations: ToolAnnotations | undefined;
+  /** how it is gated, and the setting that decided it (the server's or the tool's `gate`) */
+  gate: McpGate;
+  gateSetting: McpGateSetting;
   /** the server's own JSON Schema, listed as it is */
   inputSchema: Tool["inputSchema"];
+  /**
+   * whether Idemgate could read that schema (validates by it, knows its top-level properties): when
+   * not (a top-level allOf, anyOf, $ref, not…), an `idempotency_key` argument may be the tool's own
+   */
+  schemaRead: boolean;
 }
 
 /** What a proxied tool needs of its server's connection. */
 export interface McpCallTarget {
   /** whether a call can be sent now; when not, nothing is sent and the call is "not run" */
   connected(): boolean;
+  /** @throws McpNotSentError when the server certainly did not process the call: it is "not run" */
   callTool(params: Record<string, unknown>, timeoutMs: number): Promise<CallToolResult>;
 }
 
@@ -48,51 +59,72 @@ export function proxiedName(server: string, tool: string): string | null {
   return TOOL_NAME_PATTERN.test(name) && name.length <= 128 ? name : null;
 }
 
+export type McpGate = "read" | "idempotent" | "write";
+
 /**
- * How a tool's annotations gate it (DESIGN.md § MCP): `readOnlyHint` → a read, never gated;
- * `idempotentHint` → passed through without a key (the resource carries the idempotency), and
- * recorded in the audit log; anything else → a write, gated like every other write.
+ * How a tool is gated (DESIGN.md § MCP; the settings: mcp-server-schema.ts). By its annotations:
+ * `readOnlyHint` → a read, never gated; `idempotentHint` → passed through without a key (the
+ * resource carries the idempotency), and recorded in the audit log; anything else → a write, gated
+ * like every other write. `always` makes every tool a write; `never` passes every tool that is not
+ * `readOnlyHint` through, recorded.
  */
-export function gateOf(annotations: ToolAnnotations | undefined): "read" | "idempotent" | "write" {
+export function gateOf(annotations: ToolAnnotations | undefined, setting: McpGateSetting = "by-annotations"): McpGate {
+  if (setting === "always") return "write";
   if (annotations?.readOnlyHint === true) return "read";
-  if (annotations?.idempotentHint === true) return "idempotent";
+  if (setting === "never" || annotations?.idempotentHint === true) return "idempotent";
   return "write";
 }
 
+/** The `gate` that applies to one of a server's tools: the tool's own setting, else the server's. */
+export function gateSettingOf(server: GatedServer, tool: string): McpGateSetting {
+  return (Object.hasOwn(server.tools ?? {}, tool) ? server.tools![tool].gate : undefined) ?? server.gate ?? "by-annotations";
+}
+
+/** What a proxied tool needs of its server's declaration. */
+export interface GatedServer {
+  name: string;
+  timeoutMs: number;
+  gate?: McpGateSetting;
+  tools?: Record<string, { gate: McpGateSetting }>;
+}
+
 /** The server's schema as zod; its `pattern`s run with a linear-time engine (schema-patterns.ts), never RegExp. */
-function argsSchema(inputSchema: Tool["inputSchema"]): ArgsSchema {
+function argsSchema(inputSchema: Tool["inputSchema"]): { schema: ArgsSchema; read: boolean } {
   try {
     const { schema: withoutPatterns, patterns } = takePatterns(inputSchema);
     const schema = z.fromJSONSchema(withoutPatterns as Parameters<typeof z.fromJSONSchema>[0]);
-    if (schema instanceof z.ZodObject) return withPatterns(schema, patterns);
+    if (schema instanceof z.ZodObject) return { schema: withPatterns(schema, patterns), read: true };
   } catch {
     // a schema zod cannot read: the server validates its own arguments
   }
-  return z.looseObject({});
+  return { schema: z.looseObject({}), read: false };
 }
 
 /**
  * A listed tool of another MCP server as an Idemgate tool. A write's call carries the key derived
  * from the caller's scope and key (as `params.idempotencyKey` and in `_meta`), so a server that
  * honours keys can deduplicate too. Outcome classes: a result is done (one with `isError` is a final
- * result, stored and replayed); a call that could not be sent because the server is not connected
- * is not run; a timeout or a failure at the protocol level is unknown. What the server said when it
+ * result, stored and replayed); a call the server certainly did not process (not connected, a
+ * refused connection, a session it no longer knows: not-sent.ts) is not run, and its key is given
+ * back; a timeout or any failure after the request may have been processed is unknown. What the server said when it
  * failed (its error text may name its internals) is kept for operators (key page, audit log);
  * callers read a generic note, and the server's state is on the status page.
  */
-export function proxiedTool(server: { name: string; timeoutMs: number }, listed: Tool, target: McpCallTarget): ProxiedToolDefinition | null {
+export function proxiedTool(server: GatedServer, listed: Tool, target: McpCallTarget): ProxiedToolDefinition | null {
   const name = proxiedName(server.name, listed.name);
   if (!name) return null;
-  const gate = gateOf(listed.annotations);
+  const gateSetting = gateSettingOf(server, listed.name);
+  const gate = gateOf(listed.annotations, gateSetting);
   const timeoutMs = server.timeoutMs;
   const description = listed.description?.trim() || listed.title || `${listed.name} of the MCP server ${server.name}`;
+  const args = argsSchema(listed.inputSchema);
   const definition = defineTool({
     name,
     // An idempotent tool is passed through like a read (repeating it changes nothing more), and audited.
     kind: gate === "write" ? "write" : "read",
     audited: gate === "idempotent",
     description,
-    schema: argsSchema(listed.inputSchema),
+    schema: args.schema,
     // a call still waiting for its answer must never look stuck
     leaseMs: timeoutMs + 30_000,
     runTimeoutMs: timeoutMs,
@@ -110,6 +142,7 @@ export function proxiedTool(server: { name: string; timeoutMs: number }, listed:
       try {
         result = await target.callTool(params, timeoutMs);
       } catch (err) {
+        if (err instanceof McpNotSentError) throw new NotRunError(`the MCP server ${server.name} did not process the call: ${err.reason}; nothing was run`);
         if (err instanceof McpError && err.code === ErrorCode.RequestTimeout) {
           throw new OutcomeUnknown(`no answer from the MCP server ${server.name} within ${timeoutMs} ms`, true);
         }
@@ -119,5 +152,5 @@ export function proxiedTool(server: { name: string; timeoutMs: number }, listed:
       return { status: result.isError ? MCP_TOOL_ERROR_STATUS : 200, body: result };
     },
   });
-  return Object.assign(definition, { mcpOrigin: { server: server.name, tool: listed.name, annotations: listed.annotations, inputSchema: listed.inputSchema } });
+  return Object.assign(definition, { mcpOrigin: { server: server.name, tool: listed.name, annotations: listed.annotations, gate, gateSetting, inputSchema: listed.inputSchema, schemaRead: args.read } });
 }

@@ -1,7 +1,5 @@
-import { spawn, type ChildProcess } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { mkdtemp, readFile, rm } from "node:fs/promises";
-import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
@@ -12,6 +10,7 @@ import { POST as invokeRoute } from "@/app/api/v1/tools/[tool]/invoke/route";
 import { getKeyDetail } from "@/lib/operator/get-key-detail";
 import { presentKeyDetail, presentKeyDetailForTenant } from "@/lib/operator/present-key-detail";
 import { startMcpGateway, type McpGateway } from "@/test/support/mcp-gateway";
+import { freePort, McpTestServerProcess } from "@/test/support/mcp-test-server-process";
 import { KEY_ARGUMENT } from "../tools";
 import type { McpServerConfig } from "./config";
 import { startMcpUpstreams } from "./serve-upstreams";
@@ -29,8 +28,7 @@ let gateway: McpGateway;
 let upstreams: McpUpstreams;
 let token: string;
 let dir: string;
-let httpPort: number;
-let httpServer: ChildProcess | null = null;
+let httpServer: McpTestServerProcess;
 const logs: string[] = [];
 const clients: Client[] = [];
 
@@ -38,38 +36,6 @@ const effectsFile = (server: string) => path.join(dir, `${server}.effects`);
 async function effects(server: string, line: string): Promise<number> {
   const text = await readFile(effectsFile(server), "utf8").catch(() => "");
   return text.split("\n").filter((l) => l === line).length;
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = net.createServer().listen(0, "127.0.0.1", () => {
-      const { port } = probe.address() as net.AddressInfo;
-      probe.close(() => resolve(port));
-    });
-    probe.on("error", reject);
-  });
-}
-
-async function startHttpServer(): Promise<void> {
-  const child = spawn(process.execPath, ["--import", "tsx", TEST_SERVER, "--http", String(httpPort)], {
-    cwd: ROOT,
-    env: { ...process.env, EFFECTS_FILE: effectsFile("counter_http") },
-    stdio: ["ignore", "ignore", "pipe"],
-  });
-  httpServer = child;
-  await new Promise<void>((resolve, reject) => {
-    child.stderr!.on("data", (chunk) => String(chunk).includes("listening") && resolve());
-    child.once("exit", (code) => reject(new Error(`the test MCP server exited with ${code}`)));
-  });
-}
-
-async function stopHttpServer(): Promise<void> {
-  const child = httpServer;
-  httpServer = null;
-  if (!child || child.exitCode !== null) return;
-  const exited = new Promise((resolve) => child.once("exit", resolve));
-  child.kill("SIGKILL");
-  await exited;
 }
 
 async function waitFor<T>(what: string, probe: () => T | null | false | Promise<T | null | false>, timeoutMs = 20_000): Promise<T> {
@@ -94,12 +60,12 @@ const status = (name: string) => upstreams.statuses().find((s) => s.name === nam
 
 beforeAll(async () => {
   dir = await mkdtemp(path.join(os.tmpdir(), "idemgate-mcp-upstreams-"));
-  httpPort = await freePort();
-  await startHttpServer();
+  httpServer = new McpTestServerProcess(await freePort(), effectsFile("counter_http"));
+  await httpServer.start();
   gateway = await startMcpGateway("mcp_upstreams");
   token = await gateway.token("tenant-u");
   const configs: McpServerConfig[] = [
-    { name: "counter_http", url: `http://127.0.0.1:${httpPort}/mcp`, timeoutMs: 1_500 },
+    { name: "counter_http", url: httpServer.url, timeoutMs: 1_500 },
     {
       name: "counter_stdio",
       command: process.execPath,
@@ -115,7 +81,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await Promise.all(clients.map((c) => c.close().catch(() => {})));
   await upstreams?.close();
-  await stopHttpServer();
+  await httpServer?.stop();
   await gateway?.close();
   if (dir) await rm(dir, { recursive: true, force: true });
 });
@@ -124,8 +90,8 @@ describe("Idemgate in front of other MCP servers", () => {
   it("connects to both and lists their tools as <server>.<tool>, with their own schemas and annotations", async () => {
     await waitFor("both servers to be up", () => upstreams.statuses().every((s) => s.state === "up"));
     expect(upstreams.statuses().map((s) => [s.name, s.transport, s.state, s.tools])).toEqual([
-      ["counter_http", "http", "up", 8],
-      ["counter_stdio", "stdio", "up", 8],
+      ["counter_http", "http", "up", 9],
+      ["counter_stdio", "stdio", "up", 9],
     ]);
     const { tools } = await (await connect()).listTools();
     for (const server of ["counter_http", "counter_stdio"]) {
@@ -282,7 +248,7 @@ describe("Idemgate in front of other MCP servers", () => {
 
   it("a server killed and restarted: calls meanwhile are not run (nothing sent); its tools work again without restarting Idemgate", async () => {
     const client = await connect();
-    await stopHttpServer();
+    await httpServer.stop();
     await waitFor("counter_http to be down", () => status("counter_http").state === "down");
     const label = randomUUID();
     const key = `down-${randomUUID()}`;
@@ -292,7 +258,7 @@ describe("Idemgate in front of other MCP servers", () => {
     // its tools stay listed while it is down
     expect((await client.listTools()).tools.some((t) => t.name === "counter_http.increment")).toBe(true);
 
-    await startHttpServer();
+    await httpServer.start();
     await waitFor("counter_http to be up again", () => status("counter_http").state === "up");
     // the key was given back (nothing had run): the retry runs once
     const retried = await call(client, { name: "counter_http.increment", arguments: { label }, idempotencyKey: key });

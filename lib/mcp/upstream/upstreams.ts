@@ -4,6 +4,7 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import { CallToolResultSchema, ListToolsResultSchema, type CallToolResult, type Tool } from "@modelcontextprotocol/sdk/types.js";
 import packageJson from "@/package.json";
 import { DEFAULT_MCP_TIMEOUT_MS, isStdio, type McpServerConfig } from "./config";
+import { McpNotSentError, notSentError } from "./not-sent";
 import { proxiedTool, type McpCallTarget, type ProxiedToolDefinition } from "./proxied-tool";
 
 /** How a guarded MCP server is doing, for the status page. */
@@ -91,15 +92,31 @@ export class UpstreamConnection implements McpCallTarget {
     return this.state === "up" && this.client !== null;
   }
 
+  /** @throws McpNotSentError when the server certainly did not process the call (not-sent.ts) */
   async callTool(params: Record<string, unknown>, timeoutMs: number): Promise<CallToolResult> {
     const client = this.client;
-    if (!client) throw new Error(`not connected to ${this.name}`);
+    if (!client) throw new McpNotSentError(`not connected to ${this.name}`);
+    const sentSessionId = sessionIdOf(client) !== undefined;
     try {
       return await client.request({ method: "tools/call", params: params as { name: string } }, CallToolResultSchema, { timeout: timeoutMs });
     } catch (err) {
-      // a failed call may mean the server went away: find out now rather than at the next ping
-      this.checkSoon();
-      throw err;
+      const notSent = notSentError(err, sentSessionId);
+      if (notSent?.refused && client === this.client) {
+        // a refused connection is the server down now: the calls after this one are refused
+        // without trying until it is back, rather than after two missed pings
+        this.lost(notSent.reason);
+      } else if (notSent?.sessionGone && client === this.client) {
+        // The server restarted (or ended our session): it is up, but this session is gone for good.
+        // This call is not run (the caller retries it: nothing was processed) and a new session is
+        // opened at once, so the retry runs. The call is not resent here by itself: the new session
+        // may list other tools or take longer than this call's timeout, and a caller's retry
+        // decides afresh against the new tool list.
+        this.lost(notSent.reason, true);
+      } else if (!notSent) {
+        // a failed call may mean the server went away: find out now rather than at the next ping
+        this.checkSoon();
+      }
+      throw notSent ?? err;
     }
   }
 
@@ -163,6 +180,12 @@ export class UpstreamConnection implements McpCallTarget {
 
   private setTools(tools: Tool[]): void {
     this.listed = tools;
+    // a per-tool `gate` for a tool the server does not offer (a typo, or a tool it dropped) is no
+    // reason to stop serving the others: it is said once per listing
+    const offered = new Set(tools.map((t) => t.name));
+    for (const name of Object.keys(this.config.tools ?? {})) {
+      if (!offered.has(name)) this.options.log?.(`${this.name}: tools.${name} is declared, but the server offers no tool of that name`);
+    }
     this.options.onTools();
   }
 
@@ -172,8 +195,8 @@ export class UpstreamConnection implements McpCallTarget {
     this.error = error;
   }
 
-  /** The server went away: mark it down and reconnect with backoff. */
-  private lost(reason: string): void {
+  /** The server went away: mark it down and reconnect with backoff (at once when `now`). */
+  private lost(reason: string, now = false): void {
     if (this.closed) return;
     this.generation++;
     this.clearTimers();
@@ -182,7 +205,7 @@ export class UpstreamConnection implements McpCallTarget {
     void client?.close().catch(() => {});
     if (this.state !== "down" || this.error !== reason) this.options.log?.(`${this.name}: down (${reason})`);
     this.setState("down", reason);
-    const delay = Math.min(this.options.maxBackoffMs ?? 30_000, 250 * 2 ** Math.min(this.attempt++, 10));
+    const delay = now ? 0 : Math.min(this.options.maxBackoffMs ?? 30_000, 250 * 2 ** Math.min(this.attempt++, 10));
     this.retryTimer = setTimeout(() => void this.connect(), delay);
     this.retryTimer.unref();
   }
@@ -199,8 +222,11 @@ export class UpstreamConnection implements McpCallTarget {
         if (generation === this.generation) this.schedulePing(this.options.pingIntervalMs ?? 5_000);
       } catch (err) {
         if (generation !== this.generation) return;
-        // one slow answer on a busy machine is not a server gone: it must miss two in a row
-        if (++this.missedPings >= 2) this.lost(`did not answer two pings: ${describe(err)}`);
+        const notSent = notSentError(err, sessionIdOf(client) !== undefined);
+        // a refused connection or a forgotten session is certain; one slow answer on a busy
+        // machine is not a server gone: it must miss two in a row
+        if (notSent?.refused || notSent?.sessionGone) this.lost(notSent.reason, notSent.sessionGone);
+        else if (++this.missedPings >= 2) this.lost(`did not answer two pings: ${describe(err)}`);
         else this.schedulePing(this.options.pingIntervalMs ?? 5_000);
       }
     }, delayMs);
@@ -244,7 +270,8 @@ export class McpUpstreams {
     const seen = new Set<string>();
     for (const connection of this.connections) {
       for (const listed of connection.tools()) {
-        const tool = proxiedTool({ name: connection.name, timeoutMs: connection.timeoutMs }, listed, connection);
+        const { gate, tools } = connection.config;
+        const tool = proxiedTool({ name: connection.name, timeoutMs: connection.timeoutMs, gate, tools }, listed, connection);
         if (!tool) {
           this.options.log?.(`${connection.name}: the tool ${JSON.stringify(listed.name)} has a name Idemgate cannot serve; left out`);
         } else if (seen.has(tool.name)) {
@@ -277,6 +304,11 @@ async function listAll(client: Client): Promise<Tool[]> {
     if (!cursor) break;
   }
   return tools;
+}
+
+/** The Streamable HTTP session the client's requests carry (none over stdio). */
+function sessionIdOf(client: Client): string | undefined {
+  return client.transport instanceof StreamableHTTPClientTransport ? client.transport.sessionId : undefined;
 }
 
 function describe(err: unknown): string {

@@ -1,0 +1,39 @@
+import { StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { notSentCode } from "@/lib/tools/upstream";
+
+/** A call to a guarded MCP server that the server never processed: the call is "not run". */
+export class McpNotSentError extends Error {
+  constructor(
+    readonly reason: string,
+    /** the server answered that it does not know the session: the connection needs a new one */
+    readonly sessionGone = false,
+    /** the connection could not be made: the server is down now */
+    readonly refused = false,
+  ) {
+    super(reason);
+    this.name = "McpNotSentError";
+  }
+}
+
+/**
+ * Why a failed request to a guarded MCP server was certainly not processed, as an McpNotSentError;
+ * null when it may have been (a timeout, a reset after sending, a 5xx, an answer that is not MCP):
+ * that outcome is unknown.
+ * - the connection could not be made: the HTTP upstreams' rule (lib/tools/upstream.ts, notSentCode);
+ * - the SDK had no transport, or no process to write to ("Not connected"): nothing was written;
+ * - an HTTP 4xx to the POST: the Streamable HTTP transport answers a message it cannot accept with an
+ *   HTTP error status instead of processing it, and tool errors come back as results, never as
+ *   HTTP statuses. A 404 to a request that carried a session id is the server saying it no longer
+ *   knows that session (it restarted, or ended it), before processing anything.
+ */
+export function notSentError(err: unknown, sentSessionId: boolean): McpNotSentError | null {
+  if (err instanceof McpNotSentError) return err;
+  const code = notSentCode(err);
+  if (code !== null) return new McpNotSentError(`the connection could not be made (${code})`, false, true);
+  if (err instanceof Error && err.message === "Not connected") return new McpNotSentError("the connection was closed before the call was written");
+  if (err instanceof StreamableHTTPError && typeof err.code === "number" && err.code >= 400 && err.code < 500) {
+    if (err.code === 404 && sentSessionId) return new McpNotSentError("the server no longer knows the session (HTTP 404); it processed nothing", true);
+    return new McpNotSentError(`the server refused the request with HTTP ${err.code} before processing it`);
+  }
+  return null;
+}
