@@ -2,9 +2,9 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { readFile } from "node:fs/promises";
 import net from "node:net";
 import path from "node:path";
+import { bundledScript } from "./bundled-script";
 
 const ROOT = path.resolve(import.meta.dirname, "../..");
-const TEST_SERVER = path.join(ROOT, "test", "support", "mcp-test-server.ts");
 
 /**
  * test/support/mcp-test-server.ts over Streamable HTTP as a process of its own, on a port that stays
@@ -24,7 +24,7 @@ export class McpTestServerProcess {
   }
 
   async start(): Promise<void> {
-    const child = spawn(process.execPath, ["--import", "tsx", TEST_SERVER, "--http", String(this.port)], {
+    const child = spawn(process.execPath, [await bundledScript("test/support/mcp-test-server.ts"), "--http", String(this.port)], {
       cwd: ROOT,
       env: { ...process.env, EFFECTS_FILE: this.effectsFile },
       stdio: ["ignore", "ignore", "pipe"],

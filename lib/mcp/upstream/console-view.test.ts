@@ -5,13 +5,13 @@ import { defineTool } from "@/lib/tools/define-tool";
 import { mcpServerRows, mcpToolOrigin } from "./console-view";
 import { McpUpstreams } from "./upstreams";
 import type { ProxiedToolDefinition } from "./proxied-tool";
+import { bundledScript } from "@/test/support/bundled-script";
 
 // What the console shows of guarded MCP servers: each proxied tool's origin and gate, and one
 // status row per server. A real test MCP server (test/support/mcp-test-server.ts) over stdio, and a
 // server whose command does not exist, so it stays down.
 
 const ROOT = path.resolve(import.meta.dirname, "../../..");
-const TEST_SERVER = path.join(ROOT, "test", "support", "mcp-test-server.ts");
 
 let upstreams: McpUpstreams;
 let tools: ProxiedToolDefinition[] = [];
@@ -19,7 +19,7 @@ let tools: ProxiedToolDefinition[] = [];
 beforeAll(async () => {
   upstreams = new McpUpstreams(
     [
-      { name: "counter", command: process.execPath, args: ["--import", "tsx", TEST_SERVER, "--stdio"], cwd: ROOT, timeoutMs: 1_500 },
+      { name: "counter", command: process.execPath, args: [await bundledScript("test/support/mcp-test-server.ts"), "--stdio"], cwd: ROOT, timeoutMs: 1_500 },
       { name: "gone", command: path.join(ROOT, "no-such-mcp-server"), timeoutMs: 1_500 },
     ],
     { pingIntervalMs: 300, maxBackoffMs: 500, log: () => {}, onChange: (listed) => (tools = listed) },

@@ -11,6 +11,7 @@ import type { McpServerConfig } from "./config";
 import { mcpToolOrigin } from "./console-view";
 import { startMcpUpstreams } from "./serve-upstreams";
 import type { McpUpstreams } from "./upstreams";
+import { bundledScript } from "@/test/support/bundled-script";
 
 // A guarded server's `gate` setting, and a tool's own, decide what Idemgate gates rather than the
 // tools' annotations. Two declarations of test/support/mcp-test-server.ts over stdio: `strict`
@@ -23,11 +24,13 @@ let upstreams: McpUpstreams;
 let client: Client;
 let dir: string;
 const logs: string[] = [];
+/** test/support/mcp-test-server.ts, bundled once */
+let mcpTestServer: string;
 
 const server = (name: string, extra: Partial<McpServerConfig>): McpServerConfig => ({
   name,
   command: process.execPath,
-  args: ["--import", "tsx", path.join(ROOT, "test", "support", "mcp-test-server.ts"), "--stdio"],
+  args: [mcpTestServer, "--stdio"],
   cwd: ROOT,
   env: { EFFECTS_FILE: path.join(dir, `${name}.effects`) },
   ...extra,
@@ -40,6 +43,7 @@ async function effects(server: string, line: string): Promise<number> {
 
 beforeAll(async () => {
   dir = await mkdtemp(path.join(os.tmpdir(), "idemgate-mcp-gate-"));
+  mcpTestServer = await bundledScript("test/support/mcp-test-server.ts");
   gateway = await startMcpGateway("mcp_gate");
   const configs = [
     server("strict", { gate: "always", tools: { read_count: { gate: "by-annotations" }, no_such_tool: { gate: "never" } } }),

@@ -7,6 +7,7 @@ import { afterAll, beforeAll, expect, it } from "vitest";
 import { startMcpGateway, type McpGateway } from "@/test/support/mcp-gateway";
 import { startMcpUpstreams } from "./serve-upstreams";
 import type { McpUpstreams } from "./upstreams";
+import { bundledScript } from "@/test/support/bundled-script";
 
 // A guarded tool's own `idempotency_key` argument reaches its server untouched, whatever its schema:
 // test/support/mcp-test-server.ts lists echo_args with a top-level allOf (a schema Idemgate's
@@ -20,7 +21,7 @@ let client: Client;
 
 beforeAll(async () => {
   gateway = await startMcpGateway("mcp_key_argument");
-  const server = { name: "counter", command: process.execPath, args: ["--import", "tsx", path.join(ROOT, "test", "support", "mcp-test-server.ts"), "--stdio"], cwd: ROOT };
+  const server = { name: "counter", command: process.execPath, args: [await bundledScript("test/support/mcp-test-server.ts"), "--stdio"], cwd: ROOT };
   upstreams = (await startMcpUpstreams(gateway.runtime, [server], { log: () => {} }))!;
   const token = await gateway.token("tenant-k");
   client = new Client({ name: "idemgate-test", version: "1.0.0" });

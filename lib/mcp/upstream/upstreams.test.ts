@@ -15,6 +15,7 @@ import { KEY_ARGUMENT } from "../tools";
 import type { McpServerConfig } from "./config";
 import { startMcpUpstreams } from "./serve-upstreams";
 import { UpstreamConnection, type McpUpstreams } from "./upstreams";
+import { bundledScript } from "@/test/support/bundled-script";
 
 // Idemgate in front of other MCP servers (IDEMGATE_MCP_SERVERS): two servers built with the SDK
 // (test/support/mcp-test-server.ts), one over Streamable HTTP and one over stdio, each a real
@@ -22,7 +23,6 @@ import { UpstreamConnection, type McpUpstreams } from "./upstreams";
 // /mcp with the SDK's own client.
 
 const ROOT = path.resolve(import.meta.dirname, "../../..");
-const TEST_SERVER = path.join(ROOT, "test", "support", "mcp-test-server.ts");
 
 let gateway: McpGateway;
 let upstreams: McpUpstreams;
@@ -69,7 +69,7 @@ beforeAll(async () => {
     {
       name: "counter_stdio",
       command: process.execPath,
-      args: ["--import", "tsx", TEST_SERVER, "--stdio"],
+      args: [await bundledScript("test/support/mcp-test-server.ts"), "--stdio"],
       cwd: ROOT,
       env: { EFFECTS_FILE: effectsFile("counter_stdio") },
       timeoutMs: 1_500,
