@@ -154,16 +154,18 @@ const JSON_HEADERS = { "Content-Type": "application/json" };
  */
 export async function guard<T>(client: ApiSender, tool: string, args: unknown, fn: () => Promise<T> | T, options: GuardOptions): Promise<T> {
   const key = options.key;
+  const argumentsText = JSON.stringify({ arguments: args ?? {} });
+  // an aborted call ends as its request would have, the abort reason thrown, cached or not
+  options.signal?.throwIfAborted();
+  const cached = client.cachedReplay?.(tool, key, argumentsText, options.session);
+  if (cached) return replayed<T>(cached.status, JSON.parse(cached.body), key);
+
   const warn = options.onWarning ?? ((w: GuardWarning) => console.warn(`idemgate: ${w.tool} ${w.key}: ${w.message}`));
   const headers: Record<string, string> = { ...JSON_HEADERS, "Idempotency-Key": key.includes(",") ? `"${key.replace(/[\\"]/g, "\\$&")}"` : key };
   const wait = options.waitSeconds ?? 10;
   if (wait > 0) headers.Prefer = `wait=${Math.floor(wait)}`;
   if (options.session) headers["Idemgate-Session"] = options.session;
   if (options.keySource) headers["Idemgate-Key-Source"] = options.keySource;
-
-  const argumentsText = JSON.stringify({ arguments: args ?? {} });
-  const cached = client.cachedReplay?.(tool, key, argumentsText, options.session);
-  if (cached) return replayed<T>(cached.status, JSON.parse(cached.body), key);
 
   const reservation = await client.send<Reserved | DoneAnswer>("POST", `/api/v1/tools/${encodeURIComponent(tool)}/reservations`, tool, key, {
     headers,

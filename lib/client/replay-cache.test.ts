@@ -133,6 +133,19 @@ describe("the client's replay cache", () => {
     await client.close();
   });
 
+  it("an aborted call throws the abort reason, as its request would have, even when the answer is cached", async () => {
+    const { client, requests } = counted();
+    const key = `rc-${randomUUID()}`;
+    await client.guard("ledger.record", entry("abort"), async () => ({ a: 1 }), { key });
+    const before = requests();
+    const reason = new Error("the caller gave up");
+    const controller = new AbortController();
+    controller.abort(reason);
+    await expect(client.guard("ledger.record", entry("abort"), async () => ({ a: 2 }), { key, signal: controller.signal })).rejects.toBe(reason);
+    expect(requests()).toBe(before);
+    await client.close();
+  });
+
   it("replayCache: false sends every replay to the gateway", async () => {
     const { client, requests } = counted({ replayCache: false });
     const key = `rc-${randomUUID()}`;
