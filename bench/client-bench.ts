@@ -166,7 +166,7 @@ export async function benchClient(options: ClientOptions): Promise<Row[]> {
           ratio,
           target: `≥ 1.0× ${label}`,
           note:
-            `${ratio >= 1 ? "met" : "not met"}; added p50 ${ours.p50.toFixed(2)} ms against ${label}' ${theirs.p50.toFixed(2)} ms; ` +
+            `${ratio >= 1 ? "met" : "not met"}; added p50 ${ours.p50.toFixed(2)} ms, ${label} ${theirs.p50.toFixed(2)} ms; ` +
             `without the replay cache ${(rate(IDEMGATE_UNCACHED) / rate(against)).toFixed(2)}×, and over fetch ${(rate(IDEMGATE_FETCH) / rate(against)).toFixed(2)}×`,
         });
       }
