@@ -32,12 +32,15 @@ interface Contender {
 
 /**
  * A function guarded where it runs with lib/client's guard() (a production server on Redis and
- * PostgreSQL, audit durable): reserve, run, complete (a replay is the reservation's 200), on the
- * client's node:http keep-alive connections (its default in Node) and, beside it, on fetch's, against
- * calling the function directly and against Powertools' in-process wrapper (makeIdempotent, cache
- * layer on node-redis) on the same Redis. First executions get a fresh key per call, replays one
- * fixed key; 1 and 50 callers in this process. Added latency is the contender's p50 (p99) minus the
- * direct call's. The section ends with the targets' rows, each against its baseline in this run.
+ * PostgreSQL, audit durable): reserve, run, complete, on the client's node:http keep-alive
+ * connections (its default in Node). A replay is answered from the client's replay cache by default
+ * (no request; the hit reported to the audit log in the background), or with `replayCache: false`
+ * by the reservation's 200; and, for the transport's share, over fetch's keep-alive without the
+ * cache. Against calling the function directly and against Powertools' in-process wrapper
+ * (makeIdempotent, cache layer on node-redis) on the same Redis, without and with its own local
+ * cache (`useLocalCache`). First executions get a fresh key per call, replays one fixed key; 1 and
+ * 50 callers in this process. Added latency is the contender's p50 (p99) minus the direct call's.
+ * The section ends with the targets' rows, each against its baseline in this run.
  */
 export async function benchClient(options: ClientOptions): Promise<Row[]> {
   const id = randomUUID().slice(0, 8);
@@ -63,18 +66,23 @@ export async function benchClient(options: ClientOptions): Promise<Row[]> {
   const start = `exec node ${SERVE} -p ${options.port} -H 127.0.0.1`;
   const server = spawnGroup("flock", [BUILD_LOCK, "sh", "-c", options.build ? `node ${NEXT_BIN} build >&2 && ${start}` : start], env);
   let powertools: Awaited<ReturnType<typeof powertoolsWrapper>> | null = null;
+  let powertoolsLocal: Awaited<ReturnType<typeof powertoolsWrapper>> | null = null;
   try {
     const base = `http://127.0.0.1:${options.port}`;
     await waitFor(`${base}/api/health`, server, options.build ? 600_000 : 120_000);
     const token = /API token:\s*(\S+)/.exec(await readFile(path.join(dataDir, "credentials.txt"), "utf8"))?.[1];
     if (!token) throw new Error("no API token in credentials.txt");
     const client = new IdemgateClient({ baseUrl: base, token });
-    const overFetch = new IdemgateClient({ baseUrl: base, token, fetch: globalThis.fetch.bind(globalThis) });
-    const wrapper = (powertools = await powertoolsWrapper(`${prefix}-powertools`));
+    const uncached = new IdemgateClient({ baseUrl: base, token, replayCache: false });
+    const overFetch = new IdemgateClient({ baseUrl: base, token, replayCache: false, fetch: globalThis.fetch.bind(globalThis) });
+    const wrapper = (powertools = await powertoolsWrapper(`${prefix}-powertools`, false));
+    const wrapperLocal = (powertoolsLocal = await powertoolsWrapper(`${prefix}-powertools-local`, true));
     const contenders: Contender[] = [
       { name: DIRECT, call: () => fn() },
       { name: POWERTOOLS, call: (key) => wrapper.run({ key, args: ARGS }) },
+      { name: POWERTOOLS_LOCAL, call: (key) => wrapperLocal.run({ key, args: ARGS }) },
       { name: IDEMGATE, call: (key) => client.guard(TOOL, ARGS, fn, { key }) },
+      { name: IDEMGATE_UNCACHED, call: (key) => uncached.guard(TOOL, ARGS, fn, { key }) },
       { name: IDEMGATE_FETCH, call: (key) => overFetch.guard(TOOL, ARGS, fn, { key }) },
     ];
     // warm up: connections, scripts, the JIT; the first seconds of the store epoch also read the audit log
@@ -97,7 +105,7 @@ export async function benchClient(options: ClientOptions): Promise<Row[]> {
       const tag = `${round}-${randomUUID().slice(0, 6)}`;
       for (const [label, callers, calls] of shapes) {
         for (const [n, c] of contenders.entries()) {
-          // the two Idemgate contenders share the server: a first execution's key is each one's own
+          // the Idemgate contenders share the server: a first execution's key is each one's own
           const key = (i: number) => (label === "replay" ? `replayed-${id}` : `f-${tag}-${callers}-${n}-${i}`);
           push(`${label}|${callers}|${c.name}`, await timeConcurrent(calls, callers, (i) => c.call(key(i))));
         }
@@ -110,10 +118,10 @@ export async function benchClient(options: ClientOptions): Promise<Row[]> {
       const get = (name: string) => medianRound(results.get(`${label}|${callers}|${name}`)!);
       const direct = get(DIRECT);
       const theirs = get(POWERTOOLS);
-      for (const name of [DIRECT, POWERTOOLS, IDEMGATE, IDEMGATE_FETCH]) {
+      for (const name of [DIRECT, POWERTOOLS, POWERTOOLS_LOCAL, IDEMGATE, IDEMGATE_UNCACHED, IDEMGATE_FETCH]) {
         const m = get(name);
         const isDirect = name === DIRECT;
-        const guarded = name === IDEMGATE || name === IDEMGATE_FETCH;
+        const guarded = name === IDEMGATE || name === IDEMGATE_UNCACHED || name === IDEMGATE_FETCH;
         added.set(`${label}|${callers}|${name}`, { p50: m.p50 - direct.p50, p99: m.p99 - direct.p99 });
         rows.push({
           section: "client",
@@ -127,8 +135,9 @@ export async function benchClient(options: ClientOptions): Promise<Row[]> {
         });
       }
     }
-    // the targets: one caller's added p50 on a first execution; replays against Powertools' (added
-    // latency and calls/s), 1 and 50 callers; fetch's figures beside them for the transport's share
+    // the targets: one caller's added p50 on a first execution; replays of the default guard() (its
+    // replay cache on) against Powertools' (added latency and calls/s), 1 and 50 callers, without
+    // its local cache (as the target was set) and with it; the uncached guard() beside them
     const first = added.get(`first execution|1|${IDEMGATE}`)!;
     const firstFetch = added.get(`first execution|1|${IDEMGATE_FETCH}`)!;
     rows.push({
@@ -140,24 +149,33 @@ export async function benchClient(options: ClientOptions): Promise<Row[]> {
       note: `${first.p50 <= 2 ? "met" : "not met"}; over fetch ${firstFetch.p50.toFixed(2)} ms`,
     });
     for (const callers of [1, 50]) {
-      const ours = added.get(`replay|${callers}|${IDEMGATE}`)!;
-      const theirs = added.get(`replay|${callers}|${POWERTOOLS}`)!;
       const rate = (name: string) => medianRound(results.get(`replay|${callers}|${name}`)!).throughput;
-      const ratio = rate(IDEMGATE) / rate(POWERTOOLS);
-      rows.push({
-        section: "client",
-        name: `target: replay, ${callers} caller${callers === 1 ? "" : "s"}: calls/s of client.guard() against Powertools'`,
-        value: rate(IDEMGATE),
-        unit: "calls/s",
-        baseline: "Powertools",
-        ratio,
-        target: "≥ 1.0× Powertools",
-        note: `${ratio >= 1 ? "met" : "not met"}; added p50 ${ours.p50.toFixed(2)} ms against Powertools' ${theirs.p50.toFixed(2)} ms; over fetch ${(rate(IDEMGATE_FETCH) / rate(POWERTOOLS)).toFixed(2)}×`,
-      });
+      const ours = added.get(`replay|${callers}|${IDEMGATE}`)!;
+      for (const [against, label] of [
+        [POWERTOOLS, "Powertools"],
+        [POWERTOOLS_LOCAL, "Powertools with its local cache"],
+      ] as const) {
+        const theirs = added.get(`replay|${callers}|${against}`)!;
+        const ratio = rate(IDEMGATE) / rate(against);
+        rows.push({
+          section: "client",
+          name: `target: replay, ${callers} caller${callers === 1 ? "" : "s"}: calls/s of client.guard() (replay cache on) against ${label}`,
+          value: rate(IDEMGATE),
+          unit: "calls/s",
+          baseline: label,
+          ratio,
+          target: `≥ 1.0× ${label}`,
+          note:
+            `${ratio >= 1 ? "met" : "not met"}; added p50 ${ours.p50.toFixed(2)} ms, ${label} ${theirs.p50.toFixed(2)} ms; ` +
+            `without the replay cache ${(rate(IDEMGATE_UNCACHED) / rate(against)).toFixed(2)}×, and over fetch ${(rate(IDEMGATE_FETCH) / rate(against)).toFixed(2)}×`,
+        });
+      }
     }
+    await client.close();
     return rows;
   } finally {
     await powertools?.close().catch(() => {});
+    await powertoolsLocal?.close().catch(() => {});
     await killGroup(server);
     await deleteRedisPrefix(prefix);
     await admin(`DROP DATABASE IF EXISTS "${dbName}" WITH (FORCE)`).catch(() => {});
@@ -167,13 +185,18 @@ export async function benchClient(options: ClientOptions): Promise<Row[]> {
 
 const DIRECT = "the function called directly";
 const POWERTOOLS = "Powertools makeIdempotent (in process, cache layer on the same Redis)";
-const IDEMGATE = "Idemgate client.guard(): reserve + complete over node:http keep-alive (audit durable)";
-const IDEMGATE_FETCH = "Idemgate client.guard() over fetch's keep-alive (the client given fetch)";
+const POWERTOOLS_LOCAL = "Powertools makeIdempotent with its local cache (useLocalCache: true)";
+const IDEMGATE = "Idemgate client.guard(): reserve + complete over node:http keep-alive (audit durable), replays from its replay cache (the default)";
+const IDEMGATE_UNCACHED = "Idemgate client.guard() with replayCache: false: every replay a request";
+const IDEMGATE_FETCH = "Idemgate client.guard() over fetch's keep-alive (the client given fetch), replayCache: false";
 
-/** Powertools 2.35 outside Lambda (as the peers section runs it): its in-process wrapper, no local cache. */
-async function powertoolsWrapper(keyPrefix: string) {
+/**
+ * Powertools 2.35 outside Lambda (as the peers section runs it): its in-process wrapper, without
+ * or with its local cache (an LRU of completed records in the process, default 256 entries).
+ */
+async function powertoolsWrapper(keyPrefix: string, useLocalCache: boolean) {
   const client = await createClient({ url: REDIS_TEST_URL }).connect();
-  const config = new IdempotencyConfig({ eventKeyJmesPath: "key", expiresAfterSeconds: 86_400, throwOnNoIdempotencyKey: true });
+  const config = new IdempotencyConfig({ eventKeyJmesPath: "key", expiresAfterSeconds: 86_400, throwOnNoIdempotencyKey: true, useLocalCache });
   config.registerLambdaContext({ getRemainingTimeInMillis: () => 60_000 } as Parameters<IdempotencyConfig["registerLambdaContext"]>[0]);
   const run = makeIdempotent(async (_event: { key: string; args: typeof ARGS }) => fn(), {
     persistenceStore: new CachePersistenceLayer({ client }),

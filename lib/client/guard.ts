@@ -10,6 +10,10 @@ export interface ApiSender {
     key: string | null,
     request: { headers: Record<string, string>; body: string | undefined; signal?: AbortSignal; retry?: Partial<RetryOptions> },
   ): Promise<{ status: number; body: T }>;
+  /** the client's replay cache (IdemgateClient's `replayCache`): a done answer to this exact call, or null */
+  cachedReplay?(tool: string, key: string, argumentsText: string, session: string | undefined): { status: number; body: string } | null;
+  /** offers a done answer to this exact call to the replay cache */
+  keepReplay?(tool: string, key: string, argumentsText: string, answer: DoneAnswer): void;
 }
 
 /**
@@ -81,10 +85,23 @@ function isReserved(status: number, answer: unknown): answer is Reserved {
     typeof a.leaseUntil === "string"
   );
 }
-interface Done {
+/** A done answer (to a reservation, or to a completion): the stored result. */
+export interface DoneAnswer {
   state: "done";
   status: number;
   body: unknown;
+  /** the execution whose result it is (gateways before the client's replay cache leave it out) */
+  executionId?: string;
+  /**
+   * how much longer this key replays this result by the gateway's clock; absent when the result is
+   * not stored under this key (an advisory key answered by its arguments window) or from older gateways
+   */
+  expiresInMs?: number;
+}
+
+function isDone(status: number, answer: unknown): answer is DoneAnswer {
+  const a = answer as Partial<DoneAnswer> | null;
+  return status === 200 && typeof a === "object" && a !== null && a.state === "done" && typeof a.status === "number";
 }
 
 /** The status an error carries (`status` or `statusCode`, as HTTP client libraries set it). */
@@ -121,7 +138,9 @@ const JSON_HEADERS = { "Content-Type": "application/json" };
 /**
  * Runs `fn` at most once per (scope, key), with Idemgate as the key store, result store and audit
  * log: reserve the key; on a 201 run `fn` (heartbeating every third of the lease), then store its
- * result; on a replay return the stored result without running. The four outcomes:
+ * result; on a replay return the stored result without running (a replay of a call the client has
+ * seen done is answered from its replay cache, without a request: IdemgateClient's `replayCache`).
+ * The four outcomes:
  * - done: `fn`'s result is stored and returned; every retry with the key gets it back (replay);
  * - final error: `fn` threw an error with a 4xx `status` but 408/425/429 (a declined card): stored as the result and
  *   rethrown; a retry gets FinalResultError with the stored status and body, without running;
@@ -135,6 +154,12 @@ const JSON_HEADERS = { "Content-Type": "application/json" };
  */
 export async function guard<T>(client: ApiSender, tool: string, args: unknown, fn: () => Promise<T> | T, options: GuardOptions): Promise<T> {
   const key = options.key;
+  const argumentsText = JSON.stringify({ arguments: args ?? {} });
+  // an aborted call ends as its request would have, the abort reason thrown, cached or not
+  options.signal?.throwIfAborted();
+  const cached = client.cachedReplay?.(tool, key, argumentsText, options.session);
+  if (cached) return replayed<T>(cached.status, JSON.parse(cached.body), key);
+
   const warn = options.onWarning ?? ((w: GuardWarning) => console.warn(`idemgate: ${w.tool} ${w.key}: ${w.message}`));
   const headers: Record<string, string> = { ...JSON_HEADERS, "Idempotency-Key": key.includes(",") ? `"${key.replace(/[\\"]/g, "\\$&")}"` : key };
   const wait = options.waitSeconds ?? 10;
@@ -142,15 +167,15 @@ export async function guard<T>(client: ApiSender, tool: string, args: unknown, f
   if (options.session) headers["Idemgate-Session"] = options.session;
   if (options.keySource) headers["Idemgate-Key-Source"] = options.keySource;
 
-  const reservation = await client.send<Reserved | Done>("POST", `/api/v1/tools/${encodeURIComponent(tool)}/reservations`, tool, key, {
+  const reservation = await client.send<Reserved | DoneAnswer>("POST", `/api/v1/tools/${encodeURIComponent(tool)}/reservations`, tool, key, {
     headers,
-    body: JSON.stringify({ arguments: args ?? {} }),
+    body: argumentsText,
     signal: options.signal,
   });
   const answer = reservation.body;
-  if (reservation.status === 200 && answer?.state === "done" && typeof answer.status === "number") {
-    if (answer.status >= 400) throw new FinalResultError(answer.status, answer.body, key);
-    return answer.body as T;
+  if (isDone(reservation.status, answer)) {
+    client.keepReplay?.(tool, key, argumentsText, answer);
+    return replayed<T>(answer.status, answer.body, key);
   }
   // fn runs on a reservation and nothing else: any other answer (a proxy's error page, a server
   // without this API) leaves the call unrun, whatever its status
@@ -227,7 +252,8 @@ export async function guard<T>(client: ApiSender, tool: string, args: unknown, f
 
   async function complete(status: number, body: unknown): Promise<void> {
     try {
-      await settle("complete", { status, body });
+      const done = await settle("complete", { status, body });
+      if (isDone(done.status, done.body)) client.keepReplay?.(tool, key, argumentsText, done.body);
     } catch (err) {
       if (err instanceof IdemgateApiError && err.code === "stale_token") {
         warn({ kind: "late_completion", tool, key, executionId, message: "the key was released or taken over while the function ran: its result is kept as a late completion for operators, not replayed", cause: err });
@@ -236,6 +262,12 @@ export async function guard<T>(client: ApiSender, tool: string, args: unknown, f
       warn({ kind: "result_not_stored", tool, key, executionId, message: `the result could not be stored (${err instanceof Error ? err.message : String(err)}); the key stays reserved and turns stuck after its lease`, cause: err });
     }
   }
+}
+
+/** A stored result answered to a replay: returned, or thrown as FinalResultError when it is a final error. */
+function replayed<T>(status: number, body: unknown, key: string): T {
+  if (status >= 400) throw new FinalResultError(status, body, key);
+  return body as T;
 }
 
 /** A function guarded by guard() for every call, its key made from its arguments. */

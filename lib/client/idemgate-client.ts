@@ -1,5 +1,7 @@
 import { IdemgateApiError, NETWORK_PROBLEM_TYPE, OUTCOME_UNKNOWN_PROBLEM_TYPE, OutcomeUnknownError, TIMEOUT_PROBLEM_TYPE, type Problem } from "./errors";
-import { guard, idempotent, type GuardOptions } from "./guard";
+import { guard, idempotent, type DoneAnswer, type GuardOptions } from "./guard";
+import { ClientReplayCache, replayDeadlineMs, type ReplayCacheOptions } from "./replay-cache";
+import { ReplayReporter } from "./replay-reports";
 import { DEFAULT_RETRY, parseRetryAfterMs, retryDelayMs, sleep, type RetryOptions } from "./retry";
 import { defaultTransport, fetchTransport, type Transport, type WireResponse } from "./transport";
 
@@ -48,6 +50,17 @@ export interface IdemgateClientOptions {
   random?: () => number;
   /** observes every HTTP request a call sends (metrics, simulators) */
   onAttempt?: (event: AttemptEvent) => void;
+  /**
+   * guard() and idempotent() keep the done results they get (a replay, or their own completion) and
+   * answer the same call again (the same tool, key and arguments, as JSON text: another key order is
+   * another call) from memory, without a request, until the result's TTL ends by the gateway's
+   * count, less a margin. A done result never changes before it expires, so the answer is the one
+   * the gateway would give. Each such replay is still reported to the gateway's audit log (in
+   * batches, in the background: see flush()). Default on, 1,000 entries; false turns it off.
+   */
+  replayCache?: ReplayCacheOptions | false;
+  /** a monotonic clock in milliseconds for the replay cache's deadlines (default performance.now; tests move it) */
+  clock?: () => number;
 }
 
 export interface InvokeOptions {
@@ -210,6 +223,9 @@ export class IdemgateClient {
   private readonly random: () => number;
   private readonly onAttempt: ((event: AttemptEvent) => void) | undefined;
   private readonly kinds = new Map<string, ToolDescription["kind"]>();
+  private readonly replays: ClientReplayCache | null;
+  private readonly clock: () => number;
+  private readonly reporter: ReplayReporter;
 
   constructor(options: IdemgateClientOptions) {
     this.baseUrl = options.baseUrl.replace(/\/+$/, "");
@@ -221,6 +237,47 @@ export class IdemgateClient {
     this.transport = options.fetch ? fetchTransport(options.fetch) : null;
     this.random = options.random ?? Math.random;
     this.onAttempt = options.onAttempt;
+    this.replays = options.replayCache === false ? null : new ClientReplayCache(options.replayCache ?? {});
+    this.clock = options.clock ?? (() => performance.now());
+    this.reporter = new ReplayReporter(async (body) => {
+      await this.send("POST", "/api/v1/replays", "(replay reports)", null, { headers: { "Content-Type": "application/json" }, body, retry: { maxAttempts: 1 } });
+    }, this.clock);
+  }
+
+  /**
+   * Sends the reports of replays answered from the replay cache that are still queued (they go on
+   * their own every 250 ms or 100 replays); resolves once they are delivered or given up on.
+   */
+  flush(): Promise<void> {
+    return this.reporter.flush();
+  }
+
+  /** flush(): the client holds no other resource that needs closing (idle connections close on their own). */
+  close(): Promise<void> {
+    return this.flush();
+  }
+
+  /** Replays answered from the cache whose reports could not be delivered (after retries) and were dropped. */
+  get droppedReplayReports(): number {
+    return this.reporter.dropped;
+  }
+
+  /** @internal guard()'s lookup: the cached done answer to this call, its replay queued for the audit log */
+  cachedReplay(tool: string, key: string, argumentsText: string, session: string | undefined): { status: number; body: string } | null {
+    if (this.replays === null) return null;
+    const now = this.clock();
+    const hit = this.replays.get(tool, key, argumentsText, now);
+    if (hit === null) return null;
+    this.reporter.add({ tool, key, executionId: hit.executionId, hitMs: now, ...(session ? { session } : {}) });
+    return hit;
+  }
+
+  /** @internal guard() keeps a done answer of this exact call when the gateway said how long it holds */
+  keepReplay(tool: string, key: string, argumentsText: string, answer: DoneAnswer): void {
+    if (this.replays === null || typeof answer.expiresInMs !== "number" || typeof answer.executionId !== "string") return;
+    const now = this.clock();
+    const entry = { status: answer.status, body: JSON.stringify(answer.body ?? null), executionId: answer.executionId, deadlineMs: replayDeadlineMs(now, answer.expiresInMs) };
+    this.replays.set(tool, key, argumentsText, entry, now);
   }
 
   /** GET /api/v1/tools. Also teaches the client which tools are reads (they get no key). */

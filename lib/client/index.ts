@@ -3,4 +3,5 @@
 export { IdemgateClient, type AttemptEvent, type IdemgateClientOptions, type InvokeOptions, type InvokeResult, type ToolDescription } from "./idemgate-client";
 export { IdemgateApiError, NETWORK_PROBLEM_TYPE, OUTCOME_UNKNOWN_PROBLEM_TYPE, OutcomeUnknownError, TIMEOUT_PROBLEM_TYPE, type Problem } from "./errors";
 export { DEFAULT_RETRY, type RetryOptions } from "./retry";
-export { FinalResultError, guard, idempotent, NotAppliedError, type GuardOptions, type GuardWarning } from "./guard";
+export { DEFAULT_REPLAY_CACHE_ENTRIES, type ReplayCacheOptions } from "./replay-cache";
+export { FinalResultError, guard, idempotent, NotAppliedError, type DoneAnswer, type GuardOptions, type GuardWarning } from "./guard";

@@ -7,17 +7,19 @@ import { problemAnswer } from "@/lib/http/problem";
 import { checkJsonHeaders, MAX_BODY_BYTES, parseJsonBytes } from "@/lib/http/read-body";
 import { getRuntime, type Runtime } from "@/lib/server/runtime";
 import { invokeTool, type GatewayRequest } from "./invoke-tool";
+import { recordClientReplays } from "./record-client-replays";
 import { reserveTool, settleExecution } from "./reservations";
 
 type Handler = (request: GatewayRequest, segment: string, principal: TokenPrincipal, runtime: Runtime) => Promise<HttpAnswer>;
 
-/** The gateway's routes this path answers: a path with one segment (a tool, an execution id), and its handler. */
+/** The gateway's routes this path answers: a path with at most one segment (a tool, an execution id), and its handler. */
 const ROUTES: { path: RegExp; handler: Handler }[] = [
   { path: /^\/api\/v1\/tools\/([^/?#]+)\/invoke(?:\?[^#]*)?$/, handler: invokeTool },
   { path: /^\/api\/v1\/tools\/([^/?#]+)\/reservations(?:\?[^#]*)?$/, handler: reserveTool },
   { path: /^\/api\/v1\/executions\/([^/?#]+)\/complete(?:\?[^#]*)?$/, handler: (r, id, p, rt) => settleExecution(r, id, "complete", p, rt) },
   { path: /^\/api\/v1\/executions\/([^/?#]+)\/release(?:\?[^#]*)?$/, handler: (r, id, p, rt) => settleExecution(r, id, "release", p, rt) },
   { path: /^\/api\/v1\/executions\/([^/?#]+)\/heartbeat(?:\?[^#]*)?$/, handler: (r, id, p, rt) => settleExecution(r, id, "heartbeat", p, rt) },
+  { path: /^\/api\/v1\/replays(?:\?[^#]*)?$/, handler: recordClientReplays },
 ];
 
 /** What is read of a refused body before answering, so the client reads the answer; beyond it the connection closes. */
@@ -25,7 +27,7 @@ const DRAIN_LIMITS = { maxBytes: 8 * 1024 * 1024, maxMs: 5_000 };
 
 /**
  * POST /api/v1/tools/{tool}/invoke (and the reservation API: POST /api/v1/tools/{tool}/reservations,
- * /api/v1/executions/{executionId}/complete | release | heartbeat) answered straight from node:http: the same token check and
+ * /api/v1/executions/{executionId}/complete | release | heartbeat, and POST /api/v1/replays) answered straight from node:http: the same token check and
  * handler (invokeTool) as the App Router route (app/api/v1/tools/[tool]/invoke/route.ts), without
  * the framework's routing and without building Fetch requests and responses, which cost more than
  * the call itself (docs/benchmarks.md). The server (scripts/serve.mjs) offers every request here
@@ -47,7 +49,7 @@ export function handleInvoke(req: IncomingMessage, res: ServerResponse): boolean
   if (!match || !handler) return false;
   let segment: string;
   try {
-    segment = decodeURIComponent(match[1]);
+    segment = match[1] === undefined ? "" : decodeURIComponent(match[1]);
   } catch {
     return false;
   }

@@ -6,6 +6,7 @@ import { POST as reserveRoute } from "@/app/api/v1/tools/[tool]/reservations/rou
 import { POST as completeRoute } from "@/app/api/v1/executions/[executionId]/complete/route";
 import { POST as heartbeatRoute } from "@/app/api/v1/executions/[executionId]/heartbeat/route";
 import { POST as releaseRoute } from "@/app/api/v1/executions/[executionId]/release/route";
+import { POST as replaysRoute } from "@/app/api/v1/replays/route";
 import { handleInvoke } from "@/lib/gateway/fast-invoke";
 import type { OpenApiDocument } from "@/lib/tools/openapi";
 import { startMcpGateway, type McpGateway } from "@/test/support/mcp-gateway";
@@ -41,6 +42,7 @@ afterAll(async () => {
 });
 
 const args = { account: "acct-1", amountCents: 500, currency: "EUR" };
+const DAY_MS = 24 * 60 * 60 * 1000;
 const json = (t: string, extra: Record<string, string> = {}) => ({ authorization: `Bearer ${t}`, "content-type": "application/json", ...extra });
 
 /** The fast path: one POST, its status, headers and JSON body. */
@@ -83,13 +85,35 @@ describe("the reservation API on the fast path", () => {
     expect(beat).toMatchObject({ status: 200, body: { state: "reserved", leaseUntil: expect.any(String), leaseMs: expect.any(Number) } });
 
     const done = await settle(first.body.executionId, "complete", { token: first.body.token, body: { entryId: "e-1" } });
-    expect(done).toMatchObject({ status: 200, body: { state: "done", status: 200, body: { entryId: "e-1" } } });
+    expect(done).toMatchObject({ status: 200, body: { state: "done", status: 200, body: { entryId: "e-1" }, executionId: first.body.executionId } });
     expectDocumented("/api/v1/executions/{executionId}/complete", 200, done.body);
+    // the rest of the tool's TTL (24 h) by the server's clock
+    expect(done.body.expiresInMs).toBeGreaterThan(DAY_MS - 10_000);
+    expect(done.body.expiresInMs).toBeLessThanOrEqual(DAY_MS);
 
     const replay = await reserve(key);
     expect(replay.status).toBe(200);
     expect(replay.headers.get("idempotent-replayed")).toBe("true");
-    expect(replay.body).toEqual({ state: "done", status: 200, body: { entryId: "e-1" } });
+    expect(replay.body).toEqual({ state: "done", status: 200, body: { entryId: "e-1" }, executionId: first.body.executionId, expiresInMs: expect.any(Number) });
+    expect(replay.body.expiresInMs).toBeLessThanOrEqual(done.body.expiresInMs);
+    expect(replay.body.expiresInMs).toBeGreaterThan(DAY_MS - 20_000);
+    expectDocumented("/api/v1/tools/ledger.record/reservations", 200, replay.body);
+  });
+
+  it("a result answered under another key (an advisory key's arguments window) carries no expiresInMs: no client may keep it for this key", async () => {
+    const model = { "idemgate-key-source": "model" };
+    const windowArgs = { ...args, memo: `window-${randomUUID()}` };
+    const reserveModel = (key: string) => post("/api/v1/tools/ledger.record/reservations", { arguments: windowArgs }, json(token, { "idempotency-key": key, ...model }));
+    const first = await reserveModel(randomUUID());
+    expect(first.status).toBe(201);
+    await settle(first.body.executionId, "complete", { token: first.body.token, body: { once: true } });
+    const key = randomUUID();
+    const fresh = await reserveModel(key);
+    expect(fresh).toMatchObject({ status: 200, body: { state: "done", body: { once: true }, executionId: first.body.executionId } });
+    expect(fresh.body).not.toHaveProperty("expiresInMs");
+    // from then on the key answers like the first call, stored under its own key
+    const again = await reserveModel(key);
+    expect(again).toMatchObject({ status: 200, body: { state: "done", body: { once: true }, executionId: first.body.executionId, expiresInMs: expect.any(Number) } });
   });
 
   it("complete sent twice: 200 replaying for the same body, 409 invalid_state for another", async () => {
@@ -168,7 +192,7 @@ describe("the reservation API on the App Router routes", () => {
     const params = { params: Promise.resolve({ executionId: r.executionId }) };
     expect((await heartbeatRoute(request(`/api/v1/executions/${r.executionId}/heartbeat`, { token: r.token }, {}), params)).status).toBe(200);
     const done = await completeRoute(request(`/api/v1/executions/${r.executionId}/complete`, { token: r.token, body: { via: "route" } }, {}), params);
-    expect(await done.json()).toEqual({ state: "done", status: 200, body: { via: "route" } });
+    expect(await done.json()).toEqual({ state: "done", status: 200, body: { via: "route" }, executionId: r.executionId, expiresInMs: expect.any(Number) });
     const late = await releaseRoute(request(`/api/v1/executions/${r.executionId}/release`, { token: r.token, outcome: "not_run" }, {}), params);
     expect(late.status).toBe(409);
     expect(((await late.json()) as Json).type).toBe("/problems/invalid_state");
@@ -177,5 +201,19 @@ describe("the reservation API on the App Router routes", () => {
     });
     expect(replay.status).toBe(200);
     expect(replay.headers.get("idempotent-replayed")).toBe("true");
+
+    // a client's report of a replay it answered from its cache, through the App Router route
+    const reported = await replaysRoute(request("/api/v1/replays", { replays: [{ tool: "ledger.record", key, executionId: r.executionId, ageMs: 10, session: "route-s" }] }, {}), {
+      params: Promise.resolve({}),
+    });
+    expect(reported.status).toBe(200);
+    const counts = (await reported.json()) as Json;
+    expect(counts).toEqual({ recorded: 1, ignored: 0 });
+    expectDocumented("/api/v1/replays", 200, counts);
+    const malformed = await replaysRoute(request("/api/v1/replays", { replays: [{ key }] }, {}), { params: Promise.resolve({}) });
+    expect(malformed.status).toBe(400);
+    expectDocumented("/api/v1/replays", 400, (await malformed.json()) as Json);
+    await gateway.runtime.audit.flush();
+    expect(await gateway.pg.db.prisma.suppression.findMany({ where: { key, session: "route-s" } })).toMatchObject([{ kind: "replay", originalExecutionId: r.executionId }]);
   });
 });

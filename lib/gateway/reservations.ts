@@ -70,10 +70,13 @@ export async function reserveTool(request: GatewayRequest, toolName: string, pri
         body: JSON.stringify({ state: "reserved", executionId: r.executionId, token: r.token, ...lease(r.leaseUntilMs) }),
       };
     }
+    // a result stored under another key (an advisory key answered by its arguments window) says
+    // nothing of how long this key replays it: no expiresInMs, so no client keeps it
+    const own = r.record.key === r.key && !r.fallback;
     return {
       status: 200,
       headers: { ...JSON_HEADERS, "Idempotency-Key": r.key, "Idempotent-Replayed": "true" },
-      body: `{"state":"done","status":${r.status},"body":${r.body}}`,
+      body: doneBody(r.status, r.body, r.record.executionId, own ? r.record.expiresAtMs : null),
     };
   };
   if (waitSeconds === null) return answer();
@@ -125,13 +128,25 @@ function lease(leaseUntilMs: number): { leaseUntil: string; leaseMs: number } {
   return { leaseUntil: new Date(leaseUntilMs).toISOString(), leaseMs: Math.max(0, leaseUntilMs - Date.now()) };
 }
 
+/**
+ * A done answer: the stored status and body, the execution whose result it is, and how much of the
+ * key's TTL is left by this server's clock (expiresInMs), which is how long a client may answer
+ * this call (the same key and arguments) from its own cache: a done record never changes before it
+ * expires. The body is the stored JSON text, sent as it is.
+ */
+function doneBody(status: number, body: string, executionId: string | null, expiresAtMs: number | null): string {
+  const execution = executionId === null ? "" : `,"executionId":${JSON.stringify(executionId)}`;
+  const expires = expiresAtMs === null ? "" : `,"expiresInMs":${Math.max(0, expiresAtMs - Date.now())}`;
+  return `{"state":"done","status":${status},"body":${body}${execution}${expires}}`;
+}
+
 function settleAnswer(result: SettleResult): HttpAnswer {
   switch (result.state) {
     case "done":
       return {
         status: 200,
         headers: { ...JSON_HEADERS, ...(result.replayed ? { "Idempotent-Replayed": "true" } : {}) },
-        body: `{"state":"done","status":${result.status},"body":${result.body}}`,
+        body: doneBody(result.status, result.body, result.executionId, result.expiresAtMs),
       };
     case "reserved":
       return { status: 200, headers: JSON_HEADERS, body: JSON.stringify({ state: "reserved", ...lease(result.leaseUntilMs) }) };

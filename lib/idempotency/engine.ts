@@ -69,7 +69,7 @@ export interface SettleTarget {
 
 /** How a settle left the key. `replayed`: the same completion sent again, answered as the first. */
 export type SettleResult =
-  | { state: "done"; status: number; body: string; replayed: boolean; expiresAtMs: number | null }
+  | { state: "done"; status: number; body: string; replayed: boolean; expiresAtMs: number | null; executionId: string }
   | { state: "released" }
   | { state: "unknown" }
   | { state: "reserved"; leaseUntilMs: number };
@@ -107,6 +107,17 @@ export interface EngineOptions {
    * either way: a read that finds no replay goes on to reserve.
    */
   replayReads?: "adaptive" | "always" | "never";
+}
+
+/** A replay a client answered from its own cache of done results, reported afterwards for the audit log. */
+export interface ClientReplay {
+  tool: string;
+  key: string;
+  /** the execution whose result the client replayed */
+  executionId: string;
+  /** how long before the report arrived the replay happened, by the client's clock */
+  ageMs: number;
+  session?: string | null;
 }
 
 export interface CallEvent {
@@ -771,6 +782,57 @@ export class Engine {
     return marked?.ok ? marked.record : null;
   }
 
+  /**
+   * Replays a client answered from its own cache (lib/client), written to the audit log as the
+   * suppressions the gateway would have written had each reached it: kind replay, the gap from the
+   * original execution's start, the caller's session. An item is recorded only when its key in this
+   * scope is done with the result of that execution and had not expired when the replay happened;
+   * anything else (another scope's key, another execution, a key never done) is ignored and counted.
+   */
+  async recordClientReplays(scope: string, caller: string | null, items: readonly ClientReplay[]): Promise<{ recorded: number; ignored: number }> {
+    const nowMs = this.now();
+    let recorded = 0;
+    for (let i = 0; i < items.length; i += CLIENT_REPLAY_READS) {
+      const batch = items.slice(i, i + CLIENT_REPLAY_READS);
+      const records = await Promise.all(
+        batch.map(async (item) => {
+          const hitMs = nowMs - item.ageMs;
+          const cached = this.replayCache?.get(scope, item.key, hitMs);
+          if (cached) return cached;
+          try {
+            return await this.store.get(scope, item.key);
+          } catch (err) {
+            throw new UnavailableError("key_store", err);
+          }
+        }),
+      );
+      batch.forEach((item, j) => {
+        const record = records[j];
+        if (!record || record.status !== "done" || record.result === null || record.tool !== item.tool || record.executionId !== item.executionId) return;
+        const atMs = Math.max(record.createdAtMs, nowMs - item.ageMs);
+        if (record.expiresAtMs === null || record.expiresAtMs <= atMs) return;
+        this.audit.suppression({
+          id: randomUUID(),
+          scope,
+          key: item.key,
+          tool: record.tool,
+          kind: "replay",
+          fallback: record.fallback,
+          gapMs: atMs - record.createdAtMs,
+          session: item.session ?? null,
+          caller,
+          transport: "http",
+          originalSession: record.session,
+          originalExecutionId: record.executionId,
+          at: new Date(atMs),
+        });
+        this.onCall({ tool: record.tool, result: "replay", storeMs: 0, auditMs: 0, cached: true });
+        recorded++;
+      });
+    }
+    return { recorded, ignored: items.length - recorded };
+  }
+
   /** Records a suppression and answers it: the stored result, or the matching error. */
   private suppressed(kind: SuppressionKind, record: KeyRecord, call: CallContext): InvokeResult {
     if (kind === "replay" && !call.cached) this.replayCache?.remember(record, call.arrivedMs);
@@ -948,14 +1010,14 @@ export class Engine {
         error: null,
       });
       this.onCall({ tool: call.tool.name, result: stored.final ? "final_error" : "executed", storeMs: call.storeMs, auditMs: call.auditMs });
-      return { state: "done", status: stored.status, body: stored.body, replayed: false, expiresAtMs: done.record.expiresAtMs };
+      return { state: "done", status: stored.status, body: stored.body, replayed: false, expiresAtMs: done.record.expiresAtMs, executionId: call.executionId };
     }
     const current = done.current;
     if (current && current.executionId === call.executionId && current.token === target.token) {
       this.held.delete(call.executionId);
       if (current.status === "done" && current.result) {
         if (current.result.status === stored.status && current.result.body === stored.body) {
-          return { state: "done", status: stored.status, body: stored.body, replayed: true, expiresAtMs: current.expiresAtMs };
+          return { state: "done", status: stored.status, body: stored.body, replayed: true, expiresAtMs: current.expiresAtMs, executionId: call.executionId };
         }
         throw new InvalidStateError("this execution was completed with another result; a stored result is never changed", current);
       }
@@ -1171,6 +1233,9 @@ const INTENT_SETTLE_MS = 10_000;
 function recoveryHorizonMs(ttlMs: number): number {
   return Math.max(ttlMs, OPEN_CALL_RECOVERY_MS);
 }
+
+/** Keys a report of client replays reads from the store at once. */
+const CLIENT_REPLAY_READS = 50;
 
 /** The longest `Prefer: wait` honoured (RFC 7240 leaves the bound to the server). */
 export const MAX_WAIT_MS = 60_000;

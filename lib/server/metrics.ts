@@ -5,6 +5,7 @@ interface Metrics {
   registry: Registry;
   calls: Counter<"tool" | "result">;
   cachedAnswers: Counter<"tool">;
+  clientReplaysIgnored: Counter;
   storeSeconds: Histogram<"tool">;
   auditSeconds: Histogram<"tool">;
   keys: Gauge<"state">;
@@ -46,6 +47,11 @@ export function metrics(): Metrics {
       labelNames: ["tool"],
       registers: [registry],
     }),
+    clientReplaysIgnored: new Counter({
+      name: "idemgate_client_replays_ignored_total",
+      help: "Replays reported by clients (POST /api/v1/replays) that matched no done key of the caller's scope with that execution, so were not recorded",
+      registers: [registry],
+    }),
     storeSeconds: new Histogram({ name: "idemgate_store_seconds", help: "Key store time per call", labelNames: ["tool"], buckets: BUCKETS, registers: [registry] }),
     auditSeconds: new Histogram({ name: "idemgate_audit_seconds", help: "Synchronous audit log time per call (intent writes)", labelNames: ["tool"], buckets: BUCKETS, registers: [registry] }),
     keys: new Gauge({ name: "idemgate_keys", help: "Keys in the key store by state, read when scraped (deployment-wide: the same from every process)", labelNames: ["state"], registers: [registry] }),
@@ -61,6 +67,10 @@ export function recordCall(event: CallEvent): void {
   if (event.cached) m.cachedAnswers.inc({ tool: event.tool });
   if (event.storeMs > 0) m.storeSeconds.observe({ tool: event.tool }, event.storeMs / 1000);
   if (event.auditMs > 0) m.auditSeconds.observe({ tool: event.tool }, event.auditMs / 1000);
+}
+
+export function recordIgnoredClientReplays(n: number): void {
+  if (n > 0) metrics().clientReplaysIgnored.inc(n);
 }
 
 export function setDeploymentFigures(figures: DeploymentFigures): void {

@@ -23,6 +23,7 @@ export const OPERATION_PROBLEMS = {
     "conflict", "stuck", "outcome_unknown", "payload_too_large", "unsupported_media_type", "mismatch", "internal", "unavailable",
   ],
   settle: ["invalid_json", "invalid_request", "unauthorized", "forbidden", "not_found", "stale_token", "invalid_state", "payload_too_large", "unsupported_media_type", "internal", "unavailable"],
+  replays: ["invalid_json", "invalid_request", "unauthorized", "forbidden", "payload_too_large", "unsupported_media_type", "internal", "unavailable"],
 } as const satisfies Record<string, readonly string[]>;
 
 type OperationKind = keyof typeof OPERATION_PROBLEMS;
@@ -190,8 +191,57 @@ function reservation(tool: ToolDescription) {
 const DONE_SCHEMA = {
   type: "object",
   required: ["state", "status", "body"],
-  properties: { state: { const: "done" }, status: { type: "integer" }, body: { description: "the stored result, as it was completed" } },
+  properties: {
+    state: { const: "done" },
+    status: { type: "integer" },
+    body: { description: "the stored result, as it was completed" },
+    executionId: { type: "string", format: "uuid", description: "the execution whose result this is" },
+    expiresInMs: {
+      type: "integer",
+      minimum: 0,
+      description:
+        "how much longer this key replays this result, in milliseconds by the server's clock when it answered: a done result never changes before it expires, so a client may answer the same call (key and arguments) from its own cache until then (report such replays with POST /api/v1/replays). Left out when the result is stored under another key (an advisory key answered by its arguments window).",
+    },
+  },
 };
+
+/** POST /api/v1/replays: replays a client answered from its own cache, for the audit log. */
+function replaysPath(): Record<string, Record<string, unknown>> {
+  const item = {
+    type: "object",
+    additionalProperties: false,
+    required: ["tool", "key", "executionId", "ageMs"],
+    properties: {
+      tool: { type: "string", minLength: 1, maxLength: 200 },
+      key: { type: "string", minLength: 1, maxLength: 255, pattern: "^[\\x20-\\x7e]+$" },
+      executionId: { type: "string", format: "uuid", description: "the execution the done answer named" },
+      ageMs: { type: "integer", minimum: 0, maximum: 604_800_000, description: "how long before this report the replay happened, by the client's clock" },
+      session: { type: "string", pattern: "^[\\x21-\\x7e]{1,200}$", description: "the Idemgate-Session the call would have sent" },
+    },
+  };
+  return {
+    "/api/v1/replays": {
+      post: {
+        operationId: "record_client_replays",
+        summary:
+          "Record replays a client answered from its own cache of done results: each one whose key in the token's scope is done with that execution's result is written to the audit log as a replay suppression (its gap counted to the hit's time); the others are ignored and counted.",
+        tags: ["executions"],
+        security: [{ bearer: [] }],
+        requestBody: {
+          required: true,
+          content: { "application/json": { schema: { type: "object", additionalProperties: false, required: ["replays"], properties: { replays: { type: "array", maxItems: 500, items: item } } } } },
+        },
+        responses: {
+          "200": {
+            description: "recorded",
+            content: { "application/json": { schema: { type: "object", required: ["recorded", "ignored"], properties: { recorded: { type: "integer", minimum: 0 }, ignored: { type: "integer", minimum: 0 } } } } },
+          },
+          ...errorRefs("replays"),
+        },
+      },
+    },
+  };
+}
 
 const TOKEN_SCHEMA = { type: "integer", minimum: 0, description: "the reservation's token" };
 
@@ -252,7 +302,7 @@ export function buildOpenApiDocument(tools: readonly ToolDescription[], baseUrl?
     if (tool.source === "client") paths[`/api/v1/tools/${tool.name}/reservations`] = { post: reservation(tool) };
     else paths[`/api/v1/tools/${tool.name}/invoke`] = { post: operation(tool) };
   }
-  if (tools.some((tool) => tool.source === "client")) Object.assign(paths, settlePaths());
+  if (tools.some((tool) => tool.source === "client")) Object.assign(paths, settlePaths(), replaysPath());
 
   return {
     openapi: "3.1.0",
