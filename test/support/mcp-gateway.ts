@@ -1,3 +1,5 @@
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { createServer, type IncomingMessage, type Server as HttpServer, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import * as route from "@/app/mcp/route";
@@ -53,6 +55,13 @@ export async function startMcpGateway(label: string): Promise<McpGateway> {
       await pg.drop();
     },
   };
+}
+
+/** The official SDK client, connected to `url` over Streamable HTTP with an API token. */
+export async function connectClient(url: string, token: string): Promise<Client> {
+  const client = new Client({ name: "idemgate-test", version: "1.0.0" });
+  await client.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: { Authorization: `Bearer ${token}` } } }));
+  return client;
 }
 
 /** node:http → the route's Fetch handlers. */

@@ -2,11 +2,10 @@ import { randomUUID } from "node:crypto";
 import { mkdtemp, readFile, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import type { CallToolRequest, CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { startMcpGateway, type McpGateway } from "@/test/support/mcp-gateway";
+import { connectClient, startMcpGateway, type McpGateway } from "@/test/support/mcp-gateway";
 import type { McpServerConfig } from "./config";
 import { mcpToolOrigin } from "./console-view";
 import { startMcpUpstreams } from "./serve-upstreams";
@@ -50,9 +49,7 @@ beforeAll(async () => {
     server("loose", { gate: "never" }),
   ];
   upstreams = (await startMcpUpstreams(gateway.runtime, configs, { log: (line) => logs.push(line) }))!;
-  const token = await gateway.token("tenant-g");
-  client = new Client({ name: "idemgate-test", version: "1.0.0" });
-  await client.connect(new StreamableHTTPClientTransport(new URL(gateway.url), { requestInit: { headers: { Authorization: `Bearer ${token}` } } }));
+  client = await connectClient(gateway.url, await gateway.token("tenant-g"));
 });
 
 afterAll(async () => {

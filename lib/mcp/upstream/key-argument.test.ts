@@ -1,10 +1,9 @@
 import { randomUUID } from "node:crypto";
 import path from "node:path";
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import type { CallToolRequest, CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { startMcpGateway, type McpGateway } from "@/test/support/mcp-gateway";
+import { connectClient, startMcpGateway, type McpGateway } from "@/test/support/mcp-gateway";
 import { startMcpUpstreams } from "./serve-upstreams";
 import type { McpUpstreams } from "./upstreams";
 import { bundledScript } from "@/test/support/bundled-script";
@@ -23,9 +22,7 @@ beforeAll(async () => {
   gateway = await startMcpGateway("mcp_key_argument");
   const server = { name: "counter", command: process.execPath, args: [await bundledScript("test/support/mcp-test-server.ts"), "--stdio"], cwd: ROOT };
   upstreams = (await startMcpUpstreams(gateway.runtime, [server], { log: () => {} }))!;
-  const token = await gateway.token("tenant-k");
-  client = new Client({ name: "idemgate-test", version: "1.0.0" });
-  await client.connect(new StreamableHTTPClientTransport(new URL(gateway.url), { requestInit: { headers: { Authorization: `Bearer ${token}` } } }));
+  client = await connectClient(gateway.url, await gateway.token("tenant-k"));
 });
 
 afterAll(async () => {

@@ -2,11 +2,10 @@ import { randomUUID } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import type { CallToolRequest, CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { startMcpGateway, type McpGateway } from "@/test/support/mcp-gateway";
+import { connectClient, startMcpGateway, type McpGateway } from "@/test/support/mcp-gateway";
 import { freePort, McpTestServerProcess } from "@/test/support/mcp-test-server-process";
 import { startMcpUpstreams } from "./serve-upstreams";
 import type { McpUpstreams } from "./upstreams";
@@ -32,9 +31,7 @@ beforeAll(async () => {
     maxBackoffMs: 200,
     log: (line) => logs.push(line),
   }))!;
-  client = new Client({ name: "idemgate-test", version: "1.0.0" });
-  const token = await gateway.token("tenant-n");
-  await client.connect(new StreamableHTTPClientTransport(new URL(gateway.url), { requestInit: { headers: { Authorization: `Bearer ${token}` } } }));
+  client = await connectClient(gateway.url, await gateway.token("tenant-n"));
 });
 
 afterAll(async () => {

@@ -2,14 +2,13 @@ import { randomUUID } from "node:crypto";
 import { mkdtemp, readFile, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import type { CallToolRequest, CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { POST as invokeRoute } from "@/app/api/v1/tools/[tool]/invoke/route";
 import { getKeyDetail } from "@/lib/operator/get-key-detail";
 import { presentKeyDetail, presentKeyDetailForTenant } from "@/lib/operator/present-key-detail";
-import { startMcpGateway, type McpGateway } from "@/test/support/mcp-gateway";
+import { connectClient, startMcpGateway, type McpGateway } from "@/test/support/mcp-gateway";
 import { freePort, McpTestServerProcess } from "@/test/support/mcp-test-server-process";
 import { KEY_ARGUMENT } from "../tools";
 import type { McpServerConfig } from "./config";
@@ -49,8 +48,7 @@ async function waitFor<T>(what: string, probe: () => T | null | false | Promise<
 }
 
 async function connect(): Promise<Client> {
-  const client = new Client({ name: "idemgate-test", version: "1.0.0" });
-  await client.connect(new StreamableHTTPClientTransport(new URL(gateway.url), { requestInit: { headers: { Authorization: `Bearer ${token}` } } }));
+  const client = await connectClient(gateway.url, token);
   clients.push(client);
   return client;
 }
