@@ -232,7 +232,7 @@ describe("openApiDocument", () => {
     expect(doc.servers).toEqual([{ url: "https://idemgate.example.com" }]);
     const invoked = [...DEMO_NAMES, "test.echo"].filter((n) => registry.get(n).runs !== "client");
     expect(Object.keys(doc.paths).filter((p) => !p.includes("reservations") && !p.includes("executions")).sort()).toEqual(
-      ["/api/v1/tools", ...invoked.map((n) => `/api/v1/tools/${n}/invoke`)].sort(),
+      ["/api/v1/tools", "/api/v1/replays", ...invoked.map((n) => `/api/v1/tools/${n}/invoke`)].sort(),
     );
     expect(doc.paths["/api/v1/tools"].get).toBeDefined();
     expect(registry.openApiDocument()).not.toHaveProperty("servers");
