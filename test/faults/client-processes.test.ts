@@ -118,8 +118,9 @@ describe.each(configurations)("guarded functions in 12 processes on $name", (con
     let stderr = "";
     child.stdout.on("data", (d) => (stdout += d));
     child.stderr.on("data", (d) => (stderr += d));
+    // "close", not "exit": exit can come before the last of stdout has been read
     return new Promise((resolve, reject) =>
-      child.once("exit", (code, signal) => {
+      child.once("close", (code, signal) => {
         if (signal) return resolve({ lang, ran: true, outcome: "killed", signal });
         const line = stdout.trim().split("\n").at(-1);
         if (code !== 0 || !line) return reject(new Error(`${lang} worker exited ${code}:\n${stdout}\n${stderr}`));

@@ -44,7 +44,8 @@ function runExample(name: string, customerId: string, ledger: string): Promise<{
   let stderr = "";
   child.stdout.on("data", (d) => (stdout += d));
   child.stderr.on("data", (d) => (stderr += d));
-  return new Promise((resolve) => child.once("exit", (code) => resolve({ code, stdout, stderr })));
+  // "close", not "exit": exit can come before the last of stdout has been read
+  return new Promise((resolve) => child.once("close", (code) => resolve({ code, stdout, stderr })));
 }
 
 async function chargesOf(customerId: string): Promise<{ chargeId: string }[]> {
@@ -126,7 +127,7 @@ describe("integration examples against a production server", () => {
       let stderr = "";
       child.stdout.on("data", (d) => (stdout += d));
       child.stderr.on("data", (d) => (stderr += d));
-      const code = await new Promise((resolve) => child.once("exit", resolve));
+      const code = await new Promise((resolve) => child.once("close", resolve));
       expect(code, `${stderr}\n${server.output()}`).toBe(0);
       const summary = JSON.parse(stdout.trim().split("\n").at(-1)!);
       // 1: not applied (nothing charged, key released); 2: charged, then the receipt failed; 3: replayed

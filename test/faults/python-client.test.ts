@@ -22,7 +22,8 @@ function run(command: string, args: string[], options: { env?: Record<string, st
   let output = "";
   child.stdout.on("data", (d) => (output += d));
   child.stderr.on("data", (d) => (output += d));
-  return new Promise((resolve) => child.once("exit", (code) => resolve({ code, output })));
+  // "close", not "exit": exit can come before the last of the output has been read
+  return new Promise((resolve) => child.once("close", (code) => resolve({ code, output })));
 }
 
 const configurations = [
