@@ -17,7 +17,7 @@ describe.each([
   });
   afterAll(() => pg?.drop());
   const newWriter = (options: AuditWriterOptions) =>
-    new PrismaAuditWriter(pg.db.prisma, { ...options, ...(through === "the driver" ? { execute: pg.db.execute } : {}) });
+    new PrismaAuditWriter(pg.db.prisma, { ...options, ...(through === "the driver" ? { execute: pg.db.execute, query: pg.db.query } : {}) });
 
   const intent = (key: string, startedAt = new Date()) => ({
     id: randomUUID(), scope: "s", key, tool: "t", fingerprint: "f", token: 7, session: "x", caller: null, fallback: false,

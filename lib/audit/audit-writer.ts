@@ -47,6 +47,12 @@ export interface AuditWriterOptions {
    * statements. Same SQL either way; without it they go through `$executeRawUnsafe`.
    */
   execute?: (sql: string, params: readonly unknown[]) => Promise<number>;
+  /**
+   * Runs the writer's hot-path reads (a key's latest execution, which a reservation asks for in
+   * a key store's first seconds and after it lost data) through the driver itself (`Database.query`);
+   * without it they go through `$queryRawUnsafe`. Same SQL either way.
+   */
+  query?: (sql: string, params: readonly unknown[]) => Promise<Record<string, unknown>[]>;
 }
 
 /**
@@ -84,6 +90,7 @@ export class PrismaAuditWriter implements AuditWriter {
   private readonly closeTimeoutMs: number;
   private readonly onError: (err: unknown) => void;
   private readonly execute: (sql: string, params: readonly unknown[]) => Promise<number>;
+  private readonly query: (sql: string, params: readonly unknown[]) => Promise<Record<string, unknown>[]>;
   private readonly intentCommits: GroupCommit<IntentEntry>;
 
   constructor(
@@ -98,6 +105,7 @@ export class PrismaAuditWriter implements AuditWriter {
     if (!(this.maxQueued >= 1)) throw new RangeError(`maxQueued must be at least 1, got ${this.maxQueued}`);
     this.onError = options.onError ?? ((err) => console.error("audit log write failed; will retry", err));
     this.execute = options.execute ?? ((sql, params) => prisma.$executeRawUnsafe(sql, ...params));
+    this.query = options.query ?? ((sql, params) => prisma.$queryRawUnsafe<Record<string, unknown>[]>(sql, ...params));
     this.intentCommits = new GroupCommit((entries) => this.insertIntents(entries), this.maxBatch);
   }
 
@@ -197,8 +205,8 @@ export class PrismaAuditWriter implements AuditWriter {
     const sameKey = (e: { scope: string; key: string }) => e.scope === scope && e.key === key;
     const queuedIntents = [...this.writing.intents, ...this.intents].filter((i) => sameKey(i) && i.startedAt >= since);
     const queuedOutcomes = [...this.writing.outcomes, ...this.outcomes];
-    const row = await this.prisma.execution.findFirst({ where: { scope, key, startedAt: { gte: since } }, orderBy: { startedAt: "desc" } });
-    let prior: PriorExecution | null = row ? priorFromRow(row) : null;
+    const [row] = await this.query(LATEST_EXECUTION, [scope, key, since.toISOString()]);
+    let prior: PriorExecution | null = row ? priorFromSql(row) : null;
     for (const i of queuedIntents) {
       if (!prior || i.startedAt >= prior.startedAt) {
         prior = { ...i, outcome: null, resultStatus: null, resultBody: null, resultFinal: null, expiresAt: null, error: null, finishedAt: null };
@@ -494,6 +502,41 @@ function priorFromRow(row: NonNullable<Awaited<ReturnType<PrismaClient["executio
     expiresAt: row.expiresAt,
     error: row.error,
     finishedAt: row.finishedAt,
+  };
+}
+
+// A key's latest execution since an instant: one index read (executions_scope_key_started_at_idx).
+// The columns hold UTC wall-clock time; they are read as epoch milliseconds, which no driver or
+// session time zone can shift.
+const ms = (column: string) => `(extract(epoch from ${column}) * 1000)::float8 AS ${column}`;
+const LATEST_EXECUTION = `
+  SELECT id, token::text AS token, fingerprint, tool, session, ${ms("started_at")}, ${ms("lease_until")},
+         outcome, result_status, result_body, result_final, ${ms("expires_at")}, error, ${ms("finished_at")}
+  FROM executions
+  WHERE scope = $1 AND key = $2 AND started_at >= ($3::timestamptz AT TIME ZONE 'UTC')
+  ORDER BY started_at DESC
+  LIMIT 1`;
+
+const dateOf = (v: unknown): Date => new Date(Number(v));
+const dateOrNull = (v: unknown): Date | null => (v === null || v === undefined ? null : dateOf(v));
+
+/** A LATEST_EXECUTION row as the engine reads it. */
+function priorFromSql(row: Record<string, unknown>): PriorExecution {
+  return {
+    id: String(row.id),
+    token: Number(row.token),
+    fingerprint: String(row.fingerprint),
+    tool: String(row.tool),
+    session: (row.session as string | null) ?? null,
+    startedAt: dateOf(row.started_at),
+    leaseUntil: dateOf(row.lease_until),
+    outcome: (row.outcome as PriorExecution["outcome"]) ?? null,
+    resultStatus: row.result_status === null || row.result_status === undefined ? null : Number(row.result_status),
+    resultBody: (row.result_body as string | null) ?? null,
+    resultFinal: (row.result_final as boolean | null) ?? null,
+    expiresAt: dateOrNull(row.expires_at),
+    error: (row.error as string | null) ?? null,
+    finishedAt: dateOrNull(row.finished_at),
   };
 }
 

@@ -20,6 +20,8 @@ export interface Database {
    * for the audit log's hot-path writes. Resolves to the number of rows it changed.
    */
   execute(sql: string, params: readonly unknown[]): Promise<number>;
+  /** One read statement with `$n` parameters straight through the driver: its rows. */
+  query(sql: string, params: readonly unknown[]): Promise<Record<string, unknown>[]>;
   /** one session of the raw driver, for multi-statement SQL and session locks (migrations) */
   withSession<T>(fn: (conn: SqlConnection) => Promise<T>): Promise<T>;
   /**
@@ -76,6 +78,9 @@ async function openServer(url: string, poolSize: number): Promise<Database> {
     async execute(sql, params) {
       return (await pool.query(sql, params as unknown[])).rowCount ?? 0;
     },
+    async query(sql, params) {
+      return (await pool.query(sql, params as unknown[])).rows;
+    },
     newConnection() {
       const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 5_000, keepAlive: true });
       // a dropped connection must not crash the process; its owner listens for "end"
@@ -126,6 +131,9 @@ async function openEmbedded(dataDir: string): Promise<Database> {
       appliedMigrations: [],
       async execute(sql, params) {
         return (await pglite.query(sql, params as unknown[])).affectedRows ?? 0;
+      },
+      async query(sql, params) {
+        return (await pglite.query<Record<string, unknown>>(sql, params as unknown[])).rows;
       },
       withSession: (fn) => fn(raw),
       async close() {

@@ -49,7 +49,7 @@ export async function openRuntime(options: OpenRuntimeOptions = {}): Promise<Run
   // Redis fails calls at once while disconnected; give the first connection a moment. A store that
   // is down at start is not fatal: writes answer 503 until it is back.
   if (store instanceof RedisKeyStore) await store.waitUntilReady(STORE_CONNECT_WAIT_MS);
-  const audit = new PrismaAuditWriter(db.prisma, { mode: config.auditMode, execute: db.execute });
+  const audit = new PrismaAuditWriter(db.prisma, { mode: config.auditMode, execute: db.execute, query: db.query });
   const replayCache = config.replayCache ? new ReplayCache(config.replayCache) : null;
   const engine = new Engine({ store, audit, onCall: options.onCall, replayCache });
   return {
