@@ -14,7 +14,7 @@
 // fails; a stage whose prerequisite failed is not started. `--only unit,e2e` runs a subset (with the
 // stages they need); `--serial` runs one stage at a time, in the order above.
 import { spawn } from "node:child_process";
-import { createWriteStream } from "node:fs";
+import { createWriteStream, existsSync } from "node:fs";
 import { mkdir, readFile } from "node:fs/promises";
 import { constants } from "node:os";
 import path from "node:path";
@@ -77,6 +77,18 @@ const stamp = (startedAt) => `[${String(Math.round((Date.now() - startedAt) / 10
 
 const running = new Set();
 
+const TIME = existsSync("/usr/bin/time") ? "/usr/bin/time" : null;
+
+/** user + system CPU milliseconds from GNU time's "%U %S" file, or null */
+async function cpuOf(file) {
+  try {
+    const [user, sys] = (await readFile(file, "utf8")).trim().split(/\s+/).slice(-2).map(Number);
+    return Number.isFinite(user + sys) ? (user + sys) * 1000 : null;
+  } catch {
+    return null;
+  }
+}
+
 function runStage(stage, logDir, runStartedAt) {
   const logFile = path.join(logDir, `${stage.name}.log`);
   const log = createWriteStream(logFile);
@@ -84,7 +96,11 @@ function runStage(stage, logDir, runStartedAt) {
   console.log(`${stamp(runStartedAt)} ▶ ${stage.name}`);
   return new Promise((resolve) => {
     // its own process group, so that an interrupted run stops the servers and browsers it started too
-    const child = spawn(node, stage.args, {
+    // GNU time, where the machine has it, writes the stage's CPU time (its own and its children's
+    // that were waited for) to a file of its own: the summary line names it beside the wall time
+    const cpuFile = path.join(logDir, `${stage.name}.cpu`);
+    const [command, args] = TIME ? [TIME, ["-q", "-f", "%U %S", "-o", cpuFile, node, ...stage.args]] : [node, stage.args];
+    const child = spawn(command, args, {
       cwd: ROOT,
       env: { ...process.env, NEXT_TELEMETRY_DISABLED: "1", NO_COLOR: "1", FORCE_COLOR: undefined },
       stdio: ["ignore", "pipe", "pipe"],
@@ -95,7 +111,7 @@ function runStage(stage, logDir, runStartedAt) {
     child.stderr.pipe(log, { end: false });
     const finish = (code) => {
       running.delete(child);
-      log.end(() => resolve({ stage, code, ms: Date.now() - startedAt, logFile }));
+      log.end(async () => resolve({ stage, code, ms: Date.now() - startedAt, logFile, cpuMs: TIME ? await cpuOf(cpuFile) : null }));
     };
     child.on("error", (err) => {
       log.write(`\ncould not start: ${err.message}\n`);
@@ -199,7 +215,8 @@ async function main() {
     }
     console.log("");
   }
-  const line = stages.map((s) => `${s.name} ${results.has(s.name) ? seconds(results.get(s.name).ms) : "—"}`).join(", ");
+  const timed = (r) => `${seconds(r.ms)}${r.cpuMs === null ? "" : ` (cpu ${seconds(r.cpuMs)})`}`;
+  const line = stages.map((s) => `${s.name} ${results.has(s.name) ? timed(results.get(s.name)) : "—"}`).join(", ");
   console.log(`npm test: ${failed === 0 ? "passed" : `${failed} stage${failed === 1 ? "" : "s"} failed`} in ${seconds(wall)} (${line})`);
   process.exit(failed === 0 ? 0 : 1);
 }
