@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import type { AuditWriter, IntentEntry } from "@/lib/idempotency/audit-port";
+import { PrismaAuditWriter } from "@/lib/audit/audit-writer";
 import { Engine } from "@/lib/idempotency/engine";
 import { LeasePassedError } from "@/lib/idempotency/errors";
 import type { RunTool, ToolPolicy } from "@/lib/idempotency/tool";
@@ -24,12 +25,12 @@ describe.each(["redis", "postgres"] as const)("a slow intent on the %s store", (
     return { run, calls };
   }
 
-  /** The fixture's audit writer, whose intents wait for `release` before they are written. */
-  function slowIntents() {
+  /** An audit writer (the fixture's unless given) whose intents wait for `release` before they are written. */
+  function slowIntents(writer: AuditWriter = t.audit) {
     let release!: () => void;
     const gate = new Promise<void>((r) => (release = r));
     const entered: IntentEntry[] = [];
-    const audit = new Proxy(t.audit, {
+    const audit = new Proxy(writer, {
       get(target, prop, receiver) {
         if (prop === "intent") {
           return async (entry: IntentEntry) => {
@@ -64,35 +65,68 @@ describe.each(["redis", "postgres"] as const)("a slow intent on the %s store", (
     expect(tool.calls).toHaveLength(1);
   });
 
-  it("does not run when its intent commits after the lease passed; the caller that took the key over runs once", async () => {
+  // Where the slow intent lands depends on whether the outcome of the call that took the key over is
+  // in the database yet: both orders, each made certain.
+  it("does not run when its intent commits after the lease passed, the taker's outcome still queued: refused as a conflict, never written", async () => {
+    const scope = `s${randomUUID().slice(0, 8)}`;
+    const tool = countingTool();
+    // one writer for both calls, which writes its queue only when asked: the taker's outcome waits in it
+    const writer = new PrismaAuditWriter(t.db.prisma, { mode: "durable", flushIntervalMs: 3_600_000, execute: t.db.execute, query: t.db.query });
+    try {
+      const slow = slowIntents(writer);
+      const slowEngine = new Engine({ store: t.store, audit: slow.audit, now: t.clock.now });
+      const taker = new Engine({ store: t.store, audit: writer, now: t.clock.now });
+
+      const first = slowEngine.invoke(charge, tool.run, { scope, key: "order-42", args: { amountCents: 100 } });
+      await expect.poll(() => slow.entered.length).toBe(1);
+      // the lease passes while the intent is on its way; another caller takes the key over and runs it
+      t.clock.ms += charge.leaseMs + 1;
+      const second = await taker.invoke(charge, tool.run, { scope, key: "order-42", args: { amountCents: 100 } });
+      expect(second.kind).toBe("executed");
+      expect(tool.calls).toHaveLength(1);
+
+      slow.release();
+      const refused = await first.then(
+        () => null,
+        (err: unknown) => err,
+      );
+      // its intent meets the second call's execution in the log, which ran: refused (a conflict: the
+      // retry is answered from the key), never written, never run
+      expect(refused).toMatchObject({ code: "conflict" });
+      expect(tool.calls).toHaveLength(1);
+
+      await writer.flush();
+      expect(await t.db.prisma.execution.findUnique({ where: { id: slow.entered[0].id } })).toBeNull();
+      expect(await t.store.get(scope, "order-42")).toMatchObject({ status: "done" });
+      const replay = await t.engine.invoke(charge, tool.run, { scope, key: "order-42", args: { amountCents: 100 } });
+      expect(replay.kind).toBe("replayed");
+      expect(tool.calls).toHaveLength(1);
+    } finally {
+      await writer.close();
+    }
+  });
+
+  it("does not run when its intent commits after the lease passed, the taker's outcome written: its intent is closed as not run", async () => {
     const scope = `s${randomUUID().slice(0, 8)}`;
     const tool = countingTool();
     const slow = slowIntents();
     const slowEngine = new Engine({ store: t.store, audit: slow.audit, now: t.clock.now });
 
-    const first = slowEngine.invoke(charge, tool.run, { scope, key: "order-42", args: { amountCents: 100 } });
+    const first = slowEngine.invoke(charge, tool.run, { scope, key: "order-44", args: { amountCents: 100 } });
     await expect.poll(() => slow.entered.length).toBe(1);
-    // the lease passes while the intent is on its way; another caller takes the key over and runs it
     t.clock.ms += charge.leaseMs + 1;
-    const second = await t.engine.invoke(charge, tool.run, { scope, key: "order-42", args: { amountCents: 100 } });
+    const second = await t.engine.invoke(charge, tool.run, { scope, key: "order-44", args: { amountCents: 100 } });
     expect(second.kind).toBe("executed");
-    expect(tool.calls).toHaveLength(1);
+    await t.audit.flush();
 
     slow.release();
-    const refused = await first.then(
-      () => null,
-      (err: unknown) => err,
-    );
-    // its intent meets the second call's execution in the log, which ran: refused (a conflict: the
-    // retry is answered from the key), never written, never run
-    expect(refused).toMatchObject({ code: "conflict" });
+    // nothing blocks the intent in the log now; the engine sees the lease passed and does not run
+    await expect(first).rejects.toBeInstanceOf(LeasePassedError);
     expect(tool.calls).toHaveLength(1);
-
-    // the key holds the second call's result
     await t.audit.flush();
-    expect(await t.db.prisma.execution.findUnique({ where: { id: slow.entered[0].id } })).toBeNull();
-    expect(await t.store.get(scope, "order-42")).toMatchObject({ status: "done" });
-    const replay = await t.engine.invoke(charge, tool.run, { scope, key: "order-42", args: { amountCents: 100 } });
+    expect(await t.db.prisma.execution.findUnique({ where: { id: slow.entered[0].id } })).toMatchObject({ outcome: "failed" });
+    expect(await t.store.get(scope, "order-44")).toMatchObject({ status: "done" });
+    const replay = await t.engine.invoke(charge, tool.run, { scope, key: "order-44", args: { amountCents: 100 } });
     expect(replay.kind).toBe("replayed");
     expect(tool.calls).toHaveLength(1);
   });
