@@ -66,20 +66,23 @@ export async function startServer(): Promise<void> {
 
 /**
  * On the embedded database, which only this process may open, the command line reaches the database
- * through this server: once `scripts/serve.mjs` listens, its address and a credential for the CLI go
- * into `<dataDir>/server.json` (lib/auth/cli-access.ts). Returns what takes them down at shutdown.
+ * through this server: once it has started and `scripts/serve.mjs` listens (in either order), its
+ * address and a credential for the CLI go into `<dataDir>/server.json` (lib/auth/cli-access.ts).
+ * Returns what takes them down at shutdown.
  */
 function publishForCommandLine(runtime: Runtime): () => Promise<void> {
   if (runtime.db.kind !== "pglite") return async () => {};
   let unpublish: (() => Promise<void>) | null = null;
-  const hook = globalThis as unknown as { __idemgateListening?: (address: unknown) => void };
-  hook.__idemgateListening = (address) => {
-    if (!address || typeof address !== "object") return;
+  const hook = globalThis as unknown as { __idemgateAddress?: unknown; __idemgateListening?: (address: unknown) => void };
+  const publish = (address: unknown) => {
+    if (!address || typeof address !== "object" || unpublish) return;
     publishServerAccess(runtime.config.dataDir, localUrl(address as { address: string; family: string; port: number })).then(
       (done) => (unpublish = done),
       (err) => console.error(`idemgate: the command line cannot reach this server: ${err instanceof Error ? err.message : String(err)}`),
     );
   };
+  hook.__idemgateListening = publish;
+  if (hook.__idemgateAddress) publish(hook.__idemgateAddress);
   return async () => {
     await unpublish?.().catch(() => {});
   };
