@@ -63,8 +63,8 @@ export function AuditTable({ items }: { items: AuditRow[] }) {
               <td className="px-4 py-2.5 font-medium whitespace-nowrap capitalize">{a.action.replace(/_/g, " ")}</td>
               <td className="max-w-[16rem] px-4 py-2.5">
                 {a.action.startsWith("token_") ? (
-                  <Link href="/tokens" className="font-mono text-[12.5px] text-accent hover:underline" data-testid="audit-token-target">
-                    API token {tokenPrefix(a.stateAfter)}…
+                  <Link href="/tokens" className="whitespace-nowrap text-accent hover:underline" data-testid="audit-token-target">
+                    API token <span className="font-mono text-[12.5px]">{tokenPrefix(a.stateAfter)}…</span>
                   </Link>
                 ) : a.anomalyId ? (
                   <Link href={`/anomalies/${encodeURIComponent(a.anomalyId)}`} className="font-mono text-[12.5px] text-accent hover:underline">anomaly {a.anomalyId.slice(0, 8)}</Link>

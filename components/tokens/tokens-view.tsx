@@ -168,20 +168,22 @@ function TokenCards({ tokens, onRevoke }: { tokens: TokenRow[]; onRevoke: (t: To
 function TokenTable({ tokens, onRevoke }: { tokens: TokenRow[]; onRevoke: (t: TokenRow) => void }) {
   return (
     <div className="hidden overflow-x-auto rounded-xl border border-line bg-surface shadow-xs sm:block">
-      <table className="w-full min-w-[880px] text-[13px]" data-testid="tokens-table">
+      <table className="w-full min-w-[840px] text-[13px]" data-testid="tokens-table">
         <TableHead
-          columns={[{ label: "Label" }, { label: "Scope" }, { label: "Token" }, { label: "Keys" }, { label: "Created" }, { label: "Last used" }, { label: "Status" }, { label: <span className="sr-only">Actions</span> }]}
+          columns={[{ label: "Token" }, { label: "Scope" }, { label: "Keys" }, { label: "Created" }, { label: "Last used" }, { label: "Status" }, { label: <span className="sr-only">Actions</span> }]}
         />
         <tbody className="divide-y divide-line">
           {tokens.map((t) => (
             <tr key={t.id} data-testid="token-row" data-id={t.id} data-scope={t.scope} data-status={t.revokedAt ? "revoked" : "active"} className={clsx("align-middle", t.revokedAt && "text-muted")}>
-              <td className="max-w-[14rem] truncate px-5 py-2.5 font-medium" title={t.label ?? undefined}>
-                {t.label ?? <span className="font-normal text-muted">—</span>}
+              <td className="max-w-[16rem] px-5 py-2.5">
+                <div className="truncate font-medium" title={t.label ?? undefined}>
+                  {t.label ?? <span className="font-normal text-muted">no label</span>}
+                </div>
+                <div className="font-mono text-[11.5px] text-faint">{t.prefix}…</div>
               </td>
-              <td className="max-w-[12rem] truncate px-3 py-2.5 font-mono text-[12.5px]" title={t.scope}>
+              <td className="max-w-[14rem] truncate px-3 py-2.5 font-mono text-[12.5px]" title={t.scope}>
                 {t.scope}
               </td>
-              <td className="px-3 py-2.5 font-mono text-[12.5px] whitespace-nowrap">{t.prefix}…</td>
               <td className="px-3 py-2.5">
                 <KeysKind advisory={t.advisoryKeys} />
               </td>
