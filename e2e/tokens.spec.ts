@@ -198,6 +198,8 @@ test("at 390 px the tokens are cards, and the create dialog fits", async ({ page
 });
 
 test("idemgate token create, list and revoke work while the server runs, and are audited as the CLI", async ({ page, request }, testInfo) => {
+  // five CLI processes (the first may bundle the CLI): seconds each on a busy machine
+  test.setTimeout(120_000);
   const embedded = testInfo.project.name === "embedded";
   // the embedded database is the server's: the CLI reaches it through the address the server published
   expect(existsSync(path.join(dataDirOf(testInfo), "server.json"))).toBe(embedded);
