@@ -1,6 +1,6 @@
 import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import os, { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -394,14 +394,24 @@ describe("the embedded database held by a running server", () => {
         holder.on("close", () => reject(new Error(`the lock holder exited: ${out}`)));
       });
       expect(JSON.parse(answer)).toEqual({ won: true, pid: holder.pid });
-      for (const args of [["token", "list"], ["migrate"], ["token", "create", "--scope", "demo"]]) {
-        const run = await idemgate(args, { env: { IDEMGATE_DATA_DIR: held } });
-        expect(run.code).toBe(1);
-        expect(run.stderr.trim()).toBe(
-          `idemgate: the embedded database in ${path.join(held, "pglite")} is open in another process (pid ${holder.pid}). ` +
-            `Stop that process, or run this command through the running server, or set DATABASE_URL to use a PostgreSQL server.`,
-        );
-        expect(run.stdout).toBe("");
+      const open = `idemgate: the embedded database in ${path.join(held, "pglite")} is open in another process (pid ${holder.pid}).`;
+      const run = await idemgate(["migrate"], { env: { IDEMGATE_DATA_DIR: held } });
+      expect(run.code).toBe(1);
+      expect(run.stderr.trim()).toBe(`${open} Stop that process, or run this command through the running server, or set DATABASE_URL to use a PostgreSQL server.`);
+      expect(run.stdout).toBe("");
+      // token commands go through a server that published its address (e2e/tokens.spec.ts); this
+      // holder published none, and then one left over from an earlier start (another pid)
+      for (const published of [null, { pid: holder.pid! + 1, url: "http://127.0.0.1:1", token: "idgl_left-over" }]) {
+        if (published) await writeFile(path.join(held, "server.json"), JSON.stringify(published));
+        for (const args of [["token", "list"], ["token", "create", "--scope", "demo"], ["token", "revoke", "some-id", "--reason", "gone"]]) {
+          const run = await idemgate(args, { env: { IDEMGATE_DATA_DIR: held } });
+          expect(run.code).toBe(1);
+          expect(run.stderr.trim()).toBe(
+            `${open} It publishes no address for the command line (a server started with \`npm start\` does, once it listens). ` +
+              `Wait until it is ready, or stop it, or set DATABASE_URL to use a PostgreSQL server.`,
+          );
+          expect(run.stdout).toBe("");
+        }
       }
       expect((await readFile(path.join(held, "pglite.lock"), "utf8")).trim()).toBe(String(holder.pid));
     } finally {

@@ -4,16 +4,17 @@ import { signOut } from "@/lib/auth/sign-in-actions";
 import { MobileNav } from "@/components/mobile-nav";
 import { NavLink } from "@/components/nav-link";
 import { buttonClass } from "@/components/ui/styles";
-import type { OperatorIdentity } from "@/lib/auth/roles";
+import { can, type OperatorIdentity, type Permission } from "@/lib/auth/roles";
 import { currentOperator } from "@/lib/auth/session";
 
-/** Console sections, in the order they appear. Add a page here when it exists. */
-export const NAV_ITEMS: { href: string; label: string }[] = [
+/** Console sections, in the order they appear. Add a page here when it exists; `permission`: shown only to roles that have it. */
+export const NAV_ITEMS: { href: string; label: string; permission?: Permission }[] = [
   { href: "/", label: "Overview" },
   { href: "/keys", label: "Keys" },
   { href: "/tools", label: "Tools" },
   { href: "/anomalies", label: "Anomalies" },
   { href: "/audit", label: "Audit trail" },
+  { href: "/tokens", label: "API tokens", permission: "manage_tokens" },
   { href: "/docs", label: "Docs" },
   { href: "/status", label: "Status" },
 ];
@@ -31,6 +32,7 @@ async function signedInOperator(): Promise<OperatorIdentity | null> {
 
 export async function AppHeader() {
   const operator = await signedInOperator();
+  const items = operator ? NAV_ITEMS.filter((item) => !item.permission || can(operator.role, item.permission)).map(({ href, label }) => ({ href, label })) : [];
   return (
     <header className="sticky top-0 z-20 border-b border-line bg-surface/85 backdrop-blur">
       <div className="mx-auto flex h-12 w-full max-w-6xl items-center gap-4 px-4 sm:px-6 lg:gap-6">
@@ -41,7 +43,7 @@ export async function AppHeader() {
         {operator && (
           <>
             <nav aria-label="Console" className="hidden items-center gap-0.5 lg:flex">
-              {NAV_ITEMS.map((item) => (
+              {items.map((item) => (
                 <NavLink key={item.href} href={item.href}>
                   {item.label}
                 </NavLink>
@@ -61,7 +63,7 @@ export async function AppHeader() {
                   Sign out
                 </button>
               </form>
-              <MobileNav items={NAV_ITEMS} email={operator.email} role={operator.role} />
+              <MobileNav items={items} email={operator.email} role={operator.role} />
             </div>
           </>
         )}

@@ -57,6 +57,10 @@ server.on("error", (err) => {
 });
 
 server.listen(port, hostname, () => {
+  // where this server listens, for the command line on this machine (lib/process/start-server.ts,
+  // which may finish starting before or after this)
+  globalThis.__idemgateAddress = server.address();
+  globalThis.__idemgateListening?.(globalThis.__idemgateAddress);
   const shown = hostname === undefined ? "localhost" : hostname.includes(":") ? `[${hostname}]` : hostname;
   console.log(`idemgate: serving on http://${shown}:${port}${hostname === undefined ? " (every interface; set HOST to choose one)" : ""}`);
 });

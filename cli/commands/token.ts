@@ -4,21 +4,36 @@ import { requireReason } from "@/lib/operator/release-key";
 import { cliActor } from "../actor";
 import { CliError } from "../errors";
 import { formatTable } from "../format-table";
-import { withRuntime } from "../with-runtime";
+import { withDatabaseOrServer } from "../through-server";
+
+// Each command opens the database itself, or goes through the running server that holds the
+// embedded one (cli/through-server.ts): the same functions run there, with the same audit rows.
+
+type CreatedToken = Awaited<ReturnType<typeof createApiToken>>;
+type Listed = Awaited<ReturnType<typeof listApiTokens>>[number];
+/** a listed token as the server's JSON carries it: dates as ISO strings */
+type ListedToken = Omit<Listed, "createdAt" | "revokedAt" | "lastUsedAt"> & { createdAt: string; revokedAt: string | null; lastUsedAt: string | null };
+
+function withDates(row: ListedToken): Listed {
+  const date = (s: string | null) => (s === null ? null : new Date(s));
+  return { ...row, createdAt: new Date(row.createdAt), revokedAt: date(row.revokedAt), lastUsedAt: date(row.lastUsedAt) };
+}
 
 export function tokenCommand(): Command {
   const token = new Command("token").description("create, list and revoke API tokens");
 
   token
     .command("create")
-    .description("create an API token for one scope; the token is printed once (recorded in the operator audit trail)")
+    .description("create an API token for one scope; the token is printed once (recorded in the operator audit trail). Works while a server holds the embedded database: through that server")
     .requiredOption("--scope <name>", "the namespace its keys live in (a tenant)")
     .option("--label <text>", "what the token is for")
     .option("--advisory-keys", "keys sent with this token are advisory (minted by a model): also checked by the tool's arguments window")
     .option("--json", "print { id, token, scope, prefix, advisoryKeys } as JSON")
     .action(async (opts: { scope: string; label?: string; advisoryKeys?: boolean; json?: boolean }) => {
-      const created = await withRuntime((rt) =>
-        createApiToken(rt.db.prisma, { scope: opts.scope, label: opts.label ?? null, actor: cliActor(), advisoryKeys: opts.advisoryKeys ?? false }),
+      const input = { scope: opts.scope, label: opts.label ?? null, advisoryKeys: opts.advisoryKeys ?? false };
+      const created = await withDatabaseOrServer(
+        (rt) => createApiToken(rt.db.prisma, { ...input, actor: cliActor() }),
+        async (server) => (await server.request<CreatedToken>("POST", "/api/v1/tokens", { ...input, label: input.label ?? undefined })).body,
       );
       if (opts.json) {
         console.log(JSON.stringify(created));
@@ -36,7 +51,10 @@ export function tokenCommand(): Command {
     .description("list API tokens (never the tokens themselves)")
     .option("--json", "print JSON")
     .action(async (opts: { json?: boolean }) => {
-      const rows = await withRuntime((rt) => listApiTokens(rt.db.prisma));
+      const rows = await withDatabaseOrServer(
+        (rt) => listApiTokens(rt.db.prisma),
+        async (server) => (await server.request<{ tokens: ListedToken[] }>("GET", "/api/v1/tokens")).body.tokens.map(withDates),
+      );
       if (opts.json) {
         console.log(JSON.stringify(rows));
         return;
@@ -64,7 +82,10 @@ export function tokenCommand(): Command {
     .requiredOption("--reason <text>", "why (kept in the audit trail)")
     .action(async (id: string, opts: { reason: string }) => {
       const reason = requireReason(opts.reason);
-      const revoked = await withRuntime((rt) => revokeApiToken(rt.db.prisma, { id, actor: cliActor(), reason }));
+      const revoked = await withDatabaseOrServer(
+        (rt) => revokeApiToken(rt.db.prisma, { id, actor: cliActor(), reason }),
+        async (server) => (await server.request("POST", `/api/v1/tokens/${encodeURIComponent(id)}/revoke`, { reason })).status === 200,
+      );
       if (!revoked) throw new CliError(`no active API token with id ${id} (see: idemgate token list)`);
       console.log(`Revoked API token ${id}.`);
     });

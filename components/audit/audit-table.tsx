@@ -35,6 +35,12 @@ function summary(snapshot: unknown): string {
   return "…";
 }
 
+/** the token's public prefix that a token_create or token_revoke row keeps (never its secret) */
+function tokenPrefix(snapshot: unknown): string {
+  const prefix = snapshot && typeof snapshot === "object" ? (snapshot as Record<string, unknown>).prefix : undefined;
+  return typeof prefix === "string" ? prefix : "";
+}
+
 export function AuditTable({ items }: { items: AuditRow[] }) {
   return (
     <div className="overflow-x-auto rounded-xl border border-line bg-surface shadow-xs">
@@ -56,7 +62,11 @@ export function AuditTable({ items }: { items: AuditRow[] }) {
               <td className="px-4 py-2.5 whitespace-nowrap">{a.actor}</td>
               <td className="px-4 py-2.5 font-medium whitespace-nowrap capitalize">{a.action.replace(/_/g, " ")}</td>
               <td className="max-w-[16rem] px-4 py-2.5">
-                {a.anomalyId ? (
+                {a.action.startsWith("token_") ? (
+                  <Link href="/tokens" className="whitespace-nowrap text-accent hover:underline" data-testid="audit-token-target">
+                    API token <span className="font-mono text-[12.5px]">{tokenPrefix(a.stateAfter)}…</span>
+                  </Link>
+                ) : a.anomalyId ? (
                   <Link href={`/anomalies/${encodeURIComponent(a.anomalyId)}`} className="font-mono text-[12.5px] text-accent hover:underline">anomaly {a.anomalyId.slice(0, 8)}</Link>
                 ) : a.scope && a.key ? (
                   <Link href={keyHref(a.scope, a.key)} className="block truncate font-mono text-[12.5px] text-accent hover:underline" title={`${a.scope} / ${a.key}`}>

@@ -35,13 +35,14 @@ export async function createApiToken(
   input: { scope: string; label?: string | null; actor: string; advisoryKeys?: boolean },
 ): Promise<{ id: string; token: string; scope: string; prefix: string; advisoryKeys: boolean }> {
   if (!isValidScope(input.scope)) throw new InvalidScopeError(input.scope);
+  const label = input.label?.trim() || null;
   const token = TOKEN_PREFIX + randomBytes(32).toString("base64url");
   const row = await prisma.$transaction(async (tx) => {
     const created = await tx.apiToken.create({
       data: {
         id: randomUUID(),
         scope: input.scope,
-        label: input.label ?? null,
+        label,
         prefix: token.slice(0, TOKEN_PREFIX.length + 6),
         hash: hashToken(token),
         advisoryKeys: input.advisoryKeys ?? false,
@@ -51,7 +52,7 @@ export async function createApiToken(
     await recordOperatorAction(tx, {
       actor: input.actor,
       action: "token_create",
-      reason: input.label ?? "API token created",
+      reason: label ?? "API token created",
       scope: created.scope,
       after: { tokenId: created.id, prefix: created.prefix, advisoryKeys: created.advisoryKeys },
     });

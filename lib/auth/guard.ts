@@ -4,13 +4,23 @@ import type { OperatorIdentity } from "@/lib/auth/roles";
 import { can, type Permission } from "@/lib/auth/roles";
 import { currentOperator } from "@/lib/auth/session";
 import { getRuntime, type Runtime } from "@/lib/server/runtime";
-import { errorResponse, forbidden, unauthorized } from "@/lib/http/problem";
+import { badRequest, errorResponse, forbidden, unauthorized } from "@/lib/http/problem";
 import { originMatches, requestOrigin } from "@/lib/http/request-origin";
 import { metricsBearerAllowed } from "./metrics-access";
+import { cliActorFrom, CLI_ACTOR_HEADER, isCliToken, verifyCliToken } from "./cli-access";
 import { bearerToken, tokenPrincipal, type Handler } from "./token-guard";
 
-/** Who is asking: a tenant's API token (one scope) or a signed-in operator (every scope). */
-export type Principal = { kind: "token"; token: TokenPrincipal } | { kind: "operator"; operator: OperatorIdentity };
+/**
+ * Who is asking: a tenant's API token (one scope), a signed-in operator (every scope), or the
+ * command line on this machine reaching the embedded database through its server (lib/auth/cli-access.ts).
+ */
+export type Principal =
+  | { kind: "token"; token: TokenPrincipal }
+  | { kind: "operator"; operator: OperatorIdentity }
+  | { kind: "cli"; actor: string };
+
+/** What the command line may do through a running server: manage API tokens. */
+const CLI_PERMISSIONS: readonly Permission[] = ["manage_tokens"];
 
 /**
  * Cookie-authenticated mutations must come from the console's own pages. Browsers send Origin with
@@ -33,7 +43,10 @@ export function withPrincipal<P>(permission: Permission, handler: Handler<{ para
     try {
       const runtime = await getRuntime();
       let principal: Principal;
-      if (bearerToken(request.headers)) {
+      const bearer = bearerToken(request.headers);
+      if (bearer && isCliToken(bearer)) {
+        principal = cliPrincipal(request, bearer, permission);
+      } else if (bearer) {
         if (permission !== "read") throw forbidden("API tokens may read their own scope; this needs an operator");
         principal = { kind: "token", token: await tokenPrincipal(request.headers, runtime) };
       } else {
@@ -62,6 +75,15 @@ export function withMetricsReader(handler: Handler<object>) {
       return errorResponse(err, new URL(request.url).pathname);
     }
   };
+}
+
+/** The command line's principal: this server's CLI credential, for what the CLI may do through it. */
+function cliPrincipal(request: Request, bearer: string, permission: Permission): Principal {
+  if (!verifyCliToken(bearer)) throw unauthorized("the command-line credential is not this server's (it changes at every start: run the command again)");
+  if (!CLI_PERMISSIONS.includes(permission)) throw forbidden("the command line may only manage API tokens through the server");
+  const actor = cliActorFrom(request.headers.get(CLI_ACTOR_HEADER));
+  if (!actor) throw badRequest("invalid_header", `send the command line's actor as ${CLI_ACTOR_HEADER}: cli:<user>@<host>`);
+  return { kind: "cli", actor };
 }
 
 /** The signed-in operator, if their role has the permission (mutations also same-origin); `orElse` names the other way in for the 401. */

@@ -1,4 +1,5 @@
 import os from "node:os";
+import { localUrl, publishServerAccess } from "@/lib/auth/cli-access";
 import { keyStoreLocation } from "@/lib/process/health";
 import { describeConfigError, ServedTools, toolConfigStatus } from "@/lib/process/served-tools";
 import type { Runtime } from "@/lib/server/runtime";
@@ -44,7 +45,9 @@ export async function startServer(): Promise<void> {
       console.log(`idemgate: tools from ${config.file}: ${config.tools} tools, ${config.mcpServers} MCP servers (SIGHUP reloads it)`);
       process.on("SIGHUP", () => void served.reload());
     }
+    const unpublish = publishForCommandLine(runtime);
     closeOnShutdown(async () => {
+      await unpublish();
       stopJobs();
       await served.close();
       await runtime.close();
@@ -59,6 +62,30 @@ export async function startServer(): Promise<void> {
     if (process.env.IDEMGATE_DEBUG && err instanceof Error) console.error(err.stack);
     process.exit(1);
   }
+}
+
+/**
+ * On the embedded database, which only this process may open, the command line reaches the database
+ * through this server: once it has started and `scripts/serve.mjs` listens (in either order), its
+ * address and a credential for the CLI go into `<dataDir>/server.json` (lib/auth/cli-access.ts).
+ * Returns what takes them down at shutdown.
+ */
+function publishForCommandLine(runtime: Runtime): () => Promise<void> {
+  if (runtime.db.kind !== "pglite") return async () => {};
+  let unpublish: (() => Promise<void>) | null = null;
+  const hook = globalThis as unknown as { __idemgateAddress?: unknown; __idemgateListening?: (address: unknown) => void };
+  const publish = (address: unknown) => {
+    if (!address || typeof address !== "object" || unpublish) return;
+    publishServerAccess(runtime.config.dataDir, localUrl(address as { address: string; family: string; port: number })).then(
+      (done) => (unpublish = done),
+      (err) => console.error(`idemgate: the command line cannot reach this server: ${err instanceof Error ? err.message : String(err)}`),
+    );
+  };
+  hook.__idemgateListening = publish;
+  if (hook.__idemgateAddress) publish(hook.__idemgateAddress);
+  return async () => {
+    await unpublish?.().catch(() => {});
+  };
 }
 
 /**

@@ -12,7 +12,7 @@ export const GET = withPrincipal("manage_tokens", async (_request, { runtime }) 
 
 // POST /api/v1/tokens – { scope, label?, advisoryKeys? }: a new token for one scope, shown once (recorded in the audit trail)
 export const POST = withPrincipal("manage_tokens", async (request, { principal, runtime }) => {
-  if (principal.kind !== "operator") throw forbidden("tokens are created by operators");
+  if (principal.kind === "token") throw forbidden("tokens are created by operators");
   const body = await parseBody(request, z.object({ scope: z.string(), label: z.string().max(200).optional(), advisoryKeys: z.boolean().optional() }));
   const created = await createApiToken(runtime.db.prisma, { ...body, actor: actorOf(principal) });
   return Response.json(created, { status: 201 });
