@@ -11,6 +11,7 @@ import { tokenPrincipal } from "@/lib/auth/token-guard";
 import type { Runtime } from "@/lib/server/runtime";
 import { callTool } from "./call-tool";
 import { CallToolWithKeySchema } from "./call-tool-request";
+import { CancelTaskSchema, forwardTaskRequest, GetTaskResultRequestSchema, GetTaskSchema } from "./tasks";
 import { listMcpTools, META_KEY_FIELD } from "./tools";
 
 export const MCP_PATH = "/mcp";
@@ -29,10 +30,22 @@ export function createMcpServer(runtime: Runtime, caller: { principal: TokenPrin
   validator ??= new AjvJsonSchemaValidator();
   const server = new Server(
     { name: "idemgate", version: packageJson.version },
-    { capabilities: { tools: { listChanged: false } }, instructions: INSTRUCTIONS, jsonSchemaValidator: validator },
+    {
+      capabilities: {
+        tools: { listChanged: false },
+        // task-augmented tools/call, for a guarded server's tools that run as tasks (tasks.ts);
+        // no tasks/list: Idemgate keeps no list of a scope's tasks
+        tasks: { cancel: {}, requests: { tools: { call: {} } } },
+      },
+      instructions: INSTRUCTIONS,
+      jsonSchemaValidator: validator,
+    },
   );
   server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: listMcpTools(runtime.registry) }));
   server.setRequestHandler(CallToolWithKeySchema, async (request) => callTool(request.params, caller, runtime));
+  server.setRequestHandler(GetTaskSchema, async (request) => forwardTaskRequest("tasks/get", request.params, caller, runtime) as never);
+  server.setRequestHandler(GetTaskResultRequestSchema, async (request) => forwardTaskRequest("tasks/result", request.params, caller, runtime) as never);
+  server.setRequestHandler(CancelTaskSchema, async (request) => forwardTaskRequest("tasks/cancel", request.params, caller, runtime) as never);
   return server;
 }
 

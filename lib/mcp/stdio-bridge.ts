@@ -3,10 +3,15 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
-import { CallToolResultSchema, ErrorCode, ListToolsRequestSchema, ListToolsResultSchema, McpError } from "@modelcontextprotocol/sdk/types.js";
+import { ErrorCode, ListToolsRequestSchema, ListToolsResultSchema, McpError } from "@modelcontextprotocol/sdk/types.js";
+import { z } from "zod";
 import packageJson from "@/package.json";
 // as on the server: `tools/call` params kept whole (`idempotencyKey` included), readable -32602s
 import { CallToolWithKeySchema, JsonRpcError, withoutMcpPrefix } from "./call-tool-request";
+import { CancelTaskSchema, GetTaskResultRequestSchema, GetTaskSchema } from "./tasks";
+
+/** An answer passed on as Idemgate gave it: a tool result, or a task (the server checks its shape). */
+const AsAnswered = z.looseObject({});
 
 /** How long a forwarded call may take: a slow tool's lease, plus a duplicate's wait for it. */
 const CALL_TIMEOUT_MS = 5 * 60_000;
@@ -49,19 +54,31 @@ export async function runStdioBridge(options: StdioBridgeOptions): Promise<void>
 
   const server = new Server(
     { name: "idemgate", version: packageJson.version },
-    { capabilities: { tools: { listChanged: false } }, instructions: upstream.getInstructions() },
+    { capabilities: { tools: { listChanged: false }, ...(upstream.getServerCapabilities()?.tasks ? { tasks: upstream.getServerCapabilities()!.tasks } : {}) }, instructions: upstream.getInstructions() },
   );
   server.setRequestHandler(ListToolsRequestSchema, (request, extra) =>
     forward("tools/list", () => upstream.request({ method: "tools/list", params: request.params }, ListToolsResultSchema, { signal: extra.signal })),
   );
   server.setRequestHandler(CallToolWithKeySchema, (request, extra) =>
     forward("tools/call", () =>
-      upstream.request({ method: "tools/call", params: request.params }, CallToolResultSchema, {
+      upstream.request({ method: "tools/call", params: request.params }, AsAnswered, {
         signal: extra.signal,
         timeout: CALL_TIMEOUT_MS,
-      }),
+      }) as never,
     ),
   );
+  if (upstream.getServerCapabilities()?.tasks) {
+    // the tasks a guarded server created for task-augmented calls, read under Idemgate's handles
+    for (const [schema, method] of [
+      [GetTaskSchema, "tasks/get"],
+      [GetTaskResultRequestSchema, "tasks/result"],
+      [CancelTaskSchema, "tasks/cancel"],
+    ] as const) {
+      server.setRequestHandler(schema, (request, extra) =>
+        forward(method, () => upstream.request({ method, params: request.params }, AsAnswered, { signal: extra.signal, timeout: CALL_TIMEOUT_MS }) as never),
+      );
+    }
+  }
   server.onerror = (err) => log(`protocol error: ${describe(err)}`);
 
   const ended = new Promise<void>((resolve) => {

@@ -60,6 +60,8 @@ function describeForMcp(registry: ToolRegistry, tool: ToolDefinition): Tool {
     name: tool.name,
     description: write ? `${tool.description}\n\n${WRITE_NOTE}` : tool.description,
     inputSchema: schema as Tool["inputSchema"],
+    // whether it runs as a task, as its server declares (proxied-tool.ts)
+    ...(origin?.execution ? { execution: origin.execution } : {}),
     annotations: origin
       ? { ...origin.annotations }
       : write
