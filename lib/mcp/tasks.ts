@@ -9,7 +9,7 @@ import { taskHandles } from "./upstream/task-handle";
 /** How long a `tasks/*` request to a guarded server may take when its tool declares no timeout. */
 const TASK_REQUEST_TIMEOUT_MS = 60_000;
 
-function readTaskParams(params: unknown): { taskId: string } {
+export function readTaskParams(params: unknown): { taskId: string } {
   const taskId = typeof params === "object" && params !== null ? (params as { taskId?: unknown }).taskId : undefined;
   if (typeof taskId !== "string" || taskId === "") throw new JsonRpcError(ErrorCode.InvalidParams, "needs params.taskId: the taskId a task-augmented tools/call answered");
   return { taskId };
