@@ -26,6 +26,9 @@ export interface McpCaller {
 /** The `_meta` of a result: what Idemgate did with the call. */
 export const RESULT_META_FIELD = "io.idemgate/result";
 
+/** The `_meta` of a result that names a task an earlier call with the key created, instead of the tool's result. */
+export const TASK_META_FIELD = "io.idemgate/task";
+
 const HOW_TO_SEND_A_KEY =
   `Send one as tools/call \`params.idempotencyKey\` (or \`params._meta["${META_KEY_FIELD}"]\`, or the HTTP request's Idempotency-Key header), ` +
   `or as the \`${KEY_ARGUMENT}\` argument: one key per logical action, the same key on every retry of that action.`;
@@ -150,8 +153,8 @@ function taskPointer(stored: CreateTaskResult, handle: string, result: InvokeRes
         text: `This action was started as the task ${handle} (status when created: ${task.status}). Read its status with tasks/get and its result with tasks/result, with that taskId.`,
       },
     ],
-    structuredContent: { task },
-    _meta: { [RELATED_TASK_META_KEY]: { taskId: handle }, [RESULT_META_FIELD]: resultMeta(result) },
+    // not structuredContent: that must match the tool's outputSchema, which describes its results
+    _meta: { [RELATED_TASK_META_KEY]: { taskId: handle }, [TASK_META_FIELD]: task, [RESULT_META_FIELD]: resultMeta(result) },
   };
 }
 

@@ -24,7 +24,7 @@ import {
  * - `start_job` (a write, `taskSupport: optional`): as a task, creates one and finishes it after
  *   `ms`; without, runs at once;
  * - `only_task` (a write, `taskSupport: required`): refuses a call that is not a task (-32601);
- * - `plain` (a write, no task support).
+ * - `plain` (a write, no task support, with a title, icons and an output schema).
  */
 export interface McpTaskServer {
   /** http://127.0.0.1:<port>/mcp */
@@ -64,7 +64,14 @@ export async function startMcpTaskServer(): Promise<McpTaskServer> {
       tools: [
         { name: "start_job", description: "Starts a job (a side effect)", inputSchema: schema, execution: { taskSupport: "optional" as const } },
         { name: "only_task", description: "Starts a job that runs only as a task", inputSchema: schema, execution: { taskSupport: "required" as const } },
-        { name: "plain", description: "Does something at once", inputSchema: schema },
+        {
+          name: "plain",
+          title: "Plain job",
+          description: "Does something at once",
+          icons: [{ src: "https://icons.example/plain.png", mimeType: "image/png" }],
+          inputSchema: schema,
+          outputSchema: { type: "object" as const, properties: { tool: { type: "string" }, label: { type: "string" }, run: { type: "integer" } }, required: ["tool", "label", "run"] },
+        },
       ],
     }));
     server.setRequestHandler(CallToolRequestSchema, async (request) => {

@@ -19,6 +19,10 @@ export interface McpOrigin {
   gateSetting: McpGateSetting;
   /** the server's own JSON Schema, listed as it is */
   inputSchema: Tool["inputSchema"];
+  /** what the server declares for display and for its results, listed as it is */
+  title: Tool["title"];
+  icons: Tool["icons"];
+  outputSchema: Tool["outputSchema"];
   /**
    * whether Idemgate could read that schema (validates by it, knows its top-level properties): when
    * not (a top-level allOf, anyOf, $ref, not…), an `idempotency_key` argument may be the tool's own
@@ -191,5 +195,5 @@ export function proxiedTool(server: GatedServer, listed: Tool, target: McpCallTa
       return { status: result.isError ? MCP_TOOL_ERROR_STATUS : 200, body: result };
     },
   });
-  return Object.assign(definition, { mcpOrigin: { server: server.name, tool: listed.name, annotations: listed.annotations, gate, gateSetting, inputSchema: listed.inputSchema, schemaRead: args.read, taskSupport, execution: listed.execution ? { ...listed.execution, ...(listed.execution.taskSupport ? { taskSupport } : {}) } : undefined, target } });
+  return Object.assign(definition, { mcpOrigin: { server: server.name, tool: listed.name, annotations: listed.annotations, gate, gateSetting, inputSchema: listed.inputSchema, title: listed.title, icons: listed.icons, outputSchema: listed.outputSchema, schemaRead: args.read, taskSupport, execution: listed.execution ? { ...listed.execution, ...(listed.execution.taskSupport ? { taskSupport } : {}) } : undefined, target } });
 }

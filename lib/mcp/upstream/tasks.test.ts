@@ -10,6 +10,7 @@ import {
   McpError,
   RELATED_TASK_META_KEY,
 } from "@modelcontextprotocol/sdk/types.js";
+import { Client as ClientV2, StreamableHTTPClientTransport as StreamableHTTPClientTransportV2 } from "@modelcontextprotocol/client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { connectClient, startMcpGateway, type McpGateway } from "@/test/support/mcp-gateway";
 import { startMcpTaskServer, type McpTaskServer } from "@/test/support/mcp-task-server";
@@ -68,6 +69,23 @@ describe("a guarded server's tasks", () => {
     expect(byName("jobs.start_job")?.execution).toEqual({ taskSupport: "optional" });
     expect(byName("jobs.only_task")?.execution).toEqual({ taskSupport: "required" });
     expect(byName("jobs.plain")?.execution).toBeUndefined();
+    expect(byName("jobs.plain")).toMatchObject({ title: "Plain job", icons: [{ src: "https://icons.example/plain.png", mimeType: "image/png" }], outputSchema: { required: ["tool", "label", "run"] } });
+  });
+
+  it("lists title, icons and outputSchema on the 2026-07-28 revision too (which has no execution: tasks are an extension there)", async () => {
+    const modern = new ClientV2({ name: "v2", version: "1.0.0" }, { versionNegotiation: { mode: "auto" } });
+    await modern.connect(new StreamableHTTPClientTransportV2(new URL(gateway.url), { requestInit: { headers: { Authorization: `Bearer ${token}` } } }));
+    try {
+      expect(modern.getProtocolEra()).toBe("modern");
+      const { tools } = await modern.listTools();
+      expect(tools.find((t) => t.name === "jobs.plain")).toMatchObject({ title: "Plain job", icons: [{ src: "https://icons.example/plain.png" }], outputSchema: { type: "object" } });
+      // a structured result checked by the client against that outputSchema
+      const label = randomUUID();
+      const result = await modern.callTool({ name: "jobs.plain", arguments: { label }, idempotencyKey: `plain-${randomUUID()}` } as never);
+      expect(result.structuredContent).toMatchObject({ tool: "plain", label, run: 1 });
+    } finally {
+      await modern.close();
+    }
   });
 
   it("creates one task for a key: five concurrent calls and a late retry all get the same task handle", async () => {
@@ -98,7 +116,7 @@ describe("a guarded server's tasks", () => {
     const first = await callAsTask(client, { name: "jobs.start_job", arguments: { label }, idempotencyKey: key });
     const retry = await client.request({ method: "tools/call", params: { name: "jobs.start_job", arguments: { label }, idempotencyKey: key } as never }, CallToolResultSchema);
     expect(retry.isError).toBeFalsy();
-    expect(retry.structuredContent).toMatchObject({ task: { taskId: first.task.taskId } });
+    expect(retry._meta?.["io.idemgate/task"]).toMatchObject({ taskId: first.task.taskId, status: "working" });
     expect(retry._meta?.[RELATED_TASK_META_KEY]).toEqual({ taskId: first.task.taskId });
     expect(taskServer.created(label)).toBe(1);
   });
