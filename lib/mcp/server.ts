@@ -2,7 +2,7 @@ import {
   createMcpHandler,
   isLegacyRequest,
   ProtocolError,
-  Server,
+  type Server,
   WebStandardStreamableHTTPServerTransport,
   type AuthInfo,
   type McpHttpHandler,
@@ -18,7 +18,7 @@ import type { Runtime } from "@/lib/server/runtime";
 import { callTool } from "./call-tool";
 import { JsonRpcError, readCallParams, type CallParams } from "./call-tool-request";
 import { forwardTaskRequest, readTaskParams } from "./tasks";
-import { isCreateTaskResult } from "./upstream/proxied-tool";
+import { TaskAwareServer } from "./task-aware-server";
 import { listMcpTools, META_KEY_FIELD } from "./tools";
 
 export const MCP_PATH = "/mcp";
@@ -46,7 +46,7 @@ const EXCHANGE = "io.idemgate/exchange";
  */
 export function createMcpServer(exchange: McpExchange, era: "legacy" | "modern"): Server {
   const { runtime, caller } = exchange;
-  const server = new IdemgateServer(
+  const server = new TaskAwareServer(
     { name: "idemgate", version: packageJson.version },
     {
       capabilities: {
@@ -60,7 +60,15 @@ export function createMcpServer(exchange: McpExchange, era: "legacy" | "modern")
     },
   );
   server.setRequestHandler("tools/list", async () => ({ tools: listMcpTools(runtime.registry) }) as never);
-  server.setRequestHandler("tools/call", async () => rpc(() => callTool(readCallParams(exchange.rawParams), caller, runtime)) as never);
+  server.setRequestHandler("tools/call", async () =>
+    rpc(async () => {
+      const params = readCallParams(exchange.rawParams);
+      if (era === "modern" && params.task !== undefined) {
+        throw new JsonRpcError(-32602, "params.task is a 2025-11-25 task-augmented call; on 2026-07-28 tasks are an extension Idemgate does not offer yet: call without it, or over 2025-11-25");
+      }
+      return callTool(params, caller, runtime);
+    }) as never,
+  );
   if (era === "legacy") {
     for (const method of ["tasks/get", "tasks/result", "tasks/cancel"] as const) {
       // not among the SDK's methods since tasks left the core protocol: registered as methods of our own
@@ -68,35 +76,6 @@ export function createMcpServer(exchange: McpExchange, era: "legacy" | "modern")
     }
   }
   return server;
-}
-
-/** A task-augmented call's answer (a CreateTaskResult), carried past the SDK's check of tool results. */
-class TaskAnswer {
-  constructor(readonly result: unknown) {}
-}
-
-/**
- * The SDK's server, except that a 2025-11-25 task-augmented `tools/call` may be answered with the
- * task a guarded server created: the SDK checks every tools/call answer against the tool-result
- * shape of the era, and has no task-augmented calls of its own on that era.
- */
-class IdemgateServer extends Server {
-  protected override _wrapHandler(method: string, handler: Parameters<Server["_wrapHandler"]>[1]): ReturnType<Server["_wrapHandler"]> {
-    if (method !== "tools/call") return super._wrapHandler(method, handler);
-    const checked = super._wrapHandler(method, async (request, ctx) => {
-      const result = await handler(request, ctx);
-      if (isCreateTaskResult(result)) throw new TaskAnswer(result);
-      return result;
-    });
-    return async (request, ctx) => {
-      try {
-        return await checked(request, ctx);
-      } catch (err) {
-        if (err instanceof TaskAnswer) return err.result as Awaited<ReturnType<typeof handler>>;
-        throw err;
-      }
-    };
-  }
 }
 
 /** Idemgate's JSON-RPC errors as the SDK sends them: code and message as they are. */

@@ -193,6 +193,7 @@ describe("a guarded server's tasks", () => {
     const label = randomUUID();
     const call = { name: "jobs.start_job", arguments: { label }, idempotencyKey: `task-${randomUUID()}`, task: { ttl: 60_000 } };
     const first = await send("tools/call", call);
+    if (!first.result) throw new Error(JSON.stringify(first));
     const handle = first.result.task.taskId;
     expect(handle).toMatch(/^idgtask1\./);
     expect((await send("tools/call", call)).result.task.taskId).toBe(handle);
