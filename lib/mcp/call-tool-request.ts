@@ -36,7 +36,7 @@ function isObject(value: unknown): value is Record<string, unknown> {
 }
 
 /** The params, or a JSON-RPC invalid-params error a person can read (the SDK's would be a schema dump, as an internal error). */
-function readCallParams(params: unknown): CallParams {
+export function readCallParams(params: unknown): CallParams {
   if (!isObject(params)) throw new JsonRpcError(ErrorCode.InvalidParams, "tools/call needs params: an object with the tool's name and its arguments");
   if (typeof params.name !== "string" || params.name === "") throw new JsonRpcError(ErrorCode.InvalidParams, "tools/call needs params.name: the name of the tool to call");
   if (params.arguments !== undefined && !isObject(params.arguments)) {

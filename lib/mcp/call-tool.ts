@@ -1,4 +1,4 @@
-import { ErrorCode, type CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import { ErrorCode, RELATED_TASK_META_KEY, type CallToolResult, type CreateTaskResult } from "@modelcontextprotocol/sdk/types.js";
 import type { TokenPrincipal } from "@/lib/auth/api-tokens";
 import { idempotencyKeyHeader, keySourceHeader, sessionHeader, waitPreference } from "@/lib/gateway/invoke-tool";
 import type { InvokeResult, KeySource } from "@/lib/idempotency/engine";
@@ -10,7 +10,8 @@ import { problemAnswer, type ProblemBody } from "@/lib/http/problem";
 import type { Runtime } from "@/lib/server/runtime";
 import { JsonRpcError, type CallParams } from "./call-tool-request";
 import { advertisesKeyArgument, KEY_ARGUMENT, META_KEY_FIELD } from "./tools";
-import { mcpOriginOf } from "./upstream/proxied-tool";
+import { isCreateTaskResult, mcpOriginOf, type McpCallContext } from "./upstream/proxied-tool";
+import { taskHandles } from "./upstream/task-handle";
 
 /** How long a duplicate of a running call is held for its result without a `Prefer: wait`, as `Prefer: wait=10` would (DESIGN.md). */
 export const MCP_WAIT_MS = 10_000;
@@ -25,6 +26,9 @@ export interface McpCaller {
 /** The `_meta` of a result: what Idemgate did with the call. */
 export const RESULT_META_FIELD = "io.idemgate/result";
 
+/** The `_meta` of a result that names a task an earlier call with the key created, instead of the tool's result. */
+export const TASK_META_FIELD = "io.idemgate/task";
+
 const HOW_TO_SEND_A_KEY =
   `Send one as tools/call \`params.idempotencyKey\` (or \`params._meta["${META_KEY_FIELD}"]\`, or the HTTP request's Idempotency-Key header), ` +
   `or as the \`${KEY_ARGUMENT}\` argument: one key per logical action, the same key on every retry of that action.`;
@@ -35,13 +39,15 @@ const HOW_TO_SEND_A_KEY =
  * `structuredContent` when it is an object); refusals and errors are tool errors (`isError`) with
  * the gateway's problem body. An unknown tool is a protocol error (JSON-RPC invalid params).
  */
-export async function callTool(params: CallParams, caller: McpCaller, runtime: Runtime): Promise<CallToolResult> {
+export async function callTool(params: CallParams, caller: McpCaller, runtime: Runtime): Promise<CallToolResult | CreateTaskResult> {
   // one registry for the whole call: a reload swaps runtime.registry, and a call already running
   // finishes under the definition it started with
   const registry = runtime.registry;
   if (!registry.has(params.name)) throw new JsonRpcError(ErrorCode.InvalidParams, `Unknown tool: ${params.name}`);
   const tool = registry.get(params.name);
+  const task = taskRequest(params, mcpOriginOf(tool)?.taskSupport ?? "forbidden");
   let waitSeconds: number | null = null;
+  let result: InvokeResult;
   try {
     const args: Record<string, unknown> = { ...(params.arguments ?? {}) };
     const modelKey = advertisesKeyArgument(tool) ? takeKeyArgument(args) : undefined;
@@ -61,9 +67,10 @@ export async function callTool(params: CallParams, caller: McpCaller, runtime: R
     }
     const session = sessionHeader(caller.headers);
     // a tool run by its caller: a tool error naming how it runs (runs_in_client)
-    const run = registry.runnerFor(tool, runtime.db.prisma);
+    const runner = registry.runnerFor(tool, runtime.db.prisma);
+    const run = task ? (a: unknown, ctx: McpCallContext) => runner(a, { ...ctx, mcpTask: task } as McpCallContext) : runner;
     const parsed = registry.parseArgs(tool, args);
-    const result = await runtime.engine.invoke(tool, run, {
+    result = await runtime.engine.invoke(tool, run, {
       scope: caller.principal.scope,
       key,
       args: parsed,
@@ -73,10 +80,82 @@ export async function callTool(params: CallParams, caller: McpCaller, runtime: R
       waitMs: waitSeconds === null ? undefined : waitSeconds * 1000,
       transport: "mcp",
     });
-    return toolResult(result, mcpOriginOf(tool) !== null);
   } catch (err) {
     return errorResult(err, tool.name, waitSeconds);
   }
+  const stored = mcpOriginOf(tool) ? jsonObject(result.body) : null;
+  if (stored && isCreateTaskResult(stored)) {
+    const handle = taskHandles(runtime.config).handle(caller.principal.scope, { tool: tool.name, taskId: stored.task.taskId });
+    return task ? taskResult(stored, handle, result) : taskPointer(stored, handle, result);
+  }
+  if (task) {
+    // The SDK's client takes a task-augmented call's answer for a task: a result stored by a call
+    // without one cannot be passed off as a task. Nothing ran now; the caller learns how to read it.
+    throw new JsonRpcError(
+      ErrorCode.InvalidParams,
+      (result.kind === "executed"
+        ? `${tool.name} ran, but its server answered with the result instead of a task; the result is stored under this idempotency key. `
+        : `the first call with this idempotency key ran ${tool.name} without a task and its result is stored; nothing was run again. `) +
+        "Call again with the same key and without params.task to get that result (it will not run again).",
+    );
+  }
+  return toolResult(result, mcpOriginOf(tool) !== null);
+}
+
+/**
+ * `params.task` (a task-augmented call, MCP 2025-11-25), checked against the tool's
+ * `execution.taskSupport` before anything runs: a task for a tool that never runs as one, or no
+ * task for a tool that only runs as one, is refused with -32601 as the specification says.
+ */
+function taskRequest(params: CallParams, support: "forbidden" | "optional" | "required"): { ttl?: number } | undefined {
+  const task = params.task;
+  if (task === undefined) {
+    if (support === "required") throw new JsonRpcError(ErrorCode.MethodNotFound, `${params.name} runs only as a task: send params.task (e.g. {"ttl": 60000}); nothing was run`);
+    return undefined;
+  }
+  if (typeof task !== "object" || task === null || Array.isArray(task)) throw new JsonRpcError(ErrorCode.InvalidParams, "tools/call params.task must be an object, e.g. {\"ttl\": 60000}");
+  const ttl = (task as { ttl?: unknown }).ttl;
+  if (ttl !== undefined && (typeof ttl !== "number" || !Number.isSafeInteger(ttl) || ttl < 0)) {
+    throw new JsonRpcError(ErrorCode.InvalidParams, "tools/call params.task.ttl must be a whole number of milliseconds");
+  }
+  if (support === "forbidden") throw new JsonRpcError(ErrorCode.MethodNotFound, `${params.name} does not run as a task: call it without params.task; nothing was run`);
+  return ttl === undefined ? {} : { ttl };
+}
+
+/** What Idemgate did with the call, in a result's `_meta`. */
+function resultMeta(result: InvokeResult): Record<string, unknown> {
+  return result.kind === "read"
+    ? { status: result.status, ...(result.executionId ? { executionId: result.executionId } : {}) }
+    : {
+        status: result.status,
+        key: result.key,
+        replayed: result.kind === "replayed",
+        ...(result.kind === "executed" ? { executionId: result.executionId } : { executionId: result.record.executionId }),
+      };
+}
+
+/** The task a guarded server created, under Idemgate's handle for it (task-handle.ts). */
+function taskResult(stored: CreateTaskResult, handle: string, result: InvokeResult): CreateTaskResult {
+  return { ...stored, task: { ...stored.task, taskId: handle }, _meta: { ...stored._meta, [RESULT_META_FIELD]: resultMeta(result) } };
+}
+
+/**
+ * A call without `params.task` whose key's stored result is a task (an earlier call with this key
+ * created it): a tool result naming that task, so the action is not started a second time and the
+ * caller can follow the first one with tasks/get and tasks/result.
+ */
+function taskPointer(stored: CreateTaskResult, handle: string, result: InvokeResult): CallToolResult {
+  const task = { ...stored.task, taskId: handle };
+  return {
+    content: [
+      {
+        type: "text",
+        text: `This action was started as the task ${handle} (status when created: ${task.status}). Read its status with tasks/get and its result with tasks/result, with that taskId.`,
+      },
+    ],
+    // not structuredContent: that must match the tool's outputSchema, which describes its results
+    _meta: { [RELATED_TASK_META_KEY]: { taskId: handle }, [TASK_META_FIELD]: task, [RESULT_META_FIELD]: resultMeta(result) },
+  };
 }
 
 /** Removes the advisory key argument; undefined when the model sent none. */
@@ -107,18 +186,7 @@ function toolResult(result: InvokeResult, proxied: boolean): CallToolResult {
     // a final error (a declined card) is the action's result, stored and replayed like any other
     if (result.status >= 400) out.isError = true;
   }
-  out._meta = {
-    ...out._meta,
-    [RESULT_META_FIELD]:
-      result.kind === "read"
-        ? { status: result.status, ...(result.executionId ? { executionId: result.executionId } : {}) }
-        : {
-            status: result.status,
-            key: result.key,
-            replayed: result.kind === "replayed",
-            ...(result.kind === "executed" ? { executionId: result.executionId } : { executionId: result.record.executionId }),
-          },
-  };
+  out._meta = { ...out._meta, [RESULT_META_FIELD]: resultMeta(result) };
   return out;
 }
 

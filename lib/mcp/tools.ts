@@ -60,6 +60,12 @@ function describeForMcp(registry: ToolRegistry, tool: ToolDefinition): Tool {
     name: tool.name,
     description: write ? `${tool.description}\n\n${WRITE_NOTE}` : tool.description,
     inputSchema: schema as Tool["inputSchema"],
+    // as its server declares them: a title and icons to show, the shape of its structured results,
+    // whether it runs as a task (proxied-tool.ts)
+    ...(origin?.title !== undefined ? { title: origin.title } : {}),
+    ...(origin?.icons !== undefined ? { icons: origin.icons } : {}),
+    ...(origin?.outputSchema !== undefined ? { outputSchema: origin.outputSchema } : {}),
+    ...(origin?.execution ? { execution: origin.execution } : {}),
     annotations: origin
       ? { ...origin.annotations }
       : write

@@ -1,6 +1,6 @@
-import { ErrorCode, McpError, type CallToolResult, type Tool, type ToolAnnotations } from "@modelcontextprotocol/sdk/types.js";
+import { ErrorCode, McpError, type CallToolResult, type CreateTaskResult, type Tool, type ToolAnnotations } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
-import { FinalToolError, NotRunError, OutcomeUnknown } from "@/lib/idempotency/tool";
+import { FinalToolError, NotRunError, OutcomeUnknown, type ToolContext } from "@/lib/idempotency/tool";
 import { defineTool, TOOL_NAME_PATTERN, type ArgsSchema, type ToolDefinition } from "@/lib/tools/define-tool";
 import type { McpGateSetting } from "@/lib/tools/mcp-server-schema";
 import { derivedKey } from "@/lib/tools/upstream";
@@ -19,19 +19,56 @@ export interface McpOrigin {
   gateSetting: McpGateSetting;
   /** the server's own JSON Schema, listed as it is */
   inputSchema: Tool["inputSchema"];
+  /** what the server declares for display and for its results, listed as it is */
+  title: Tool["title"];
+  icons: Tool["icons"];
+  outputSchema: Tool["outputSchema"];
   /**
    * whether Idemgate could read that schema (validates by it, knows its top-level properties): when
    * not (a top-level allOf, anyOf, $ref, not…), an `idempotency_key` argument may be the tool's own
    */
   schemaRead: boolean;
+  /**
+   * whether a call may, or must, be task-augmented (`execution.taskSupport`, the 2025-11-25 tasks):
+   * as the tool declares it when its server accepts task-augmented `tools/call`, else "forbidden"
+   */
+  taskSupport: TaskSupport;
+  /** the tool's `execution`, listed as it is (its taskSupport as above) */
+  execution: Tool["execution"];
+  /** the server's connection, for the `tasks/*` requests about the tasks it created */
+  target: McpCallTarget;
 }
+
+export type TaskSupport = "forbidden" | "optional" | "required";
+
+/** The methods that read or end a task a guarded server created (`tasks/list` is not offered: see tasks.ts). */
+export type TaskMethod = "tasks/get" | "tasks/result" | "tasks/cancel";
 
 /** What a proxied tool needs of its server's connection. */
 export interface McpCallTarget {
   /** whether a call can be sent now; when not, nothing is sent and the call is "not run" */
   connected(): boolean;
-  /** @throws McpNotSentError when the server certainly did not process the call: it is "not run" */
-  callTool(params: Record<string, unknown>, timeoutMs: number): Promise<CallToolResult>;
+  /**
+   * A call's answer: a tool result, or a task the server created for it (a task-augmented call).
+   * @throws McpNotSentError when the server certainly did not process the call: it is "not run"
+   */
+  callTool(params: Record<string, unknown>, timeoutMs: number): Promise<CallToolResult | CreateTaskResult>;
+  /** whether the server accepts task-augmented `tools/call` (its `tasks.requests.tools.call` capability) */
+  acceptsTasks(): boolean;
+  /** a `tasks/*` request about one of its tasks, answered as the server answered it */
+  taskRequest(method: TaskMethod, params: { taskId: string }, timeoutMs: number): Promise<Record<string, unknown>>;
+}
+
+/** What a caller's `tools/call` asked for beyond the tool's arguments: a task (`params.task`), passed to the run. */
+export interface McpCallContext extends ToolContext {
+  mcpTask?: { ttl?: number };
+}
+
+/** Whether a tools/call answer is a task the server created instead of the tool's result. */
+export function isCreateTaskResult(value: unknown): value is CreateTaskResult {
+  if (typeof value !== "object" || value === null) return false;
+  const task = (value as { task?: unknown }).task;
+  return typeof task === "object" && task !== null && typeof (task as { taskId?: unknown }).taskId === "string" && !Array.isArray((value as { content?: unknown }).content);
 }
 
 /** A proxied tool's definition with its origin. */
@@ -118,6 +155,8 @@ export function proxiedTool(server: GatedServer, listed: Tool, target: McpCallTa
   const timeoutMs = server.timeoutMs;
   const description = listed.description?.trim() || listed.title || `${listed.name} of the MCP server ${server.name}`;
   const args = argsSchema(listed.inputSchema);
+  const declaredSupport = listed.execution?.taskSupport;
+  const taskSupport: TaskSupport = target.acceptsTasks() && (declaredSupport === "optional" || declaredSupport === "required") ? declaredSupport : "forbidden";
   const definition = defineTool({
     name,
     // An idempotent tool is passed through like a read (repeating it changes nothing more), and audited.
@@ -128,7 +167,7 @@ export function proxiedTool(server: GatedServer, listed: Tool, target: McpCallTa
     // a call still waiting for its answer must never look stuck
     leaseMs: timeoutMs + 30_000,
     runTimeoutMs: timeoutMs,
-    async run(args, ctx) {
+    async run(args, ctx: McpCallContext) {
       if (!target.connected()) {
         throw new NotRunError(`the MCP server ${server.name} is not connected; nothing was sent`);
       }
@@ -138,7 +177,10 @@ export function proxiedTool(server: GatedServer, listed: Tool, target: McpCallTa
         params.idempotencyKey = key;
         params._meta = { [META_KEY_FIELD]: key };
       }
-      let result: CallToolResult;
+      // A task-augmented call: the server answers with a task it created (its handle is the result
+      // stored under the key, so a retry gets the same task instead of a second one)
+      if (ctx.mcpTask && taskSupport !== "forbidden") params.task = ctx.mcpTask;
+      let result: CallToolResult | CreateTaskResult;
       try {
         result = await target.callTool(params, timeoutMs);
       } catch (err) {
@@ -148,9 +190,10 @@ export function proxiedTool(server: GatedServer, listed: Tool, target: McpCallTa
         }
         throw new OutcomeUnknown(`the call to the MCP server ${server.name} failed`, false, err instanceof Error ? err.message : String(err));
       }
+      if (isCreateTaskResult(result)) return { status: 200, body: result };
       if (result.isError && gate === "write") throw new FinalToolError(MCP_TOOL_ERROR_STATUS, result);
       return { status: result.isError ? MCP_TOOL_ERROR_STATUS : 200, body: result };
     },
   });
-  return Object.assign(definition, { mcpOrigin: { server: server.name, tool: listed.name, annotations: listed.annotations, gate, gateSetting, inputSchema: listed.inputSchema, schemaRead: args.read } });
+  return Object.assign(definition, { mcpOrigin: { server: server.name, tool: listed.name, annotations: listed.annotations, gate, gateSetting, inputSchema: listed.inputSchema, title: listed.title, icons: listed.icons, outputSchema: listed.outputSchema, schemaRead: args.read, taskSupport, execution: listed.execution ? { ...listed.execution, ...(listed.execution.taskSupport ? { taskSupport } : {}) } : undefined, target } });
 }

@@ -10,6 +10,8 @@ import { proxiedTool, type McpCallTarget } from "./proxied-tool";
 const target: McpCallTarget = {
   connected: () => true,
   callTool: async () => ({ content: [] }),
+  acceptsTasks: () => false,
+  taskRequest: async () => ({}),
 };
 
 function toolWith(inputSchema: Tool["inputSchema"]) {

@@ -1,11 +1,12 @@
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { CallToolResultSchema, ListToolsResultSchema, type CallToolResult, type Tool } from "@modelcontextprotocol/sdk/types.js";
+import { CallToolResultSchema, ListToolsResultSchema, type CallToolResult, type CreateTaskResult, type Tool } from "@modelcontextprotocol/sdk/types.js";
+import { z } from "zod";
 import packageJson from "@/package.json";
 import { DEFAULT_MCP_TIMEOUT_MS, isStdio, type McpServerConfig } from "./config";
 import { McpNotSentError, notSentError } from "./not-sent";
-import { proxiedTool, type McpCallTarget, type ProxiedToolDefinition } from "./proxied-tool";
+import { isCreateTaskResult, proxiedTool, type McpCallTarget, type ProxiedToolDefinition, type TaskMethod } from "./proxied-tool";
 
 /** How a guarded MCP server is doing, for the status page. */
 export interface UpstreamStatus {
@@ -33,6 +34,8 @@ export interface UpstreamOptions {
 }
 
 const CONNECT_TIMEOUT_MS = 10_000;
+/** A `tools/call` answer before it is told apart: a tool result, or a task the server created. */
+const AnyResultSchema = z.looseObject({});
 const MAX_LISTED_PAGES = 20;
 
 /**
@@ -92,13 +95,25 @@ export class UpstreamConnection implements McpCallTarget {
     return this.state === "up" && this.client !== null;
   }
 
+  acceptsTasks(): boolean {
+    return this.client?.getServerCapabilities()?.tasks?.requests?.tools?.call !== undefined;
+  }
+
+  async taskRequest(method: TaskMethod, params: { taskId: string }, timeoutMs: number): Promise<Record<string, unknown>> {
+    const client = this.client;
+    if (!client) throw new McpNotSentError(`not connected to ${this.name}`);
+    return client.request({ method, params }, AnyResultSchema, { timeout: timeoutMs });
+  }
+
   /** @throws McpNotSentError when the server certainly did not process the call (not-sent.ts) */
-  async callTool(params: Record<string, unknown>, timeoutMs: number): Promise<CallToolResult> {
+  async callTool(params: Record<string, unknown>, timeoutMs: number): Promise<CallToolResult | CreateTaskResult> {
     const client = this.client;
     if (!client) throw new McpNotSentError(`not connected to ${this.name}`);
     const sentSessionId = sessionIdOf(client) !== undefined;
     try {
-      return await client.request({ method: "tools/call", params: params as { name: string } }, CallToolResultSchema, { timeout: timeoutMs });
+      const answer = await client.request({ method: "tools/call", params: params as { name: string } }, AnyResultSchema, { timeout: timeoutMs });
+      // a task the server created is passed on as it came; anything else must be a tool result
+      return isCreateTaskResult(answer) ? answer : CallToolResultSchema.parse(answer);
     } catch (err) {
       const notSent = notSentError(err, sentSessionId);
       if (notSent?.refused && client === this.client) {
