@@ -1,4 +1,4 @@
-import { expect, test, type APIRequestContext, type Page, type TestInfo } from "@playwright/test";
+import { expect, test, type APIRequestContext, type Page, type TestInfo } from "./fixtures";
 import { signIn, signInAsOperator, VIEWER } from "./auth";
 import { SCREENSHOTS } from "./screenshots";
 

@@ -1,5 +1,5 @@
 import { request as httpRequest } from "node:http";
-import { expect, test, type APIRequestContext, type APIResponse } from "@playwright/test";
+import { expect, test, type APIRequestContext, type APIResponse } from "./fixtures";
 import { UpstreamService } from "./upstream-service";
 import { seededCredentials, signInAsOperator } from "./auth";
 import { METRICS_TOKEN } from "./accounts";

@@ -1,6 +1,6 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { expect, test, type APIRequestContext, type Page } from "@playwright/test";
+import { expect, test, type APIRequestContext, type Page } from "./fixtures";
 import { removeDataDir, startServer, type RunningServer } from "../test/support/server";
 import { seededCredentials, signInAsOperator, signInThroughForm } from "./auth";
 import { testPort } from "../scripts/test-ports.mjs";

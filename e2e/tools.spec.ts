@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { expect, test, type APIRequestContext, type Page, type TestInfo } from "@playwright/test";
+import { expect, test, type APIRequestContext, type Page, type TestInfo } from "./fixtures";
 import { seededCredentials, signIn, signInAsOperator, VIEWER } from "./auth";
 import { SCREENSHOTS } from "./screenshots";
 
