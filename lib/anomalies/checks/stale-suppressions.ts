@@ -4,6 +4,9 @@ import { fmt, type GapAnalysis } from "@/lib/audit/retry-gaps";
 import { advance, rowsAfter, startOf } from "../scan-cursor";
 import { positionOf, type CheckContext, type CheckResult } from "./context";
 
+/** the dedupe key of the stale-suppression anomaly about one suppression row */
+export const staleDedupeKey = (suppressionId: string) => `stale:${suppressionId}`;
+
 /**
  * Replays that were probably new actions answered as duplicates: far outside the tool's retry gaps
  * in the replay's scope (see retry-gaps.ts), or answered to another session than the original's.
@@ -50,7 +53,7 @@ function staleReasons(s: Suppression, analysis: GapAnalysis): string[] {
 function staleSuppression(s: Suppression, analysis: GapAnalysis, reasons: string[]): AnomalyOf<"stale_suppression"> {
   return {
     type: "stale_suppression",
-    dedupeKey: `stale:${s.id}`,
+    dedupeKey: staleDedupeKey(s.id),
     tool: s.tool,
     scope: s.scope,
     key: s.key,
