@@ -116,6 +116,13 @@ test("a tool that throws after its effect leaves the key unknown: counted, liste
   await expect(page.getByTestId("key-state")).toHaveText("done");
   const [charge] = await chargesOf(request, apiToken, customer);
   await expect(page.getByTestId("key-result")).toContainText(charge.chargeId);
+  // the timeline keeps the call's own unknown outcome; the probe's decision is an action, not a second outcome
+  const timeline = page.getByTestId("timeline");
+  await expect(timeline.locator('[data-type="outcome"]')).toHaveCount(1);
+  await expect(timeline.locator('[data-type="outcome"]')).toContainText("unknown (it may have happened)");
+  await expect(timeline.locator('[data-type="operator"]')).toContainText("Resolve");
+  // and the page's links follow the decision: the audit row it left
+  await expect(page.getByTestId("related-audit")).toContainText("1 operator action on this key");
   await shot(page, testInfo, "probed");
 
   const replay = await invoke(request, apiToken, "payments.charge", key, args);
