@@ -1,4 +1,4 @@
-import { expect, test, type APIRequestContext, type Page, type TestInfo } from "@playwright/test";
+import { expect, test, type APIRequestContext, type Page, type TestInfo } from "./fixtures";
 import { signIn, signInAsOperator, VIEWER } from "./auth";
 import { SCREENSHOTS } from "./screenshots";
 
@@ -123,6 +123,20 @@ test("a replay to another session is flagged as a stale suppression, with its re
   await expect(page.getByTestId("key-release")).toHaveCount(0);
   await expect(page.getByTestId("timeline-link")).toHaveAttribute("href", `${keyUrl(key)}#timeline-heading`);
   await shot(page, testInfo, "detail-stale", true);
+  const anomalyUrl = new URL(page.url()).pathname;
+
+  // the key's page lists the anomaly and leads to its tool's page
+  await page.getByTestId("timeline-link").click();
+  const related = page.getByTestId("key-relations");
+  await expect(related.getByTestId("related-anomaly")).toHaveAttribute("href", anomalyUrl);
+  await expect(related.getByTestId("related-tool")).toHaveAttribute("href", "/tools/payments.charge");
+  await related.getByTestId("related-tool").click();
+  await expect(page).toHaveURL(/\/tools\/payments\.charge$/);
+  // the tool's suppression log marks the replay as flagged stale and links the anomaly
+  const logRow = page.getByTestId("suppression-row").filter({ hasText: key });
+  await expect(logRow).toHaveAttribute("data-stale", "true");
+  await logRow.getByTestId("stale-flag").click();
+  await expect(page).toHaveURL(new RegExp(`${anomalyUrl}$`));
 });
 
 test("the detail shows the evidence, fixes the key, and acknowledging is audited", async ({ page }, testInfo) => {
@@ -177,6 +191,13 @@ test("the detail shows the evidence, fixes the key, and acknowledging is audited
   await expect(release).toBeHidden();
   await expect(page.getByTestId("key-state-now")).toHaveAttribute("data-state", "absent");
   await expect(page.getByTestId("key-release")).toHaveCount(0);
+
+  // the key's page leads to the audit rows about it: the release
+  await page.goto(keyUrl(crashKey!));
+  await page.getByTestId("key-relations").getByTestId("related-audit").click();
+  await expect(page.getByTestId("audit-key-filter")).toContainText(crashKey!);
+  await expect(page.locator('[data-testid="audit-row"][data-action="release"]').filter({ hasText: "PSP shows no charge for this key" })).toHaveCount(1);
+  await page.goto(`/anomalies/${crash}`);
 
   // then the anomaly is resolved; it leaves the open list
   await page.getByTestId("status-resolved").click();
@@ -265,7 +286,9 @@ test("a viewer sees anomalies but no actions, and a forged status change is refu
   await expect(page.getByTestId("anomaly-status")).toHaveAttribute("data-status", "open");
 });
 
-test("the anomaly pages work in a narrow dark window", async ({ page }, testInfo) => {
+test("the anomaly pages work in a narrow dark window", async ({ page, consoleErrors }, testInfo) => {
+  // it opens an anomaly that does not exist: a 404, which the browser logs
+  consoleErrors.allow(/status of 404 \(Not Found\) \(http:\/\/[^/]+\/anomalies\/0{8}-/);
   const { crash } = made[testInfo.project.name] ?? {};
   test.skip(!crash, "needs the crash anomaly from the first test");
   await page.setViewportSize({ width: 390, height: 800 });

@@ -1,4 +1,4 @@
-import { test as setup } from "@playwright/test";
+import { test as setup } from "./fixtures";
 import { seededCredentials, sessionFile, signInThroughForm, VIEWER } from "./auth";
 
 // Signs the operator and the viewer in once per server, through the form, and keeps each session

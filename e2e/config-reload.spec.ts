@@ -1,7 +1,7 @@
 import { execFileSync } from "node:child_process";
 import { readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
-import { expect, test, type TestInfo } from "@playwright/test";
+import { expect, test, type TestInfo } from "./fixtures";
 import { signIn } from "./sign-in";
 
 // SIGHUP with a broken configuration file: the server keeps the tools read before it, and /status

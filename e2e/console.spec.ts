@@ -1,4 +1,4 @@
-import { expect, test, type APIRequestContext, type Page, type TestInfo } from "@playwright/test";
+import { expect, test, type APIRequestContext, type Page, type TestInfo } from "./fixtures";
 import { seededCredentials, signIn, signInAsOperator, signInThroughForm, VIEWER } from "./auth";
 import { SCREENSHOTS } from "./screenshots";
 
@@ -35,11 +35,11 @@ async function chargesOf(request: APIRequestContext, token: string, customerId: 
 }
 
 /** Keys in one state, counted through the admin API with the page's session (all pages). */
-async function apiCount(page: Page, state: string): Promise<number> {
+async function apiCount(page: Page, state: string, tool?: string): Promise<number> {
   let n = 0;
   let cursor: string | null = null;
   do {
-    const res = await page.request.get(`/api/v1/keys?state=${state}&limit=500${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`);
+    const res = await page.request.get(`/api/v1/keys?state=${state}&limit=500${tool ? `&tool=${encodeURIComponent(tool)}` : ""}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`);
     expect(res.status()).toBe(200);
     const body = (await res.json()) as { items: unknown[]; nextCursor: string | null };
     n += body.items.length;
@@ -135,6 +135,15 @@ test("the overview's counts match the key store", { tag: "@both-stores" }, async
   const row = page.getByTestId("activity-payments.charge");
   await expect(row).toBeVisible();
   expect(Number(await row.getByTestId("executions").textContent())).toBeGreaterThanOrEqual(4);
+  // the per-tool columns count what their headers say: the tool's keys stuck and unknown now (the
+  // crashed call's key turns stuck once its lease passes), as the key list has them
+  await expect(async () => {
+    await page.goto("/");
+    const held = { stuck: Number(await row.getByTestId("held-stuck").textContent()), unknown: Number(await row.getByTestId("held-unknown").textContent()) };
+    expect(held).toEqual({ stuck: await apiCount(page, "stuck", "payments.charge"), unknown: await apiCount(page, "unknown", "payments.charge") });
+    expect(held.stuck).toBeGreaterThanOrEqual(1);
+  }).toPass({ timeout: 20_000 });
+  await expect(page.getByTestId("activity-table").locator("thead")).toContainText("Keys held now");
   await expect(page.getByTestId("open-anomalies")).toBeVisible();
   await expect(page.getByTestId("overview-keystore-status")).toHaveText("Reachable");
 
@@ -143,6 +152,9 @@ test("the overview's counts match the key store", { tag: "@both-stores" }, async
   await expect(page.getByTestId("filter-state")).toHaveValue("done");
   await page.goto("/");
   await shot(page, testInfo, "overview");
+  // the tool's name leads to its page
+  await page.getByTestId("activity-payments.charge").getByTestId("activity-tool-link").click();
+  await expect(page).toHaveURL(/\/tools\/payments\.charge$/);
 });
 
 test("keys can be filtered by state, tool and key prefix, all in the URL", { tag: "@both-stores" }, async ({ page, request }, testInfo) => {
@@ -380,7 +392,8 @@ test("polling never overlaps requests and keeps the rows on screen while the nex
   let inFlight = 0;
   let maxInFlight = 0;
   let requests = 0;
-  await page.route(/\/api\/v1\/keys\?/, async (route) => {
+  // the list's own requests (a page of 50); "Release all matching" asks separately whether anything is held
+  await page.route(/\/api\/v1\/keys\?.*limit=50/, async (route) => {
     requests++;
     inFlight++;
     maxInFlight = Math.max(maxInFlight, inFlight);
@@ -432,4 +445,43 @@ test("signing out ends the session for pages and the API", async ({ page }, test
   await page.goto("/keys");
   await expect(page).toHaveURL(/\/login\?next=%2Fkeys$/);
   expect((await page.request.get("/api/v1/keys")).status()).toBe(401);
+});
+
+test("an unknown console URL gets the not-found page inside the console, with its navigation", async ({ page, consoleErrors }, testInfo) => {
+  // the page answers 404, which the browser logs
+  consoleErrors.allow(/status of 404 \(Not Found\) \(http:\/\/[^/]+\/(no-such-page|keys\/demo\/x\/y)/);
+  await signInAsOperator(page, testInfo);
+  for (const path of ["/no-such-page", "/keys/demo/x/y"]) {
+    const res = await page.goto(path);
+    expect(res?.status(), path).toBe(404);
+    await expect(page.getByTestId("not-found")).toContainText("This page could not be found");
+    // inside the console: its header and navigation, the operator still signed in
+    await expect(page.getByTestId("sign-out")).toBeVisible();
+    await expect(page.getByTestId("not-found").getByRole("link", { name: "Keys" })).toHaveAttribute("href", "/keys");
+  }
+  await shot(page, testInfo, "not-found");
+  // signed out, the same URL asks to sign in first
+  await page.context().clearCookies();
+  await page.goto("/no-such-page");
+  await expect(page).toHaveURL(/\/login\?next=%2Fno-such-page$/);
+});
+
+test("the keys list says when a ?state= is not a state, shows stored statuses and replays, and has nothing to release when nothing is held", { tag: "@both-stores" }, async ({ page, request }, testInfo) => {
+  const { apiToken } = await signInAsOperator(page, testInfo);
+  const prefix = `e2e-${RUN}-status-`;
+  // a declined card: done with a 402, replayed twice
+  for (let i = 0; i < 3; i++) {
+    expect((await invoke(request, apiToken, "payments.charge", `${prefix}declined`, { ...charge(`cus-status-${RUN}`), simulate: { outcome: "decline" } })).status()).toBe(402);
+  }
+  await page.goto(`/keys?prefix=${prefix}&state=finished`);
+  await expect(page.getByTestId("keys-bad-state")).toContainText('There is no key state "finished"');
+  const row = page.locator(`[data-testid="key-row"][data-key="${prefix}declined"]`);
+  await expect(row.getByTestId("result-status")).toContainText("402");
+  await expect(row.getByTestId("row-replays")).toHaveText("2");
+  // nothing stuck or unknown under this prefix: nothing to release
+  await expect(page.getByTestId("release-all-held")).toBeDisabled();
+  await page.goto(`/keys?prefix=${prefix}`);
+  await expect(page.getByTestId("keys-bad-state")).toHaveCount(0);
+  await expect(page.getByTestId("release-all-held")).toBeDisabled();
+  await shot(page, testInfo, "keys-statuses");
 });

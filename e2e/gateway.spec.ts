@@ -1,5 +1,5 @@
 import { request as httpRequest } from "node:http";
-import { expect, test, type APIRequestContext, type APIResponse } from "@playwright/test";
+import { expect, test, type APIRequestContext, type APIResponse } from "./fixtures";
 import { UpstreamService } from "./upstream-service";
 import { seededCredentials, signInAsOperator } from "./auth";
 import { METRICS_TOKEN } from "./accounts";
@@ -282,4 +282,32 @@ test.describe("upstream tools", () => {
       expect(await detail.json()).toMatchObject({ state: "unknown", probeable: false, record: { outcomeNote: note } });
     }
   });
+});
+
+test("what no route serves answers with a problem: an unknown API path 404, a method the path does not take 405, oversized headers 431", async ({ request, baseURL }, testInfo) => {
+  const { apiToken } = seededCredentials(testInfo);
+  const auth = { authorization: `Bearer ${apiToken}` };
+  // unknown paths under /api, whatever the method and whether signed in or not
+  for (const path of ["/api/nothing", "/api/v1/no-such-thing", "/api/v1/keys/demo/some-key/extra/segments", "/api/v2/tools"]) {
+    await expectProblem(await request.get(path), 404, "not_found");
+    await expectProblem(await request.post(path, { headers: auth, data: {} }), 404, "not_found");
+  }
+  // a known path, a method it does not take
+  await expectProblem(await request.put("/api/health"), 405, "method_not_allowed");
+  await expectProblem(await request.delete("/api/v1/tools", { headers: auth }), 405, "method_not_allowed");
+  await expectProblem(await request.get("/api/v1/tools/payments.charge/invoke", { headers: auth }), 405, "method_not_allowed");
+  // header fields larger than the server reads: refused before any handler, with a problem body
+  const answer = await new Promise<{ status: number; type: string; body: string }>((resolve, reject) => {
+    const req = httpRequest(`${baseURL}/api/health`, { headers: { "x-padding": "a".repeat(20_000) } }, (res) => {
+      let body = "";
+      res.setEncoding("utf8");
+      res.on("data", (c: string) => (body += c));
+      res.on("end", () => resolve({ status: res.statusCode ?? 0, type: String(res.headers["content-type"]), body }));
+    });
+    req.on("error", reject);
+    req.end();
+  });
+  expect(answer.status).toBe(431);
+  expect(answer.type).toContain("application/problem+json");
+  expect(JSON.parse(answer.body)).toMatchObject({ type: "/problems/headers_too_large", status: 431 });
 });

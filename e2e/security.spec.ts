@@ -1,6 +1,6 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { expect, test, type APIRequestContext, type Page } from "@playwright/test";
+import { expect, test, type APIRequestContext, type Page } from "./fixtures";
 import { removeDataDir, startServer, type RunningServer } from "../test/support/server";
 import { seededCredentials, signInAsOperator, signInThroughForm } from "./auth";
 import { testPort } from "../scripts/test-ports.mjs";
@@ -189,7 +189,9 @@ test("every answer forbids framing and sniffing: pages, redirects, the API, the 
   expectSecurityHeaders(keys.headers(), "an operator's API read");
 });
 
-test("a page on another port that frames the keys page gets nothing: the frame stays blocked", async ({ page, baseURL }, testInfo) => {
+test("a page on another port that frames the keys page gets nothing: the frame stays blocked", async ({ page, baseURL, consoleErrors }, testInfo) => {
+  // the browser says it blocked the frame: what this test wants
+  consoleErrors.allow(/violates the following Content Security Policy directive: "frame-ancestors 'none'"/);
   await signInAsOperator(page, testInfo);
   const target = `${baseURL}/keys`;
   // same site (127.0.0.1), another origin: the session cookie goes along with the frame's request
@@ -247,7 +249,9 @@ test("a call made from the console's invoke form shows its tenant an operator, n
 // ---------------------------------------------------------------------------------------------
 // Names that are properties of every object
 
-test("problem pages and tools named after inherited properties are not found", async ({ page, request }, testInfo) => {
+test("problem pages and tools named after inherited properties are not found", async ({ page, request, consoleErrors }, testInfo) => {
+  // the not-found pages it opens answer 404, which the browser logs
+  consoleErrors.allow(/status of 404 \(Not Found\) \(http:\/\/[^/]+\/problems\//);
   const { apiToken } = seededCredentials(testInfo);
   for (const name of ["constructor", "__proto__", "toString", "hasOwnProperty", "valueOf", "%", "%25", "%E0%A4%A"]) {
     const res = await request.get(`/problems/${name}`);

@@ -1,4 +1,4 @@
-import { expect, test } from "@playwright/test";
+import { expect, test } from "./fixtures";
 import { E2E_DATABASE } from "./environments.mjs";
 import { signIn } from "./sign-in";
 import { SCREENSHOTS } from "./screenshots";

@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { expect, test, type APIRequestContext, type Page, type TestInfo } from "@playwright/test";
+import { expect, test, type APIRequestContext, type Page, type TestInfo } from "./fixtures";
 import { seededCredentials, signIn, signInAsOperator, VIEWER } from "./auth";
 import { SCREENSHOTS } from "./screenshots";
 
@@ -121,6 +121,32 @@ test("the retry-gap histogram and the suggested TTL follow seeded replays", asyn
   await expect(row).toBeVisible();
   await expect(row.getByRole("link")).toHaveAttribute("href", `/keys/demo/${encodeURIComponent(late)}`);
   await shot(page, testInfo, "tool-detail", true);
+
+  // no label of the retry-gap chart is printed over another, wide or narrow: the axis' bounds and the markers' names
+  for (const width of [1440, 390]) {
+    await page.setViewportSize({ width, height: 900 });
+    await expect(page.getByTestId("marker-stale")).toBeVisible();
+    await expect(page.getByTestId("marker-ttl")).toBeVisible();
+    await expect(async () => {
+      // the x axis' bounds are the tick labels with a unit (100ms … 1d, ∞); the y axis' are plain counts
+      const boxes = [
+        ...(await page.getByTestId("gap-histogram").locator(".recharts-cartesian-axis-tick-value").filter({ hasText: /[a-z∞]/ }).all()),
+        ...(await page.getByTestId("gap-markers").locator("li").all()),
+      ];
+      const rects = (await Promise.all(boxes.map((b) => b.boundingBox()))).filter((r): r is NonNullable<typeof r> => r !== null && r.width > 0);
+      expect(rects.length).toBeGreaterThan(3);
+      const overlaps: string[] = [];
+      for (let i = 0; i < rects.length; i++) {
+        for (let j = i + 1; j < rects.length; j++) {
+          const [a, b] = [rects[i], rects[j]];
+          if (a.x < b.x + b.width && b.x < a.x + a.width && a.y < b.y + b.height && b.y < a.y + a.height) overlaps.push(`${i}×${j}`);
+        }
+      }
+      expect(overlaps, `labels overlapping at ${width} px`).toEqual([]);
+    }).toPass({ timeout: 10_000 });
+  }
+  await shot(page, testInfo, "tool-detail-narrow", true);
+  await page.setViewportSize({ width: 1280, height: 720 });
 
   await page.getByTestId("window-picker").getByRole("link", { name: "7d" }).click();
   await expect(page).toHaveURL(/window=7d/);

@@ -1,4 +1,4 @@
-import { expect, test, type APIRequestContext, type Page, type TestInfo } from "@playwright/test";
+import { expect, test, type APIRequestContext, type Page, type TestInfo } from "./fixtures";
 import { seededCredentials, signIn, signInAsOperator, VIEWER } from "./auth";
 import { UpstreamService } from "./upstream-service";
 import { SCREENSHOTS } from "./screenshots";
@@ -116,6 +116,13 @@ test("a tool that throws after its effect leaves the key unknown: counted, liste
   await expect(page.getByTestId("key-state")).toHaveText("done");
   const [charge] = await chargesOf(request, apiToken, customer);
   await expect(page.getByTestId("key-result")).toContainText(charge.chargeId);
+  // the timeline keeps the call's own unknown outcome; the probe's decision is an action, not a second outcome
+  const timeline = page.getByTestId("timeline");
+  await expect(timeline.locator('[data-type="outcome"]')).toHaveCount(1);
+  await expect(timeline.locator('[data-type="outcome"]')).toContainText("unknown (it may have happened)");
+  await expect(timeline.locator('[data-type="operator"]')).toContainText(/resolve by/i);
+  // and the page's links follow the decision: the audit row it left
+  await expect(page.getByTestId("related-audit")).toContainText("1 operator action on this key");
   await shot(page, testInfo, "probed");
 
   const replay = await invoke(request, apiToken, "payments.charge", key, args);
@@ -162,7 +169,9 @@ test("It did not happen: an unknown key of a service that answered 503 is releas
   await expect(page.getByTestId("key-state")).toHaveText("done");
 });
 
-test("a decision made on a page read before another call took the key is refused: the call holding it now stays held", async ({ page, request }, testInfo) => {
+test("a decision made on a page read before another call took the key is refused: the call holding it now stays held", async ({ page, request, consoleErrors }, testInfo) => {
+  // the refused release answers 409, which the browser logs
+  consoleErrors.allow(/status of 409 \(Conflict\) \(http:\/\/[^/]+\/api\/v1\/keys\/[^ ]+\/release:/);
   const { apiToken } = await signInAsOperator(page, testInfo);
   const key = newKey("changed");
   const origin = new URL(page.url()).origin;

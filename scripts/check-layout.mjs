@@ -2,8 +2,11 @@
 //  1. no import cycle between files (madge, type-only imports included);
 //  2. no import cycle between the folders of lib/ (a file in lib/a importing lib/b is an edge a -> b;
 //     tests are left out: they sit at the top of the graph, nothing imports them);
-//  3. no component imports from app/ (server actions and helpers live in lib/).
+//  3. no component imports from app/ (server actions and helpers live in lib/);
+//  4. every Playwright spec takes `test` from e2e/fixtures.ts, whose check fails a test on any error
+//     in the browser's console.
 // Exits non-zero and names each offence.
+import { readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import madge from "madge";
@@ -56,8 +59,16 @@ for (const [from, deps] of Object.entries(graph)) {
   for (const to of deps) if (to.startsWith("app/")) problems.push(`component imports from app/: ${from} -> ${to}`);
 }
 
+for (const file of readdirSync(path.join(ROOT, "e2e"))) {
+  if (!/\.(spec|setup)\.ts$/.test(file)) continue;
+  const text = readFileSync(path.join(ROOT, "e2e", file), "utf8");
+  if (/from\s+["']@playwright\/test["']/.test(text) || !/from\s+["']\.\/fixtures["']/.test(text)) {
+    problems.push(`e2e/${file} must take test and expect from ./fixtures (not @playwright/test): its check fails a test on any browser console error`);
+  }
+}
+
 if (problems.length) {
   console.error(`Layout check failed (${problems.length}):\n  ${problems.join("\n  ")}`);
   process.exit(1);
 }
-console.log(`Layout check: ${Object.keys(graph).length} files, no file or lib/ folder cycle, no component importing app/`);
+console.log(`Layout check: ${Object.keys(graph).length} files, no file or lib/ folder cycle, no component importing app/, every e2e spec on e2e/fixtures.ts`);

@@ -8,6 +8,7 @@ import { ROOT } from "./build-if-stale.mjs";
 import { SECURITY_HEADERS } from "../lib/http/security-headers.mjs";
 import { setForwardedProto, trustedProxyCount } from "./forwarded-proto.mjs";
 import { answerUndecodablePath, undecodablePath } from "./request-path.mjs";
+import { answerClientError, problemFor405 } from "./problem-answers.mjs";
 
 let values;
 try {
@@ -44,12 +45,16 @@ const server = http.createServer((req, res) => {
   // URL) and the 500 below; the fast path writes them itself (lib/http/node-bridge.ts)
   for (const name in SECURITY_HEADERS) res.setHeader(name, SECURITY_HEADERS[name]);
   if (undecodablePath(req.url) && answerUndecodablePath(req, res)) return;
+  problemFor405(req, res);
   handle(req, res).catch((err) => {
     console.error("idemgate: request failed", err);
     if (!res.headersSent) res.writeHead(500);
     res.end();
   });
 });
+
+// header fields too large (431) and unparsable requests (400) get a problem body too
+server.on("clientError", answerClientError);
 
 server.on("error", (err) => {
   console.error(`idemgate: cannot listen on ${hostname ?? "*"}:${port}: ${err.message}`);

@@ -42,6 +42,8 @@ export function AnomalyDetailView(props: {
   canAcknowledge: boolean;
   canRelease: boolean;
   canResolve: boolean;
+  /** when the server read `initial`: relative times render the same on the server and in the browser */
+  renderedAtMs: number;
 }) {
   const queryClient = useQueryClient();
   const anomalyKey = ["anomaly", props.initial.id];
@@ -49,7 +51,7 @@ export function AnomalyDetailView(props: {
     queryKey: anomalyKey,
     queryFn: ({ signal }) => apiFetch<AnomalyView>(`/api/v1/anomalies/${encodeURIComponent(props.initial.id)}`, { signal }),
     initialData: props.initial,
-    initialDataUpdatedAt: Date.now(),
+    initialDataUpdatedAt: props.renderedAtMs,
   });
   const a = query.data;
   const { scope, key } = a;
@@ -63,7 +65,7 @@ export function AnomalyDetailView(props: {
       ),
     enabled: hasKey,
     initialData: props.initialKey ?? undefined,
-    initialDataUpdatedAt: Date.now(),
+    initialDataUpdatedAt: props.renderedAtMs,
     // an inflight key becomes stuck on its own when its lease passes
     refetchInterval: (q) => (q.state.data?.state === "inflight" ? 3_000 : false),
   });
@@ -74,7 +76,7 @@ export function AnomalyDetailView(props: {
   const [notice, setNotice] = useState<React.ReactNode>(null);
 
   const info = typeInfo(a.type);
-  const nowMs = query.dataUpdatedAt || Date.now();
+  const nowMs = query.dataUpdatedAt || props.renderedAtMs;
   const reasons = staleReasons(a);
   const keyReserved = keyState.data === "inflight" || keyState.data === "stuck" || keyState.data === "unknown";
   // a decision here is about the anomaly's call: once another call holds the key, it is made on the key's page

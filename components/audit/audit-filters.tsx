@@ -2,9 +2,11 @@ import Link from "next/link";
 import { buttonClass, inputClass } from "@/components/ui/styles";
 
 /** A plain GET form: filters live in the URL and work without JavaScript. */
-export function AuditFilters({ actors, actions, actor, action }: { actors: string[]; actions: string[]; actor?: string; action?: string }) {
+export function AuditFilters({ actors, actions, actor, action, scope, keyName }: { actors: string[]; actions: string[]; actor?: string; action?: string; scope?: string; keyName?: string }) {
   return (
     <form method="get" action="/audit" role="search" aria-label="Filter the audit trail" className="flex flex-wrap items-end gap-3 rounded-xl border border-line bg-surface px-4 py-3 shadow-xs">
+      {scope && <input type="hidden" name="scope" value={scope} />}
+      {scope && keyName && <input type="hidden" name="key" value={keyName} />}
       <div className="space-y-1">
         <label htmlFor="audit-actor" className="block text-xs font-medium text-muted">Actor</label>
         <select id="audit-actor" name="actor" defaultValue={actor ?? ""} className={inputClass} data-testid="audit-filter-actor">

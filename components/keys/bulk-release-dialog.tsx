@@ -36,6 +36,22 @@ function describeFilter(f: BulkFilter): string {
   return parts.length ? parts.join(", ") : "any tool, any scope";
 }
 
+/**
+ * How many stuck or unknown keys match a filter (at most `limit` per state, `more` when there are
+ * further ones): the dialog's count, and whether "Release all matching" has anything to release.
+ */
+export async function countHeld(filter: BulkFilter, limit: number, signal?: AbortSignal): Promise<{ n: number; more: boolean }> {
+  const states = filter.state ? [filter.state] : HELD_STATES;
+  const pages = await Promise.all(
+    states.map((state) => {
+      const params = new URLSearchParams({ limit: String(limit) });
+      for (const [k, v] of Object.entries({ ...filter, state })) if (v) params.set(k, v);
+      return apiFetch<KeyPage>(`/api/v1/keys?${params}`, { signal });
+    }),
+  );
+  return { n: pages.reduce((sum, p) => sum + p.items.length, 0), more: pages.some((p) => p.nextCursor !== null) };
+}
+
 /** Confirms a bulk release: says how many keys, requires a reason, shows the API's answer or problem. */
 export function BulkReleaseDialog({ target, onClose, onDone }: { target: BulkTarget; onClose: () => void; onDone: (r: BulkReleaseResult) => void }) {
   const [reason, setReason] = useState("");
@@ -43,19 +59,9 @@ export function BulkReleaseDialog({ target, onClose, onDone }: { target: BulkTar
 
   // "all matching" is re-counted when the dialog opens, so the number shown is the number released
   const count = useQuery({
-    queryKey: ["held-count", filter],
+    queryKey: ["held-count", filter, COUNT_LIMIT],
     enabled: filter !== null,
-    queryFn: async ({ signal }) => {
-      const states = filter?.state ? [filter.state] : HELD_STATES;
-      const pages = await Promise.all(
-        states.map((state) => {
-          const params = new URLSearchParams({ limit: String(COUNT_LIMIT) });
-          for (const [k, v] of Object.entries({ ...filter, state })) if (v) params.set(k, v);
-          return apiFetch<KeyPage>(`/api/v1/keys?${params}`, { signal });
-        }),
-      );
-      return { n: pages.reduce((sum, p) => sum + p.items.length, 0), more: pages.some((p) => p.nextCursor !== null) };
-    },
+    queryFn: ({ signal }) => countHeld(filter!, COUNT_LIMIT, signal),
     staleTime: 0,
   });
 

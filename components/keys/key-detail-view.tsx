@@ -1,5 +1,7 @@
 "use client";
 
+import Link from "next/link";
+import { useRouter } from "next/navigation";
 import { useQuery, useQueryClient } from "@tanstack/react-query";
 import { useState } from "react";
 import { ProblemAlert } from "@/components/ui/problem-alert";
@@ -27,8 +29,11 @@ export function KeyDetailView({
   canRelease,
   canResolve,
   canProbe,
+  renderedAtMs,
 }: {
   initial: Detail;
+  /** when the server read `initial`: "created 3 s ago" is rendered from it on the server and in the browser alike */
+  renderedAtMs: number;
   canRelease: boolean;
   canResolve: boolean;
   canProbe: boolean;
@@ -39,16 +44,19 @@ export function KeyDetailView({
     queryKey,
     queryFn: ({ signal }) => apiFetch<Detail>(keyPath(initial.scope, initial.key), { signal }),
     initialData: initial,
-    initialDataUpdatedAt: Date.now(),
+    initialDataUpdatedAt: renderedAtMs,
     // a running call finishes or becomes stuck on its own, and the reconciler may settle a held key: keep watching
     refetchInterval: (q) => (DECIDABLE.has(q.state.data?.state ?? "") ? 5_000 : false),
   });
   const [action, setAction] = useState<"release" | "resolve" | null>(null);
   const [notice, setNotice] = useState<string | null>(null);
   const [probeResult, setProbeResult] = useState<ProbeResult | null>(null);
+  const router = useRouter();
   const refresh = () => {
     void queryClient.invalidateQueries({ queryKey });
     void queryClient.invalidateQueries({ queryKey: ["keys"] });
+    // the page's server-rendered parts (its anomalies, its audit rows) change with a decision too
+    router.refresh();
   };
   const ask = useAskTool(initial.scope, initial.key, (result) => {
     setNotice(null);
@@ -57,7 +65,7 @@ export function KeyDetailView({
   });
   const detail = query.data;
   const r = detail.record;
-  const nowMs = query.dataUpdatedAt || Date.now();
+  const nowMs = query.dataUpdatedAt || renderedAtMs;
   const decidable = DECIDABLE.has(detail.state);
   const showProbe = canProbe && detail.probeable && PROBEABLE_STATES.has(detail.state);
 
@@ -70,8 +78,12 @@ export function KeyDetailView({
             <span className="font-mono text-lg break-all" data-testid="key-name">{detail.key}</span>
           </h1>
           <div className="mt-2 flex flex-wrap items-center gap-3 text-[13px] text-muted">
-            <StateBadge state={detail.state} testId="key-state" />
-            {r && <span className="font-mono text-[12.5px]">{r.tool}</span>}
+            <StateBadge state={detail.state} testId="key-state" resultStatus={r?.result?.status ?? null} />
+            {r && (
+              <Link href={`/tools/${encodeURIComponent(r.tool)}`} className="font-mono text-[12.5px] text-accent hover:underline" data-testid="key-tool-link">
+                {r.tool}
+              </Link>
+            )}
             {r && <span>created {formatRelative(r.createdAt, nowMs)}</span>}
           </div>
         </div>

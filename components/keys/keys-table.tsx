@@ -52,7 +52,7 @@ export function KeysTable(props: {
   const allSelected = selectableCount > 0 && items.every((k) => !releasable.has(rowId(k)) || selected.has(rowId(k)));
   return (
     <div className={clsx("overflow-x-auto rounded-xl border border-line bg-surface shadow-xs transition-opacity", props.stale && "opacity-60")}>
-      <table className="w-full min-w-[820px] text-[13px]" data-testid="keys-table" aria-busy={props.stale}>
+      <table className="w-full min-w-[900px] text-[13px]" data-testid="keys-table" aria-busy={props.stale}>
         <thead>
           <tr className="border-b border-line text-left text-xs text-muted">
             {selectable && (
@@ -72,6 +72,7 @@ export function KeysTable(props: {
             <th scope="col" className="px-4 py-2 font-medium">Tool</th>
             <th scope="col" className="px-4 py-2 font-medium">Scope</th>
             <th scope="col" className="px-4 py-2 font-medium">Created</th>
+            <th scope="col" className="px-4 py-2 text-right font-medium">Replays</th>
             <th scope="col" className="px-4 py-2 font-medium">Lease / expiry</th>
           </tr>
         </thead>
@@ -95,7 +96,7 @@ export function KeysTable(props: {
                     )}
                   </td>
                 )}
-                <td className="px-4 py-2"><StateBadge state={k.state} /></td>
+                <td className="px-4 py-2"><StateBadge state={k.state} resultStatus={k.resultStatus} /></td>
                 <td className="max-w-[22rem] px-4 py-2">
                   <Link href={keyHref(k.scope, k.key)} className="block truncate font-mono text-[12.5px] text-accent hover:underline" title={k.key}>
                     {k.key}
@@ -105,6 +106,7 @@ export function KeysTable(props: {
                 <td className="px-4 py-2 font-mono text-[12.5px] whitespace-nowrap">{k.tool}</td>
                 <td className="px-4 py-2 font-mono text-[12.5px] whitespace-nowrap">{k.scope}</td>
                 <td className="px-4 py-2 whitespace-nowrap text-muted" title={formatTimestamp(k.createdAt)}>{formatRelative(k.createdAt, nowMs)}</td>
+                <td className={clsx("px-4 py-2 text-right tabular-nums", !k.replays && "text-faint")} data-testid="row-replays">{k.replays ?? 0}</td>
                 <td className="px-4 py-2 whitespace-nowrap"><LeaseCell k={k} nowMs={nowMs} /></td>
               </tr>
             );

@@ -2,14 +2,15 @@
 
 import { keepPreviousData, useQuery, useQueryClient } from "@tanstack/react-query";
 import { CursorPager } from "@/components/ui/cursor-pager";
-import { parseAsArrayOf, parseAsString, parseAsStringLiteral, useQueryStates } from "nuqs";
+import { parseAsArrayOf, parseAsString, useQueryStates } from "nuqs";
 import { useEffect, useMemo, useState } from "react";
 import { ProblemAlert } from "@/components/ui/problem-alert";
 import { buttonClass } from "@/components/ui/styles";
 import { apiFetch } from "@/lib/console/api";
 import type { BulkReleaseResult } from "@/lib/operator/bulk-release-keys";
 import type { KeyPage, KeyView } from "@/lib/operator/present-key";
-import { BulkReleaseDialog, bulkKeyOf, HELD_STATES, heldWords, type BulkKey, type BulkTarget } from "./bulk-release-dialog";
+import type { KeyState } from "@/lib/idempotency/record";
+import { BulkReleaseDialog, bulkKeyOf, countHeld, HELD_STATES, heldWords, type BulkKey, type BulkTarget } from "./bulk-release-dialog";
 import { KeysFilters, KEY_STATES } from "./keys-filters";
 import { KeysEmpty } from "./keys-empty";
 import { KeysTable, rowId } from "./keys-table";
@@ -19,7 +20,8 @@ import { usePollInterval } from "./use-poll-interval";
 export const PAGE_SIZE = 50;
 
 const filterParsers = {
-  state: parseAsStringLiteral(KEY_STATES),
+  // read as written, so a state that is not one can be said (parseAsStringLiteral would drop it silently)
+  state: parseAsString,
   tool: parseAsString,
   scope: parseAsString,
   prefix: parseAsString,
@@ -38,12 +40,14 @@ export function keysSearch(f: { state?: string | null; tool?: string | null; sco
 /** The keys list: filters in the URL, polling the operator chose, cursor pages, bulk release. */
 export function KeysView({ tools, canRelease, gatewayExample }: { tools: string[]; canRelease: boolean; gatewayExample: string }) {
   const [filters, setFilters] = useQueryStates(filterParsers);
-  const { state, tool, scope, prefix, after } = filters;
+  const { tool, scope, prefix, after } = filters;
+  const state = (KEY_STATES as readonly string[]).includes(filters.state ?? "") ? (filters.state as KeyState) : null;
+  const badState = filters.state !== null && state === null ? filters.state : null;
   const cursor = after.length > 0 ? after[after.length - 1] : null;
   const [pollMs, setPollMs] = usePollInterval();
   const queryClient = useQueryClient();
 
-  const search = keysSearch(filters, { limit: String(PAGE_SIZE), ...(cursor ? { cursor } : {}) });
+  const search = keysSearch({ state, tool, scope, prefix }, { limit: String(PAGE_SIZE), ...(cursor ? { cursor } : {}) });
   const query = useQuery({
     queryKey: ["keys", search],
     queryFn: ({ signal }) => apiFetch<KeyPage>(`/api/v1/keys?${search}`, { signal }),
@@ -57,7 +61,7 @@ export function KeysView({ tools, canRelease, gatewayExample }: { tools: string[
   const [selected, setSelected] = useState<Map<string, BulkKey>>(new Map());
   const [bulk, setBulk] = useState<BulkTarget | null>(null);
   const [result, setResult] = useState<BulkReleaseResult | null>(null);
-  const filterKey = keysSearch(filters);
+  const filterKey = keysSearch({ state, tool, scope, prefix });
   useEffect(() => setSelected(new Map()), [filterKey, cursor]);
 
   const items = useMemo(() => query.data?.items ?? [], [query.data]);
@@ -66,6 +70,16 @@ export function KeysView({ tools, canRelease, gatewayExample }: { tools: string[
   const bulkState = state === "stuck" || state === "unknown" ? state : null;
   const selectedNow = [...selected.entries()].filter(([id]) => releasable.has(id)).map(([, v]) => v);
   const hasFilters = Boolean(state || tool || scope || prefix);
+  // whether "Release all … matching" has anything to release: one key is enough to know
+  const showReleaseAll = canRelease && (state === null || bulkState !== null);
+  const anyHeld = useQuery({
+    queryKey: ["held-count", { state: bulkState, tool, scope, prefix }, 1],
+    queryFn: ({ signal }) => countHeld({ state: bulkState, tool, scope, prefix }, 1, signal),
+    enabled: showReleaseAll,
+    refetchInterval: pollMs > 0 ? pollMs : false,
+    refetchIntervalInBackground: false,
+  });
+  const nothingHeld = anyHeld.data?.n === 0;
 
   const toggle = (k: KeyView) =>
     setSelected((prev) => {
@@ -102,10 +116,13 @@ export function KeysView({ tools, canRelease, gatewayExample }: { tools: string[
           <button type="button" className={buttonClass("secondary")} disabled={selectedNow.length === 0} onClick={() => setBulk({ mode: "selected", keys: selectedNow })} data-testid="release-selected">
             Release selected{selectedNow.length > 0 ? ` (${selectedNow.length})` : ""}
           </button>
-          {(state === null || bulkState !== null) && (
+          {showReleaseAll && (
             <button
               type="button"
               className={buttonClass("secondary")}
+              // disabled until the count says there is something to release
+              disabled={!anyHeld.data || nothingHeld}
+              title={nothingHeld ? `No ${bulkState ?? "stuck or unknown"} key matches this filter` : undefined}
               onClick={() => setBulk({ mode: "filter", filter: { state: bulkState, tool, scope, prefix } })}
               data-testid="release-all-held"
             >
@@ -139,6 +156,12 @@ export function KeysView({ tools, canRelease, gatewayExample }: { tools: string[
             Dismiss
           </button>
         </div>
+      )}
+
+      {badState !== null && (
+        <p role="alert" data-testid="keys-bad-state" className="rounded-lg border border-warn/30 bg-warn-soft px-4 py-3 text-[13px] text-warn">
+          There is no key state <span className="font-mono">&quot;{badState}&quot;</span>: showing keys in every state. The states are {KEY_STATES.join(", ")}.
+        </p>
       )}
 
       {query.error && <ProblemAlert error={query.error} testId="keys-error" />}
@@ -178,6 +201,7 @@ export function KeysView({ tools, canRelease, gatewayExample }: { tools: string[
             setResult(r);
             setSelected(new Map());
             void queryClient.invalidateQueries({ queryKey: ["keys"] });
+            void queryClient.invalidateQueries({ queryKey: ["held-count"] });
           }}
         />
       )}

@@ -63,6 +63,17 @@ function Event({ e }: { e: TimelineEventView }) {
           )}
         </>
       );
+    case "closed":
+      // a decision, not an outcome of the call: no duration
+      return (
+        <>
+          <p>
+            <strong>Execution closed:</strong> <span className={clsx("font-medium", OUTCOME_TONE[e.decision])}>{e.decision}</span>
+            <span className="text-muted"> · execution <span className="font-mono text-[12px]">{e.executionId}</span></span>
+          </p>
+          {e.note && <p className="font-mono text-[12px] text-muted">{e.note}</p>}
+        </>
+      );
     case "suppression": {
       const otherSession = e.originalSession !== null && e.session !== e.originalSession;
       return (
@@ -111,11 +122,11 @@ function Event({ e }: { e: TimelineEventView }) {
   }
 }
 
-const DOT: Record<TimelineEventView["type"], string> = { intent: "bg-accent", outcome: "bg-ok", suppression: "bg-warn", operator: "bg-fg" };
+const DOT: Record<TimelineEventView["type"], string> = { intent: "bg-accent", outcome: "bg-ok", closed: "bg-faint", suppression: "bg-warn", operator: "bg-fg" };
 /** an outcome's dot takes its tone: green only for a stored result */
 const OUTCOME_DOT: Record<string, string> = { failed: "bg-bad", unknown: "bg-unknown", final_error: "bg-warn", late_completion: "bg-warn", released: "bg-faint", retried: "bg-faint" };
 const dotOf = (e: TimelineEventView) => (e.type === "outcome" ? (OUTCOME_DOT[e.outcome] ?? DOT.outcome) : DOT[e.type]);
-const LABEL: Record<TimelineEventView["type"], string> = { intent: "intent", outcome: "outcome", suppression: "suppression", operator: "operator action" };
+const LABEL: Record<TimelineEventView["type"], string> = { intent: "intent", outcome: "outcome", closed: "decision", suppression: "suppression", operator: "operator action" };
 
 /** One history for the key, oldest first: executions, their outcomes, suppressed duplicates and operator actions. */
 export function Timeline({ events }: { events: TimelineEventView[] }) {

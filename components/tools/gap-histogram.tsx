@@ -59,15 +59,30 @@ export function GapHistogram({
 
   return (
     <div data-testid="gap-histogram">
-      <ResponsiveContainer width="100%" height={220} initialDimension={{ width: 600, height: 220 }}>
-        <BarChart data={data} margin={{ top: 22, right: 12, bottom: 0, left: -12 }} barCategoryGap={2}>
+      {/* the markers' names sit above the chart, side by side: two markers close together never put one label over the other */}
+      <ul className="mb-1 flex flex-wrap gap-x-4 gap-y-1 px-1 text-[11px]" data-testid="gap-markers">
+        {suggestedTtlMs !== null && labels.ttl && (
+          <li className="flex items-center gap-1.5 text-ok" data-testid="marker-ttl">
+            <span aria-hidden="true" className="w-4 border-t-[1.5px] border-dashed border-ok" />
+            suggested TTL {labels.ttl}
+          </li>
+        )}
+        <li className="flex items-center gap-1.5 text-warn" data-testid="marker-stale">
+          <span aria-hidden="true" className="w-4 border-t-[1.5px] border-dashed border-warn" />
+          stale after {labels.stale}
+        </li>
+      </ul>
+      <ResponsiveContainer width="100%" height={210} initialDimension={{ width: 600, height: 210 }}>
+        <BarChart data={data} margin={{ top: 8, right: 12, bottom: 0, left: -12 }} barCategoryGap={2}>
           <CartesianGrid vertical={false} stroke={GRID_STROKE} />
           <XAxis
             dataKey="x"
             type="number"
             domain={[0, bounds.length]}
             ticks={ticks}
-            interval={0}
+            // on a narrow chart every other bound is dropped rather than printed over its neighbour
+            interval="preserveStartEnd"
+            minTickGap={4}
             tickFormatter={tickLabel}
             tick={AXIS_TICK}
             tickLine={false}
@@ -100,7 +115,6 @@ export function GapHistogram({
               stroke="var(--ok)"
               strokeWidth={1.5}
               strokeDasharray="4 3"
-              label={{ value: `suggested TTL ${labels.ttl}`, position: "top", fill: "var(--ok)", fontSize: 11 }}
             />
           )}
           <ReferenceLine
@@ -108,7 +122,6 @@ export function GapHistogram({
             stroke="var(--warn)"
             strokeWidth={1.5}
             strokeDasharray="4 3"
-            label={{ value: `stale after ${labels.stale}`, position: "top", fill: "var(--warn)", fontSize: 11 }}
           />
         </BarChart>
       </ResponsiveContainer>

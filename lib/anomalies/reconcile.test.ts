@@ -14,6 +14,8 @@ describe("reconciler", () => {
   const registry = getRegistry();
   const charge = registry.get("payments.charge");
   const tickets = registry.get("tickets.create");
+  // tickets.create as a tool that takes keyless calls as duplicates for ten minutes
+  const slowTickets = { ...tickets, name: "tickets.create_slowly", fallbackTtlMs: 10 * 60_000 };
 
   const call = (tool: typeof charge, scope: string, key: string | null, args: Record<string, unknown>, session: string | null = "conv-1") =>
     t.engine.invoke(tool, registry.runnerFor(tool, t.db.prisma), { scope, key, args: registry.parseArgs(tool, args), session });
@@ -132,15 +134,33 @@ describe("reconciler", () => {
     await call(charge, scope, "reused-later", chargeArgs, "conv-c"); // three hours later
     await call(tickets, scope, null, { title: "printer on fire" }, "conv-d");
     clock.ms += 30_000;
-    const replay = await call(tickets, scope, null, { title: "printer on fire" }, "conv-d"); // keyless, 30 s later
-    expect(replay.kind).toBe("replayed");
+    // keyless, 30 s later: inside the product's own 60 s fallback window, an ordinary retry
+    expect((await call(tickets, scope, null, { title: "printer on fire" }, "conv-d")).kind).toBe("replayed");
+    // a tool that dedupes keyless calls for ten minutes, whose retries come within a second: the
+    // same call five minutes later is past the window
+    for (let i = 0; i < 4; i++) {
+      await call(slowTickets, scope, null, { title: `lamp ${i}` }, "conv-e");
+      clock.ms += 1_000;
+      await call(slowTickets, scope, null, { title: `lamp ${i}` }, "conv-e");
+    }
+    await call(slowTickets, scope, null, { title: "coffee machine" }, "conv-e");
+    clock.ms += 5 * 60_000;
+    expect((await call(slowTickets, scope, null, { title: "coffee machine" }, "conv-e")).kind).toBe("replayed");
 
     const found = ofScope(await pass(), scope).filter((a): a is AnomalyOf<"stale_suppression"> => a.type === "stale_suppression");
     const reasons = found.map((a) => a.evidence.reasons.join(" | "));
     expect(found).toHaveLength(3);
     expect(reasons.some((r) => /session conv-b/.test(r))).toBe(true);
     expect(reasons.some((r) => /3\.0 h after the original/.test(r))).toBe(true);
-    expect(reasons.some((r) => /matched only by its arguments/.test(r))).toBe(true);
+    expect(found.filter((a) => a.tool === "tickets.create")).toEqual([]);
+    const keyless = found.find((a) => a.evidence.fallback)!;
+    expect(keyless.tool).toBe(slowTickets.name);
+    expect(keyless.evidence.reasons.join(" | ")).toMatch(/matched only by its arguments/);
+    // one window, the one the evidence names, and no other
+    expect(keyless.evidence.staleThresholdMs).toBe(60_000);
+    expect(keyless.evidence.reasons).toHaveLength(1);
+    expect(keyless.evidence.reasons[0]).toMatch(/5\.0 min after the original, beyond the stale threshold of this tool's replays in this scope, 1\.0 min \(/);
+    expect(keyless.evidence.reasons[0]).not.toMatch(/window/);
   });
 });
 

@@ -18,7 +18,6 @@ import { loadCursors, saveCursor, type ScanName } from "./scan-cursor";
 
 export type { AuditRecovery } from "./checks/context";
 export { ANOMALY_TYPES, type AnomalyOf, type AnomalyType, type EvidenceByType, type NewAnomaly } from "./anomaly-types";
-export { FALLBACK_STALE_GAP_MS } from "./checks/stale-suppressions";
 export { freshKeyScanSql, freshKeyTwinsSql, FRESH_KEY_BODY_LIMIT } from "./checks/fresh-key-duplicates";
 export { ProbeRotation, RECONCILER_ACTOR, type ProbedKey, type ReconcileProbes } from "./checks/probe-keys";
 

@@ -287,15 +287,20 @@ export class PrismaAuditWriter implements AuditWriter {
     // an intent still queued here (async mode) goes in first, or this decision would match nothing
     const queued = (i: IntentEntry) => i.id === executionId;
     if (this.intents.some(queued) || this.writing.intents.some(queued)) await this.flush();
-    const out = await this.prisma.execution.updateMany({
-      where: { id: executionId, OR: [{ outcome: null }, { outcome: "unknown" }] },
-      data: {
-        outcome,
-        finishedAt: new Date(),
-        error: outcome === "retried" ? `sent again with the same key: ${reason}` : `${outcome}: ${reason}`,
-        ...(result ? { resultStatus: result.status, resultBody: result.body, resultFinal: result.final, expiresAt: result.expiresAt } : {}),
-      },
+    const data = {
+      outcome,
+      finishedAt: new Date(),
+      ...(result ? { resultStatus: result.status, resultBody: result.body, resultFinal: result.final, expiresAt: result.expiresAt } : {}),
+    };
+    // a call that never reported (stuck) keeps the decision's note; one that ended unknown keeps its
+    // own note (what went wrong), and its duration: the key's timeline still shows that outcome
+    // before the decision (the decision's reason is in the operator's action)
+    const open = await this.prisma.execution.updateMany({
+      where: { id: executionId, outcome: null },
+      data: { ...data, error: outcome === "retried" ? `sent again with the same key: ${reason}` : `${outcome}: ${reason}` },
     });
+    if (open.count > 0) return true;
+    const out = await this.prisma.execution.updateMany({ where: { id: executionId, outcome: "unknown" }, data });
     if (out.count > 0) return true;
     if (outcome === "released") {
       // The call completed while its key was being released: its result has no done record.

@@ -82,3 +82,9 @@ export async function listOperatorActions(prisma: PrismaClient, q: OperatorActio
   const items = rows.slice(0, q.limit);
   return { items, nextCursor: rows.length > q.limit ? items[items.length - 1].id : null };
 }
+
+/** How many operator actions the audit trail holds about one key (at most `cap`, to stay cheap). */
+export async function countKeyOperatorActions(prisma: PrismaClient, scope: string, key: string, cap = 100): Promise<number> {
+  const rows = await prisma.operatorAction.findMany({ where: { scope, key }, select: { id: true }, take: cap });
+  return rows.length;
+}

@@ -103,9 +103,19 @@ const TEXT: Record<string, Omit<ProblemDoc, "code" | "status" | "title">> = {
     todo: "Stop heartbeating: this caller no longer holds the key. Do not run the side effect again; an operator reconciles the late result in the console.",
     retry: "no",
   },
+  method_not_allowed: {
+    happened: "The path exists but does not take this HTTP method (a GET to an invoke route, say). Nothing ran.",
+    todo: "Use the method the API reference gives for the path (GET /api/v1/openapi.json lists them).",
+    retry: "with changes",
+  },
   payload_too_large: {
     happened: "The request body is larger than the gateway accepts (1 MiB). Nothing was read or run.",
     todo: "Send smaller arguments; large payloads belong in storage with a reference in the arguments.",
+    retry: "with changes",
+  },
+  headers_too_large: {
+    happened: "The request's header fields together are larger than the server reads (16 KiB by default, Node.js's limit). The connection is closed; nothing was read or run.",
+    todo: "Send fewer or shorter headers: usually an oversized cookie or a token pasted twice.",
     retry: "with changes",
   },
   unsupported_media_type: {

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { keyListFactsKey, readKeyListFacts } from "@/lib/audit/key-list-facts";
 import { KEY_STATES, type KeyState } from "@/lib/idempotency/record";
 import type { Runtime } from "@/lib/server/runtime";
 import { cursorSeal } from "./list-cursor";
@@ -20,7 +21,7 @@ export type KeyListQuery = z.output<typeof KeyListQuery>;
  * handed out for these filters is refused (InvalidCursorError, 400).
  */
 export async function listKeys(
-  runtime: Pick<Runtime, "config" | "store">,
+  runtime: Pick<Runtime, "config" | "store"> & { db?: Runtime["db"] },
   query: KeyListQuery,
   audience: Audience = "operator",
 ): Promise<KeyPage> {
@@ -29,8 +30,14 @@ export async function listKeys(
   const filter = { state: query.state, tool: query.tool, scope: query.scope, prefix: query.prefix };
   const cursor = query.cursor === undefined ? undefined : seal.open(query.cursor, filter);
   const page = await runtime.store.list({ ...query, cursor, nowMs });
+  // the stored status (a declined card is done with a 402) and the replays, from the audit log
+  const facts = runtime.db ? await readKeyListFacts(runtime.db.prisma, page.items) : new Map();
   return {
-    items: page.items.map((r) => presentKey(r, nowMs, false, audience)),
+    items: page.items.map((r) => {
+      const f = facts.get(keyListFactsKey(r.scope, r.key));
+      const view = presentKey(r, nowMs, false, audience);
+      return { ...view, resultStatus: view.state === "done" || view.state === "expired" ? (f?.resultStatus ?? null) : null, replays: f?.replays ?? 0 };
+    }),
     nextCursor: page.nextCursor === null ? null : seal.seal(page.nextCursor, filter),
   };
 }

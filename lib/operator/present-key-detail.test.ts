@@ -97,8 +97,10 @@ describe("a key's detail: tenants do not see operators' emails, reasons or excep
     expect(view.record.result).toMatchObject({ status: 200, body: { posted: true } });
     const operatorEvents = view.timeline.filter((e) => e.type === "operator");
     expect(operatorEvents).toEqual([{ type: "operator", at: expect.any(String), action: "resolve" }]);
-    // the execution closed by the decision: resolved, without the reason the audit log keeps with it
-    expect(view.timeline.find((e) => e.type === "outcome")).toMatchObject({ outcome: "resolved", error: null });
+    // the call's own outcome stays (unknown, with the generic note), and the decision is the operator's
+    // action, not a second outcome with the call's duration
+    expect(view.timeline.filter((e) => e.type === "outcome")).toEqual([expect.objectContaining({ outcome: "unknown", error: PUBLIC_THREW_NOTE })]);
+    expect(view.timeline.map((e) => e.type)).toEqual(["intent", "outcome", "operator"]);
 
     // the operator's view of the same key has all of it
     const full = JSON.stringify(presentKeyDetail(await getKeyDetail(runtime, SCOPE, "resolved-1")));
@@ -111,7 +113,11 @@ describe("a key's detail: tenants do not see operators' emails, reasons or excep
     for (const secret of [OPERATOR, RELEASE_REASON, EXCEPTION]) expect(released.text).not.toContain(secret);
     const releasedView = JSON.parse(released.text) as { timeline: { type: string }[] };
     expect(releasedView.timeline.filter((e) => e.type === "operator")).toEqual([{ type: "operator", at: expect.any(String), action: "release" }]);
-    expect(releasedView.timeline.find((e) => e.type === "outcome")).toMatchObject({ outcome: "released", error: null });
+    expect(releasedView.timeline.filter((e) => e.type === "outcome")).toEqual([expect.objectContaining({ outcome: "unknown", error: PUBLIC_THREW_NOTE })]);
+    expect(releasedView.timeline.map((e) => e.type)).toEqual(["intent", "outcome", "operator"]);
+    // the operator sees the call's own note, not the release as an outcome
+    const releasedFull = presentKeyDetail(await getKeyDetail(runtime, SCOPE, "released-1"));
+    expect(releasedFull.timeline.filter((e) => e.type === "outcome")).toEqual([expect.objectContaining({ outcome: "unknown", error: expect.stringContaining(EXCEPTION) })]);
 
     const unknown = await asTenant(`/api/v1/keys/${SCOPE}/unknown-1`, keyRoute, { scope: SCOPE, key: "unknown-1" });
     expect(JSON.parse(unknown.text)).toMatchObject({ state: "unknown", record: { outcomeNote: PUBLIC_THREW_NOTE } });

@@ -61,6 +61,8 @@ function forTenant(event: TimelineEvent): TenantTimelineEvent {
       return { ...event, caller: tenantCaller(event.caller) };
     case "operator":
       return { type: "operator", at: event.at, action: event.action };
+    case "closed":
+      return { ...event, note: null };
     case "outcome": {
       const error = event.outcome === "failed" ? event.error : event.outcome === "unknown" ? tenantOutcomeNote(event.error) : null;
       return { ...event, error };

@@ -20,6 +20,10 @@ export interface KeyView {
   outcomeNote: string | null;
   /** unknown keys: when the outcome became unknown */
   unknownAt: string | null;
+  /** lists: the stored result's HTTP status (done and expired keys), from the audit log */
+  resultStatus?: number | null;
+  /** lists: how many duplicates were answered with the stored result */
+  replays?: number;
   /** only in single-key views; lists leave payloads out */
   result?: { status: number; final: boolean; body: unknown } | null;
 }

@@ -4,13 +4,15 @@ import { fmt, type GapAnalysis } from "@/lib/audit/retry-gaps";
 import { advance, rowsAfter, startOf } from "../scan-cursor";
 import { positionOf, type CheckContext, type CheckResult } from "./context";
 
-/** A fallback (keyless, args-hash) replay later than this is a stale-suppression candidate. */
-export const FALLBACK_STALE_GAP_MS = 10_000;
+/** the dedupe key of the stale-suppression anomaly about one suppression row */
+export const staleDedupeKey = (suppressionId: string) => `stale:${suppressionId}`;
 
 /**
  * Replays that were probably new actions answered as duplicates: far outside the tool's retry gaps
- * in the replay's scope (see retry-gaps.ts), answered to another session than the original's, or matched only by their
- * arguments (a fallback key) later than the tool's retry cluster.
+ * in the replay's scope (see retry-gaps.ts), or answered to another session than the original's.
+ * One window judges the gap, keyed or keyless: the stale threshold of the tool's replays in that
+ * scope (never under a minute, the product's own fallback-dedupe TTL), the one the evidence names. A
+ * keyless (fallback-key) replay past it says so: it was matched by its arguments alone.
  */
 export async function findStaleSuppressions(ctx: CheckContext): Promise<CheckResult> {
   const start = startOf(ctx.cursor("stale_suppressions"), ctx.since);
@@ -39,19 +41,11 @@ function staleReasons(s: Suppression, analysis: GapAnalysis): string[] {
   const reasons: string[] = [];
   const gap = s.gapMs ?? 0;
   if (gap > analysis.staleThresholdMs) {
-    reasons.push(`arrived ${fmt(gap)} after the original, beyond the stale threshold of this tool's replays in this scope, ${fmt(analysis.staleThresholdMs)} (${analysis.reasoning})`);
+    const how = s.fallback ? "matched only by its arguments (no idempotency key) and arrived" : "arrived";
+    reasons.push(`${how} ${fmt(gap)} after the original, beyond the stale threshold of this tool's replays in this scope, ${fmt(analysis.staleThresholdMs)} (${analysis.reasoning})`);
   }
   if (s.session && s.originalSession && s.session !== s.originalSession) {
     reasons.push(`answered to session ${s.session} with the result of session ${s.originalSession}`);
-  }
-  if (s.fallback) {
-    // keyless matches are candidates past a short retry window, shorter still when the tool's own
-    // gaps show where its retries end
-    const limit =
-      analysis.firstRepeatGapMs !== null && analysis.retryClusterMaxMs !== null
-        ? Math.min(FALLBACK_STALE_GAP_MS, Math.max(analysis.retryClusterMaxMs, 1_000))
-        : FALLBACK_STALE_GAP_MS;
-    if (gap > limit) reasons.push(`matched only by its arguments (no idempotency key) ${fmt(gap)} after the original, beyond the retry window of ${fmt(limit)}`);
   }
   return reasons;
 }
@@ -59,7 +53,7 @@ function staleReasons(s: Suppression, analysis: GapAnalysis): string[] {
 function staleSuppression(s: Suppression, analysis: GapAnalysis, reasons: string[]): AnomalyOf<"stale_suppression"> {
   return {
     type: "stale_suppression",
-    dedupeKey: `stale:${s.id}`,
+    dedupeKey: staleDedupeKey(s.id),
     tool: s.tool,
     scope: s.scope,
     key: s.key,

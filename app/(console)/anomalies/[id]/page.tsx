@@ -58,6 +58,7 @@ export default async function AnomalyPage({ params }: { params: Promise<Params> 
         canAcknowledge={can(operator.role, "acknowledge")}
         canRelease={can(operator.role, "release")}
         canResolve={can(operator.role, "resolve")}
+        renderedAtMs={Date.now()}
       />
     </div>
   );

@@ -13,6 +13,7 @@ import { PassThroughCalls } from "@/components/tools/pass-through-calls";
 import { SuppressionLog } from "@/components/tools/suppression-log";
 import { WindowPicker } from "@/components/tools/window-picker";
 import { fmt } from "@/lib/audit/retry-gaps";
+import { staleFlagsFor, type StaleFlag } from "@/lib/anomalies/stale-flags";
 import { DEFAULT_WINDOW, getToolStats, isStatsWindow, OUTCOMES, STATS_WINDOWS, type ToolStats } from "@/lib/audit/tool-stats";
 import { requireOperator } from "@/lib/auth/require-operator";
 import { can } from "@/lib/auth/roles";
@@ -45,6 +46,8 @@ export default async function ToolPage({ params, searchParams }: Props) {
   const declaration = effectiveDeclaration(definition, tool, mcpOrigin?.server ?? null);
   const write = tool.kind === "write";
   const stats = write ? await getToolStats(runtime.db.prisma, { tool: name, windowMs: STATS_WINDOWS[window] }) : null;
+  // the log's rows the reconciler flagged as stale, each with its anomaly
+  const staleFlags = stats ? await staleFlagsFor(runtime.db.prisma, stats.suppressionLog.map((s) => s.id)) : new Map<string, StaleFlag>();
   // a pass-through tool (idempotent by its own word): not gated, but every call is in the audit log
   const passThrough = !write && definition.audited ? await recentPassThroughCalls(runtime.db.prisma, name) : null;
   const basePath = `/tools/${encodeURIComponent(name)}`;
@@ -138,7 +141,7 @@ export default async function ToolPage({ params, searchParams }: Props) {
           title="Suppression log"
           aside={stats.suppressionLog.length === 0 ? undefined : `latest ${stats.suppressionLog.length} of ${formatCount(stats.totals.suppressions)} in the last ${window}`}
         >
-          <SuppressionLog entries={stats.suppressionLog} staleThresholdMs={stats.gaps.staleThresholdMs} />
+          <SuppressionLog entries={stats.suppressionLog} staleFlags={Object.fromEntries(staleFlags)} />
         </Card>
       )}
     </div>

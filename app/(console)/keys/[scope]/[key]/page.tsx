@@ -2,6 +2,9 @@ import type { Metadata } from "next";
 import Link from "next/link";
 import { notFound } from "next/navigation";
 import { KeyDetailView } from "@/components/keys/key-detail-view";
+import { KeyRelations } from "@/components/keys/key-relations";
+import { listKeyAnomalies } from "@/lib/anomalies/key-anomalies";
+import { countKeyOperatorActions } from "@/lib/audit/operator-actions";
 import { requireOperator } from "@/lib/auth/require-operator";
 import { can } from "@/lib/auth/roles";
 import { pageParam } from "@/lib/console/page-param";
@@ -12,6 +15,9 @@ import { getRuntime } from "@/lib/server/runtime";
 export const dynamic = "force-dynamic";
 
 type Params = { scope: string; key: string };
+
+/** operator actions counted for the key's link to the audit trail, at most */
+const AUDIT_CAP = 100;
 
 export async function generateMetadata({ params }: { params: Promise<Params> }): Promise<Metadata> {
   const key = pageParam((await params).key);
@@ -24,7 +30,15 @@ export default async function KeyPage({ params }: { params: Promise<Params> }) {
   const scope = pageParam(p.scope);
   const key = pageParam(p.key);
   if (scope === null || key === null) notFound();
-  const detail = presentKeyDetail(await getKeyDetail(await getRuntime(), scope, key));
+  const runtime = await getRuntime();
+  const renderedAtMs = Date.now();
+  const [found, anomalies, auditCount] = await Promise.all([
+    getKeyDetail(runtime, scope, key),
+    listKeyAnomalies(runtime.db.prisma, scope, key),
+    countKeyOperatorActions(runtime.db.prisma, scope, key, AUDIT_CAP),
+  ]);
+  const detail = presentKeyDetail(found);
+  const tool = detail.record?.tool ?? anomalies[0]?.tool ?? null;
   return (
     <div className="space-y-4">
       <nav aria-label="Breadcrumb" className="text-[13px] text-muted">
@@ -38,6 +52,15 @@ export default async function KeyPage({ params }: { params: Promise<Params> }) {
         canResolve={can(operator.role, "resolve")}
         // the probe resolves or releases the key on the tool's word: both permissions
         canProbe={can(operator.role, "resolve") && can(operator.role, "release")}
+        renderedAtMs={renderedAtMs}
+      />
+      <KeyRelations
+        scope={scope}
+        keyName={key}
+        tool={tool}
+        anomalies={anomalies.map((a) => ({ ...a, detectedAt: a.detectedAt.toISOString() }))}
+        auditCount={auditCount}
+        auditCap={AUDIT_CAP}
       />
     </div>
   );

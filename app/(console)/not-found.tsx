@@ -1,0 +1,5 @@
+import { NotFoundPanel } from "@/components/not-found-panel";
+
+export default function ConsoleNotFound() {
+  return <NotFoundPanel />;
+}
