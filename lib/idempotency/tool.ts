@@ -141,7 +141,11 @@ export function isOutcomeUnknown(err: unknown): err is OutcomeUnknown {
 export type ProbeAnswer =
   | { outcome: "applied"; status: number; body: unknown }
   | { outcome: "not_applied" }
-  | { outcome: "unknown"; note?: string };
+  /**
+   * candidate: a result the tool found that may be this call's (matched by its arguments rather than
+   * its key): it decides nothing, but an operator resolving the key starts from it
+   */
+  | { outcome: "unknown"; note?: string; candidate?: { status: number; body: unknown } };
 
 export interface ProbeContext {
   scope: string;

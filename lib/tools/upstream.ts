@@ -264,7 +264,7 @@ export function upstreamResendProber(
 const StatusAnswer = z.discriminatedUnion("outcome", [
   z.object({ outcome: z.literal("applied"), status: z.number().int().min(200).max(499).default(200), body: z.unknown() }),
   z.object({ outcome: z.literal("not_applied") }),
-  z.object({ outcome: z.literal("unknown") }),
+  z.object({ outcome: z.literal("unknown"), note: z.string().max(1_000).optional(), candidate: z.object({ status: z.number().int().min(200).max(499).default(200), body: z.unknown() }).optional() }),
 ]);
 
 /**
@@ -295,7 +295,9 @@ export function upstreamProber(config: UpstreamConfig & { statusUrl: string }, f
     }
     const answer = StatusAnswer.safeParse(parsed);
     if (!answer.success) return { outcome: "unknown", note: "the status probe's answer has no valid outcome" };
-    return answer.data.outcome === "applied" ? { outcome: "applied", status: answer.data.status, body: answer.data.body ?? null } : answer.data;
+    if (answer.data.outcome === "applied") return { outcome: "applied", status: answer.data.status, body: answer.data.body ?? null };
+    if (answer.data.outcome === "unknown" && answer.data.candidate) return { ...answer.data, candidate: { status: answer.data.candidate.status, body: answer.data.candidate.body ?? null } };
+    return answer.data;
   };
 }
 
