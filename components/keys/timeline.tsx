@@ -46,6 +46,12 @@ function Event({ e }: { e: TimelineEventView }) {
           <p className="text-xs text-muted">
             execution <span className="font-mono">{e.executionId}</span> · lease until {formatTimestamp(e.leaseUntil)}
           </p>
+          {e.arguments != null && (
+            <details className="text-xs" data-testid="timeline-arguments">
+              <summary className="cursor-pointer text-muted hover:text-fg">arguments{e.argumentsKept === "redacted" ? " (redacted)" : ""}</summary>
+              <JsonView value={e.arguments} />
+            </details>
+          )}
         </>
       );
     case "outcome":
