@@ -16,6 +16,8 @@ async function shot(page: Page, testInfo: TestInfo, name: string) {
   if (!SCREENSHOTS) return;
   for (const width of [1440, 390]) {
     await page.setViewportSize({ width, height: 900 });
+    // the sticky header stays where the page was scrolled to in a full-page picture
+    await page.evaluate(() => window.scrollTo(0, 0));
     await page.screenshot({ path: `e2e/screenshots/arguments-${name}-${width}-${testInfo.project.name}.png`, fullPage: true, animations: "disabled" });
   }
   await page.setViewportSize({ width: 1440, height: 900 });

@@ -8,6 +8,10 @@ function howKept(kept: "redacted" | "full" | null, value: unknown): string {
 }
 
 /** Keys sorted at every level: kept arguments are canonical JSON, which the database stores in its own order. */
+export function sortedJson(value: unknown): string {
+  return JSON.stringify(sorted(value), null, 2);
+}
+
 function sorted(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(sorted);
   if (value === null || typeof value !== "object") return value;
@@ -17,7 +21,7 @@ function sorted(value: unknown): unknown {
 /** A call's arguments as its execution kept them: formatted JSON with a copy button, and how they were kept. */
 export function KeptArguments({ value, kept, testId = "key-arguments" }: { value: unknown; kept: "redacted" | "full" | null; testId?: string }) {
   const present = value !== null && value !== undefined;
-  const text = present ? JSON.stringify(sorted(value), null, 2) : "";
+  const text = present ? sortedJson(value) : "";
   return (
     <div data-testid={testId} data-kept={present ? (kept ?? "redacted") : "none"}>
       <div className="flex items-start justify-between gap-3">

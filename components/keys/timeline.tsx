@@ -2,6 +2,7 @@ import clsx from "clsx";
 import { formatDuration, formatTimestamp } from "@/lib/console/format";
 import type { TimelineEventView } from "@/lib/operator/present-key-detail";
 import { JsonView } from "./json-view";
+import { sortedJson } from "./kept-arguments";
 
 const OUTCOME_TONE: Record<string, string> = {
   succeeded: "text-ok",
@@ -49,7 +50,7 @@ function Event({ e }: { e: TimelineEventView }) {
           {e.arguments != null && (
             <details className="text-xs" data-testid="timeline-arguments">
               <summary className="cursor-pointer text-muted hover:text-fg">arguments{e.argumentsKept === "redacted" ? " (redacted)" : ""}</summary>
-              <JsonView value={e.arguments} />
+              <JsonView value={sortedJson(e.arguments)} />
             </details>
           )}
         </>
