@@ -32,7 +32,7 @@ test.beforeAll(({}, testInfo) => service.start(testInfo.project.name));
 test.afterAll(() => service.stop());
 test.describe.configure({ mode: "serial" });
 
-test("an unknown invoice: its arguments (redacted) on the key page and in its anomaly; It happened starts from the service's answer", async ({ page, request, context }, testInfo) => {
+test("an unknown invoice: its arguments (redacted) on the key page and in its anomaly; It happened starts from the service's answer @both-stores", async ({ page, request, context }, testInfo) => {
   await context.grantPermissions(["clipboard-read", "clipboard-write"]);
   const { apiToken } = await signInAsOperator(page, testInfo);
   const key = `e2e-${RUN}-args-invoice`;
@@ -103,7 +103,7 @@ test("an unknown invoice: its arguments (redacted) on the key page and in its an
   expect(service.effectsOf(key)).toBe(1);
 });
 
-test("another tenant's token gets nothing of the call; each tenant's own token sees its own arguments, redacted", async ({ page, request }, testInfo) => {
+test("another tenant's token gets nothing of the call; each tenant's own token sees its own arguments, redacted @both-stores", async ({ page, request }, testInfo) => {
   const { apiToken } = await signInAsOperator(page, testInfo);
   await page.goto("/");
   const otherScope = `e2e-other-${RUN}`;
