@@ -1296,8 +1296,9 @@ export const MAX_KEPT_ANSWER_BYTES = 8 * 1024;
 /** A service's answer as an unknown outcome keeps it: its body cut to MAX_KEPT_ANSWER_BYTES (a cut body is not JSON any more). */
 function keptAnswer(answer: { status: number; body: string } | undefined): { status: number; body: string } | null {
   if (!answer) return null;
-  const body = Buffer.byteLength(answer.body) <= MAX_KEPT_ANSWER_BYTES ? answer.body : Buffer.from(answer.body).subarray(0, MAX_KEPT_ANSWER_BYTES).toString("utf8").replace(/\uFFFD$/, "");
-  return { status: answer.status, body };
+  const cut = Buffer.byteLength(answer.body) <= MAX_KEPT_ANSWER_BYTES ? answer.body : Buffer.from(answer.body).subarray(0, MAX_KEPT_ANSWER_BYTES).toString("utf8").replace(/\uFFFD$/, "");
+  // PostgreSQL refuses U+0000 in text (and in the batch's JSON): one such body would hold back every audit row behind it
+  return { status: answer.status, body: cut.replace(/\u0000/g, "\uFFFD") };
 }
 
 function intentArguments(kept: KeptArguments | null | undefined): { arguments: string | null; argumentsKept: KeptArguments["kept"] | null } {

@@ -75,6 +75,11 @@ describe("keptArguments", () => {
     expect(Buffer.byteLength(wide!.json)).toBeLessThanOrEqual(MAX_KEPT_ARGUMENTS_BYTES);
   });
 
+  it("keeps a NUL character (which PostgreSQL's jsonb refuses) as U+FFFD, in names too", () => {
+    expect(kept({ "a\u0000b": "x\u0000y" })!.value).toEqual({ "a\uFFFDb": "x\uFFFDy" });
+    expect(kept({ note: "x\u0000y" }, "full")!.value).toEqual({ note: "x\uFFFDy" });
+  });
+
   it("keeps full arguments uncut", () => {
     expect(kept({ body: "x".repeat(20_000) }, "full")!.json.length).toBeGreaterThan(20_000);
   });

@@ -168,10 +168,9 @@ function fitWithin(value: unknown, budget: number): unknown {
  */
 export function keptArguments(args: unknown, retention: ArgumentRetention = DEFAULT_ARGUMENT_RETENTION): KeptArguments | null {
   if (retention.keep === "none") return null;
-  const value = args ?? {};
-  if (retention.keep === "full") return { json: canonicalJson(value), kept: "full" };
   // a copy: the call goes on with the arguments as they were sent
-  const copy = JSON.parse(canonicalJson(value)) as unknown;
+  const copy = withoutNul(JSON.parse(canonicalJson(args ?? {})) as unknown);
+  if (retention.keep === "full") return { json: canonicalJson(copy), kept: "full" };
   for (const pointer of retention.redact) redactAt(copy, pointer);
   let redacted = redactNames(copy, null);
   let json = canonicalJson(redacted);
@@ -181,6 +180,19 @@ export function keptArguments(args: unknown, retention: ArgumentRetention = DEFA
     if (bytes(json) > MAX_KEPT_ARGUMENTS_BYTES) json = JSON.stringify({ "[cut]": `${bytes(canonicalJson(copy))} bytes of arguments, too many members to keep` });
   }
   return { json, kept: "redacted" };
+}
+
+const NUL = /\u0000/g;
+
+/**
+ * PostgreSQL's jsonb cannot hold U+0000 in a string or a name: a call whose arguments carry one
+ * would fail its intent and never run. The kept copy shows U+FFFD in its place.
+ */
+function withoutNul(value: unknown): unknown {
+  if (typeof value === "string") return value.includes("\u0000") ? value.replace(NUL, "\uFFFD") : value;
+  if (Array.isArray(value)) return value.map(withoutNul);
+  if (value === null || typeof value !== "object") return value;
+  return Object.fromEntries(Object.entries(value).map(([k, v]) => [withoutNul(k) as string, withoutNul(v)]));
 }
 
 /** The problem with a tool's argument policy, or null: a pointer that is not one, or pointers for a policy that does not redact. */

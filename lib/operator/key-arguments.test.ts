@@ -24,7 +24,7 @@ const ARGS = { customerId: "cus_42", amountCents: 1999, card: { number: "4242424
 const SECRETS = ["4242424242424242", "ada@example.com", "hunter2"];
 
 const probed: ProbeContext[] = [];
-let answerWith: "upstream" | "candidate" = "upstream";
+let answerWith: "upstream" | "candidate" | "nul" = "upstream";
 
 const charge = defineTool({
   name: "psp.charge",
@@ -34,6 +34,7 @@ const charge = defineTool({
   redact: ["/customer/email"],
   async run() {
     if (answerWith === "upstream") throw new OutcomeUnknown("the service answered 503", false, undefined, { status: 503, body: '{"chargeId":"ch_maybe","status":"pending"}' });
+    if (answerWith === "nul") throw new OutcomeUnknown("the service answered 500", false, undefined, { status: 500, body: "crash\u0000dump" });
     throw new OutcomeUnknown("timed out after 400 ms", true);
   },
   async probe(ctx) {
@@ -91,6 +92,12 @@ describe("arguments kept for operators", () => {
     expect((await getKeyDetail(runtime, "tenant-a", "none-1")).arguments).toMatchObject({ value: null, kept: null });
   });
 
+  it("a NUL character in the arguments (which jsonb refuses) does not keep the call from running", async () => {
+    for (const tool of ["psp.full", "psp.none"]) await expect(call("tenant-a", tool, `nul-${tool}`, { note: "a\u0000b" })).resolves.toMatchObject({ kind: "executed" });
+    await runtime.audit.flush();
+    expect((await getKeyDetail(runtime, "tenant-a", "nul-psp.full")).arguments).toMatchObject({ value: { note: "a\uFFFDb" } });
+  });
+
   it("never shows one tenant's arguments to another's token: the same key string in two scopes is two calls", async () => {
     await expect(call("tenant-b", "psp.charge", "order-1", { ...ARGS, customerId: "cus_of_b" })).rejects.toBeInstanceOf(OutcomeUnknownError);
     await runtime.audit.flush();
@@ -119,6 +126,13 @@ describe("arguments kept for operators", () => {
     expect(fromProbe).toMatchObject({ source: "probe", status: 200, body: JSON.stringify({ chargeId: "ch_found_by_customer", amountCents: 1999 }, null, 2) });
     // another tenant's key of the same name keeps its own
     expect((await getKeyDetail(runtime, "tenant-b", "order-1")).prefill).toMatchObject({ source: "upstream" });
+  });
+
+  it("keeps a service answer with a NUL character (which PostgreSQL text refuses) without holding back the audit log", async () => {
+    answerWith = "nul";
+    await expect(call("tenant-a", "psp.charge", "nul-answer", ARGS)).rejects.toBeInstanceOf(OutcomeUnknownError);
+    await runtime.audit.flush();
+    expect((await getKeyDetail(runtime, "tenant-a", "nul-answer")).prefill).toMatchObject({ source: "upstream", status: 500, body: "crash\uFFFDdump" });
   });
 
   it("has nothing to start from when the call ended with no answer", async () => {
