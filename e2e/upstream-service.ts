@@ -9,9 +9,11 @@ import { upstreamPortOf } from "./upstream";
  * - slow_after_effect: applies the effect, answers 201 after 2.5 s (past create_invoice's 1.5 s timeout);
  * - not_now: applies nothing, answers 429 (the gateway releases the key, a retry runs);
  * - reject: applies nothing, answers 400 (a final error, stored and replayed);
- * - hold: applies the effect, answers 201 only when `answerHeld()` is called (a call still running).
+ * - hold: applies the effect, answers 201 only when `answerHeld()` is called (a call still running);
+ * - pending_after_effect: applies the effect, answers 502 with JSON naming it (`{ id, status: "pending" }`),
+ *   as a gateway in front of the service might: the outcome is unknown, the body a starting point.
  */
-export type Behaviour = "ok" | "fail" | "fail_after_effect" | "slow_after_effect" | "not_now" | "reject" | "hold";
+export type Behaviour = "ok" | "fail" | "fail_after_effect" | "slow_after_effect" | "not_now" | "reject" | "hold" | "pending_after_effect";
 
 export interface Effect {
   path: string;
@@ -93,6 +95,8 @@ export class UpstreamService {
     switch (behaviour) {
       case "fail_after_effect":
         return res.writeHead(503).end("down for maintenance");
+      case "pending_after_effect":
+        return json(502, { ...result, status: "pending" });
       case "slow_after_effect":
         setTimeout(() => json(201, result), 2_500);
         return;

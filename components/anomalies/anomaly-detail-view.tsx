@@ -10,7 +10,9 @@ import { ProblemAlert } from "@/components/ui/problem-alert";
 import { buttonClass } from "@/components/ui/styles";
 import { apiFetch, keyHref, keyPath } from "@/lib/console/api";
 import { formatRelative, formatTimestamp } from "@/lib/console/format";
+import type { KeyDetailView } from "@/lib/operator/present-key-detail";
 import { typeInfo, type AnomalyView } from "./anomaly-types";
+import { EvidenceArguments } from "./evidence-arguments";
 import { EvidenceList, staleReasons } from "./evidence-list";
 import { StatusDialog, statusActionsFor, type TargetStatus } from "./status-dialog";
 import { AnomalyStatusBadge } from "./status-badge";
@@ -33,7 +35,7 @@ const NEXT: Record<string, TargetStatus[]> = {
  * here and, for an orphan whose key is still reserved, release or resolve the key itself.
  */
 /** a key as the anomaly page shows it now: its state, and its reservation's token and execution (null when absent) */
-export type KeyNow = { state: string; token: number | null; executionId: string | null };
+export type KeyNow = { state: string; token: number | null; executionId: string | null; prefill?: KeyDetailView["prefill"] };
 
 export function AnomalyDetailView(props: {
   initial: AnomalyView;
@@ -60,8 +62,8 @@ export function AnomalyDetailView(props: {
   const keyNow = useQuery({
     queryKey: keyQueryKey,
     queryFn: ({ signal }) =>
-      apiFetch<{ state: string; record: { token: number; executionId: string | null } | null }>(keyPath(scope!, key!), { signal }).then(
-        (d): KeyNow => ({ state: d.state, token: d.record?.token ?? null, executionId: d.record?.executionId ?? null }),
+      apiFetch<Pick<KeyDetailView, "state" | "record" | "prefill">>(keyPath(scope!, key!), { signal }).then(
+        (d): KeyNow => ({ state: d.state, token: d.record?.token ?? null, executionId: d.record?.executionId ?? null, prefill: d.prefill }),
       ),
     enabled: hasKey,
     initialData: props.initialKey ?? undefined,
@@ -151,6 +153,7 @@ export function AnomalyDetailView(props: {
           <div className="mt-3">
             <EvidenceList anomaly={a} nowMs={nowMs} />
           </div>
+          <EvidenceArguments items={a.arguments} />
           <details className="border-t border-line px-5 py-3" data-testid="raw-evidence">
             <summary className="cursor-pointer text-[13px] text-muted select-none hover:text-fg">Raw evidence (JSON)</summary>
             <JsonView value={a.evidence} />
@@ -251,6 +254,7 @@ export function AnomalyDetailView(props: {
           keyName={key}
           state={keyState.data ?? "absent"}
           token={keyNow.data?.token ?? undefined}
+          prefill={keyNow.data?.prefill}
           onClose={() => setKeyAction(null)}
           onDone={(message) => {
             setKeyAction(null);

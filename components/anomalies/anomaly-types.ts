@@ -1,4 +1,5 @@
 import type { AnomalyStatus } from "@/lib/anomalies/anomalies";
+import type { AnomalyArguments } from "@/lib/anomalies/anomaly-arguments";
 import type { AnomalyType } from "@/lib/anomalies/reconcile";
 
 // The lists are repeated here rather than imported: lib/anomalies pulls server code (Prisma,
@@ -89,6 +90,8 @@ export interface AnomalyView {
   evidence: Record<string, unknown>;
   detectedAt: string;
   updatedAt: string;
+  /** the kept arguments of the executions the evidence names (GET /api/v1/anomalies/{id} only) */
+  arguments?: AnomalyArguments[];
 }
 
 export interface AnomalyPage {

@@ -35,6 +35,7 @@ export function KeyActionDialog({
   keyName,
   state,
   token,
+  prefill,
   onClose,
   onDone,
 }: {
@@ -45,6 +46,8 @@ export function KeyActionDialog({
   state: string;
   /** the token of the reservation the page shows when the dialog opens: the decision applies to that call only */
   token?: number;
+  /** where the result starts: a probe's candidate for this call, or the service's last answer */
+  prefill?: { source: "probe" | "upstream"; status: number; body: string } | null;
   onClose: () => void;
   onDone: (message: string) => void;
 }) {
@@ -54,8 +57,9 @@ export function KeyActionDialog({
   const running = state === "inflight";
   const [force, setForce] = useState(false);
   const [reason, setReason] = useState("");
-  const [resultText, setResultText] = useState("");
-  const [statusText, setStatusText] = useState("");
+  const [resultText, setResultText] = useState(prefill?.body ?? "");
+  // a service's 5xx or redirect is no result status: only its body is a starting point
+  const [statusText, setStatusText] = useState(prefill && prefill.status >= 200 && prefill.status <= 499 ? String(prefill.status) : "");
   const [touched, setTouched] = useState(false);
   const result = parseResult(resultText);
   const status = parseStatus(statusText);
@@ -108,6 +112,15 @@ export function KeyActionDialog({
               <label htmlFor="resolve-result" className="block text-[13px] font-medium">
                 Result <span className="font-normal text-muted">(JSON body duplicates will get)</span>
               </label>
+              {prefill && (
+                <p className="text-xs text-muted" data-testid="result-prefill" data-source={prefill.source}>
+                  {prefill.source === "probe" ? (
+                    <>Filled in from a result the tool&apos;s status probe found that may be this call&apos;s (HTTP <span className="font-mono">{prefill.status}</span>): check it before resolving.</>
+                  ) : (
+                    <>Filled in from the service&apos;s last answer when the outcome became unknown (HTTP <span className="font-mono">{prefill.status}</span>): check it, and enter the result duplicates should get.</>
+                  )}
+                </p>
+              )}
               <textarea
                 id="resolve-result"
                 data-testid="result-input"

@@ -11,6 +11,7 @@ import { formatRelative, formatTimestamp } from "@/lib/console/format";
 import type { KeyDetailView as Detail } from "@/lib/operator/present-key-detail";
 import { AskToolButton, ProbeAnswerNotice, useAskTool, type ProbeResult } from "./ask-tool";
 import { JsonView } from "./json-view";
+import { KeptArguments } from "./kept-arguments";
 import { KeyActionDialog } from "./key-action-dialog";
 import { StateBadge } from "./state-badge";
 import { Timeline } from "./timeline";
@@ -161,6 +162,16 @@ export function KeyDetailView({
       )}
       {query.error && <ProblemAlert error={query.error} />}
 
+      {/* what the call was: what an operator deciding whether it happened looks for downstream */}
+      {detail.arguments && (
+        <section aria-labelledby="arguments-heading" className="min-w-0 rounded-xl border border-line bg-surface shadow-xs">
+          <h2 id="arguments-heading" className="px-5 pt-4 text-xs font-medium tracking-wide text-muted uppercase">Arguments</h2>
+          <div className="px-5 pt-2 pb-5">
+            <KeptArguments value={detail.arguments.value} kept={detail.arguments.kept} />
+          </div>
+        </section>
+      )}
+
       <div className="grid gap-6 lg:grid-cols-[minmax(0,1fr)_minmax(0,1fr)]">
         <section aria-labelledby="record-heading" className="min-w-0 rounded-xl border border-line bg-surface shadow-xs">
           <h2 id="record-heading" className="px-5 pt-4 text-xs font-medium tracking-wide text-muted uppercase">Record</h2>
@@ -220,6 +231,7 @@ export function KeyDetailView({
           keyName={detail.key}
           state={detail.state}
           token={detail.record?.token}
+          prefill={detail.prefill}
           onClose={() => setAction(null)}
           onDone={(message) => {
             setAction(null);

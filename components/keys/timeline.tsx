@@ -2,6 +2,7 @@ import clsx from "clsx";
 import { formatDuration, formatTimestamp } from "@/lib/console/format";
 import type { TimelineEventView } from "@/lib/operator/present-key-detail";
 import { JsonView } from "./json-view";
+import { sortedJson } from "./kept-arguments";
 
 const OUTCOME_TONE: Record<string, string> = {
   succeeded: "text-ok",
@@ -46,6 +47,12 @@ function Event({ e }: { e: TimelineEventView }) {
           <p className="text-xs text-muted">
             execution <span className="font-mono">{e.executionId}</span> · lease until {formatTimestamp(e.leaseUntil)}
           </p>
+          {e.arguments != null && (
+            <details className="text-xs" data-testid="timeline-arguments">
+              <summary className="cursor-pointer text-muted hover:text-fg">arguments{e.argumentsKept === "redacted" ? " (redacted)" : ""}</summary>
+              <JsonView value={sortedJson(e.arguments)} />
+            </details>
+          )}
         </>
       );
     case "outcome":

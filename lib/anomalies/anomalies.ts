@@ -2,6 +2,7 @@ import { Prisma, type Anomaly, type PrismaClient } from "@/generated/prisma/clie
 import { recordOperatorAction } from "@/lib/audit/operator-actions";
 import { newestFirstPageSql } from "@/lib/db/newest-first-page";
 import { InvalidStateError, NotFoundError } from "@/lib/idempotency/errors";
+import { anomalyArguments } from "./anomaly-arguments";
 import { requireReason } from "@/lib/operator/release-key";
 
 export const ANOMALY_STATUSES = ["open", "acknowledged", "resolved"] as const;
@@ -63,10 +64,11 @@ export async function flaggedFreshKeyDuplicates(prisma: PrismaClient, input: { t
   return new Set(rows.map((r) => r.key!));
 }
 
+/** One anomaly, with the kept arguments of the executions its evidence names. */
 export async function getAnomaly(prisma: PrismaClient, id: string) {
   const row = await prisma.anomaly.findUnique({ where: { id } });
   if (!row) throw new NotFoundError(`no anomaly ${id}`);
-  return row;
+  return { ...row, arguments: await anomalyArguments(prisma, row) };
 }
 
 const ALLOWED: Record<AnomalyStatus, AnomalyStatus[]> = {

@@ -87,6 +87,30 @@ describe.each([
     }
   });
 
+  it("keeps a call's kept arguments on its execution, and an unknown outcome's answer, in both modes and every way rows go in", async () => {
+    const args = (n: number) => ({ arguments: JSON.stringify({ customerId: `cus_${n}`, card: "[redacted]" }), argumentsKept: "redacted" as const });
+    const unknownOutcome = (id: string) => ({ ...outcome(id), outcome: "unknown" as const, resultStatus: null, resultBody: null, resultFinal: null, expiresAt: null, error: "the service answered 503", answerStatus: 503, answerBody: '{"chargeId":"ch_9"}' });
+    for (const mode of ["durable", "async"] as const) {
+      const writer = newWriter({ mode, flushIntervalMs: 60_000 });
+      const lone = { ...intent(`args-${mode}-lone`), ...args(1) };
+      await writer.intent(lone);
+      // concurrent intents: one statement for the group (durable), one batch (async)
+      const group = [2, 3, 4].map((n) => ({ ...intent(`args-${mode}-${n}`), ...args(n) }));
+      await Promise.all(group.map((g) => writer.intent(g)));
+      const none = { ...intent(`args-${mode}-none`), arguments: null, argumentsKept: null };
+      await writer.intent(none);
+      writer.outcome(unknownOutcome(lone.id));
+      writer.outcome(outcome(group[0].id));
+      await writer.close();
+      for (const [i, n] of [[lone, 1], ...group.map((g, j) => [g, j + 2] as const)] as const) {
+        expect(await pg.db.prisma.execution.findUnique({ where: { id: i.id } }), `${mode} ${n}`).toMatchObject({ arguments: { customerId: `cus_${n}`, card: "[redacted]" }, argumentsKept: "redacted" });
+      }
+      expect(await pg.db.prisma.execution.findUnique({ where: { id: none.id } })).toMatchObject({ arguments: null, argumentsKept: null });
+      expect(await pg.db.prisma.execution.findUnique({ where: { id: lone.id } })).toMatchObject({ outcome: "unknown", answerStatus: 503, answerBody: '{"chargeId":"ch_9"}' });
+      expect(await pg.db.prisma.execution.findUnique({ where: { id: group[0].id } })).toMatchObject({ outcome: "succeeded", answerStatus: null, arguments: { customerId: "cus_2" } });
+    }
+  });
+
   it("in async mode never writes an outcome before its intent: one queued ahead of its intent's batch waits for that batch", async () => {
     // batches of two: the first is written as soon as two intents are queued, the rest wait for it
     const writer = newWriter({ mode: "async", flushIntervalMs: 60_000, maxBatch: 2 });

@@ -172,6 +172,7 @@ export class PrismaAuditWriter implements AuditWriter {
     const i = intentJson(entry);
     await this.execute(INSERT_INTENT, [
       i.id, i.scope, i.key, i.tool, i.fingerprint, String(i.token), i.session, i.caller, i.transport, i.fallback, i.started_at, i.lease_until,
+      i.arguments, i.arguments_kept,
     ]);
   }
 
@@ -436,16 +437,17 @@ export class PrismaAuditWriter implements AuditWriter {
 // here: a bare cast would convert them with the session's TimeZone, shifting every time on a
 // server whose TimeZone is not UTC.
 const INSERT_INTENT = `
-  INSERT INTO executions (id, scope, key, tool, fingerprint, token, session, caller, transport, fallback, started_at, lease_until)
-  VALUES ($1, $2, $3, $4, $5, $6::bigint, $7, $8, $9, $10::boolean, $11::timestamptz AT TIME ZONE 'UTC', $12::timestamptz AT TIME ZONE 'UTC')`;
+  INSERT INTO executions (id, scope, key, tool, fingerprint, token, session, caller, transport, fallback, started_at, lease_until, arguments, arguments_kept)
+  VALUES ($1, $2, $3, $4, $5, $6::bigint, $7, $8, $9, $10::boolean, $11::timestamptz AT TIME ZONE 'UTC', $12::timestamptz AT TIME ZONE 'UTC', $13::jsonb, $14)`;
 
 /** Concurrent calls' intents, a JSON array ($1): one statement, one commit. */
 const INSERT_INTENTS = `
-  INSERT INTO executions (id, scope, key, tool, fingerprint, token, session, caller, transport, fallback, started_at, lease_until)
-  SELECT id, scope, key, tool, fingerprint, token, session, caller, transport, fallback, started_at AT TIME ZONE 'UTC', lease_until AT TIME ZONE 'UTC'
+  INSERT INTO executions (id, scope, key, tool, fingerprint, token, session, caller, transport, fallback, started_at, lease_until, arguments, arguments_kept)
+  SELECT id, scope, key, tool, fingerprint, token, session, caller, transport, fallback, started_at AT TIME ZONE 'UTC', lease_until AT TIME ZONE 'UTC',
+         arguments::jsonb, arguments_kept
   FROM jsonb_to_recordset($1::jsonb) AS v(
     id text, scope text, key text, tool text, fingerprint text, token bigint, session text, caller text, transport text, fallback boolean,
-    started_at timestamptz, lease_until timestamptz)`;
+    started_at timestamptz, lease_until timestamptz, arguments text, arguments_kept text)`;
 
 /**
  * A batch: outcomes of executions written before, new executions (with their outcome when it is in
@@ -462,23 +464,26 @@ const WRITE_BATCH = `
       outcome = CASE WHEN e.outcome = 'released' THEN 'late_completion' ELSE v.outcome END,
       finished_at = v.finished_at AT TIME ZONE 'UTC', duration_ms = v.duration_ms,
       result_status = v.result_status, result_body = v.result_body, result_final = v.result_final,
-      expires_at = v.expires_at AT TIME ZONE 'UTC',
+      expires_at = v.expires_at AT TIME ZONE 'UTC', answer_status = v.answer_status, answer_body = v.answer_body,
       error = CASE WHEN e.outcome = 'released' THEN 'completed after its key was released (' || coalesce(e.error, '') || ')' ELSE v.error END
     FROM jsonb_to_recordset($2::jsonb) AS v(
       id text, outcome text, finished_at timestamptz, duration_ms int, result_status int,
-      result_body text, result_final boolean, expires_at timestamptz, error text)
+      result_body text, result_final boolean, expires_at timestamptz, error text, answer_status int, answer_body text)
     WHERE e.id = v.id
       AND (e.outcome IS NULL OR (e.outcome = 'released' AND v.outcome IN ('succeeded', 'final_error', 'late_completion')))
     RETURNING 1
   ), new_executions AS (
     INSERT INTO executions (id, scope, key, tool, fingerprint, token, session, caller, transport, fallback, started_at, lease_until,
-                            outcome, finished_at, duration_ms, result_status, result_body, result_final, expires_at, error)
+                            outcome, finished_at, duration_ms, result_status, result_body, result_final, expires_at, error,
+                            arguments, arguments_kept, answer_status, answer_body)
     SELECT id, scope, key, tool, fingerprint, token, session, caller, transport, fallback, started_at AT TIME ZONE 'UTC', lease_until AT TIME ZONE 'UTC',
-           outcome, finished_at AT TIME ZONE 'UTC', duration_ms, result_status, result_body, result_final, expires_at AT TIME ZONE 'UTC', error
+           outcome, finished_at AT TIME ZONE 'UTC', duration_ms, result_status, result_body, result_final, expires_at AT TIME ZONE 'UTC', error,
+           arguments::jsonb, arguments_kept, answer_status, answer_body
     FROM jsonb_to_recordset($1::jsonb) AS v(
       id text, scope text, key text, tool text, fingerprint text, token bigint, session text, caller text, transport text, fallback boolean,
       started_at timestamptz, lease_until timestamptz, outcome text, finished_at timestamptz, duration_ms int,
-      result_status int, result_body text, result_final boolean, expires_at timestamptz, error text)
+      result_status int, result_body text, result_final boolean, expires_at timestamptz, error text,
+      arguments text, arguments_kept text, answer_status int, answer_body text)
     WHERE (SELECT count(*) FROM outcomes) >= 0
     ON CONFLICT DO NOTHING
     RETURNING 1
@@ -556,6 +561,8 @@ function outcomeJson(o: OutcomeEntry) {
     result_final: o.resultFinal,
     expires_at: o.expiresAt?.toISOString() ?? null,
     error: o.error,
+    answer_status: o.answerStatus ?? null,
+    answer_body: o.answerBody ?? null,
   };
 }
 
@@ -573,6 +580,8 @@ function intentJson(e: IntentEntry) {
     fallback: e.fallback,
     started_at: e.startedAt.toISOString(),
     lease_until: e.leaseUntil.toISOString(),
+    arguments: e.arguments ?? null,
+    arguments_kept: e.argumentsKept ?? null,
   };
 }
 

@@ -12,7 +12,8 @@ export function keyAuditTrailSql(scope: string, key: string, limit = KEY_TRAIL_L
     executions: Prisma.sql`
       SELECT id, scope, key, tool, fingerprint, token, session, caller, fallback, started_at AS "startedAt",
         lease_until AS "leaseUntil", outcome, finished_at AS "finishedAt", duration_ms AS "durationMs",
-        result_status AS "resultStatus", result_body AS "resultBody", result_final AS "resultFinal", expires_at AS "expiresAt", error
+        result_status AS "resultStatus", result_body AS "resultBody", result_final AS "resultFinal", expires_at AS "expiresAt", error,
+        arguments, arguments_kept AS "argumentsKept", answer_status AS "answerStatus", answer_body AS "answerBody"
       FROM executions WHERE scope = ${scope} AND key = ${key} ORDER BY started_at DESC LIMIT ${limit}::int`,
     suppressions: Prisma.sql`
       SELECT id, scope, key, tool, kind, fallback, gap_ms AS "gapMs", session, caller, original_session AS "originalSession",

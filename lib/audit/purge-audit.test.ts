@@ -37,4 +37,22 @@ describe("audit retention", () => {
     expect((await pg.db.prisma.execution.findMany({ select: { key: true } })).map((e) => e.key).sort()).toEqual(["orphan", "recent"]);
     expect(await pg.db.prisma.suppression.count()).toBe(1);
   });
+
+  it("takes a call's kept arguments with it; one kept for want of an outcome keeps its fingerprint but not its arguments", async () => {
+    const old = new Date(Date.now() - 40 * 86_400_000);
+    const recent = new Date();
+    const args = { customerId: "cus_purged", card: "[redacted]" };
+    const execution = (startedAt: Date, outcome: string | null, key: string) => ({
+      id: randomUUID(), scope: "args", key, tool: "t", fingerprint: "f", token: 1n, startedAt, leaseUntil: startedAt, outcome,
+      arguments: args, argumentsKept: "redacted", answerStatus: outcome === null ? 503 : null, answerBody: outcome === null ? "down" : null,
+    });
+    await pg.db.prisma.execution.createMany({ data: [execution(old, "succeeded", "a-old"), execution(old, null, "a-open"), execution(recent, "succeeded", "a-recent")] });
+    const purged = await purgeAuditRows(pg.db.prisma, new Date(Date.now() - 30 * 86_400_000), 10);
+    expect(purged).toMatchObject({ executions: 1, keptArguments: 1 });
+    const rows = await pg.db.prisma.execution.findMany({ where: { scope: "args" }, orderBy: { key: "asc" } });
+    expect(rows.map((r) => [r.key, r.fingerprint, r.arguments, r.argumentsKept, r.answerBody])).toEqual([
+      ["a-open", "f", null, null, null],
+      ["a-recent", "f", args, "redacted", null],
+    ]);
+  });
 });

@@ -7,6 +7,8 @@ export interface AuditPurgeResult {
   rollupRows: number;
   /** arguments kept for resend probes (lib/tools/resend-log.ts) of calls sent before the cut-off */
   resendArguments: number;
+  /** executions kept past the cut-off (no outcome yet) whose kept arguments and service answer were dropped */
+  keptArguments: number;
 }
 
 /**
@@ -19,7 +21,7 @@ export interface AuditPurgeResult {
  * before `olderThan` are folded into one per tool and half hour, and dropped where nothing is left.
  */
 export async function purgeAuditRows(prisma: PrismaClient, olderThan: Date, batch = 5_000): Promise<AuditPurgeResult> {
-  const result: AuditPurgeResult = { executions: 0, suppressions: 0, rollupRows: 0, resendArguments: 0 };
+  const result: AuditPurgeResult = { executions: 0, suppressions: 0, rollupRows: 0, resendArguments: 0, keptArguments: 0 };
   for (;;) {
     const n = await prisma.$executeRaw`
       DELETE FROM suppressions WHERE id IN (SELECT id FROM suppressions WHERE at < (${olderThan}::timestamptz AT TIME ZONE 'UTC') LIMIT ${batch})`;
@@ -33,7 +35,16 @@ export async function purgeAuditRows(prisma: PrismaClient, olderThan: Date, batc
     result.executions += n;
     if (n < batch) break;
   }
-  // a call's arguments live no longer than its audit trail, even while its outcome is unknown
+  // a call's arguments live no longer than its audit trail, even while its outcome is unknown:
+  // an execution kept for want of an outcome keeps its fingerprint, not its arguments
+  for (;;) {
+    const n = await prisma.$executeRaw`
+      UPDATE executions SET arguments = NULL, arguments_kept = NULL, answer_body = NULL, answer_status = NULL WHERE id IN (
+        SELECT id FROM executions WHERE started_at < (${olderThan}::timestamptz AT TIME ZONE 'UTC')
+          AND (arguments IS NOT NULL OR answer_body IS NOT NULL) LIMIT ${batch})`;
+    result.keptArguments += n;
+    if (n < batch) break;
+  }
   for (;;) {
     const n = await prisma.$executeRaw`
       DELETE FROM upstream_resends WHERE execution_id IN (

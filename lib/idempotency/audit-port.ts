@@ -17,6 +17,9 @@ export interface IntentEntry {
   fallback: boolean;
   startedAt: Date;
   leaseUntil: Date;
+  /** the call's arguments as its tool keeps them for operators (canonical JSON), and how; null: none kept */
+  arguments?: string | null;
+  argumentsKept?: "redacted" | "full" | null;
 }
 
 /**
@@ -46,6 +49,9 @@ export interface OutcomeEntry {
   /** for a stored result: when its done record is due to leave the key store */
   expiresAt: Date | null;
   error: string | null;
+  /** an unknown outcome's answer from the tool's service, when it gave one (capped) */
+  answerStatus?: number | null;
+  answerBody?: string | null;
 }
 
 /**

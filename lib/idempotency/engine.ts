@@ -19,6 +19,7 @@ import {
   UnknownOutcomeKeyError,
 } from "./errors";
 import { fingerprint as fingerprintOf } from "./fingerprint";
+import { keptArguments, type KeptArguments } from "./kept-arguments";
 import { FALLBACK_PREFIX, fallbackKey, PASS_THROUGH_PREFIX, passThroughKey, validateKey } from "./key-rules";
 import { exceptionNote, noteWithDetail, PUBLIC_THREW_NOTE } from "./outcome-note";
 import type { KeyRecord, StoredResult } from "./record";
@@ -285,6 +286,7 @@ export class Engine {
         fallback: false,
         startedAt: new Date(startedMs),
         leaseUntil: new Date(startedMs + tool.leaseMs),
+        ...intentArguments(keptArguments(request.args, tool.argumentRetention)),
       });
     } catch (err) {
       this.onCall({ tool: tool.name, result: "unavailable", storeMs: 0, auditMs: performance.now() - t0 });
@@ -362,6 +364,7 @@ export class Engine {
       arrivedMs: this.now(),
       storeMs: 0,
       auditMs: 0,
+      arguments: keptArguments(request.args, tool.argumentRetention),
       window: advisory ? { key: fallbackKey(fingerprint), ttlMs: tool.fallbackTtlMs ?? DEFAULT_POLICY.fallbackDefaultTtlMs, token: null } : null,
     };
   }
@@ -452,6 +455,7 @@ export class Engine {
         fallback: call.fallback,
         startedAt: new Date(call.arrivedMs),
         leaseUntil: new Date(call.arrivedMs + tool.leaseMs),
+        ...intentArguments(call.arguments),
       }, call.durableIntent ? { durable: true } : undefined);
     } catch (err) {
       // No intent, no side effect: give the key back so a retry can run once the log is back.
@@ -566,7 +570,7 @@ export class Engine {
       if (isAbandonCall(err)) return { class: "abandoned" };
       // Only the tool's own word that nothing happened frees a key: anything else may have happened.
       // a tool's detail (another server's error text) is for operators too
-      if (isOutcomeUnknown(err)) return { class: "unknown", note: noteWithDetail(err.note, err.detail), publicNote: err.note, timedOut: err.timedOut, durationMs: took() };
+      if (isOutcomeUnknown(err)) return { class: "unknown", note: noteWithDetail(err.note, err.detail), publicNote: err.note, timedOut: err.timedOut, durationMs: took(), answer: keptAnswer(err.answer) };
       // the exception's message is for operators (key detail, audit log), not for the caller
       const message = err instanceof Error ? err.message : String(err);
       return { class: "unknown", note: exceptionNote(message), publicNote: PUBLIC_THREW_NOTE, timedOut: false, durationMs: took() };
@@ -595,7 +599,7 @@ export class Engine {
         // Not marked: the key was released or taken over meanwhile (recorded as such), or the
         // store is down (the reservation stays inflight and turns stuck: still held).
         const note = marked === null || marked.ok ? ended.note : `${ended.note}; the key had been released or taken over meanwhile`;
-        this.recordOutcome(call, "unknown", ended.durationMs, null, note);
+        this.recordOutcome(call, "unknown", ended.durationMs, null, note, ended.answer);
         this.onCall({ tool: tool.name, result: "outcome_unknown", storeMs: call.storeMs, auditMs: call.auditMs });
         throw new OutcomeUnknownError(call.key, call.executionId, ended.publicNote, ended.timedOut);
       }
@@ -668,7 +672,7 @@ export class Engine {
     return done.ok;
   }
 
-  private recordOutcome(call: CallContext, outcome: "failed" | "unknown", durationMs: number, resultStatus: number | null, error: string): void {
+  private recordOutcome(call: CallContext, outcome: "failed" | "unknown", durationMs: number, resultStatus: number | null, error: string, answer?: { status: number; body: string } | null): void {
     this.audit.outcome({
       id: call.executionId,
       outcome,
@@ -679,6 +683,7 @@ export class Engine {
       resultFinal: null,
       expiresAt: null,
       error,
+      ...(answer ? { answerStatus: answer.status, answerBody: answer.body } : {}),
     });
   }
 
@@ -1275,6 +1280,8 @@ interface CallContext {
   storeMs: number;
   auditMs: number;
   cached?: boolean;
+  /** the arguments its execution keeps for operators (null: the tool keeps none, or a reservation read back from the log) */
+  arguments?: KeptArguments | null;
   /** an advisory key's (tool, arguments) window: its fallback key, how long, and its reservation once held */
   window: { key: string; ttlMs: number; token: number | null } | null;
   /** a reservation handed to its caller: its intent goes to the database in every audit mode */
@@ -1283,12 +1290,27 @@ interface CallContext {
   token?: number;
 }
 
+/** The most of a service's answer an unknown outcome keeps (as the kept arguments, 8 KiB). */
+export const MAX_KEPT_ANSWER_BYTES = 8 * 1024;
+
+/** A service's answer as an unknown outcome keeps it: its body cut to MAX_KEPT_ANSWER_BYTES (a cut body is not JSON any more). */
+function keptAnswer(answer: { status: number; body: string } | undefined): { status: number; body: string } | null {
+  if (!answer) return null;
+  const cut = Buffer.byteLength(answer.body) <= MAX_KEPT_ANSWER_BYTES ? answer.body : Buffer.from(answer.body).subarray(0, MAX_KEPT_ANSWER_BYTES).toString("utf8").replace(/\uFFFD$/, "");
+  // PostgreSQL refuses U+0000 in text (and in the batch's JSON): one such body would hold back every audit row behind it
+  return { status: answer.status, body: cut.replace(/\u0000/g, "\uFFFD") };
+}
+
+function intentArguments(kept: KeptArguments | null | undefined): { arguments: string | null; argumentsKept: KeptArguments["kept"] | null } {
+  return kept ? { arguments: kept.json, argumentsKept: kept.kept } : { arguments: null, argumentsKept: null };
+}
+
 /** How a tool call ended, sorted into the outcome classes (DESIGN.md). */
 type Ended =
   | { class: "done"; stored: StoredResult; durationMs: number }
   | { class: "not_run"; message: string; upstreamStatus?: number; durationMs: number }
   /** note: for operators; publicNote: what the caller is told */
-  | { class: "unknown"; note: string; publicNote: string; timedOut: boolean; durationMs: number }
+  | { class: "unknown"; note: string; publicNote: string; timedOut: boolean; durationMs: number; answer?: { status: number; body: string } | null }
   /** the handler abandoned the call as a crashed process would: nothing is written */
   | { class: "abandoned" };
 

@@ -1,4 +1,5 @@
 import { IdemgateError, isIdemgateError } from "./errors";
+import type { ArgumentRetention } from "./kept-arguments";
 /** What the engine needs to know of a tool. The registry (lib/tools) adds schemas and upstreams. */
 export interface ToolPolicy {
   name: string;
@@ -36,6 +37,11 @@ export interface ToolPolicy {
    * gateway's /invoke or MCP. Absent: Idemgate runs it (in process or by forwarding to its service).
    */
   runs?: "client";
+  /**
+   * what each execution keeps of the call's arguments for operators (DESIGN.md § Arguments kept
+   * for operators); absent: redacted, with no pointers of its own
+   */
+  argumentRetention?: ArgumentRetention;
 }
 
 export interface ToolContext {
@@ -113,6 +119,11 @@ export class OutcomeUnknown extends IdemgateError {
      * error text, which may name its internals; callers read the note alone
      */
     readonly detail?: string,
+    /**
+     * the tool's service's answer when it gave one (a 5xx, a redirect): kept with the execution,
+     * capped, for the operator who resolves the key to start from
+     */
+    readonly answer?: { status: number; body: string },
   ) {
     super(note);
     this.name = "OutcomeUnknown";
@@ -130,7 +141,11 @@ export function isOutcomeUnknown(err: unknown): err is OutcomeUnknown {
 export type ProbeAnswer =
   | { outcome: "applied"; status: number; body: unknown }
   | { outcome: "not_applied" }
-  | { outcome: "unknown"; note?: string };
+  /**
+   * candidate: a result the tool found that may be this call's (matched by its arguments rather than
+   * its key): it decides nothing, but an operator resolving the key starts from it
+   */
+  | { outcome: "unknown"; note?: string; candidate?: { status: number; body: unknown } };
 
 export interface ProbeContext {
   scope: string;
@@ -138,12 +153,17 @@ export interface ProbeContext {
   key: string;
   /** the execution whose outcome is asked for, when the key store knows it */
   executionId: string | null;
+  /**
+   * the call's arguments as its execution kept them (redacted per the tool's argument policy); null
+   * when the tool keeps none, or the audit log no longer has them
+   */
+  arguments?: unknown;
   signal?: AbortSignal;
 }
 
 /**
- * A tool's status probe. Arguments are not kept by Idemgate (only their fingerprint), so a probe
- * identifies the call by its scope and key (or the derived key an upstream received).
+ * A tool's status probe. It identifies the call by its scope and key (or the derived key an
+ * upstream received); the kept arguments help a tool whose own records are not keyed.
  */
 export type ProbeTool = (ctx: ProbeContext) => Promise<ProbeAnswer>;
 

@@ -1,10 +1,23 @@
+import type { Execution, OperatorAction } from "@/generated/prisma/client";
 import { readKeyAuditTrail } from "@/lib/audit/key-audit-trail";
 import type { KeyRecord, KeyState } from "@/lib/idempotency/record";
 import { stateOf } from "@/lib/idempotency/record";
 import type { Runtime } from "@/lib/server/runtime";
 
 export type TimelineEvent =
-  | { type: "intent"; at: Date; executionId: string; token: number; session: string | null; caller: string | null; leaseUntil: Date; fallback: boolean }
+  | {
+      type: "intent";
+      at: Date;
+      executionId: string;
+      token: number;
+      session: string | null;
+      caller: string | null;
+      leaseUntil: Date;
+      fallback: boolean;
+      /** the call's arguments as its execution kept them (redacted per the tool's policy); null: none kept */
+      arguments: unknown;
+      argumentsKept: "redacted" | "full" | null;
+    }
   | { type: "outcome"; at: Date; executionId: string; outcome: string; durationMs: number | null; resultStatus: number | null; error: string | null }
   /** the decision that closed an execution without an outcome of its own (no duration: the call did not end then) */
   | { type: "closed"; at: Date; executionId: string; decision: string; note: string | null }
@@ -20,6 +33,28 @@ export interface KeyDetail {
   probeable: boolean;
   /** oldest first */
   timeline: TimelineEvent[];
+  /** the arguments of the call the record stands for (else the key's latest execution), as kept */
+  arguments: KeyArguments | null;
+  /**
+   * where "It happened" starts for a held key: a candidate result the tool's probe found for this
+   * call, else its service's last answer when the outcome turned unknown; null when neither exists
+   */
+  prefill: ResultPrefill | null;
+}
+
+export interface KeyArguments {
+  executionId: string;
+  /** null: the tool keeps none (policy none), or the audit retention purged them */
+  value: unknown;
+  kept: "redacted" | "full" | null;
+}
+
+export interface ResultPrefill {
+  source: "probe" | "upstream";
+  status: number;
+  /** the body as text: JSON when the answer was JSON, else what the service sent */
+  body: string;
+  at: Date;
 }
 
 /** The record (with its result) and everything the audit log knows about the key, in one timeline. */
@@ -33,7 +68,18 @@ export async function getKeyDetail(runtime: Runtime, scope: string, key: string)
   // (the record it acted on names the reservation's fencing token, unique per key)
   const decided = new Set(actions.map((a) => tokenOf(a.stateBefore)).filter((t): t is number => t !== null));
   for (const e of executions) {
-    timeline.push({ type: "intent", at: e.startedAt, executionId: e.id, token: Number(e.token), session: e.session, caller: e.caller, leaseUntil: e.leaseUntil, fallback: e.fallback });
+    timeline.push({
+      type: "intent",
+      at: e.startedAt,
+      executionId: e.id,
+      token: Number(e.token),
+      session: e.session,
+      caller: e.caller,
+      leaseUntil: e.leaseUntil,
+      fallback: e.fallback,
+      arguments: e.arguments ?? null,
+      argumentsKept: keptOf(e.argumentsKept),
+    });
     if (!e.outcome || !e.finishedAt) continue;
     if (!CLOSED.has(e.outcome)) {
       timeline.push({ type: "outcome", at: e.finishedAt, executionId: e.id, outcome: e.outcome, durationMs: e.durationMs, resultStatus: e.resultStatus, error: e.error });
@@ -56,7 +102,49 @@ export async function getKeyDetail(runtime: Runtime, scope: string, key: string)
     timeline.push({ type: "operator", at: a.at, action: a.action, actor: a.actor, reason: a.reason, before: a.stateBefore, after: a.stateAfter });
   }
   timeline.sort((a, b) => a.at.getTime() - b.at.getTime());
-  return { scope, key, record, state: record ? stateOf(record, Date.now()) : "absent", probeable: record ? canProbe(runtime, record.tool) : false, timeline };
+  // the trail is newest first: the record's own execution, else the latest
+  const current = executions.find((e) => e.id === record?.executionId) ?? (record ? undefined : executions[0]);
+  const state = record ? stateOf(record, Date.now()) : "absent";
+  return {
+    scope,
+    key,
+    record,
+    state,
+    probeable: record ? canProbe(runtime, record.tool) : false,
+    timeline,
+    arguments: current ? { executionId: current.id, value: current.arguments ?? null, kept: keptOf(current.argumentsKept) } : null,
+    prefill: record && (state === "unknown" || state === "stuck") ? prefillFor(record, current, actions) : null,
+  };
+}
+
+function keptOf(kept: string | null): KeyArguments["kept"] {
+  return kept === "redacted" || kept === "full" ? kept : null;
+}
+
+/**
+ * A candidate result from the latest probe of this very call (the same reservation token), else the
+ * service's answer its execution kept when the outcome turned unknown.
+ */
+function prefillFor(record: KeyRecord, execution: Execution | undefined, actions: OperatorAction[]): ResultPrefill | null {
+  for (const a of actions) {
+    const before = a.stateBefore as { token?: unknown } | null;
+    const probe = (a.stateAfter as { probe?: { candidate?: { status?: unknown; body?: unknown } } } | null)?.probe;
+    if (!probe?.candidate || before?.token !== record.token) continue;
+    const status = typeof probe.candidate.status === "number" ? probe.candidate.status : 200;
+    return { source: "probe", status, body: JSON.stringify(probe.candidate.body ?? null, null, 2), at: a.at };
+  }
+  if (execution && execution.answerBody !== null && execution.answerStatus !== null) {
+    return { source: "upstream", status: execution.answerStatus, body: prettyIfJson(execution.answerBody), at: execution.finishedAt ?? execution.startedAt };
+  }
+  return null;
+}
+
+function prettyIfJson(text: string): string {
+  try {
+    return JSON.stringify(JSON.parse(text), null, 2);
+  } catch {
+    return text;
+  }
 }
 
 /** outcomes a decision gives an execution that had none, or an unknown one */

@@ -1,5 +1,5 @@
 import { OPERATOR_CALLER_PREFIX } from "@/lib/auth/actor";
-import type { KeyDetail, TimelineEvent } from "./get-key-detail";
+import type { KeyArguments, KeyDetail, ResultPrefill, TimelineEvent } from "./get-key-detail";
 import { presentKey, tenantOutcomeNote, type KeyView } from "./present-key";
 
 type Jsonified<E> = E extends { at: Date; leaseUntil: Date } ? Omit<E, "at" | "leaseUntil"> & { at: string; leaseUntil: string } : E extends { at: Date } ? Omit<E, "at"> & { at: string } : E;
@@ -14,6 +14,8 @@ export interface KeyDetailView {
   state: KeyDetail["state"];
   probeable: boolean;
   timeline: TimelineEventView[];
+  arguments: KeyArguments | null;
+  prefill: (Omit<ResultPrefill, "at"> & { at: string }) | null;
 }
 
 export function presentKeyDetail(detail: KeyDetail, nowMs = Date.now()): KeyDetailView {
@@ -26,7 +28,7 @@ type TenantOperatorEvent = { type: "operator"; at: Date; action: string };
 type TenantTimelineEvent = Exclude<TimelineEvent, { type: "operator" }> | TenantOperatorEvent;
 
 /** A key's detail as an API token (a tenant) gets it from GET /api/v1/keys/{scope}/{key}. */
-export interface TenantKeyDetailView extends Omit<KeyDetailView, "timeline"> {
+export interface TenantKeyDetailView extends Omit<KeyDetailView, "timeline" | "prefill"> {
   timeline: Jsonified<TenantTimelineEvent>[];
 }
 
@@ -36,10 +38,14 @@ export interface TenantKeyDetailView extends Omit<KeyDetailView, "timeline"> {
  * states recorded with it (which can hold a probe's evidence); and of an outcome's error only what
  * the caller was told: a not-run tool's own message, an unknown outcome's note without an
  * exception's message, nothing from the store; of a call an operator made, that an operator made it.
+ * Its own calls' arguments it sees as kept (redacted); never the service's answers an operator
+ * resolves from (`prefill`). The key is read in the token's own scope only (visibleScope).
  */
 export function presentKeyDetailForTenant(detail: KeyDetail, nowMs = Date.now()): TenantKeyDetailView {
   const view = {
     ...detail,
+    // for operators only: dropped by JSON.stringify
+    prefill: undefined,
     record: detail.record ? presentKey(detail.record, nowMs, true, "tenant") : null,
     timeline: detail.timeline.map(forTenant),
   };

@@ -1,3 +1,4 @@
+import type { Prisma } from "@/generated/prisma/client";
 import { closeKeyAnomalies } from "@/lib/operator/close-key-anomalies";
 import { recordOperatorAction, recordSnapshot } from "@/lib/audit/operator-actions";
 import { InvalidStateError, isIdemgateError, NotFoundError } from "@/lib/idempotency/errors";
@@ -51,7 +52,11 @@ export async function probeKey(
     );
   }
 
-  const answer = await ask(prober, { scope, key: await keyTheToolSaw(runtime, before), executionId: before.executionId }, input.timeoutMs ?? PROBE_TIMEOUT_MS);
+  const answer = await ask(
+    prober,
+    { scope, key: await keyTheToolSaw(runtime, before), executionId: before.executionId, arguments: await keptArgumentsOf(runtime, before) },
+    input.timeoutMs ?? PROBE_TIMEOUT_MS,
+  );
   const said = describeAnswer(before.tool, answer);
   // the answer is about this reservation's call: a key taken by another call meanwhile is left alone
   const token = before.token;
@@ -113,6 +118,14 @@ async function keyTheToolSaw(runtime: KeyRuntime, record: KeyRecord): Promise<st
   return execution.key;
 }
 
+/** The arguments the call's execution kept (redacted as its tool keeps them), for its probe; null when none are kept. */
+async function keptArgumentsOf(runtime: KeyRuntime, record: KeyRecord): Promise<unknown> {
+  if (!record.executionId) return null;
+  const execution = await runtime.db.prisma.execution.findUnique({ where: { id: record.executionId }, select: { scope: true, arguments: true } });
+  // never another tenant's: the execution must be this key's scope's
+  return execution && execution.scope === record.scope ? (execution.arguments ?? null) : null;
+}
+
 /**
  * The probe's answer, within the timeout. A probe that throws, hangs or answers something that is
  * not an answer cannot tell: only the tool's own word resolves or releases a key.
@@ -151,7 +164,10 @@ function checkAnswer(answer: unknown): ProbeAnswer {
       return { outcome: "not_applied" };
     case "unknown": {
       const note = (a as { note?: unknown }).note;
-      return typeof note === "string" && note !== "" ? { outcome: "unknown", note } : { outcome: "unknown" };
+      const candidate = (a as { candidate?: { status?: unknown; body?: unknown } }).candidate;
+      const status = candidate?.status ?? 200;
+      const found = candidate && typeof candidate === "object" && typeof status === "number" && isResultStatus(status) ? { candidate: { status, body: candidate.body ?? null } } : {};
+      return typeof note === "string" && note !== "" ? { outcome: "unknown", note, ...found } : { outcome: "unknown", ...found };
     }
     default:
       return { outcome: "unknown", note: "the status probe's answer has no valid outcome" };
@@ -177,6 +193,7 @@ function answerEvidence(answer: ProbeAnswer) {
     case "not_applied":
       return { outcome: answer.outcome };
     case "unknown":
-      return { outcome: answer.outcome, note: answer.note ?? null };
+      // a candidate result is kept: what an operator resolving the key starts from ("It happened")
+      return { outcome: answer.outcome, note: answer.note ?? null, ...(answer.candidate ? { candidate: answer.candidate as Prisma.InputJsonValue } : {}) };
   }
 }

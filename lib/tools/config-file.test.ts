@@ -271,6 +271,16 @@ ${upstream.split("\n").map((l) => `      ${l}`).join("\n")}
     expect(() => upstreamToolsFromEnv(JSON.stringify([{ name: "mail.send", url: "https://api.example/emails", method: "GET" }]))).toThrow(/\[0\]\.method/);
   });
 
+  it("argument retention in IDEMGATE_UPSTREAM_TOOLS and in a runs: client entry, as in the file's upstream tools", () => {
+    const [kept] = upstreamToolsFromEnv(JSON.stringify([{ name: "mail.send", url: "https://api.example/emails", arguments: "redacted", redact: ["/to"] }]));
+    expect(kept.argumentRetention).toEqual({ keep: "redacted", redact: ["/to"] });
+    const [byDefault] = upstreamToolsFromEnv(JSON.stringify([{ name: "mail.send", url: "https://api.example/emails" }]));
+    expect(byDefault.argumentRetention).toEqual({ keep: "redacted", redact: [] });
+    expect(() => upstreamToolsFromEnv(JSON.stringify([{ name: "mail.send", url: "https://api.example/emails", redact: ["to"] }]))).toThrow(/\[0\]\.redact\[0\]: must be a JSON pointer/);
+    const client = parseToolConfig("tools:\n  - { name: ledger.post, description: d, runs: client, arguments: none }\n", "c.yaml", {});
+    expect(client.tools[0].argumentRetention).toEqual({ keep: "none", redact: [] });
+  });
+
   it("bad declarations are refused, each naming its field", () => {
     const at = (upstream: string, inputSchema?: string, extra?: string) => problemsOf(shaped(upstream, inputSchema, extra), {});
     expect(at("method: GET")).toEqual([{ path: "tools[0].upstream.method", message: "must be POST, PUT, PATCH or DELETE" }]);

@@ -2,6 +2,7 @@ import { readFileSync } from "node:fs";
 import path from "node:path";
 import { parseDocument } from "yaml";
 import { z } from "zod";
+import { JSON_POINTER } from "@/lib/idempotency/kept-arguments";
 import { DEFAULT_POLICY, leaseMarginMs } from "@/lib/idempotency/tool";
 import { defineTool, TOOL_NAME_PATTERN, ToolDefinitionError, type ToolDefinition } from "./define-tool";
 import { argsSchemaFromJsonSchema, compileInputSchema, type SchemaIssue } from "./json-schema-args";
@@ -25,8 +26,7 @@ export class ConfigFileError extends Error {
   }
 }
 
-/** How much of a call's arguments the audit log keeps for operators (DESIGN.md § Arguments kept for operators). */
-export type ArgumentRetention = { keep: "redacted" | "none" | "full"; redact: string[] };
+export type { ArgumentRetention } from "@/lib/idempotency/kept-arguments";
 
 /** Where a tool was declared, and what the console must mask of it. */
 export interface DeclaredIn {
@@ -43,7 +43,7 @@ export interface DeclaredIn {
 }
 
 /** A tool declared in a configuration file (or an environment variable): its definition and where it came from. */
-export type DeclaredToolDefinition = ToolDefinition & { declaredIn: DeclaredIn; argumentRetention?: ArgumentRetention };
+export type DeclaredToolDefinition = ToolDefinition & { declaredIn: DeclaredIn };
 
 export function declaredInOf(tool: ToolDefinition): DeclaredIn | null {
   const d = (tool as Partial<DeclaredToolDefinition>).declaredIn;
@@ -61,7 +61,6 @@ export interface ToolConfig {
 
 const ms = z.number().int("must be a whole number of milliseconds").positive("must be a positive number of milliseconds");
 const httpUrl = z.url({ protocol: /^https?$/, message: "must be an http or https URL" });
-const JSON_POINTER = /^(\/([^~/]|~[01])*)+$/;
 
 const upstreamSchema = z.strictObject({
   url: httpUrl,
@@ -217,8 +216,7 @@ function definitionOf(t: ToolEntry, at: (string | number)[], file: string, fromE
     path: formatPath(at),
     fromEnvironment: Object.fromEntries([...fromEnvironment].filter(([k]) => k.startsWith(prefix)).map(([k, v]) => [k.slice(prefix.length), v])),
   };
-  const argumentRetention: ArgumentRetention = { keep: t.arguments ?? "redacted", redact: t.redact ?? [] };
-  const policy = { ttlMs: t.ttlMs, leaseMs: t.leaseMs, stuckPolicy: t.stuckPolicy, fallbackDedupe: t.fallbackDedupe };
+  const policy = { ttlMs: t.ttlMs, leaseMs: t.leaseMs, stuckPolicy: t.stuckPolicy, fallbackDedupe: t.fallbackDedupe, arguments: t.arguments, redact: t.redact };
   const resolved = t.upstream ? resolveUpstream(t.upstream, { dedupes: t.dedupes, kind: t.kind, inputSchema }) : null;
   if (Array.isArray(resolved)) return resolved.map((problem) => ({ path: formatPath([...at, "upstream", ...problem.at]), message: problem.message }));
   try {
@@ -235,7 +233,7 @@ function definitionOf(t: ToolEntry, at: (string | number)[], file: string, fromE
       dedupes: resolved!.dedupes,
       ...policy,
     });
-    return Object.assign(defined, { declaredIn, argumentRetention });
+    return Object.assign(defined, { declaredIn });
   } catch (err) {
     if (err instanceof ToolDefinitionError) return [{ path: formatPath(at), message: err.message.replace(/^tool "[^"]*": /, "") }];
     throw err;

@@ -1,5 +1,5 @@
 import { redactUrl } from "@/lib/db/redact-url";
-import { declaredInOf, type ArgumentRetention, type DeclaredToolDefinition } from "./config-file";
+import { declaredInOf, type ArgumentRetention } from "./config-file";
 import type { ToolDefinition, UpstreamBody, UpstreamMethod, UpstreamOutcome } from "./define-tool";
 import { bodyKindOf, DEFAULT_KEY_HEADER } from "./upstream-request";
 import type { ToolDescription } from "./registry";
@@ -94,7 +94,7 @@ export function effectiveDeclaration(tool: ToolDefinition, described: ToolDescri
     fallbackTtlMs: tool.fallbackTtlMs,
     dedupes: tool.dedupes,
     upstream,
-    arguments: (tool as Partial<DeclaredToolDefinition>).argumentRetention ?? null,
+    arguments: tool.argumentRetention ?? null,
     inputSchema: described.argumentsSchema,
   };
 }

@@ -1,5 +1,6 @@
 import type { z } from "zod";
 import type { PrismaClient } from "@/generated/prisma/client";
+import { argumentRetentionProblem, type ArgumentsPolicy } from "@/lib/idempotency/kept-arguments";
 import { DEFAULT_POLICY, leaseMarginMs, type ProbeAnswer, type ProbeContext, type ToolContext, type ToolPolicy, type ToolResult } from "@/lib/idempotency/tool";
 import type { SideEffect } from "./effects";
 import { urlTemplateProblem } from "./url-template";
@@ -147,6 +148,13 @@ export type ToolInput<S extends ArgsSchema> = ToolSpec<S> &
      * without a key (an MCP server's `idempotentHint` tools); writes are always recorded
      */
     audited?: boolean;
+    /**
+     * what each execution keeps of the arguments for operators: `redacted` (the default: secret-looking
+     * names and the `redact` pointers replaced, capped at 8 KiB), `full`, or `none` (the fingerprint only)
+     */
+    arguments?: ArgumentsPolicy;
+    /** JSON pointers (`/card/number`) of values to redact besides the secret-looking names (arguments: redacted) */
+    redact?: string[];
   };
 
 export class ToolDefinitionError extends Error {
@@ -162,7 +170,7 @@ function positiveMs(tool: string, field: string, value: number): number {
 }
 
 export function defineTool<S extends ArgsSchema>(input: ToolInput<S>): ToolDefinition<S> {
-  const { name, fallbackDedupe, dedupes, ...rest } = input;
+  const { name, fallbackDedupe, dedupes, arguments: keep, redact, ...rest } = input;
   if (!TOOL_NAME_PATTERN.test(name)) {
     throw new ToolDefinitionError(name, "names are lower-case dotted segments of letters, digits and _ (e.g. payments.charge)");
   }
@@ -197,6 +205,8 @@ export function defineTool<S extends ArgsSchema>(input: ToolInput<S>): ToolDefin
   }
   if (input.dedupes && input.kind === "read") throw new ToolDefinitionError(name, "dedupes is for write tools");
   if (input.audited && input.kind === "write") throw new ToolDefinitionError(name, "audited is for read tools (every write is recorded)");
+  const retentionProblem = argumentRetentionProblem({ keep, redact });
+  if (retentionProblem) throw new ToolDefinitionError(name, retentionProblem);
 
   let fallbackTtlMs: number | null = DEFAULT_POLICY.fallbackTtlMs;
   if (fallbackDedupe) {
@@ -226,6 +236,7 @@ export function defineTool<S extends ArgsSchema>(input: ToolInput<S>): ToolDefin
     stuckPolicy: input.stuckPolicy ?? DEFAULT_POLICY.stuckPolicy,
     fallbackTtlMs,
     dedupes: dedupes ?? DEFAULT_POLICY.dedupes,
+    argumentRetention: { keep: keep ?? "redacted", redact: [...(redact ?? [])] },
   } as ToolDefinition<S>;
 }
 

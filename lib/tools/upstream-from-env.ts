@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { JSON_POINTER } from "@/lib/idempotency/kept-arguments";
 import { formatPath, type DeclaredToolDefinition } from "./config-file";
 import { defineTool } from "./define-tool";
 import { resolveUpstream, upstreamShapeFields } from "./upstream-shape";
@@ -16,13 +17,15 @@ const UpstreamToolSpec = z.strictObject({
   dedupes: z.boolean().optional(),
   statusUrl: z.string().url().optional(),
   headers: z.record(z.string(), z.string()).optional(),
+  arguments: z.enum(["redacted", "none", "full"]).optional(),
+  redact: z.array(z.string().regex(JSON_POINTER, "must be a JSON pointer such as /card/number")).optional(),
   // method, path templates, query, body, the key's header and length, outcome overrides, probe, preset
   ...upstreamShapeFields,
 });
 
 /**
  * Upstream tools declared without code: IDEMGATE_UPSTREAM_TOOLS holds a JSON array of
- * `{ name, url, kind?, timeoutMs?, ttlMs?, leaseMs?, stuckPolicy?, fallbackDedupe?, dedupes?, statusUrl?, headers?, maxResponseBytes? }`
+ * `{ name, url, kind?, timeoutMs?, ttlMs?, leaseMs?, stuckPolicy?, fallbackDedupe?, dedupes?, statusUrl?, headers?, maxResponseBytes?, arguments?, redact? }`
  * and the request-shape fields of a configuration file's `upstream:` (lib/tools/upstream-shape.ts:
  * preset, method, query, body, repeatInBody, keyHeader, keyMaxLength, outcomes, probe, keyRetentionMs).
  * Without an inputSchema, a path argument a call lacks is refused when the call arrives (400).
@@ -43,10 +46,10 @@ export function upstreamToolsFromEnv(raw: string | undefined = process.env.IDEMG
   }
   const problems: string[] = [];
   const resolved = specs.data.map((spec, i) => {
-    const { name, kind, description, ttlMs, leaseMs, stuckPolicy, fallbackDedupe, dedupes, ...shape } = spec;
+    const { name, kind, description, ttlMs, leaseMs, stuckPolicy, fallbackDedupe, dedupes, arguments: keep, redact, ...shape } = spec;
     const r = resolveUpstream(shape, { dedupes, kind });
     if (Array.isArray(r)) problems.push(...r.map((p) => `${formatPath([i, ...p.at])}: ${p.message}`));
-    return { name, kind, description, ttlMs, leaseMs, stuckPolicy, fallbackDedupe, resolved: r };
+    return { name, kind, description, ttlMs, leaseMs, stuckPolicy, fallbackDedupe, keep, redact, resolved: r };
   });
   if (problems.length > 0) throw new Error(`IDEMGATE_UPSTREAM_TOOLS: ${problems.join("; ")}`);
   return resolved.map((spec, i) => {
@@ -62,6 +65,8 @@ export function upstreamToolsFromEnv(raw: string | undefined = process.env.IDEMG
       stuckPolicy: spec.stuckPolicy,
       fallbackDedupe: spec.fallbackDedupe,
       dedupes: r.dedupes,
+      arguments: spec.keep,
+      redact: spec.redact,
     }), { declaredIn: { source: "IDEMGATE_UPSTREAM_TOOLS", path: `[${i}]`, fromEnvironment: {} } });
   });
 }

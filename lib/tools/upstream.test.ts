@@ -45,6 +45,7 @@ beforeAll(async () => {
         const outcome = path.slice("/status/".length);
         if (outcome === "applied") return json(200, { outcome: "applied", status: 201, body: { invoiceId: "inv_1" } });
         if (outcome === "garbled") return json(200, { outcome: "maybe" });
+        if (outcome === "candidate") return json(200, { outcome: "unknown", note: "no invoice under this key", candidate: { status: 201, body: { invoiceId: "inv_by_customer" } } });
         if (outcome === "down") return json(500, { error: "status store down" });
         return json(200, { outcome });
       }
@@ -139,6 +140,8 @@ describe("upstreamRunner", () => {
     expect(err).toBeInstanceOf(OutcomeUnknown);
     expect((err as OutcomeUnknown).note).toBe("the service answered 503");
     expect((err as OutcomeUnknown).timedOut).toBe(false);
+    // the answer itself is kept with the execution, for the operator who resolves the key
+    expect((err as OutcomeUnknown).answer).toEqual({ status: 503, body: JSON.stringify({ error: "down for maintenance" }) });
     expect(received).toHaveLength(1);
   });
 
@@ -270,6 +273,8 @@ describe("upstreamProber", () => {
     expect(received[0].headers.authorization).toBe("Bearer s");
     expect(await probe("not_applied")).toEqual({ outcome: "not_applied" });
     expect(await probe("unknown")).toEqual({ outcome: "unknown" });
+    // a likely match it found: decides nothing, but "It happened" starts from it
+    expect(await probe("candidate")).toEqual({ outcome: "unknown", note: "no invoice under this key", candidate: { status: 201, body: { invoiceId: "inv_by_customer" } } });
   });
 
   it("anything but a well-formed answer is unknown: only the service's word resolves or releases a key", async () => {

@@ -47,7 +47,8 @@ export function derivedKey(scope: string, key: string): string {
 export type UpstreamAnswer =
   | { class: "done"; status: number; body: unknown; replayed: boolean }
   | { class: "not_run"; note: string; status?: number }
-  | { class: "unknown"; note: string; timedOut: boolean };
+  /** answer: the service's status and body, when it answered (a 5xx, a redirect) */
+  | { class: "unknown"; note: string; timedOut: boolean; answer?: { status: number; body: string } };
 
 /**
  * Sends one request and classes its answer (DESIGN.md, upstream contract):
@@ -112,6 +113,12 @@ export async function sendUpstream(config: UpstreamConfig, request: UpstreamRequ
   if (cls === "done" && status >= 500) cls = "unknown";
   if (cls === "not_run" && !saysNotApplied && status >= 500 && (status === 502 || status === 504 || typeof override === "string" || override?.when === undefined)) cls = "unknown";
 
+  if (cls === "unknown") {
+    // the answer's body is kept with the execution (capped): what an operator resolving the key starts from
+    if (text === undefined) await read();
+    const note = `the service answered ${status}`;
+    return { class: "unknown", note, timedOut: false, ...(typeof text === "string" && text !== "" ? { answer: { status, body: text } } : {}) };
+  }
   if (cls !== "done") {
     if (text === undefined) await response.body?.cancel().catch(() => {});
     if (cls === "not_run") {
@@ -119,7 +126,6 @@ export async function sendUpstream(config: UpstreamConfig, request: UpstreamRequ
       const said = NOT_NOW_STATUSES.has(status) ? "" : " (the tool's outcomes say so of this answer)";
       return { class: "not_run", note: `the service answered ${status} without applying the call${said}`, status };
     }
-    return unknown(`the service answered ${status}`);
   }
   if (text === undefined) {
     const failed = await read();
@@ -200,7 +206,7 @@ export function upstreamRunner(config: UpstreamConfig, fetchImpl: typeof fetch =
     if (keeps) await resendLog.keep({ executionId: ctx.executionId!, scope: ctx.scope, key: ctx.key!, tool: toolName, args: args ?? {}, sentAtMs: Date.now() }).catch(() => {});
     const answer = await sendUpstream(config, request, fetchImpl, ctx.signal);
     if (keeps && answer.class !== "unknown") await resendLog.forget(ctx.scope, ctx.key!).catch(() => {});
-    if (answer.class === "unknown") throw new OutcomeUnknown(answer.note, answer.timedOut);
+    if (answer.class === "unknown") throw new OutcomeUnknown(answer.note, answer.timedOut, undefined, answer.answer);
     if (answer.class === "not_run") throw new NotRunError(answer.note, answer.status);
     if (answer.status < 300) return { status: answer.status, body: answer.body };
     throw new FinalToolError(answer.status, answer.body);
@@ -258,7 +264,7 @@ export function upstreamResendProber(
 const StatusAnswer = z.discriminatedUnion("outcome", [
   z.object({ outcome: z.literal("applied"), status: z.number().int().min(200).max(499).default(200), body: z.unknown() }),
   z.object({ outcome: z.literal("not_applied") }),
-  z.object({ outcome: z.literal("unknown") }),
+  z.object({ outcome: z.literal("unknown"), note: z.string().max(1_000).optional(), candidate: z.object({ status: z.number().int().min(200).max(499).default(200), body: z.unknown() }).optional() }),
 ]);
 
 /**
@@ -289,7 +295,9 @@ export function upstreamProber(config: UpstreamConfig & { statusUrl: string }, f
     }
     const answer = StatusAnswer.safeParse(parsed);
     if (!answer.success) return { outcome: "unknown", note: "the status probe's answer has no valid outcome" };
-    return answer.data.outcome === "applied" ? { outcome: "applied", status: answer.data.status, body: answer.data.body ?? null } : answer.data;
+    if (answer.data.outcome === "applied") return { outcome: "applied", status: answer.data.status, body: answer.data.body ?? null };
+    if (answer.data.outcome === "unknown" && answer.data.candidate) return { ...answer.data, candidate: { status: answer.data.candidate.status, body: answer.data.candidate.body ?? null } };
+    return answer.data;
   };
 }
 

@@ -1,0 +1,144 @@
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { z } from "zod";
+import { createApiToken } from "@/lib/auth/api-tokens";
+import { OutcomeUnknownError } from "@/lib/idempotency/errors";
+import { OutcomeUnknown, type ProbeContext } from "@/lib/idempotency/tool";
+import type { Runtime } from "@/lib/server/runtime";
+import { SqlKeyStore } from "@/lib/store/sql/sql-key-store";
+import { defineTool } from "@/lib/tools/define-tool";
+import { ToolRegistry } from "@/lib/tools/registry";
+import { createTestPostgres, type TestPostgres } from "@/test/support/databases";
+import { installTestRuntime } from "@/test/support/runtime";
+import { getKeyDetail } from "./get-key-detail";
+import { probeKey } from "./probe-key";
+import { presentKeyDetail } from "./present-key-detail";
+
+vi.mock("server-only", () => ({}));
+const keyRoute = await import("@/app/api/v1/keys/[scope]/[key]/route");
+
+// What an operator deciding "did it happen?" sees of the call: its arguments as the tool keeps them
+// (DESIGN.md § Arguments kept for operators), never another tenant's, handed to the tool's probe;
+// and where "It happened" starts.
+
+const ARGS = { customerId: "cus_42", amountCents: 1999, card: { number: "4242424242424242", exp: "12/30" }, customer: { email: "ada@example.com" }, password: "hunter2" };
+const SECRETS = ["4242424242424242", "ada@example.com", "hunter2"];
+
+const probed: ProbeContext[] = [];
+let answerWith: "upstream" | "candidate" | "nul" = "upstream";
+
+const charge = defineTool({
+  name: "psp.charge",
+  kind: "write",
+  description: "charges a card; the answer never arrives",
+  schema: z.looseObject({}),
+  redact: ["/customer/email"],
+  async run() {
+    if (answerWith === "upstream") throw new OutcomeUnknown("the service answered 503", false, undefined, { status: 503, body: '{"chargeId":"ch_maybe","status":"pending"}' });
+    if (answerWith === "nul") throw new OutcomeUnknown("the service answered 500", false, undefined, { status: 500, body: "crash\u0000dump" });
+    throw new OutcomeUnknown("timed out after 400 ms", true);
+  },
+  async probe(ctx) {
+    probed.push(ctx);
+    return { outcome: "unknown", note: "no charge under this key", candidate: { status: 200, body: { chargeId: "ch_found_by_customer", amountCents: 1999 } } };
+  },
+});
+const fullTool = defineTool({ name: "psp.full", kind: "write", description: "keeps everything", schema: z.looseObject({}), arguments: "full", run: async () => ({ body: { ok: true } }) });
+const noneTool = defineTool({ name: "psp.none", kind: "write", description: "keeps nothing", schema: z.looseObject({}), arguments: "none", run: async () => ({ body: { ok: true } }) });
+
+describe("arguments kept for operators", () => {
+  let pg: TestPostgres;
+  let runtime: Runtime;
+  const tokens: Record<string, string> = {};
+
+  async function call(scope: string, tool: string, key: string, args: unknown) {
+    const t = runtime.registry.get(tool);
+    return runtime.engine.invoke(t, runtime.registry.runnerFor(t, runtime.db.prisma), { scope, key, args: runtime.registry.parseArgs(t, args) });
+  }
+
+  async function asToken(scope: string, key: string, token: string) {
+    const res = await keyRoute.GET(new Request(`http://idemgate.test/api/v1/keys/${scope}/${key}`, { headers: { authorization: `Bearer ${token}` } }), {
+      params: Promise.resolve({ scope, key }),
+    });
+    return { status: res.status, text: await res.text() };
+  }
+
+  beforeAll(async () => {
+    pg = await createTestPostgres("key_arguments");
+    runtime = installTestRuntime({ db: pg.db, store: new SqlKeyStore(pg.db), registry: new ToolRegistry([charge, fullTool, noneTool]) });
+    for (const scope of ["tenant-a", "tenant-b"]) tokens[scope] = (await createApiToken(pg.db.prisma, { scope, actor: "test" })).token;
+  }, 120_000);
+
+  afterAll(async () => {
+    await runtime?.close();
+    await pg?.drop();
+  });
+
+  it("keeps them redacted by default (secret names and the tool's pointers) on the key page and in its timeline", async () => {
+    await expect(call("tenant-a", "psp.charge", "order-1", ARGS)).rejects.toBeInstanceOf(OutcomeUnknownError);
+    await runtime.audit.flush();
+    const detail = presentKeyDetail(await getKeyDetail(runtime, "tenant-a", "order-1"));
+    const kept = { customerId: "cus_42", amountCents: 1999, card: { number: "[redacted]", exp: "12/30" }, customer: { email: "[redacted]" }, password: "[redacted]" };
+    expect(detail.arguments).toEqual({ executionId: detail.record!.executionId, value: kept, kept: "redacted" });
+    expect(detail.timeline.find((e) => e.type === "intent")).toMatchObject({ arguments: kept, argumentsKept: "redacted" });
+    const text = JSON.stringify(detail);
+    for (const secret of SECRETS) expect(text).not.toContain(secret);
+  });
+
+  it("keeps them in full, or not at all, as the tool says", async () => {
+    await call("tenant-a", "psp.full", "full-1", ARGS);
+    await call("tenant-a", "psp.none", "none-1", ARGS);
+    await runtime.audit.flush();
+    expect((await getKeyDetail(runtime, "tenant-a", "full-1")).arguments).toMatchObject({ value: ARGS, kept: "full" });
+    expect((await getKeyDetail(runtime, "tenant-a", "none-1")).arguments).toMatchObject({ value: null, kept: null });
+  });
+
+  it("a NUL character in the arguments (which jsonb refuses) does not keep the call from running", async () => {
+    for (const tool of ["psp.full", "psp.none"]) await expect(call("tenant-a", tool, `nul-${tool}`, { note: "a\u0000b" })).resolves.toMatchObject({ kind: "executed" });
+    await runtime.audit.flush();
+    expect((await getKeyDetail(runtime, "tenant-a", "nul-psp.full")).arguments).toMatchObject({ value: { note: "a\uFFFDb" } });
+  });
+
+  it("never shows one tenant's arguments to another's token: the same key string in two scopes is two calls", async () => {
+    await expect(call("tenant-b", "psp.charge", "order-1", { ...ARGS, customerId: "cus_of_b" })).rejects.toBeInstanceOf(OutcomeUnknownError);
+    await runtime.audit.flush();
+    const own = await asToken("tenant-a", "order-1", tokens["tenant-a"]);
+    expect(own.status).toBe(200);
+    expect(JSON.parse(own.text)).toMatchObject({ arguments: { value: { customerId: "cus_42" } } });
+    expect(own.text).not.toContain("cus_of_b");
+    // the service's answer is for operators resolving the key, not for the tenant
+    expect(own.text).not.toContain("ch_maybe");
+    const other = await asToken("tenant-a", "order-1", tokens["tenant-b"]);
+    expect(other.status).toBe(403);
+    expect(other.text).not.toContain("cus_42");
+    const theirs = await asToken("tenant-b", "order-1", tokens["tenant-b"]);
+    expect(JSON.parse(theirs.text)).toMatchObject({ arguments: { value: { customerId: "cus_of_b" } } });
+    expect(theirs.text).not.toContain("cus_42");
+  });
+
+  it("'It happened' starts from the service's last answer, then from a candidate the probe found; the probe gets the arguments", async () => {
+    const upstream = (await getKeyDetail(runtime, "tenant-a", "order-1")).prefill;
+    expect(upstream).toMatchObject({ source: "upstream", status: 503, body: JSON.stringify({ chargeId: "ch_maybe", status: "pending" }, null, 2) });
+
+    const asked = await probeKey(runtime, { scope: "tenant-a", key: "order-1", actor: "ops@example.com" });
+    expect(asked).toMatchObject({ action: "none", answer: { outcome: "unknown", candidate: { status: 200 } } });
+    expect(probed.at(-1)).toMatchObject({ scope: "tenant-a", key: "order-1", arguments: { customerId: "cus_42", password: "[redacted]" } });
+    const fromProbe = (await getKeyDetail(runtime, "tenant-a", "order-1")).prefill;
+    expect(fromProbe).toMatchObject({ source: "probe", status: 200, body: JSON.stringify({ chargeId: "ch_found_by_customer", amountCents: 1999 }, null, 2) });
+    // another tenant's key of the same name keeps its own
+    expect((await getKeyDetail(runtime, "tenant-b", "order-1")).prefill).toMatchObject({ source: "upstream" });
+  });
+
+  it("keeps a service answer with a NUL character (which PostgreSQL text refuses) without holding back the audit log", async () => {
+    answerWith = "nul";
+    await expect(call("tenant-a", "psp.charge", "nul-answer", ARGS)).rejects.toBeInstanceOf(OutcomeUnknownError);
+    await runtime.audit.flush();
+    expect((await getKeyDetail(runtime, "tenant-a", "nul-answer")).prefill).toMatchObject({ source: "upstream", status: 500, body: "crash\uFFFDdump" });
+  });
+
+  it("has nothing to start from when the call ended with no answer", async () => {
+    answerWith = "candidate";
+    await expect(call("tenant-a", "psp.charge", "timeout-1", ARGS)).rejects.toBeInstanceOf(OutcomeUnknownError);
+    await runtime.audit.flush();
+    expect((await getKeyDetail(runtime, "tenant-a", "timeout-1")).prefill).toBeNull();
+  });
+});
