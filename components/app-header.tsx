@@ -13,6 +13,7 @@ export const NAV_ITEMS: { href: string; label: string; permission?: Permission }
   { href: "/keys", label: "Keys" },
   { href: "/tools", label: "Tools" },
   { href: "/anomalies", label: "Anomalies" },
+  { href: "/webhooks", label: "Webhooks" },
   { href: "/audit", label: "Audit trail" },
   { href: "/tokens", label: "API tokens", permission: "manage_tokens" },
   { href: "/docs", label: "Docs" },
