@@ -149,7 +149,7 @@ export function EndpointList({ endpoints }: { endpoints: EndpointView[] }) {
             <dd className="font-mono" data-testid="webhook-endpoint-secret">••••••••</dd>
             <dt className="text-muted">Retries</dt>
             <dd>
-              {e.maxAttempts} attempts, from {formatDuration(e.retryBackoffMs)} doubling (at most 1 h); {formatDuration(e.timeoutMs)} each
+              up to {e.maxAttempts} attempts, {formatDuration(e.retryBackoffMs)} apart at first, doubling (at most 1 h); {formatDuration(e.timeoutMs)} timeout
             </dd>
           </dl>
         </li>

@@ -68,7 +68,7 @@ export default async function WebhooksPage({ searchParams }: { searchParams: Pro
           </nav>
         </div>
         {requested && !status && (
-          <p role="alert" className="rounded-lg border border-bad/30 bg-bad-soft px-4 py-3 text-[13px] text-bad">
+          <p role="alert" data-testid="delivery-status-unknown" className="rounded-lg border border-bad/30 bg-bad-soft px-4 py-3 text-[13px] text-bad">
             There is no delivery status “{requested}”: it is one of {DELIVERY_STATUSES.join(", ")}. Showing all.
           </p>
         )}
