@@ -6,7 +6,7 @@ import { openDatabase, type Database } from "@/lib/db/database";
 import { createTestPostgres, type TestPostgres } from "@/test/support/databases";
 import { deliverDue } from "./deliver";
 import { eventsForOpenedAnomalies, type WebhookEvent } from "./events";
-import { claimDueDeliveries, enqueueEvents } from "./outbox";
+import { claimDueDeliveries, enqueueEvents, purgeDeliveries } from "./outbox";
 import { SIGNATURE_HEADER, verifySignature } from "./signature";
 import { webhookEndpointSchema, type WebhookEndpoint } from "./webhook-config";
 
@@ -167,5 +167,16 @@ describe("the webhook outbox", () => {
     const row = await pg.db.prisma.webhookDelivery.findFirstOrThrow();
     expect(row).toMatchObject({ status: "failed", attempts: 2, lastStatus: null, lastError: "ECONNREFUSED" });
     expect(lines.join("\n")).not.toContain(SECRETS.ops);
+  });
+
+  it("purges finished deliveries past the retention, never pending ones", async () => {
+    const endpoints = [endpoint("ops", receiver.url, SECRETS.ops)];
+    const old = Date.now() - 40 * 86_400_000;
+    await enqueueEvents(pg.db.prisma, endpoints, eventsForOpenedAnomalies(anomalies(3)), old);
+    const [a, b] = await pg.db.prisma.webhookDelivery.findMany({ orderBy: { id: "asc" }, take: 2 });
+    await pg.db.prisma.webhookDelivery.update({ where: { id: a.id }, data: { status: "delivered" } });
+    await pg.db.prisma.webhookDelivery.update({ where: { id: b.id }, data: { status: "failed" } });
+    expect(await purgeDeliveries(pg.db.prisma, new Date(Date.now() - 30 * 86_400_000))).toBe(2);
+    expect(await pg.db.prisma.webhookDelivery.count({ where: { status: "pending" } })).toBe(4);
   });
 });

@@ -95,3 +95,9 @@ export async function recordAttempt(
   });
   return out.count === 1 ? outcome : "lease_lost";
 }
+
+/** Deletes finished deliveries (delivered or failed) queued before `olderThan`: the log keeps the audit log's retention. */
+export async function purgeDeliveries(prisma: PrismaClient, olderThan: Date): Promise<number> {
+  const out = await prisma.webhookDelivery.deleteMany({ where: { createdAt: { lt: olderThan }, status: { in: ["delivered", "failed"] } } });
+  return out.count;
+}

@@ -6,7 +6,7 @@ import { probeKey } from "@/lib/operator/probe-key";
 import type { Runtime } from "@/lib/server/runtime";
 import { webhookEndpoints } from "@/lib/notifications/endpoints";
 import { eventsForOpenedAnomalies } from "@/lib/notifications/events";
-import { enqueueEvents } from "@/lib/notifications/outbox";
+import { enqueueEvents, purgeDeliveries } from "@/lib/notifications/outbox";
 import { startWebhookDispatcher, type Dispatcher } from "@/lib/notifications/dispatcher";
 import { ProbeRotation, reconcile, RECONCILER_ACTOR, type ReconcileDeps, type ReconcileOptions, type ReconcileReport } from "@/lib/anomalies/reconcile";
 
@@ -95,6 +95,7 @@ export function startBackgroundJobs(runtime: Runtime): () => void {
       await reconcileRuntime(runtime);
       await runtime.store.purge(Date.now() - runtime.config.retentionMs, 1_000);
       await purgeAuditRows(runtime.db.prisma, new Date(Date.now() - runtime.config.auditRetentionMs));
+      await purgeDeliveries(runtime.db.prisma, new Date(Date.now() - runtime.config.auditRetentionMs));
       await purgeLoginFailures(runtime.db.prisma);
       if (lastFailure) console.error("idemgate: background reconcile/purge works again");
       lastFailure = null;
