@@ -70,11 +70,19 @@ test("an unknown key is delivered as a signed webhook and shown in the delivery 
   await expect(page.getByTestId("delivery-status-unknown")).toContainText("There is no delivery status “sent”");
 });
 
-test("a viewer reads the delivery log and the nav leads there", async ({ page }) => {
+test("a viewer reads the delivery log and the nav leads there", async ({ page }, testInfo) => {
   await signIn(page, VIEWER, "/");
   await page.setViewportSize({ width: 1440, height: 900 });
   await page.getByRole("navigation", { name: "Console" }).getByRole("link", { name: "Webhooks" }).click();
   await expect(page).toHaveURL(/\/webhooks$/);
   await expect(page.getByTestId("webhook-endpoint")).toHaveCount(1);
   expect(await page.content()).not.toContain(WEBHOOK_SECRET);
+  // the narrowest window with the full nav: one more section still fits the header
+  await page.setViewportSize({ width: 1024, height: 800 });
+  await expect(page.getByRole("navigation", { name: "Console" }).getByRole("link", { name: "Webhooks" })).toBeVisible();
+  expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(1024);
+  // and the delivery log fits without scrolling sideways
+  const log = page.getByTestId("deliveries-table");
+  if ((await log.count()) > 0) expect(await log.evaluate((t) => t.parentElement!.scrollWidth <= t.parentElement!.clientWidth)).toBe(true);
+  if (SCREENSHOTS) await page.screenshot({ path: `e2e/screenshots/webhooks-1024-viewer-${testInfo.project.name}.png`, animations: "disabled" });
 });

@@ -68,14 +68,18 @@ export function DeliveriesTable({ items }: { items: DeliveryRow[] }) {
               <th scope="col" className="px-4 py-2 font-medium">About</th>
               <th scope="col" className="px-4 py-2 font-medium">Status</th>
               <th scope="col" className="px-4 py-2 font-medium">Attempts</th>
-              <th scope="col" className="px-4 py-2 font-medium">Last answer</th>
+              <th scope="col" className="px-4 py-2 font-medium whitespace-nowrap">Last answer</th>
             </tr>
           </thead>
           <tbody className="divide-y divide-line align-top">
             {items.map((d) => (
               <tr key={d.id} data-testid="delivery-row" data-status={d.status} data-endpoint={d.endpoint} data-event-type={d.eventType}>
                 <td className="px-4 py-2.5 whitespace-nowrap text-muted">
-                  <time dateTime={d.createdAt}>{formatTimestamp(d.createdAt)}</time>
+                  {/* date above time: the log fits 1024 px without scrolling */}
+                  <time dateTime={d.createdAt}>
+                    {formatTimestamp(d.createdAt).slice(0, 10)}
+                    <span className="block text-[12px] text-faint">{formatTimestamp(d.createdAt).slice(11)}</span>
+                  </time>
                 </td>
                 <td className="px-4 py-2.5 font-medium whitespace-nowrap">{d.endpoint}</td>
                 <td className="px-4 py-2.5">
@@ -93,7 +97,7 @@ export function DeliveriesTable({ items }: { items: DeliveryRow[] }) {
                 <td className="px-4 py-2.5">
                   <Attempts d={d} />
                 </td>
-                <td className="max-w-[14rem] px-4 py-2.5 break-words">{lastAnswer(d)}</td>
+                <td className={clsx("max-w-[14rem] px-4 py-2.5 break-words", d.lastStatus !== null && "whitespace-nowrap")}>{lastAnswer(d)}</td>
               </tr>
             ))}
           </tbody>
