@@ -52,10 +52,11 @@ export async function AppHeader() {
             </nav>
             <div className="ml-auto flex min-w-0 items-center gap-2">
               <span className="hidden min-w-0 items-center gap-2 sm:flex" data-testid="signed-in-as">
-                <span className="truncate text-[13px] text-muted" title={operator.email}>
+                {/* between lg and xl the full nav needs the room; the email is in the title of the role */}
+                <span className="truncate text-[13px] text-muted lg:max-xl:hidden" title={operator.email}>
                   {operator.email}
                 </span>
-                <span data-testid="operator-role" className="rounded-full bg-surface-2 px-2 py-0.5 text-[11px] font-medium text-muted">
+                <span data-testid="operator-role" title={operator.email} className="rounded-full bg-surface-2 px-2 py-0.5 text-[11px] font-medium text-muted">
                   {operator.role}
                 </span>
               </span>

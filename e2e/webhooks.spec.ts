@@ -62,6 +62,12 @@ test("an unknown key is delivered as a signed webhook and shown in the delivery 
   await expect(row).toBeHidden();
   if (SCREENSHOTS) await page.screenshot({ path: `e2e/screenshots/webhooks-390-${testInfo.project.name}.png`, fullPage: true, animations: "disabled" });
 
+  // an operator's header has every section (API tokens too) and still fits 1024 px
+  await page.setViewportSize({ width: 1024, height: 800 });
+  await expect(page.getByRole("navigation", { name: "Console" }).getByRole("link", { name: "Webhooks" })).toBeVisible();
+  expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(1024);
+  if (SCREENSHOTS) await page.screenshot({ path: `e2e/screenshots/webhooks-1024-operator-${testInfo.project.name}.png`, animations: "disabled" });
+
   // filtered by status, an unknown status is said rather than ignored
   await page.setViewportSize({ width: 1440, height: 900 });
   await page.goto("/webhooks?status=failed");
