@@ -1,4 +1,4 @@
-import { expect, test, type APIRequestContext } from "@playwright/test";
+import { expect, test, type APIRequestContext } from "./fixtures";
 import { seededCredentials, signIn, signInAsOperator, VIEWER } from "./auth";
 import { SCREENSHOTS } from "./screenshots";
 import { WEBHOOK_SECRET, WebhookReceiver, webhookPortOf, type ReceivedEvent } from "./webhook-receiver";
