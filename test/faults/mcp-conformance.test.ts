@@ -99,7 +99,7 @@ describe("the official MCP conformance suite against /mcp", () => {
     await writeFile(baseline, `server:\n${Object.keys(EXPECTED_FAILURES).map((s) => `  - ${s}\n`).join("")}`);
     const out = path.join(work, "results");
     const args = ["--yes", "--package", NODE_22, "--", "node", SUITE, "server", "--url", `${proxy.url}/mcp`, "--expected-failures", baseline, "--output-dir", out];
-    const run = await promisify(execFile)("npx", args, { cwd: ROOT, timeout: 240_000, maxBuffer: 16 * 1024 * 1024 }).then(
+    const run = await promisify(execFile)("npx", args, { cwd: ROOT, timeout: 150_000, maxBuffer: 16 * 1024 * 1024 }).then(
       ({ stdout, stderr }) => ({ code: 0, output: stdout + stderr }),
       (err: { code?: number; stdout?: string; stderr?: string; message: string }) => ({ code: err.code ?? -1, output: `${err.stdout ?? ""}${err.stderr ?? err.message}` }),
     );
