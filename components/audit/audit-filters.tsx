@@ -55,7 +55,7 @@ export function AuditFilters({ actors, actions, values }: { actors: string[]; ac
           name="target"
           type="search"
           defaultValue={target ?? ""}
-          placeholder="a key, a scope or an anomaly id"
+          placeholder="key, scope or anomaly id"
           className={`${inputClass} w-full font-mono`}
           autoComplete="off"
           spellCheck={false}

@@ -106,12 +106,12 @@ function AuditTable({ items }: { items: AuditRow[] }) {
     <div className="hidden overflow-x-auto rounded-xl border border-line bg-surface shadow-xs md:block">
       <table className="w-full table-fixed text-[13px]" data-testid="audit-table">
         <colgroup>
-          <col className="w-[11.5rem]" />
-          <col className="w-[14%]" />
-          <col className="w-[10%]" />
-          <col className="w-[20%]" />
+          <col className="w-[11rem]" />
+          <col className="w-[17%]" />
+          <col className="w-[9%]" />
+          <col className="w-[21%]" />
           <col />
-          <col className="w-[18%]" />
+          <col className="w-[15%]" />
         </colgroup>
         <thead>
           <tr className="border-b border-line text-left text-xs text-muted">
