@@ -68,6 +68,8 @@ export async function consoleInvoke(input: ConsoleInvokeInput, operator: Operato
     const value = answered.get(name);
     if (value !== null) shown[name] = value;
   }
+  // the call has run: an operator who lost its answer to a failed trail write might run a keyless
+  // call again, so the answer is returned regardless (the execution's own row still names them)
   await recordOperatorAction(runtime.db.prisma, {
     actor: operator.email,
     action: "invoke",
@@ -81,7 +83,7 @@ export async function consoleInvoke(input: ConsoleInvokeInput, operator: Operato
       executionId: shown["Idemgate-Execution-Id"] ?? null,
       replayed: shown["Idempotent-Replayed"] === "true",
     },
-  });
+  }).catch((err) => console.error(`idemgate: the audit trail did not record a console call to ${input.tool}: ${err instanceof Error ? err.message : String(err)}`));
   return {
     request: { method: "POST", path, headers, body: input.arguments },
     response: { status: answer.status, headers: shown, body: answer.body },
