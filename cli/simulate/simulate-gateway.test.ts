@@ -76,6 +76,9 @@ describe("simulated traffic through a real gateway: fresh-key duplicates caught 
       durationMs: 15_000,
       // the whole plan is sent however busy the machine is: the counts below are the plan's
       sendLimitMs: 90_000,
+      // each answer is counted by what it says (a crash, a conflict): a client timeout of 800 ms let a
+      // busy machine turn a crash's answer into a timeout; slow calls are planned above whatever it is
+      clientTimeoutMs: 3_000,
       runId: label,
       checkFreshKeys: async (ran: readonly FreshKeyDuplicateSent[]) => {
         await reconcileAfterRun();

@@ -220,6 +220,11 @@ export class Engine {
     };
   }
 
+  /** Calls waiting out a running call with their key (`Prefer: wait`) now: in all, or of one scope. */
+  waitingCalls(scope?: string): number {
+    return scope === undefined ? this.waiters : (this.scopeWaiters.get(scope) ?? 0);
+  }
+
   /**
    * Steps 1 and 2 for one call, waiting out a running call with this key when `Prefer: wait` asks
    * to: the reservation's token, or the answer when nothing may run.
