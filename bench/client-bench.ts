@@ -92,6 +92,9 @@ export async function benchClient(options: ClientOptions): Promise<Row[]> {
       await c.call(`replayed-${id}`);
     }
     await new Promise((r) => setTimeout(r, Math.max(0, 10_500 - (Date.now() - warmStarted))));
+    // and again after that pause, one caller at a time: the first contender measured would otherwise
+    // pay for what the pause let go cold (idle connections, the JIT's feedback) on the others' behalf
+    for (const [n, c] of contenders.entries()) await timeConcurrent(100, 1, (i) => c.call(`rewarm-${id}-${n}-${i}`));
 
     const results = new Map<string, LoadRound[]>();
     const push = (name: string, round: LoadRound) => results.set(name, [...(results.get(name) ?? []), round]);

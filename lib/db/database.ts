@@ -62,6 +62,9 @@ async function openServer(url: string, poolSize: number): Promise<Database> {
   const pool = new pg.Pool({
     connectionString: url,
     max: poolSize,
+    // idle connections are closed after 10 s, but never the last two: a call after a quiet spell
+    // would otherwise wait for a new connection (a few ms) before its intent is written
+    min: Math.min(2, poolSize),
     connectionTimeoutMillis: 5_000,
     onConnect: async (client) => {
       await client.query("SET TIME ZONE 'UTC'");
