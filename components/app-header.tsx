@@ -3,6 +3,7 @@ import { unstable_rethrow } from "next/navigation";
 import { signOut } from "@/lib/auth/sign-in-actions";
 import { MobileNav } from "@/components/mobile-nav";
 import { NavLink } from "@/components/nav-link";
+import { SearchBox } from "@/components/search-box";
 import { buttonClass } from "@/components/ui/styles";
 import { can, type OperatorIdentity, type Permission } from "@/lib/auth/roles";
 import { currentOperator } from "@/lib/auth/session";
@@ -50,6 +51,7 @@ export async function AppHeader() {
               ))}
             </nav>
             <div className="ml-auto flex min-w-0 items-center gap-2">
+              <SearchBox />
               <span className="hidden min-w-0 items-center gap-2 sm:flex" data-testid="signed-in-as">
                 <span className="truncate text-[13px] text-muted" title={operator.email}>
                   {operator.email}
