@@ -68,6 +68,11 @@ export function SearchResults({ q, answer, problem }: { q: string; answer?: Sear
           <h2 id="found-executions" className="text-sm font-semibold">
             Executions <span className="font-normal text-muted">{answer.executions.length}</span>
           </h2>
+          {answer.argumentMatchesCapped && (
+            <p className="text-[13px] text-muted" data-testid="search-capped">
+              More than 10,000 calls hold this value: these are the newest of the first 10,000 found. Name the argument (<code className="font-mono text-[12px]">name:value</code>) or filter by tool to narrow it.
+            </p>
+          )}
           <ul className="divide-y divide-line rounded-xl border border-line bg-surface" data-testid="search-executions">
             {answer.executions.map((e) => (
               <li key={e.id} className="flex flex-wrap items-center gap-x-3 gap-y-1 px-4 py-2.5" data-testid="search-execution" data-matched={e.matched}>

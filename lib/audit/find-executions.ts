@@ -41,20 +41,34 @@ export async function findExecutionById(db: Db, id: string, scope: string | unde
   return rows[0] ? present(rows[0], "id") : null;
 }
 
+/** How many matches a search reads before sorting them by time: a value almost every call has stops here. */
+export const ARGUMENT_MATCHES_READ = 10_000;
+
 /**
  * Executions whose kept arguments contain any of `documents` (JSON texts), newest first: `@>` on the
  * GIN index executions_arguments_path_ops_idx (jsonb_path_ops), so the time depends on the matches,
- * not on the number of executions.
+ * not on the number of executions. The matches are read first (MATERIALIZED) and sorted after:
+ * left to itself the planner walks the time index backwards hoping for 50 matches soon, which reads
+ * every execution when a value has none. `capped`: more than ARGUMENT_MATCHES_READ matched, and the
+ * newest of those read are shown.
  */
-export async function findExecutionsByArguments(db: Db, documents: readonly string[], scope: string | undefined, limit: number): Promise<FoundExecution[]> {
-  if (documents.length === 0) return [];
+export async function findExecutionsByArguments(
+  db: Db,
+  documents: readonly string[],
+  scope: string | undefined,
+  limit: number,
+): Promise<{ found: FoundExecution[]; capped: boolean }> {
+  if (documents.length === 0) return { found: [], capped: false };
   // OR of one containment per document: each is an index condition (`@> ANY(array)` would not be)
-  const contains = documents.map((_, i) => `arguments @> $${i + 3}::jsonb`).join(" OR ");
+  const contains = documents.map((_, i) => `arguments @> $${i + 4}::jsonb`).join(" OR ");
   const rows = (await db.query(
-    `SELECT ${COLUMNS} FROM executions WHERE (${contains}) AND ($1::text IS NULL OR scope = $1) ORDER BY started_at DESC LIMIT $2`,
-    [scope ?? null, limit, ...documents],
-  )) as unknown as Row[];
-  return rows.map((r) => present(r, "arguments"));
+    `WITH matched AS MATERIALIZED (
+       SELECT ${COLUMNS} FROM executions WHERE (${contains}) AND ($1::text IS NULL OR scope = $1) LIMIT $3
+     )
+     SELECT ${COLUMNS}, (SELECT count(*) FROM matched) AS n FROM matched ORDER BY started_at DESC LIMIT $2`,
+    [scope ?? null, limit, ARGUMENT_MATCHES_READ, ...documents],
+  )) as unknown as (Row & { n: string | number })[];
+  return { found: rows.map((r) => present(r, "arguments")), capped: rows.length > 0 && Number(rows[0].n) >= ARGUMENT_MATCHES_READ };
 }
 
 /**

@@ -16,6 +16,8 @@ export interface SearchAnswer {
   executions: FoundExecution[];
   /** the argument names a bare value was tried under (or the one `name:value` named) */
   argumentNames: string[];
+  /** so many calls hold the value that only the newest of the first 10,000 found are listed */
+  argumentMatchesCapped: boolean;
 }
 
 const KEYS_SHOWN = 20;
@@ -41,13 +43,32 @@ export async function search(
   ]);
   const exactFirst = [...keys.items].sort((a, b) => Number(b.key === term) - Number(a.key === term));
   const executions = [...(byId ? [byId] : []), ...byArguments.found.filter((e) => e.id !== byId?.id)];
-  return { query: term, filter: null, keys: exactFirst, moreKeys: keys.nextCursor !== null, executions, argumentNames: byArguments.names };
+  return {
+    query: term, filter: null, keys: exactFirst, moreKeys: keys.nextCursor !== null, executions,
+    argumentNames: byArguments.names, argumentMatchesCapped: byArguments.capped,
+  };
+}
+
+/** Argument names change when a tool does: they are read again after this long, not on every search. */
+const NAMES_TTL_MS = 30_000;
+const namesRead = new WeakMap<object, Map<string, { names: Promise<string[]>; atMs: number }>>();
+
+function argumentNames(db: Runtime["db"], scope: string | undefined): Promise<string[]> {
+  let perScope = namesRead.get(db);
+  if (!perScope) namesRead.set(db, (perScope = new Map()));
+  const at = scope ?? "\u0000every scope";
+  const hit = perScope.get(at);
+  if (hit && Date.now() - hit.atMs < NAMES_TTL_MS) return hit.names;
+  const names = recentArgumentNames(db, scope);
+  perScope.set(at, { names, atMs: Date.now() });
+  names.catch(() => perScope.delete(at));
+  return names;
 }
 
 async function argumentSearch(runtime: Pick<Runtime, "db">, query: Extract<SearchQuery, { kind: "term" }>, scope: string | undefined) {
-  const names = query.argument ? [query.argument.path.join(".")] : await recentArgumentNames(runtime.db, scope);
-  const found = await findExecutionsByArguments(runtime.db, argumentCandidates(query, names), scope, EXECUTIONS_SHOWN);
-  return { names, found };
+  const names = query.argument ? [query.argument.path.join(".")] : await argumentNames(runtime.db, scope);
+  const { found, capped } = await findExecutionsByArguments(runtime.db, argumentCandidates(query, names), scope, EXECUTIONS_SHOWN);
+  return { names, found, capped };
 }
 
 async function searchFilter(
@@ -60,8 +81,8 @@ async function searchFilter(
   const { kind: _kind, ...filter } = query;
   if (tenantScope !== undefined && filter.scope !== undefined && filter.scope !== tenantScope) {
     // a tenant's token sees its own scope only: another scope simply has nothing for it
-    return { query: raw, filter, keys: [], moreKeys: false, executions: [], argumentNames: [] };
+    return { query: raw, filter, keys: [], moreKeys: false, executions: [], argumentNames: [], argumentMatchesCapped: false };
   }
   const page = await listKeys(runtime, { ...filter, scope: tenantScope ?? filter.scope, limit: KEYS_SHOWN }, audience);
-  return { query: raw, filter, keys: page.items, moreKeys: page.nextCursor !== null, executions: [], argumentNames: [] };
+  return { query: raw, filter, keys: page.items, moreKeys: page.nextCursor !== null, executions: [], argumentNames: [], argumentMatchesCapped: false };
 }
