@@ -96,6 +96,9 @@ describe("search", () => {
     const a = await asToken("cus_777", "tenant-a");
     expect(a.status).toBe(200);
     expect(a.body.executions.map((e: { scope: string }) => e.scope)).toEqual(["tenant-a"]);
+    // tenant-b's call has the value under a name tenant-a never used
+    expect((await asToken("customer:cus_777", "tenant-a")).body.executions).toEqual([]);
+    expect((await asToken("customer:cus_777", "tenant-b")).body.executions.map((e: { scope: string }) => e.scope)).toEqual(["tenant-b"]);
     const b = await asToken("order-", "tenant-b");
     expect(b.body.keys.map((k: { key: string }) => k.key)).toEqual(["order-8:charge"]);
     const [key] = (await search(runtime, "welcome-1")).keys;
