@@ -43,7 +43,7 @@ export async function AppHeader() {
         </Link>
         {operator && (
           <>
-            <nav aria-label="Console" className="hidden items-center gap-0.5 lg:flex">
+            <nav aria-label="Console" className="hidden shrink-0 items-center gap-0.5 lg:flex">
               {items.map((item) => (
                 <NavLink key={item.href} href={item.href}>
                   {item.label}

@@ -73,3 +73,59 @@ test("a bad query is said, and a viewer may search", async ({ page }, testInfo) 
   await page.goto(`/search?q=${encodeURIComponent(`cus_search_${RUN}`)}`);
   await expect(page.getByTestId("search-execution")).toHaveCount(1);
 });
+
+test("export a filtered keys list: the download holds the filter's keys, one a line", async ({ page, request }, testInfo) => {
+  const { apiToken } = await signInAsOperator(page, testInfo);
+  const prefix = `e2e-${RUN}-export-`;
+  for (const i of [1, 2, 3]) expect((await invoke(request, apiToken, `${prefix}${i}`, { customerId: `cus_export_${i}`, amountCents: 100 * i, currency: "EUR" })).status()).toBe(200);
+  await page.goto(`/keys?tool=payments.charge&prefix=${prefix}`);
+  await expect(page.getByTestId("key-row")).toHaveCount(3);
+  const [csv] = await Promise.all([page.waitForEvent("download"), page.getByTestId("export-csv").click()]);
+  expect(csv.suggestedFilename()).toBe("idemgate-keys.csv");
+  const lines = (await readDownload(csv)).trimEnd().split("\r\n");
+  expect(lines[0]).toMatch(/^scope,key,tool,state,resultStatus,/);
+  expect(lines.slice(1).map((l) => l.split(",").slice(0, 4).join(",")).sort()).toEqual([1, 2, 3].map((i) => `demo,${prefix}${i},payments.charge,done`));
+  const [jsonl] = await Promise.all([page.waitForEvent("download"), page.getByTestId("export-jsonl").click()]);
+  const rows = (await readDownload(jsonl)).trimEnd().split("\n").map((l) => JSON.parse(l) as { key: string; resultStatus: number });
+  expect(rows.map((r) => r.key).sort()).toEqual([1, 2, 3].map((i) => `${prefix}${i}`));
+  await shot(page, testInfo, "keys-export");
+});
+
+async function readDownload(download: import("@playwright/test").Download): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of await download.createReadStream()) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks).toString("utf8");
+}
+
+test("copy buttons: on an id and a code block; on plain HTTP (no clipboard API) left out without a hydration error", async ({ page, context }, testInfo) => {
+  await context.grantPermissions(["clipboard-read", "clipboard-write"]);
+  await signInAsOperator(page, testInfo);
+  const key = `e2e-${RUN}-search-charge`;
+  await page.goto(`/keys/demo/${key}`);
+  await page.getByTestId("copy-execution-id").click();
+  const detail = (await (await page.request.get(`/api/v1/keys/demo/${key}`)).json()) as { record: { executionId: string } };
+  expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(detail.record.executionId);
+  await page.getByTestId("copy-key").click();
+  expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(key);
+  // the timeline's arguments are a code block with its own copy button
+  const inTimeline = page.getByTestId("timeline-arguments").first();
+  await inTimeline.locator("summary").click();
+  await inTimeline.getByTestId("copy-json").click();
+  expect(JSON.parse(await page.evaluate(() => navigator.clipboard.readText()))).toMatchObject({ customerId: `cus_search_${RUN}` });
+  await shot(page, testInfo, "key-copy");
+
+  // what a browser on plain HTTP has: no navigator.clipboard (it needs a secure context)
+  const plain = await context.browser()!.newContext({ storageState: await context.storageState() });
+  await plain.addInitScript(() => Object.defineProperty(Navigator.prototype, "clipboard", { get: () => undefined, configurable: true }));
+  const bare = await plain.newPage();
+  const errors: string[] = [];
+  bare.on("console", (m) => m.type() === "error" && errors.push(m.text()));
+  bare.on("pageerror", (e) => errors.push(e.message));
+  await bare.goto(`/keys/demo/${key}`);
+  await expect(bare.getByTestId("key-arguments-json")).toBeVisible();
+  await expect(bare.getByTestId("copy-execution-id")).toHaveCount(0);
+  await expect(bare.getByRole("button", { name: "Copy JSON" })).toHaveCount(0);
+  await bare.waitForLoadState("networkidle");
+  expect(errors).toEqual([]);
+  await plain.close();
+});

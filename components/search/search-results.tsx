@@ -82,8 +82,8 @@ export function SearchResults({ q, answer, problem }: { q: string; answer?: Sear
                 <span className="text-[12px] text-muted">
                   {e.scope} · {e.tool} · {e.outcome ?? "no outcome"} · {when(e.startedAt)} · {e.matched === "id" ? "by its id" : "by its arguments"}
                 </span>
-                <span className="flex min-w-0 items-center gap-1 font-mono text-[12px] text-faint">
-                  <span className="break-all">{e.id}</span>
+                <span className="flex min-w-0 items-center gap-1">
+                  <span className="break-all font-mono text-[12px] text-faint">{e.id}</span>
                   <CopyButton text={e.id} label="Copy id" />
                 </span>
               </li>
