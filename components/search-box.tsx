@@ -19,7 +19,7 @@ export function SearchBox() {
     return () => window.removeEventListener("keydown", onKey);
   }, []);
   return (
-    <form role="search" action="/search" method="get" className="min-w-0">
+    <form role="search" action="/search" method="get" className="shrink-0">
       <label htmlFor="console-search" className="sr-only">
         Search keys, executions and arguments
       </label>
