@@ -3,6 +3,7 @@ import { METRICS_TOKEN, VIEWER } from "./e2e/accounts";
 import { MCP_SERVERS } from "./e2e/mcp-servers";
 import { CONFIG_SECRETS, upstreamTools } from "./e2e/upstream";
 import environments from "./e2e/environments.mjs";
+import { WEBHOOK_PORTS, WEBHOOK_SECRET } from "./e2e/webhook-receiver";
 
 // Two server configurations, each its own `node scripts/serve.mjs` (the production server) with its own data:
 // - embedded: nothing configured, PGlite under .data/ for both the key store and the audit log;
@@ -25,7 +26,7 @@ const byProject = { embedded, servers, "redis-down": redisDown };
 
 // The specs whose behaviour depends on the stores, run on both configurations; plus, from the
 // others, the tests tagged @both-stores (a console smoke test).
-const BOTH_CONFIGURATIONS = /(gateway|unknown|status|security|config-file|config-reload|tokens|search)\.spec\.ts/;
+const BOTH_CONFIGURATIONS = /(gateway|unknown|status|security|config-file|config-reload|tokens|webhooks|audit|search)\.spec\.ts/;
 
 const chromium = {
   ...devices["Desktop Chrome"],
@@ -62,6 +63,8 @@ const common = {
   // directory by scripts/e2e.mjs), its secrets from the environment (e2e/config-file.spec.ts)
   E2E_CRM_API_KEY: CONFIG_SECRETS.apiKey,
   E2E_CRM_TOKEN: CONFIG_SECRETS.token,
+  // the configuration file's webhook endpoint (e2e/webhooks.spec.ts)
+  E2E_WEBHOOK_SECRET: WEBHOOK_SECRET,
 };
 
 export default defineConfig({
@@ -122,7 +125,7 @@ export default defineConfig({
       timeout: 120_000,
       stdout: "pipe",
       // blank values override anything the developer's shell exports
-      env: { ...common, IDEMGATE_UPSTREAM_TOOLS: upstreamTools("embedded"), IDEMGATE_DATA_DIR: embedded.dataDir, IDEMGATE_CONFIG: `${embedded.dataDir}/idemgate.config.yaml`, REDIS_URL: "", DATABASE_URL: "", IDEMGATE_MCP_SERVERS: MCP_SERVERS },
+      env: { ...common, IDEMGATE_UPSTREAM_TOOLS: upstreamTools("embedded"), IDEMGATE_DATA_DIR: embedded.dataDir, IDEMGATE_CONFIG: `${embedded.dataDir}/idemgate.config.yaml`, E2E_WEBHOOK_PORT: String(WEBHOOK_PORTS.embedded), REDIS_URL: "", DATABASE_URL: "", IDEMGATE_MCP_SERVERS: MCP_SERVERS },
     },
     {
       command: `node scripts/serve.mjs -p ${servers.port} -H 127.0.0.1`,
@@ -135,6 +138,7 @@ export default defineConfig({
         IDEMGATE_UPSTREAM_TOOLS: upstreamTools("servers"),
         IDEMGATE_DATA_DIR: servers.dataDir,
         IDEMGATE_CONFIG: `${servers.dataDir}/idemgate.config.yaml`,
+        E2E_WEBHOOK_PORT: String(WEBHOOK_PORTS.servers),
         REDIS_URL: servers.redisUrl,
         IDEMGATE_REDIS_PREFIX: servers.redisPrefix,
         DATABASE_URL: servers.databaseUrl,

@@ -14,6 +14,7 @@ export const NAV_ITEMS: { href: string; label: string; permission?: Permission }
   { href: "/keys", label: "Keys" },
   { href: "/tools", label: "Tools" },
   { href: "/anomalies", label: "Anomalies" },
+  { href: "/webhooks", label: "Webhooks" },
   { href: "/audit", label: "Audit trail" },
   { href: "/tokens", label: "API tokens", permission: "manage_tokens" },
   { href: "/docs", label: "Docs" },
@@ -53,10 +54,11 @@ export async function AppHeader() {
             <div className="ml-auto flex min-w-0 items-center gap-2">
               <SearchBox />
               <span className="hidden min-w-0 items-center gap-2 sm:flex" data-testid="signed-in-as">
-                <span className="truncate text-[13px] text-muted" title={operator.email}>
+                {/* between lg and xl the full nav needs the room; the email is in the title of the role */}
+                <span className="truncate text-[13px] text-muted lg:max-xl:hidden" title={operator.email}>
                   {operator.email}
                 </span>
-                <span data-testid="operator-role" className="rounded-full bg-surface-2 px-2 py-0.5 text-[11px] font-medium text-muted">
+                <span data-testid="operator-role" title={operator.email} className="rounded-full bg-surface-2 px-2 py-0.5 text-[11px] font-medium text-muted">
                   {operator.role}
                 </span>
               </span>

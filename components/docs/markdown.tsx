@@ -70,7 +70,7 @@ const components: Components = {
         {language === "mermaid" && (
           <figcaption className="mb-1 text-xs text-muted">Diagram (Mermaid source; GitHub and most Markdown viewers draw it)</figcaption>
         )}
-        <pre className="overflow-x-auto rounded-lg border border-line bg-surface-2 p-3 font-mono text-[12.5px] leading-relaxed">{children}</pre>
+        <pre tabIndex={0} className="overflow-x-auto rounded-lg border border-line bg-surface-2 p-3 font-mono text-[12.5px] leading-relaxed">{children}</pre>
       </figure>
     );
   },

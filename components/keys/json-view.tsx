@@ -5,7 +5,7 @@ export function JsonView({ value, testId }: { value: unknown; testId?: string })
   const text = typeof value === "string" ? value : JSON.stringify(value, null, 2);
   return (
     <div className="relative mt-2">
-      <pre data-testid={testId} className="max-h-96 overflow-auto rounded-lg bg-surface-2 px-4 py-3 pr-16 font-mono text-[12px] leading-relaxed">
+      <pre tabIndex={0} data-testid={testId} className="max-h-96 overflow-auto rounded-lg bg-surface-2 px-4 py-3 pr-16 font-mono text-[12px] leading-relaxed">
         {text}
       </pre>
       <span className="absolute top-1.5 right-2">

@@ -29,7 +29,7 @@ export function KeptArguments({ value, kept, testId = "key-arguments" }: { value
         {present && <CopyButton text={text} label="Copy JSON" />}
       </div>
       {present && (
-        <pre data-testid={`${testId}-json`} className="mt-2 max-h-96 overflow-auto rounded-lg bg-surface-2 px-4 py-3 font-mono text-[12px] leading-relaxed">
+        <pre tabIndex={0} data-testid={`${testId}-json`} className="mt-2 max-h-96 overflow-auto rounded-lg bg-surface-2 px-4 py-3 font-mono text-[12px] leading-relaxed">
           {text}
         </pre>
       )}

@@ -19,7 +19,7 @@ export function KeysEmpty({ filtered, gatewayExample, onClear }: { filtered: boo
         A key appears here when a write tool is called through the gateway with an <code className="font-mono text-[12px]">Idempotency-Key</code>. Try it with the API token from{" "}
         <code className="font-mono text-[12px]">.data/credentials.txt</code>:
       </p>
-      <pre className="mt-3 overflow-x-auto rounded-lg bg-surface-2 px-4 py-3 font-mono text-[12px] leading-relaxed">{gatewayExample}</pre>
+      <pre tabIndex={0} className="mt-3 overflow-x-auto rounded-lg bg-surface-2 px-4 py-3 font-mono text-[12px] leading-relaxed">{gatewayExample}</pre>
     </div>
   );
 }

@@ -243,7 +243,7 @@ function CreateTokenDialog({ onClose, onCreated }: { onClose: () => void; onCrea
           </div>
           <div className="space-y-1.5">
             <p className="text-[13px] font-medium">Try it</p>
-            <pre className="overflow-x-auto rounded-md border border-line bg-surface-2 px-3 py-2 font-mono text-[12px]">
+            <pre tabIndex={0} className="overflow-x-auto rounded-md border border-line bg-surface-2 px-3 py-2 font-mono text-[12px]">
               {`curl -s ${origin}/api/v1/tools \\\n  -H "Authorization: Bearer ${created.token}"`}
             </pre>
           </div>

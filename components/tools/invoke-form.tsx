@@ -274,14 +274,14 @@ function Response({ attempt }: { attempt: Attempt }) {
           </Link>
         )}
       </div>
-      <pre data-testid="invoke-headers" className="overflow-x-auto rounded-lg border border-line bg-surface-2 px-3 py-2 font-mono text-[12px] leading-5">
+      <pre tabIndex={0} data-testid="invoke-headers" className="overflow-x-auto rounded-lg border border-line bg-surface-2 px-3 py-2 font-mono text-[12px] leading-5">
         {Object.entries(response.headers).map(([name, value]) => (
           <span key={name} className="block">
             <span className="text-muted">{name}:</span> <span className={name === "Idempotent-Replayed" ? "font-semibold text-ok" : ""}>{value}</span>
           </span>
         ))}
       </pre>
-      <pre data-testid="invoke-body" className="max-h-80 overflow-auto rounded-lg border border-line bg-surface-2 px-3 py-2 font-mono text-[12px] leading-5">
+      <pre tabIndex={0} data-testid="invoke-body" className="max-h-80 overflow-auto rounded-lg border border-line bg-surface-2 px-3 py-2 font-mono text-[12px] leading-5">
         {prettyBody(response.body)}
       </pre>
     </div>

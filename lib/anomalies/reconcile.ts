@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import type { Prisma, PrismaClient } from "@/generated/prisma/client";
+import type { Anomaly, Prisma, PrismaClient } from "@/generated/prisma/client";
 import type { KeyStore } from "@/lib/idempotency/key-store";
 import type { ListEffects } from "@/lib/tools/effects";
 import type { NewAnomaly } from "./anomaly-types";
@@ -33,6 +33,11 @@ export interface ReconcileDeps {
   listEffects?: ListEffects;
   /** the tools' status probes: unknown and stuck keys of tools that have one are asked about */
   probes?: ReconcileProbes;
+  /**
+   * called with the anomalies a pass opens, inside the transaction that stores them (the webhook
+   * outbox: an event is queued exactly when its anomaly is, whichever process found it)
+   */
+  onOpened?: (tx: Prisma.TransactionClient, opened: Anomaly[]) => Promise<void>;
 }
 
 export interface ReconcileOptions extends ProbeOptions {
@@ -104,7 +109,7 @@ export async function reconcile(deps: ReconcileDeps, options: ReconcileOptions =
   const keep = async (result: CheckResult): Promise<number> => {
     report.flagged.push(...result.flagged);
     report.backfilled += result.backfilled ?? 0;
-    report.created += await storeAnomalies(deps.prisma, result.flagged, nowMs);
+    report.created += await storeAnomalies(deps.prisma, result.flagged, nowMs, deps.onOpened);
     for (const [name, cursor] of Object.entries(result.cursors)) await saveCursor(deps.prisma, name as ScanName, cursor, nowMs);
     return result.examined;
   };
@@ -130,25 +135,28 @@ export async function reconcile(deps: ReconcileDeps, options: ReconcileOptions =
   return report;
 }
 
-/** Stores findings not known yet (by dedupe key); returns how many were new. */
-async function storeAnomalies(prisma: PrismaClient, flagged: NewAnomaly[], nowMs: number): Promise<number> {
+/** Stores findings not known yet (by dedupe key), and tells `onOpened` of them in the same transaction; returns how many were new. */
+async function storeAnomalies(prisma: PrismaClient, flagged: NewAnomaly[], nowMs: number, onOpened?: ReconcileDeps["onOpened"]): Promise<number> {
   if (flagged.length === 0) return 0;
   const at = new Date(nowMs);
-  const out = await prisma.anomaly.createMany({
-    data: flagged.map((a) => ({
-      id: randomUUID(),
-      type: a.type,
-      dedupeKey: a.dedupeKey,
-      tool: a.tool,
-      scope: a.scope,
-      key: a.key,
-      status: "open",
-      summary: a.summary,
-      evidence: a.evidence as unknown as Prisma.InputJsonValue,
-      detectedAt: at,
-      updatedAt: at,
-    })),
-    skipDuplicates: true,
+  const data = flagged.map((a) => ({
+    id: randomUUID(),
+    type: a.type,
+    dedupeKey: a.dedupeKey,
+    tool: a.tool,
+    scope: a.scope,
+    key: a.key,
+    status: "open",
+    summary: a.summary,
+    evidence: a.evidence as unknown as Prisma.InputJsonValue,
+    detectedAt: at,
+    updatedAt: at,
+  }));
+  if (!onOpened) return (await prisma.anomaly.createMany({ data, skipDuplicates: true })).count;
+  return prisma.$transaction(async (tx) => {
+    // ON CONFLICT DO NOTHING … RETURNING: only the rows this statement inserted
+    const opened = await tx.anomaly.createManyAndReturn({ data, skipDuplicates: true });
+    if (opened.length > 0) await onOpened(tx, opened);
+    return opened.length;
   });
-  return out.count;
 }

@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { Prisma, type OperatorAction, type PrismaClient } from "@/generated/prisma/client";
+import type { AuditTrailFilters } from "./audit-trail-filters";
 import { newestFirstPageSql } from "@/lib/db/newest-first-page";
 import type { KeyRecord } from "@/lib/idempotency/record";
 import { stateOf } from "@/lib/idempotency/record";
@@ -49,13 +50,9 @@ export async function recordOperatorAction(prisma: Pick<PrismaClient, "operatorA
   return id;
 }
 
-export interface OperatorActionQuery {
+export interface OperatorActionQuery extends AuditTrailFilters {
   limit: number;
   cursor?: string | null;
-  actor?: string;
-  action?: string;
-  scope?: string;
-  key?: string;
 }
 
 const COLUMNS = Prisma.sql`id, actor, action, scope, key, anomaly_id AS "anomalyId", reason,
@@ -71,6 +68,10 @@ export function operatorActionsSql(q: OperatorActionQuery): Prisma.Sql {
     timeColumn: "at",
     columns: COLUMNS,
     equals: { actor: q.actor, action: q.action, scope: q.scope, key: q.key },
+    from: q.from,
+    to: q.to,
+    // what the action touched: a key, a tenant's scope, or an anomaly
+    where: q.target ? [Prisma.sql`(key = ${q.target} OR scope = ${q.target} OR anomaly_id = ${q.target})`] : [],
     cursor: q.cursor,
     limit: q.limit,
   });

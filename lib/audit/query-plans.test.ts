@@ -163,6 +163,9 @@ describe("audit trail page", () => {
     ["a rare action", { action: "token_revoke" }, "operator_actions_action_at_idx"],
     ["a common actor and action", { actor: "operator-7@example.com", action: "acknowledge_anomaly" }, "operator_actions_"],
     ["scope and key", { scope: "scope-3", key: "key-13" }, "operator_actions_scope_key_at_idx"],
+    ["a date range", { from: new Date(NOW - 3 * DAY), to: new Date(NOW - 2 * DAY) }, "operator_actions_at_idx"],
+    ["an actor within a date range", { actor: "operator-7@example.com", from: new Date(NOW - 5 * DAY), to: new Date(NOW - DAY) }, "operator_actions_"],
+    ["a target key", { target: "key-13" }, "operator_actions_"],
   ];
 
   it.each(cases)("pages by %s through an index, later pages as well", async (_label, filter, index) => {

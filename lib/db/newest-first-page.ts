@@ -7,6 +7,11 @@ export interface NewestFirstPage {
   columns: Prisma.Sql;
   /** column = value conditions; undefined, null and "" are left out */
   equals: Record<string, string | null | undefined>;
+  /** the time column from this instant (inclusive) and before that one (exclusive) */
+  from?: Date | null;
+  to?: Date | null;
+  /** further conditions, built by the caller from bound values */
+  where?: Prisma.Sql[];
   /** the id of the previous page's last row */
   cursor?: string | null;
   limit: number;
@@ -23,6 +28,9 @@ export function newestFirstPageSql(page: NewestFirstPage): Prisma.Sql {
   for (const [column, value] of Object.entries(page.equals)) {
     if (value) conditions.push(Prisma.sql`${Prisma.raw(column)} = ${value}`);
   }
+  if (page.from) conditions.push(Prisma.sql`${time} >= ${page.from}`);
+  if (page.to) conditions.push(Prisma.sql`${time} < ${page.to}`);
+  conditions.push(...(page.where ?? []));
   if (page.cursor) {
     const after = Prisma.sql`(SELECT ${time} FROM ${Prisma.raw(page.table)} WHERE id = ${page.cursor})`;
     conditions.push(Prisma.sql`${time} <= ${after} AND (${time} < ${after} OR id < ${page.cursor})`);

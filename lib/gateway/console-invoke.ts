@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { recordOperatorAction } from "@/lib/audit/operator-actions";
 import { OPERATOR_CALLER_PREFIX } from "@/lib/auth/actor";
 import type { OperatorIdentity } from "@/lib/auth/roles";
 import type { HttpAnswer } from "@/lib/http/answer";
@@ -67,6 +68,22 @@ export async function consoleInvoke(input: ConsoleInvokeInput, operator: Operato
     const value = answered.get(name);
     if (value !== null) shown[name] = value;
   }
+  // the call has run: an operator who lost its answer to a failed trail write might run a keyless
+  // call again, so the answer is returned regardless (the execution's own row still names them)
+  await recordOperatorAction(runtime.db.prisma, {
+    actor: operator.email,
+    action: "invoke",
+    reason: `ran ${input.tool} from the console`,
+    scope: input.scope,
+    key: input.key || null,
+    // the answer's facts, not its body nor the arguments: those stay on the execution's row
+    after: {
+      tool: input.tool,
+      status: answer.status,
+      executionId: shown["Idemgate-Execution-Id"] ?? null,
+      replayed: shown["Idempotent-Replayed"] === "true",
+    },
+  }).catch((err) => console.error(`idemgate: the audit trail did not record a console call to ${input.tool}: ${err instanceof Error ? err.message : String(err)}`));
   return {
     request: { method: "POST", path, headers, body: input.arguments },
     response: { status: answer.status, headers: shown, body: answer.body },

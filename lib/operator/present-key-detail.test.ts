@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { z } from "zod";
+import { listOperatorActions } from "@/lib/audit/operator-actions";
 import { createApiToken } from "@/lib/auth/api-tokens";
 import { consoleInvoke } from "@/lib/gateway/console-invoke";
 import { OutcomeUnknownError } from "@/lib/idempotency/errors";
@@ -154,6 +155,15 @@ describe("a key's detail: tenants do not see operators' emails, reasons or excep
     // the operator's view names them
     const full = presentKeyDetail(await getKeyDetail(runtime, SCOPE, "console-1"));
     expect(full.timeline.find((e) => e.type === "intent")).toMatchObject({ caller: `operator:${OPERATOR}` });
+
+    // each run is a row of the operator audit trail: the answer's facts, never the arguments
+    const trail = await listOperatorActions(runtime.db.prisma, { limit: 10, action: "invoke", actor: OPERATOR, target: "console-1" });
+    expect(trail.items).toHaveLength(2);
+    expect(trail.items.map((a) => [a.scope, a.key, a.stateAfter])).toEqual(expect.arrayContaining([
+      [SCOPE, "console-1", expect.objectContaining({ tool: "payments.charge", status: 200, replayed: true })],
+      [SCOPE, "console-1", expect.objectContaining({ tool: "payments.charge", status: 200, replayed: false, executionId: expect.any(String) })],
+    ]));
+    expect(JSON.stringify(trail.items)).not.toContain("cus-console");
   });
 
   it("GET /api/v1/keys with a token lists unknown keys with the generic note", async () => {

@@ -4,6 +4,10 @@ import { purgeLoginFailures } from "@/lib/auth/login-limiter";
 import { describeError } from "@/lib/process/health";
 import { probeKey } from "@/lib/operator/probe-key";
 import type { Runtime } from "@/lib/server/runtime";
+import { webhookEndpoints } from "@/lib/notifications/endpoints";
+import { eventsForOpenedAnomalies } from "@/lib/notifications/events";
+import { enqueueEvents, purgeDeliveries } from "@/lib/notifications/outbox";
+import { startWebhookDispatcher, type Dispatcher } from "@/lib/notifications/dispatcher";
 import { ProbeRotation, reconcile, RECONCILER_ACTOR, type ReconcileDeps, type ReconcileOptions, type ReconcileReport } from "@/lib/anomalies/reconcile";
 
 /** Where probing continues, per key store: passes of one process take the held keys in turn. */
@@ -19,7 +23,10 @@ function rotationFor(store: object): ProbeRotation {
 export function reconcileDeps(runtime: Pick<Runtime, "db" | "store" | "engine" | "registry">): ReconcileDeps {
   const { registry } = runtime;
   const db = runtime.db.prisma;
+  const endpoints = webhookEndpoints();
   return {
+    // the webhook outbox: events for what a pass opens, in the transaction that opens it
+    onOpened: endpoints.length > 0 ? async (tx, opened) => void (await enqueueEvents(tx, endpoints, eventsForOpenedAnomalies(opened))) : undefined,
     prisma: db,
     store: runtime.store,
     engine: runtime.engine,
@@ -32,9 +39,14 @@ export function reconcileDeps(runtime: Pick<Runtime, "db" | "store" | "engine" |
   };
 }
 
-/** One reconciler pass over the runtime's audit log and key store. */
-export function reconcileRuntime(runtime: Runtime, options: ReconcileOptions = {}): Promise<ReconcileReport> {
-  return reconcile(reconcileDeps(runtime), options);
+/** The server's webhook dispatcher (null in a process that has none, as the command line). */
+let dispatcher: Dispatcher | null = null;
+
+/** One reconciler pass over the runtime's audit log and key store; the events it queued are sent at once. */
+export async function reconcileRuntime(runtime: Runtime, options: ReconcileOptions = {}): Promise<ReconcileReport> {
+  const report = await reconcile(reconcileDeps(runtime), options);
+  if (report.created > 0) dispatcher?.kick();
+  return report;
 }
 
 /** An operator asked for a pass from the console: run it and record who did. */
@@ -64,7 +76,15 @@ export async function reconcileOnDemand(runtime: Runtime, actor: string): Promis
  */
 export function startBackgroundJobs(runtime: Runtime): () => void {
   const interval = runtime.config.reconcileIntervalMs;
-  if (interval <= 0) return () => {};
+  // deliveries are retried on their own clock, whatever the reconciler's interval (events queued by
+  // another process, or by an operator's pass, are delivered by any process)
+  const webhooks = startWebhookDispatcher({ prisma: runtime.db.prisma, endpoints: webhookEndpoints, intervalMs: runtime.config.webhookPollMs });
+  dispatcher = webhooks;
+  const stopWebhooks = () => {
+    webhooks.stop();
+    if (dispatcher === webhooks) dispatcher = null;
+  };
+  if (interval <= 0) return stopWebhooks;
   let running = false;
   let lastFailure: string | null = null;
   const timer = setInterval(async () => {
@@ -75,6 +95,7 @@ export function startBackgroundJobs(runtime: Runtime): () => void {
       await reconcileRuntime(runtime);
       await runtime.store.purge(Date.now() - runtime.config.retentionMs, 1_000);
       await purgeAuditRows(runtime.db.prisma, new Date(Date.now() - runtime.config.auditRetentionMs));
+      await purgeDeliveries(runtime.db.prisma, new Date(Date.now() - runtime.config.auditRetentionMs));
       await purgeLoginFailures(runtime.db.prisma);
       if (lastFailure) console.error("idemgate: background reconcile/purge works again");
       lastFailure = null;
@@ -88,5 +109,8 @@ export function startBackgroundJobs(runtime: Runtime): () => void {
     }
   }, interval);
   timer.unref();
-  return () => clearInterval(timer);
+  return () => {
+    clearInterval(timer);
+    stopWebhooks();
+  };
 }

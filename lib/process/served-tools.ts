@@ -6,6 +6,7 @@ import type { Runtime } from "@/lib/server/runtime";
 import { composeTools, ConfigFileError, configFilePath, loadToolConfig, type ToolConfig } from "@/lib/tools/config-file";
 import type { ToolDefinition } from "@/lib/tools/define-tool";
 import { ToolRegistry } from "@/lib/tools/registry";
+import { setWebhookEndpoints } from "@/lib/notifications/endpoints";
 import { setToolConfigStatus, type ToolConfigStatus } from "./tool-config-status";
 
 export { toolConfigStatus, type ToolConfigStatus } from "./tool-config-status";
@@ -74,6 +75,7 @@ export class ServedTools {
   async start(runtime: Pick<Runtime, "registry">): Promise<void> {
     this.runtime = runtime;
     setToolConfigStatus(this.status);
+    setWebhookEndpoints(this.config?.webhooks ?? []);
     setMcpStatusSource({ statuses: () => this.mcpStatuses() });
     this.envUpstreams = this.upstreams(this.envMcpServers, () => this.envUpstreams);
     this.fileUpstreams = this.upstreams(this.config?.mcpServers ?? [], () => this.fileUpstreams);
@@ -105,10 +107,11 @@ export class ServedTools {
     const old = this.fileUpstreams;
     const sameServers = isDeepStrictEqual(this.config?.mcpServers ?? [], config.mcpServers);
     this.config = config;
+    setWebhookEndpoints(config.webhooks);
     if (!sameServers) this.fileUpstreams = this.upstreams(config.mcpServers, () => this.fileUpstreams);
     this.rebuild();
     Object.assign(this.status, { loadedAt: new Date(), tools: config.tools.length, mcpServers: config.mcpServers.length, reloadError: null });
-    this.log(`reloaded ${this.file}: ${config.tools.length} tools, ${config.mcpServers.length} MCP servers`);
+    this.log(`reloaded ${this.file}: ${config.tools.length} tools, ${config.mcpServers.length} MCP servers, ${config.webhooks.length} webhook endpoints`);
     if (!sameServers) {
       // calls still running on the old connections finish within their timeout before those close
       if (old) {

@@ -21,6 +21,8 @@ const EnvSchema = z.object({
   IDEMGATE_AUDIT_RETENTION_MS: z.coerce.number().int().positive().default(30 * 24 * 60 * 60 * 1000),
   /** how often the server runs the reconciler and purges; 0 turns it off */
   IDEMGATE_RECONCILE_INTERVAL_MS: z.coerce.number().int().min(0).default(60_000),
+  /** how often the server looks for webhook deliveries that are due (a first attempt or a retry) */
+  IDEMGATE_WEBHOOK_POLL_MS: z.coerce.number().int().min(100).default(2_000),
   /** done records each server process keeps to answer their duplicates without the key store; 0 turns it off */
   IDEMGATE_REPLAY_CACHE_ENTRIES: z.coerce.number().int().min(0).default(DEFAULT_REPLAY_CACHE.maxEntries),
   /** bytes of results the replay cache keeps at most */
@@ -46,6 +48,8 @@ export interface Config {
   retentionMs: number;
   auditRetentionMs: number;
   reconcileIntervalMs: number;
+  /** how often due webhook deliveries are looked for (IDEMGATE_WEBHOOK_POLL_MS) */
+  webhookPollMs: number;
   /** null: no replay cache */
   replayCache: { maxEntries: number; maxBytes: number } | null;
   /** the bearer token that may read /api/metrics besides a signed-in operator (IDEMGATE_METRICS_TOKEN); null: none */
@@ -80,6 +84,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     retentionMs: e.IDEMGATE_RETENTION_MS,
     auditRetentionMs: e.IDEMGATE_AUDIT_RETENTION_MS,
     reconcileIntervalMs: e.IDEMGATE_RECONCILE_INTERVAL_MS,
+    webhookPollMs: e.IDEMGATE_WEBHOOK_POLL_MS,
     replayCache: e.IDEMGATE_REPLAY_CACHE_ENTRIES === 0 ? null : { maxEntries: e.IDEMGATE_REPLAY_CACHE_ENTRIES, maxBytes: e.IDEMGATE_REPLAY_CACHE_BYTES },
     metricsToken: e.IDEMGATE_METRICS_TOKEN ?? null,
     trustedProxies: e.IDEMGATE_TRUSTED_PROXY,

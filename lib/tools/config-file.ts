@@ -8,6 +8,7 @@ import { defineTool, TOOL_NAME_PATTERN, ToolDefinitionError, type ToolDefinition
 import { argsSchemaFromJsonSchema, compileInputSchema, type SchemaIssue } from "./json-schema-args";
 import { fieldIssues, mcpServerSchema, type McpServerConfig } from "./mcp-server-schema";
 import { resolveUpstream, upstreamShapeFields } from "./upstream-shape";
+import { webhookEndpointSchema, type WebhookEndpoint } from "@/lib/notifications/webhook-config";
 
 /** One problem of a configuration file: the path of the bad field (`tools[1].upstream.timeoutMs`) and what is wrong. */
 export interface ConfigProblem {
@@ -57,6 +58,8 @@ export interface ToolConfig {
   mcpServers: McpServerConfig[];
   /** dotted paths of mcpServers' fields that came from the environment (`mcpServers[0].headers.authorization`) */
   mcpFromEnvironment: Set<string>;
+  /** where events are sent (lib/notifications) */
+  webhooks: WebhookEndpoint[];
 }
 
 const ms = z.number().int("must be a whole number of milliseconds").positive("must be a positive number of milliseconds");
@@ -91,6 +94,7 @@ const toolSchema = z.strictObject({
 const fileSchema = z.strictObject({
   tools: z.array(toolSchema).default([]),
   mcpServers: z.array(mcpServerSchema).default([]),
+  webhooks: z.array(webhookEndpointSchema).default([]),
 });
 
 type ToolEntry = z.output<typeof toolSchema>;
@@ -241,6 +245,23 @@ function definitionOf(t: ToolEntry, at: (string | number)[], file: string, fromE
 }
 
 /**
+ * Each endpoint's name once, its secret from the environment (a secret written into the file would be
+ * read by everyone who reads the file), and the URL as written when parts of it came from there.
+ */
+function checkWebhooks(entries: z.output<typeof webhookEndpointSchema>[], fromEnvironment: Map<string, string>, problems: ConfigProblem[]): WebhookEndpoint[] {
+  const firstAt = new Map<string, number>();
+  return entries.map((w, i) => {
+    const at = (field: string) => formatPath(["webhooks", i, field]);
+    const earlier = firstAt.get(w.name);
+    if (earlier !== undefined) problems.push({ path: at("name"), message: `${w.name} is declared twice (also webhooks[${earlier}])` });
+    else firstAt.set(w.name, i);
+    if (!fromEnvironment.has(at("secret"))) problems.push({ path: at("secret"), message: "must come from the environment (secret: ${NAME}), not be written into the file" });
+    const urlTemplate = fromEnvironment.get(at("url"));
+    return urlTemplate ? { ...w, urlTemplate } : { ...w };
+  });
+}
+
+/**
  * A configuration file's text as tools and MCP servers, or every problem it has, each with the path
  * of its field. Pure: `file` only names the file in problems and declarations.
  * @throws ConfigFileError
@@ -249,7 +270,7 @@ export function parseToolConfig(text: string, file: string, env: Record<string, 
   const parsed = parseText(text, file);
   if (!parsed.ok) throw new ConfigFileError(file, parsed.problems);
   if (typeof parsed.data !== "object" || parsed.data === null || Array.isArray(parsed.data)) {
-    throw new ConfigFileError(file, [{ path: "", message: "must be a mapping with `tools:` and/or `mcpServers:`" }]);
+    throw new ConfigFileError(file, [{ path: "", message: "must be a mapping with `tools:`, `mcpServers:` and/or `webhooks:`" }]);
   }
 
   const problems: ConfigProblem[] = [];
@@ -269,6 +290,7 @@ export function parseToolConfig(text: string, file: string, env: Record<string, 
     );
   }
   const { tools, mcpServers } = result.data;
+  const webhooks = checkWebhooks(result.data.webhooks, fromEnvironment, problems);
 
   const firstAt = new Map<string, number>();
   tools.forEach((t, i) => {
@@ -297,6 +319,7 @@ export function parseToolConfig(text: string, file: string, env: Record<string, 
     file,
     tools: definitions,
     mcpServers,
+    webhooks,
     mcpFromEnvironment: new Set([...fromEnvironment.keys()].filter((k) => k.startsWith("mcpServers["))),
   };
 }

@@ -387,7 +387,7 @@ describe("simulated agent traffic", () => {
     expect(report.flagged).toEqual([]);
   });
 
-  it("flags every crash as an orphan, every late keyless repeat as a stale suppression and every fresh-key duplicate", async () => {
+  it("flags every crash as an orphan and every fresh-key duplicate, and no keyless repeat inside the fallback-dedupe window", async () => {
     const { apiToken } = await server.credentials();
     const run = await runSimulation({ url: server.url, token: apiToken, agents: 6, durationMs: 45_000, seed: 7, faults: true, genuineRepeats: true });
     expect(run.caused.crashes).toBeGreaterThan(0);
@@ -395,10 +395,13 @@ describe("simulated agent traffic", () => {
     const report = await reconcile();
     const orphans = new Set(report.flagged.filter((a) => a.type === "orphan_unknown_outcome").map((a) => a.key));
     for (const key of run.caused.expectedStuckKeys) expect(orphans.has(key), `crash under ${key} not flagged`).toBe(true);
+    // One window judges a replay's gap, keyed or keyless: the tool's stale threshold, never under the
+    // fallback-dedupe TTL (60 s by default). The simulation's keyless repeats all come within it (it
+    // runs 45 s): they are the duplicates the tool's fallback dedupe is there to catch, not anomalies.
     const staleFallback = new Set(report.flagged.filter((a) => a.type === "stale_suppression" && a.evidence.fallback === true).map((a) => a.evidence.suppressionId));
-    const lateKeyless = await pg.db.prisma.suppression.findMany({ where: { kind: "replay", fallback: true, gapMs: { gt: 10_000 } }, select: { id: true } });
-    expect(lateKeyless.length).toBeGreaterThan(0);
-    for (const s of lateKeyless) expect(staleFallback.has(s.id), `late keyless repeat ${s.id} not flagged`).toBe(true);
+    const keylessRepeats = await pg.db.prisma.suppression.findMany({ where: { kind: "replay", fallback: true, gapMs: { gt: 10_000 } }, select: { id: true } });
+    expect(keylessRepeats.length).toBeGreaterThan(0);
+    for (const s of keylessRepeats) expect(staleFallback.has(s.id), `keyless repeat ${s.id} inside the fallback window flagged`).toBe(false);
     summary.push({ case: `simulation: ${run.caused.crashes} crashes flagged as orphans`, expected: run.caused.expectedStuckKeys.length, counted: run.caused.expectedStuckKeys.filter((k) => orphans.has(k)).length });
     // fresh-key duplicates: each one ran again (orchestrator keys) and is flagged; nothing else is
     const fresh = new Set(report.flagged.filter((a) => a.type === "fresh_key_duplicate").map((a) => a.key));

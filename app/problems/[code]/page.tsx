@@ -57,7 +57,7 @@ export default async function ProblemPage({ params }: Props) {
           </section>
           <section>
             <h2 className="text-xs font-medium tracking-wide text-muted uppercase">Example body</h2>
-            <pre className="mt-1.5 overflow-x-auto rounded-lg border border-line bg-surface-2 px-3 py-2.5 font-mono text-[12px] leading-5">
+            <pre tabIndex={0} className="mt-1.5 overflow-x-auto rounded-lg border border-line bg-surface-2 px-3 py-2.5 font-mono text-[12px] leading-5">
               {JSON.stringify({ type: `/problems/${doc.code}`, title: doc.title, status: doc.status, detail: "…" }, null, 2)}
             </pre>
           </section>

@@ -192,13 +192,13 @@ function Operation({ op, base }: { op: OperationReference; base: string }) {
             <h3 className="text-xs font-medium tracking-wide text-muted uppercase">Example</h3>
             <CopyButton text={curl} />
           </div>
-          <pre data-testid="curl-example" className="overflow-x-auto rounded-lg border border-line bg-surface-2 px-3 py-2.5 font-mono text-[12px] leading-5">
+          <pre tabIndex={0} data-testid="curl-example" className="overflow-x-auto rounded-lg border border-line bg-surface-2 px-3 py-2.5 font-mono text-[12px] leading-5">
             {curl}
           </pre>
           {op.exampleResult !== null && (
             <details className="mt-2 text-[13px]">
               <summary className="cursor-pointer text-xs text-muted hover:text-fg">Example result (200)</summary>
-              <pre className="mt-1.5 overflow-x-auto rounded-lg border border-line bg-surface-2 px-3 py-2.5 font-mono text-[12px] leading-5">
+              <pre tabIndex={0} className="mt-1.5 overflow-x-auto rounded-lg border border-line bg-surface-2 px-3 py-2.5 font-mono text-[12px] leading-5">
                 {JSON.stringify(op.exampleResult, null, 2)}
               </pre>
             </details>

@@ -341,7 +341,7 @@ function Declaration({ d }: { d: EffectiveDeclaration }) {
         </dl>
         <div className="border-t border-line px-5 py-3 lg:border-t-0 lg:border-l">
           <p className="text-xs text-muted">inputSchema (validated before a key is taken; advertised in OpenAPI and MCP)</p>
-          <pre data-testid="declaration-input-schema" className="mt-1.5 max-h-80 overflow-auto font-mono text-[12px]">
+          <pre tabIndex={0} data-testid="declaration-input-schema" className="mt-1.5 max-h-80 overflow-auto font-mono text-[12px]">
             {JSON.stringify(d.inputSchema, null, 2)}
           </pre>
         </div>

@@ -1,4 +1,4 @@
-import { z } from "zod";
+import { auditTrailQuerySchema } from "@/lib/audit/audit-trail-filters";
 import { listOperatorActions } from "@/lib/audit/operator-actions";
 import { withPrincipal } from "@/lib/auth/guard";
 import { forbidden } from "@/lib/http/problem";
@@ -6,17 +6,8 @@ import { parseQuery } from "@/lib/http/parse-body";
 
 export const dynamic = "force-dynamic";
 
-const Query = z.object({
-  limit: z.coerce.number().int().min(1).max(200).default(50),
-  cursor: z.string().optional(),
-  actor: z.string().optional(),
-  action: z.string().optional(),
-  scope: z.string().optional(),
-  key: z.string().optional(),
-});
-
-// GET /api/v1/audit – the operator audit trail: who did what, when, why, before and after
+// GET /api/v1/audit – the operator audit trail (from, to, actor, action, target, scope, key, cursor): who did what, when, why, before and after
 export const GET = withPrincipal("read", async (request, { principal, runtime }) => {
   if (principal.kind !== "operator") throw forbidden("the operator audit trail is for signed-in operators");
-  return Response.json(await listOperatorActions(runtime.db.prisma, parseQuery(request, Query)));
+  return Response.json(await listOperatorActions(runtime.db.prisma, parseQuery(request, auditTrailQuerySchema)));
 });

@@ -1,0 +1,93 @@
+import { createHash } from "node:crypto";
+import type { Anomaly } from "@/generated/prisma/client";
+import type { WebhookEventType, WebhookFormat } from "./webhook-config";
+
+/** An event as Idemgate sends it (format `idemgate`), and as the outbox keeps it. */
+export interface WebhookEvent {
+  /** `evt_` and 32 hex digits: the same for every endpoint and every attempt; receivers deduplicate by it */
+  id: string;
+  type: WebhookEventType;
+  /** when the reconciler found it (ISO 8601) */
+  createdAt: string;
+  data: {
+    summary: string;
+    tool: string;
+    /** null for findings that are not about one key */
+    scope: string | null;
+    key: string | null;
+    anomaly: { id: string; type: string; path: string };
+    /** the console page of the key (null when the finding is about no key) */
+    keyPath: string | null;
+    /** key.unknown / key.stuck: the call that holds the key */
+    executionId: string | null;
+  };
+}
+
+type OpenedAnomaly = Pick<Anomaly, "id" | "type" | "dedupeKey" | "tool" | "scope" | "key" | "summary" | "evidence" | "detectedAt">;
+
+/** The same finding gives the same id in every process that finds it. */
+export function eventIdOf(type: WebhookEventType, dedupeKey: string): string {
+  return `evt_${createHash("sha256").update(`${type}\n${dedupeKey}`).digest("hex").slice(0, 32)}`;
+}
+
+function keyPathOf(scope: string | null, key: string | null): string | null {
+  return scope !== null && key !== null ? `/keys/${encodeURIComponent(scope)}/${encodeURIComponent(key)}` : null;
+}
+
+/**
+ * What the anomalies a reconciler pass just opened tell the endpoints: every one is `anomaly.opened`;
+ * an unknown outcome is also `key.unknown` (the call said it could not tell) or `key.stuck` (it never
+ * reported and its lease passed).
+ */
+export function eventsForOpenedAnomalies(anomalies: readonly OpenedAnomaly[]): WebhookEvent[] {
+  return anomalies.flatMap((a) => {
+    const evidence = (a.evidence ?? {}) as { cause?: string; executionId?: string };
+    const base = (type: WebhookEventType): WebhookEvent => ({
+      id: eventIdOf(type, a.dedupeKey),
+      type,
+      createdAt: a.detectedAt.toISOString(),
+      data: {
+        summary: a.summary,
+        tool: a.tool,
+        scope: a.scope,
+        key: a.key,
+        anomaly: { id: a.id, type: a.type, path: `/anomalies/${encodeURIComponent(a.id)}` },
+        keyPath: keyPathOf(a.scope, a.key),
+        executionId: typeof evidence.executionId === "string" ? evidence.executionId : null,
+      },
+    });
+    const events: WebhookEvent[] = [];
+    if (a.type === "orphan_unknown_outcome" && a.key !== null) events.push(base(evidence.cause === "silent" ? "key.stuck" : "key.unknown"));
+    events.push(base("anomaly.opened"));
+    return events;
+  });
+}
+
+const HEADLINE: Record<WebhookEventType, string> = {
+  "key.unknown": "A key's outcome is unknown",
+  "key.stuck": "A key is stuck",
+  "anomaly.opened": "An anomaly was opened",
+};
+
+/** Slack's mrkdwn treats these three as markup. */
+function slackEscape(text: string): string {
+  return text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
+}
+
+/** The request body for an endpoint's format; the signature is computed over exactly these bytes. */
+export function renderEventBody(event: WebhookEvent, format: WebhookFormat): string {
+  if (format === "idemgate") return JSON.stringify(event);
+  const d = event.data;
+  const where = d.key !== null ? ` — \`${slackEscape(d.tool)}\` key \`${slackEscape(d.key)}\` in scope \`${slackEscape(d.scope ?? "")}\`` : ` — \`${slackEscape(d.tool)}\``;
+  const text = `${HEADLINE[event.type]}${where}`;
+  return JSON.stringify({
+    text,
+    blocks: [
+      { type: "section", text: { type: "mrkdwn", text: `*${slackEscape(HEADLINE[event.type])}*${where}\n${slackEscape(d.summary)}` } },
+      {
+        type: "context",
+        elements: [{ type: "mrkdwn", text: `event \`${event.id}\` · anomaly \`${slackEscape(d.anomaly.id)}\` (${slackEscape(d.anomaly.type)}) · console ${slackEscape(d.keyPath ?? d.anomaly.path)}` }],
+      },
+    ],
+  });
+}
