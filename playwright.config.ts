@@ -26,7 +26,7 @@ const byProject = { embedded, servers, "redis-down": redisDown };
 
 // The specs whose behaviour depends on the stores, run on both configurations; plus, from the
 // others, the tests tagged @both-stores (a console smoke test).
-const BOTH_CONFIGURATIONS = /(gateway|unknown|status|security|config-file|config-reload|tokens|webhooks|audit)\.spec\.ts/;
+const BOTH_CONFIGURATIONS = /(gateway|unknown|status|security|config-file|config-reload|tokens|webhooks|audit|search)\.spec\.ts/;
 
 const chromium = {
   ...devices["Desktop Chrome"],

@@ -4,15 +4,17 @@ import { benchConsole } from "./console-bench";
 import { benchEngine } from "./engine-bench";
 import { benchGateway } from "./gateway-bench";
 import { benchPeers } from "./peers-bench";
+import { benchSearch } from "./search-bench";
 import { printTable, type Row } from "./stats";
 
 /*
- * npm run bench [-- --quick] [-- --scale 1000000] [-- --audit-scale 10000000] [-- --only engine,peers,gateway,client,console] [-- --no-build]
+ * npm run bench [-- --quick] [-- --scale 1000000] [-- --audit-scale 10000000] [-- --only engine,peers,gateway,client,console,search] [-- --search-scale 1000000] [-- --no-build]
  * Prints one Markdown table; every figure is a median over repeated runs and every ratio is against
  * a baseline measured in the same run on the same Redis and PostgreSQL.
  *   --scale N    keys (and audit rows) of the large console dataset; default 100000 (quick 20000)
  *   --audit-scale N  also time the tool pages and the tool list on a PostgreSQL-only dataset of N audit
  *                rows (10000000 takes several minutes to seed, so it is off by default)
+ *   --search-scale N  executions (with kept arguments) for the search by argument value; default 1000000 (quick 100000)
  *   --no-build   serve the existing .next build instead of running `next build` first
  */
 const argv = process.argv.slice(2);
@@ -23,7 +25,8 @@ const option = (name: string) => {
 };
 const scale = Number(option("scale") ?? (quick ? 20_000 : 100_000));
 const auditScale = option("audit-scale") === undefined ? undefined : Number(option("audit-scale"));
-const only = new Set((option("only") ?? "engine,peers,gateway,client,console").split(","));
+const searchScale = Number(option("search-scale") ?? (quick ? 100_000 : 1_000_000));
+const only = new Set((option("only") ?? "engine,peers,gateway,client,console,search").split(","));
 
 async function section(name: string, fn: () => Promise<Row[]>): Promise<Row[]> {
   if (!only.has(name)) return [];
@@ -62,6 +65,7 @@ async function main(): Promise<void> {
       benchClient({ calls: { one: quick ? 300 : 1_000, many: quick ? 2_000 : 5_000 }, rounds: 3, build: !argv.includes("--no-build"), port: 3143 }),
     )),
     ...(await section("console", () => benchConsole({ small: 10_000, large: scale, repeats: quick ? 20 : 50, auditLarge: auditScale }))),
+    ...(await section("search", () => benchSearch({ executions: searchScale, repeats: quick ? 50 : 200, quick: searchScale < 1_000_000 }))),
   ];
   printTable("Results", rows);
   console.log(`\ntotal ${((performance.now() - started) / 1000).toFixed(0)} s`);

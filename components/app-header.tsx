@@ -3,6 +3,7 @@ import { unstable_rethrow } from "next/navigation";
 import { signOut } from "@/lib/auth/sign-in-actions";
 import { MobileNav } from "@/components/mobile-nav";
 import { NavLink } from "@/components/nav-link";
+import { SearchBox } from "@/components/search-box";
 import { buttonClass } from "@/components/ui/styles";
 import { can, type OperatorIdentity, type Permission } from "@/lib/auth/roles";
 import { currentOperator } from "@/lib/auth/session";
@@ -43,7 +44,7 @@ export async function AppHeader() {
         </Link>
         {operator && (
           <>
-            <nav aria-label="Console" className="hidden items-center gap-0.5 lg:flex">
+            <nav aria-label="Console" className="hidden shrink-0 items-center gap-0.5 lg:flex">
               {items.map((item) => (
                 <NavLink key={item.href} href={item.href}>
                   {item.label}
@@ -51,6 +52,7 @@ export async function AppHeader() {
               ))}
             </nav>
             <div className="ml-auto flex min-w-0 items-center gap-2">
+              <SearchBox />
               <span className="hidden min-w-0 items-center gap-2 sm:flex" data-testid="signed-in-as">
                 {/* between lg and xl the full nav needs the room; the email is in the title of the role */}
                 <span className="truncate text-[13px] text-muted lg:max-xl:hidden" title={operator.email}>

@@ -10,6 +10,7 @@ import { apiFetch, keyPath } from "@/lib/console/api";
 import { formatRelative, formatTimestamp } from "@/lib/console/format";
 import type { KeyDetailView as Detail } from "@/lib/operator/present-key-detail";
 import { AskToolButton, ProbeAnswerNotice, useAskTool, type ProbeResult } from "./ask-tool";
+import { CopyButton } from "@/components/docs/copy-button";
 import { JsonView } from "./json-view";
 import { KeptArguments } from "./kept-arguments";
 import { KeyActionDialog } from "./key-action-dialog";
@@ -80,6 +81,7 @@ export function KeyDetailView({
           </h1>
           <div className="mt-2 flex flex-wrap items-center gap-3 text-[13px] text-muted">
             <StateBadge state={detail.state} testId="key-state" resultStatus={r?.result?.status ?? null} />
+            <CopyButton text={detail.key} label="Copy key" testId="copy-key" />
             {r && (
               <Link href={`/tools/${encodeURIComponent(r.tool)}`} className="font-mono text-[12.5px] text-accent hover:underline" data-testid="key-tool-link">
                 {r.tool}
@@ -180,7 +182,7 @@ export function KeyDetailView({
               <Row label="State"><StateBadge state={r.state} /></Row>
               <Row label="Tool" mono>{r.tool}</Row>
               <Row label="Scope" mono>{r.scope}</Row>
-              <Row label="Fingerprint" mono><span className="break-all">{r.fingerprint}</span></Row>
+              <Row label="Fingerprint" mono><span className="break-all">{r.fingerprint}</span> <CopyButton text={r.fingerprint} label="Copy" /></Row>
               <Row label="Fencing token" mono>{r.token}</Row>
               <Row label="Created">{formatTimestamp(r.createdAt)}</Row>
               {/* an unknown record keeps its lease, but the lease no longer decides anything */}
@@ -189,7 +191,7 @@ export function KeyDetailView({
               {r.completedAt && <Row label="Completed">{formatTimestamp(r.completedAt)}</Row>}
               {r.expiresAt && <Row label="Expires">{formatTimestamp(r.expiresAt)} <span className="text-muted">({formatRelative(r.expiresAt, nowMs)})</span></Row>}
               <Row label="Session" mono>{r.session ?? <span className="font-sans text-faint">none</span>}</Row>
-              <Row label="Execution" mono>{r.executionId ?? <span className="font-sans text-faint">none</span>}</Row>
+              <Row label="Execution" mono>{r.executionId ? <><span className="break-all">{r.executionId}</span> <CopyButton text={r.executionId} label="Copy" testId="copy-execution-id" /></> : <span className="font-sans text-faint">none</span>}</Row>
               {r.fallback && <Row label="Key source"><span className="text-warn">fallback (derived from the arguments)</span></Row>}
             </dl>
           ) : (

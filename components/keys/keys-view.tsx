@@ -37,6 +37,22 @@ export function keysSearch(f: { state?: string | null; tool?: string | null; sco
   return params.toString();
 }
 
+/** Downloads of every key the filter matches (GET /api/v1/keys/export streams them through the cursor). */
+function ExportLinks({ filter }: { filter: string }) {
+  const href = (format: string) => `/api/v1/keys/export?${filter ? `${filter}&` : ""}format=${format}`;
+  return (
+    <span className="flex items-center gap-1" data-testid="export-keys">
+      <span className="text-xs text-muted">Export</span>
+      <a className={buttonClass("secondary", "sm")} href={href("csv")} download data-testid="export-csv">
+        CSV
+      </a>
+      <a className={buttonClass("secondary", "sm")} href={href("jsonl")} download data-testid="export-jsonl">
+        JSON lines
+      </a>
+    </span>
+  );
+}
+
 /** The keys list: filters in the URL, polling the operator chose, cursor pages, bulk release. */
 export function KeysView({ tools, canRelease, gatewayExample }: { tools: string[]; canRelease: boolean; gatewayExample: string }) {
   const [filters, setFilters] = useQueryStates(filterParsers);
@@ -98,7 +114,10 @@ export function KeysView({ tools, canRelease, gatewayExample }: { tools: string[
           <h1 className="text-xl font-semibold tracking-tight">Keys</h1>
           <p className="mt-1 text-muted">Every idempotency key the gateway holds, newest first. Payloads are only shown on a key&apos;s own page.</p>
         </div>
-        <PollControl value={pollMs} onChange={setPollMs} fetching={query.isFetching} />
+        <div className="flex flex-wrap items-center gap-2">
+          <ExportLinks filter={filterKey} />
+          <PollControl value={pollMs} onChange={setPollMs} fetching={query.isFetching} />
+        </div>
       </div>
 
       <KeysFilters

@@ -1,0 +1,89 @@
+import type { Database } from "@/lib/db/database";
+
+/** An execution a search found, with what the console needs to link to its key. */
+export interface FoundExecution {
+  id: string;
+  scope: string;
+  key: string;
+  tool: string;
+  startedAt: string;
+  outcome: string | null;
+  /** why it matched: its id, or its kept arguments */
+  matched: "id" | "arguments";
+}
+
+type Db = Pick<Database, "query">;
+
+interface Row {
+  id: string;
+  scope: string;
+  key: string;
+  tool: string;
+  started_at: Date | string;
+  outcome: string | null;
+}
+
+const present = (r: Row, matched: FoundExecution["matched"]): FoundExecution => ({
+  id: r.id,
+  scope: r.scope,
+  key: r.key,
+  tool: r.tool,
+  startedAt: new Date(r.started_at).toISOString(),
+  outcome: r.outcome,
+  matched,
+});
+
+const COLUMNS = "id, scope, key, tool, started_at, outcome";
+
+/** The execution with this id, if it is in `scope` (every scope when undefined). */
+export async function findExecutionById(db: Db, id: string, scope: string | undefined): Promise<FoundExecution | null> {
+  const rows = (await db.query(`SELECT ${COLUMNS} FROM executions WHERE id = $1 AND ($2::text IS NULL OR scope = $2)`, [id, scope ?? null])) as unknown as Row[];
+  return rows[0] ? present(rows[0], "id") : null;
+}
+
+/** How many matches a search reads before sorting them by time: a value almost every call has stops here. */
+export const ARGUMENT_MATCHES_READ = 10_000;
+
+/**
+ * Executions whose kept arguments contain any of `documents` (JSON texts), newest first: `@>` on the
+ * GIN index executions_arguments_path_ops_idx (jsonb_path_ops), so the time depends on the matches,
+ * not on the number of executions. The matches are read first (MATERIALIZED) and sorted after:
+ * left to itself the planner walks the time index backwards hoping for 50 matches soon, which reads
+ * every execution when a value has none. `capped`: more than ARGUMENT_MATCHES_READ matched, and the
+ * newest of those read are shown.
+ */
+export async function findExecutionsByArguments(
+  db: Db,
+  documents: readonly string[],
+  scope: string | undefined,
+  limit: number,
+): Promise<{ found: FoundExecution[]; capped: boolean }> {
+  if (documents.length === 0) return { found: [], capped: false };
+  // OR of one containment per document: each is an index condition (`@> ANY(array)` would not be)
+  const contains = documents.map((_, i) => `arguments @> $${i + 4}::jsonb`).join(" OR ");
+  const rows = (await db.query(
+    `WITH matched AS MATERIALIZED (
+       SELECT ${COLUMNS} FROM executions WHERE (${contains}) AND ($1::text IS NULL OR scope = $1) LIMIT $3
+     )
+     SELECT ${COLUMNS}, (SELECT count(*) FROM matched) AS n FROM matched ORDER BY started_at DESC LIMIT $2`,
+    [scope ?? null, limit, ARGUMENT_MATCHES_READ, ...documents],
+  )) as unknown as (Row & { n: string | number })[];
+  return { found: rows.map((r) => present(r, "arguments")), capped: rows.length > 0 && Number(rows[0].n) >= ARGUMENT_MATCHES_READ };
+}
+
+/**
+ * The top-level argument names of the latest kept calls (in `scope`), which a bare search value is
+ * tried under: names come from the calls themselves, so a new tool's fields are searchable at once.
+ */
+export async function recentArgumentNames(db: Db, scope: string | undefined, sample = 1_000, max = 40): Promise<string[]> {
+  const rows = (await db.query(
+    `SELECT DISTINCT name FROM (
+       SELECT arguments FROM executions
+       WHERE arguments IS NOT NULL AND jsonb_typeof(arguments) = 'object' AND ($1::text IS NULL OR scope = $1)
+       ORDER BY started_at DESC LIMIT $2
+     ) e, jsonb_object_keys(e.arguments) AS name
+     ORDER BY name LIMIT $3`,
+    [scope ?? null, sample, max],
+  )) as { name: string }[];
+  return rows.map((r) => r.name);
+}

@@ -1,0 +1,88 @@
+import { findExecutionById, findExecutionsByArguments, recentArgumentNames, type FoundExecution } from "@/lib/audit/find-executions";
+import type { Runtime } from "@/lib/server/runtime";
+import { listKeys } from "./list-keys";
+import { argumentCandidates, parseSearch, type SearchQuery } from "./parse-search";
+import type { Audience, KeyView } from "./present-key";
+
+export interface SearchAnswer {
+  query: string;
+  /** `tool:… state:… scope:…`: the filters, as the keys list takes them */
+  filter: { state?: string; tool?: string; scope?: string; prefix?: string } | null;
+  /** keys whose name is the term or starts with it (the exact one first), or that match the filter */
+  keys: KeyView[];
+  /** more keys match than are listed: the keys list with the same filter has them all */
+  moreKeys: boolean;
+  /** the execution with the term as its id, then executions whose kept arguments hold the value */
+  executions: FoundExecution[];
+  /** the argument names a bare value was tried under (or the one `name:value` named) */
+  argumentNames: string[];
+  /** so many calls hold the value that only the newest of the first 10,000 found are listed */
+  argumentMatchesCapped: boolean;
+}
+
+const KEYS_SHOWN = 20;
+const EXECUTIONS_SHOWN = 50;
+
+/**
+ * One search box's answer (lib/operator/parse-search.ts says what it takes). `scope` is set for a
+ * tenant's API token: every part of the answer stays in it.
+ */
+export async function search(
+  runtime: Pick<Runtime, "config" | "store" | "db">,
+  raw: string | null | undefined,
+  options: { scope?: string; audience?: Audience } = {},
+): Promise<SearchAnswer> {
+  const query = parseSearch(raw);
+  const audience = options.audience ?? "operator";
+  if (query.kind === "filter") return searchFilter(runtime, query, options.scope, audience, raw!.trim());
+  const { term } = query;
+  const [keys, byId, byArguments] = await Promise.all([
+    listKeys(runtime, { prefix: term, scope: options.scope, limit: KEYS_SHOWN }, audience),
+    findExecutionById(runtime.db, term, options.scope),
+    argumentSearch(runtime, query, options.scope),
+  ]);
+  const exactFirst = [...keys.items].sort((a, b) => Number(b.key === term) - Number(a.key === term));
+  const executions = [...(byId ? [byId] : []), ...byArguments.found.filter((e) => e.id !== byId?.id)];
+  return {
+    query: term, filter: null, keys: exactFirst, moreKeys: keys.nextCursor !== null, executions,
+    argumentNames: byArguments.names, argumentMatchesCapped: byArguments.capped,
+  };
+}
+
+/** Argument names change when a tool does: they are read again after this long, not on every search. */
+const NAMES_TTL_MS = 30_000;
+const namesRead = new WeakMap<object, Map<string, { names: Promise<string[]>; atMs: number }>>();
+
+function argumentNames(db: Runtime["db"], scope: string | undefined): Promise<string[]> {
+  let perScope = namesRead.get(db);
+  if (!perScope) namesRead.set(db, (perScope = new Map()));
+  const at = scope ?? "\u0000every scope";
+  const hit = perScope.get(at);
+  if (hit && Date.now() - hit.atMs < NAMES_TTL_MS) return hit.names;
+  const names = recentArgumentNames(db, scope);
+  perScope.set(at, { names, atMs: Date.now() });
+  names.catch(() => perScope.delete(at));
+  return names;
+}
+
+async function argumentSearch(runtime: Pick<Runtime, "db">, query: Extract<SearchQuery, { kind: "term" }>, scope: string | undefined) {
+  const names = query.argument ? [query.argument.path.join(".")] : await argumentNames(runtime.db, scope);
+  const { found, capped } = await findExecutionsByArguments(runtime.db, argumentCandidates(query, names), scope, EXECUTIONS_SHOWN);
+  return { names, found, capped };
+}
+
+async function searchFilter(
+  runtime: Pick<Runtime, "config" | "store" | "db">,
+  query: Extract<SearchQuery, { kind: "filter" }>,
+  tenantScope: string | undefined,
+  audience: Audience,
+  raw: string,
+): Promise<SearchAnswer> {
+  const { kind: _kind, ...filter } = query;
+  if (tenantScope !== undefined && filter.scope !== undefined && filter.scope !== tenantScope) {
+    // a tenant's token sees its own scope only: another scope simply has nothing for it
+    return { query: raw, filter, keys: [], moreKeys: false, executions: [], argumentNames: [], argumentMatchesCapped: false };
+  }
+  const page = await listKeys(runtime, { ...filter, scope: tenantScope ?? filter.scope, limit: KEYS_SHOWN }, audience);
+  return { query: raw, filter, keys: page.items, moreKeys: page.nextCursor !== null, executions: [], argumentNames: [], argumentMatchesCapped: false };
+}
