@@ -106,7 +106,7 @@ function AnomalyRows({ items, nowMs, stale }: { items: AnomalyView[]; nowMs: num
 
 AnomaliesTable.Skeleton = function AnomaliesTableSkeleton() {
   return (
-    <div data-testid="anomalies-loading" aria-busy="true" aria-label="Loading anomalies" className="overflow-hidden rounded-xl border border-line bg-surface shadow-xs">
+    <div data-testid="anomalies-loading" role="status" aria-busy="true" aria-label="Loading anomalies" className="overflow-hidden rounded-xl border border-line bg-surface shadow-xs">
       <div className="h-9 border-b border-line bg-surface-2/50" />
       {Array.from({ length: 6 }, (_, i) => (
         <div key={i} className="flex items-center gap-6 border-b border-line px-4 py-3.5 last:border-0">

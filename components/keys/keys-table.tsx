@@ -119,7 +119,7 @@ export function KeysTable(props: {
 
 KeysTable.Skeleton = function KeysTableSkeleton() {
   return (
-    <div data-testid="keys-loading" aria-busy="true" aria-label="Loading keys" className="overflow-hidden rounded-xl border border-line bg-surface shadow-xs">
+    <div data-testid="keys-loading" role="status" aria-busy="true" aria-label="Loading keys" className="overflow-hidden rounded-xl border border-line bg-surface shadow-xs">
       <div className="h-9 border-b border-line bg-surface-2/50" />
       {Array.from({ length: 8 }, (_, i) => (
         <div key={i} className="flex items-center gap-6 border-b border-line px-4 py-3 last:border-0">

@@ -59,16 +59,16 @@ export function DeliveriesTable({ items }: { items: DeliveryRow[] }) {
   return (
     <>
       <div className="hidden overflow-x-auto rounded-xl border border-line bg-surface shadow-xs md:block">
-        <table className="w-full text-[13px]" data-testid="deliveries-table">
+        <table className="w-full table-fixed text-[13px]" data-testid="deliveries-table">
           <thead>
             <tr className="border-b border-line text-left text-xs text-muted">
-              <th scope="col" className="px-4 py-2 font-medium">Queued</th>
-              <th scope="col" className="px-4 py-2 font-medium">Endpoint</th>
-              <th scope="col" className="px-4 py-2 font-medium">Event</th>
+              <th scope="col" className="w-28 px-4 py-2 font-medium">Queued</th>
+              <th scope="col" className="w-28 px-4 py-2 font-medium">Endpoint</th>
+              <th scope="col" className="w-44 px-4 py-2 font-medium">Event</th>
               <th scope="col" className="px-4 py-2 font-medium">About</th>
-              <th scope="col" className="px-4 py-2 font-medium">Status</th>
-              <th scope="col" className="px-4 py-2 font-medium">Attempts</th>
-              <th scope="col" className="px-4 py-2 font-medium whitespace-nowrap">Last answer</th>
+              <th scope="col" className="w-28 px-4 py-2 font-medium">Status</th>
+              <th scope="col" className="w-24 px-4 py-2 font-medium">Attempts</th>
+              <th scope="col" className="w-36 px-4 py-2 font-medium whitespace-nowrap">Last answer</th>
             </tr>
           </thead>
           <tbody className="divide-y divide-line align-top">
@@ -81,12 +81,13 @@ export function DeliveriesTable({ items }: { items: DeliveryRow[] }) {
                     <span className="block text-[12px] text-faint">{formatTimestamp(d.createdAt).slice(11)}</span>
                   </time>
                 </td>
-                <td className="px-4 py-2.5 font-medium whitespace-nowrap">{d.endpoint}</td>
+                <td className="truncate px-4 py-2.5 font-medium" title={d.endpoint}>{d.endpoint}</td>
                 <td className="px-4 py-2.5">
-                  <div className="font-medium whitespace-nowrap">{d.eventType}</div>
-                  <div className="font-mono text-[11px] text-faint" title="receivers deduplicate by this id">{d.eventId}</div>
+                  <div className="truncate font-medium">{d.eventType}</div>
+                  {/* the whole id in its title: receivers deduplicate by it */}
+                  <div className="truncate font-mono text-[11px] text-faint" title={`${d.eventId} (receivers deduplicate by this id)`}>{d.eventId}</div>
                 </td>
-                <td className="max-w-[16rem] px-4 py-2.5">
+                <td className="px-4 py-2.5">
                   <Target d={d} />
                 </td>
                 <td className="px-4 py-2.5">
@@ -97,7 +98,7 @@ export function DeliveriesTable({ items }: { items: DeliveryRow[] }) {
                 <td className="px-4 py-2.5">
                   <Attempts d={d} />
                 </td>
-                <td className={clsx("max-w-[14rem] px-4 py-2.5 break-words", d.lastStatus !== null && "whitespace-nowrap")}>{lastAnswer(d)}</td>
+                <td className={clsx("px-4 py-2.5 break-words", d.lastStatus !== null && "truncate")}>{lastAnswer(d)}</td>
               </tr>
             ))}
           </tbody>
