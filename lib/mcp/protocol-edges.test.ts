@@ -1,8 +1,7 @@
 import { randomUUID } from "node:crypto";
-import { PassThrough } from "node:stream";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { startMcpGateway, type McpGateway } from "@/test/support/mcp-gateway";
-import { runStdioBridge } from "./stdio-bridge";
+import { stdioBridgeSession } from "@/test/support/stdio-bridge-session";
 
 // Edges of Idemgate's MCP protocol, on the wire (raw JSON-RPC, as any client's SDK would read it):
 // the /mcp route behind node:http over a real runtime (PostgreSQL), and the stdio bridge in this
@@ -59,29 +58,10 @@ it("answers tools/call without a name, or with arguments that are not an object,
 });
 
 it("the stdio bridge passes Idemgate's error on with its message as it was, and answers bad params itself alike", async () => {
-  const stdin = new PassThrough();
-  const stdout = new PassThrough();
-  const answers = new Map<number, any>();
-  let buffered = "";
-  stdout.on("data", (chunk) => {
-    buffered += chunk;
-    for (let nl = buffered.indexOf("\n"); nl >= 0; nl = buffered.indexOf("\n")) {
-      const message = JSON.parse(buffered.slice(0, nl));
-      buffered = buffered.slice(nl + 1);
-      if (message.id !== undefined) answers.set(message.id, message);
-    }
-  });
-  const bridge = runStdioBridge({ url: new URL(gateway.url), token, stdin, stdout, log: () => {} });
-  const send = async (message: { id?: number } & Record<string, unknown>) => {
-    stdin.write(`${JSON.stringify({ jsonrpc: "2.0", ...message })}\n`);
-    if (message.id === undefined) return undefined;
-    while (!answers.has(message.id)) await new Promise((r) => setTimeout(r, 20));
-    return answers.get(message.id);
-  };
-  await send({ id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "raw", version: "0" } } });
-  await send({ method: "notifications/initialized" });
-  expect((await send({ id: 2, method: "tools/call", params: { name: "payments.nope", arguments: {} } })).error).toEqual({ code: -32602, message: "Unknown tool: payments.nope" });
-  expect((await send({ id: 3, method: "tools/call", params: { arguments: {} } })).error).toEqual({ code: -32602, message: expect.stringMatching(/^tools\/call needs params\.name/) });
-  stdin.end();
-  await bridge;
+  const bridge = stdioBridgeSession({ url: gateway.url, token });
+  await bridge.request("initialize", { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "raw", version: "0" } });
+  bridge.notify("notifications/initialized");
+  expect((await bridge.request("tools/call", { name: "payments.nope", arguments: {} })).error).toEqual({ code: -32602, message: "Unknown tool: payments.nope" });
+  expect((await bridge.request("tools/call", { arguments: {} })).error).toEqual({ code: -32602, message: expect.stringMatching(/^tools\/call needs params\.name/) });
+  await bridge.close();
 });

@@ -1,10 +1,9 @@
 import { randomUUID } from "node:crypto";
-import { PassThrough } from "node:stream";
 import { Client, ProtocolError, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { TestPostgres } from "@/test/support/databases";
 import { startMcpGateway, type McpGateway } from "@/test/support/mcp-gateway";
-import { runStdioBridge } from "./stdio-bridge";
+import { stdioBridgeSession } from "@/test/support/stdio-bridge-session";
 import { KEY_ARGUMENT, META_KEY_FIELD } from "./tools";
 
 // Both protocol revisions on one endpoint, with the official v2 client: `versionNegotiation: auto`
@@ -159,37 +158,19 @@ describe("2026-07-28 on the wire", () => {
   });
 
   it("the stdio bridge serves 2026-07-28 too: server/discover, then a tools/call retried with its key runs once", async () => {
-    const stdin = new PassThrough();
-    const stdout = new PassThrough();
-    const answers = new Map<number, any>();
-    let buffered = "";
-    stdout.on("data", (chunk) => {
-      buffered += chunk;
-      for (let nl = buffered.indexOf("\n"); nl >= 0; nl = buffered.indexOf("\n")) {
-        const line = JSON.parse(buffered.slice(0, nl));
-        buffered = buffered.slice(nl + 1);
-        if (line.id !== undefined) answers.set(line.id, line);
-      }
-    });
-    const bridge = runStdioBridge({ url: new URL(gateway.url), token, stdin, stdout, log: () => {} });
-    const send = async (message: { id: number; method: string; params: unknown }) => {
-      stdin.write(`${JSON.stringify({ jsonrpc: "2.0", ...message })}\n`);
-      while (!answers.has(message.id)) await new Promise((r) => setTimeout(r, 20));
-      return answers.get(message.id);
-    };
-    const discover = await send({ id: 1, method: "server/discover", params: { _meta: envelope } });
+    const bridge = stdioBridgeSession({ url: gateway.url, token });
+    const discover = await bridge.request("server/discover", { _meta: envelope });
     expect(discover.result).toMatchObject({ supportedVersions: ["2026-07-28"], instructions: expect.stringContaining("idempotencyKey") });
     const customerId = `cus_${randomUUID().slice(0, 8)}`;
     const params = { name: "payments.charge", arguments: chargeArgs(customerId), idempotencyKey: `bridge-${randomUUID()}`, _meta: envelope };
-    const first = await send({ id: 2, method: "tools/call", params });
-    const retry = await send({ id: 3, method: "tools/call", params });
+    const first = await bridge.request("tools/call", params);
+    const retry = await bridge.request("tools/call", params);
     expect(first.result.isError).toBeFalsy();
     expect(retry.result.content).toEqual(first.result.content);
     expect(retry.result._meta["io.idemgate/result"]).toMatchObject({ key: params.idempotencyKey, replayed: true });
     expect(await charges(customerId)).toBe(1);
-    const bad = await send({ id: 4, method: "tools/call", params: { arguments: {}, _meta: envelope } });
+    const bad = await bridge.request("tools/call", { arguments: {}, _meta: envelope });
     expect(bad.error).toEqual({ code: -32602, message: expect.stringMatching(/^tools\/call needs params\.name/) });
-    stdin.end();
-    await bridge;
+    await bridge.close();
   });
 });

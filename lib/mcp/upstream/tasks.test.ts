@@ -1,5 +1,4 @@
 import { randomUUID } from "node:crypto";
-import { PassThrough } from "node:stream";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import {
   CallToolResultSchema,
@@ -14,7 +13,7 @@ import { Client as ClientV2, StreamableHTTPClientTransport as StreamableHTTPClie
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { connectClient, startMcpGateway, type McpGateway } from "@/test/support/mcp-gateway";
 import { startMcpTaskServer, type McpTaskServer } from "@/test/support/mcp-task-server";
-import { runStdioBridge } from "../stdio-bridge";
+import { stdioBridgeSession } from "@/test/support/stdio-bridge-session";
 import { startMcpUpstreams } from "./serve-upstreams";
 import type { McpUpstreams } from "./upstreams";
 
@@ -165,28 +164,8 @@ describe("a guarded server's tasks", () => {
   });
 
   it("works through the stdio bridge: the task, the same one on a retry, and tasks/get under the handle", async () => {
-    const stdin = new PassThrough();
-    const stdout = new PassThrough();
-    const answers = new Map<number, any>();
-    let buffered = "";
-    stdout.on("data", (chunk) => {
-      buffered += chunk;
-      for (let nl = buffered.indexOf("\n"); nl >= 0; nl = buffered.indexOf("\n")) {
-        const message = JSON.parse(buffered.slice(0, nl));
-        buffered = buffered.slice(nl + 1);
-        if (message.id !== undefined) answers.set(message.id, message);
-      }
-    });
-    const bridge = runStdioBridge({ url: new URL(gateway.url), token, stdin, stdout, log: () => {} });
-    let id = 0;
-    const send = async (method: string, params?: unknown) => {
-      const notification = method.startsWith("notifications/");
-      const messageId = notification ? undefined : ++id;
-      stdin.write(`${JSON.stringify({ jsonrpc: "2.0", method, ...(params === undefined ? {} : { params }), ...(notification ? {} : { id: messageId }) })}\n`);
-      if (messageId === undefined) return undefined;
-      while (!answers.has(messageId)) await new Promise((r) => setTimeout(r, 20));
-      return answers.get(messageId);
-    };
+    const bridge = stdioBridgeSession({ url: gateway.url, token });
+    const send = (method: string, params?: unknown) => (method.startsWith("notifications/") ? bridge.notify(method, params) : bridge.request(method, params));
     const init = await send("initialize", { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "raw", version: "0" } });
     expect(init.result.capabilities.tasks).toMatchObject({ requests: { tools: { call: {} } } });
     await send("notifications/initialized");
@@ -200,7 +179,6 @@ describe("a guarded server's tasks", () => {
     expect(taskServer.created(label)).toBe(1);
     expect((await send("tasks/result", { taskId: handle })).result.structuredContent).toMatchObject({ label, run: 1 });
     expect((await send("tasks/get", { taskId: handle })).result).toMatchObject({ taskId: handle, status: "completed" });
-    stdin.end();
-    await bridge;
+    await bridge.close();
   });
 });
