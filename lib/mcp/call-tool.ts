@@ -81,7 +81,7 @@ export async function callTool(params: CallParams, caller: McpCaller, runtime: R
       transport: "mcp",
     });
   } catch (err) {
-    return errorResult(err, tool.name, waitSeconds);
+    return withoutStructuredError(errorResult(err, tool.name, waitSeconds), mcpOriginOf(tool)?.outputSchema !== undefined);
   }
   const stored = mcpOriginOf(tool) ? jsonObject(result.body) : null;
   if (stored && isCreateTaskResult(stored)) {
@@ -197,6 +197,17 @@ function jsonObject(text: string): Record<string, unknown> | null {
   } catch {
     return null;
   }
+}
+
+/**
+ * A guarded tool that declares an `outputSchema` gets Idemgate's refusals and failures as text only:
+ * SDK v1 clients check an error's `structuredContent` against that schema too, and a problem body
+ * never matches it, so the caller would get a protocol error (-32602) instead of the refusal.
+ */
+function withoutStructuredError(result: CallToolResult, declaresOutputSchema: boolean): CallToolResult {
+  if (!declaresOutputSchema) return result;
+  const { structuredContent: _dropped, ...rest } = result;
+  return rest;
 }
 
 /** A refusal or failure as an MCP tool error: the gateway's problem body, its detail worded for MCP. */

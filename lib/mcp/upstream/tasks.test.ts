@@ -182,3 +182,17 @@ describe("a guarded server's tasks", () => {
     await bridge.close();
   });
 });
+
+describe("a refusal of a guarded tool that declares an output schema", () => {
+  it("is a tool error without structuredContent, which an SDK v1 client (it checks even an error's structuredContent against the schema) reads as it came", async () => {
+    const label = randomUUID();
+    // the v1 client has the tool's outputSchema from tools/list
+    await client.listTools();
+    const keyless = (await client.callTool({ name: "jobs.plain", arguments: { label } })) as { isError?: boolean; structuredContent?: unknown; content: { type: string; text: string }[] };
+    expect(keyless.isError).toBe(true);
+    expect(keyless.structuredContent).toBeUndefined();
+    expect(JSON.parse(keyless.content[0].text)).toMatchObject({ type: "/problems/missing_key" });
+    expect(keyless.content[0].text).toContain("params.idempotencyKey");
+    expect(taskServer.runs(label)).toBe(0);
+  });
+});
