@@ -13,9 +13,12 @@ import { WEBHOOK_PORTS, WEBHOOK_SECRET } from "./e2e/webhook-receiver";
 // Run through `npm run test:e2e`, which wipes the data and builds first.
 //
 // Where a new spec runs:
-// - every spec runs on "embedded" (the whole UI suite);
+// - every spec runs on "embedded" (the whole UI suite), except those in SERVERS_ONLY below;
 // - on "servers" too when what it tests depends on the key store or the database: a spec named in
 //   BOTH_CONFIGURATIONS below, or a single test tagged `{ tag: "@both-stores" }`;
+// - a UI spec whose behaviour does not depend on the stores runs once, on one configuration: each
+//   configuration is one worker, and the suite takes as long as the longer of the two, so the long
+//   UI-only specs named in SERVERS_ONLY run on "servers" instead of "embedded".
 // - signing in: a setup project per server signs the operator and the viewer in once through the
 //   form (e2e/auth.setup.ts); signIn()/signInAsOperator() (e2e/auth.ts, e2e/sign-in.ts) then hand
 //   the page that session, and the plain `request` fixture stays anonymous. A test ABOUT signing in
@@ -27,6 +30,9 @@ const byProject = { embedded, servers, "redis-down": redisDown };
 // The specs whose behaviour depends on the stores, run on both configurations; plus, from the
 // others, the tests tagged @both-stores (a console smoke test).
 const BOTH_CONFIGURATIONS = /(gateway|unknown|status|security|config-file|config-reload|tokens|webhooks|audit|search)\.spec\.ts/;
+// UI-only specs run on "servers" alone, which balances the two workers (the accessibility scan visits
+// every page twice: about a fifth of the embedded worker's time)
+const SERVERS_ONLY = /accessibility\.spec\.ts/;
 
 const chromium = {
   ...devices["Desktop Chrome"],
@@ -93,7 +99,7 @@ export default defineConfig({
     {
       name: "embedded",
       workers: 1,
-      testIgnore: /degraded/,
+      testIgnore: [/degraded/, SERVERS_ONLY],
       dependencies: ["setup-embedded"],
       use: { ...chromium, baseURL: `http://127.0.0.1:${embedded.port}` },
       metadata: { ...embedded.expect, dataDir: embedded.dataDir },
@@ -102,7 +108,7 @@ export default defineConfig({
       name: "servers",
       workers: 1,
       // grep sees the file name too: every test of those specs, and the tagged ones anywhere
-      grep: [BOTH_CONFIGURATIONS, /@both-stores/],
+      grep: [BOTH_CONFIGURATIONS, SERVERS_ONLY, /@both-stores/],
       testIgnore: /degraded/,
       dependencies: ["setup-servers"],
       use: { ...chromium, baseURL: `http://127.0.0.1:${servers.port}` },

@@ -26,8 +26,9 @@ export default defineConfig({
     testTimeout: 180_000,
     hookTimeout: 120_000,
     // each file's servers, ports (scripts/test-ports.mjs), databases and Redis prefixes are its own;
-    // the files mostly wait on servers, leases and killed processes, so two run at a time
-    maxWorkers: Number(process.env.VITEST_MAX_WORKERS) || 2,
+    // the files mostly wait on servers, leases and killed processes (about 0.6 CPU-s per second of
+    // wall time beside the e2e suite), so three run at a time
+    maxWorkers: Number(process.env.VITEST_MAX_WORKERS) || 3,
     // the servers (test/support/server.ts) and in-process registries use the demo tools, with DATABASE_URL too
     env: { IDEMGATE_DEMO_TOOLS: "1", ...(PYTHON ? { PYTHON } : {}) },
   },
