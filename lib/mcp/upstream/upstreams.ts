@@ -1,7 +1,5 @@
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { CallToolResultSchema, ListToolsResultSchema, type CallToolResult, type CreateTaskResult, type Tool } from "@modelcontextprotocol/sdk/types.js";
+import { Client, specTypeSchemas, StreamableHTTPClientTransport, type CallToolResult, type CreateTaskResult, type Tool } from "@modelcontextprotocol/client";
+import { StdioClientTransport } from "@modelcontextprotocol/client/stdio";
 import { z } from "zod";
 import packageJson from "@/package.json";
 import { DEFAULT_MCP_TIMEOUT_MS, isStdio, type McpServerConfig } from "./config";
@@ -15,6 +13,8 @@ export interface UpstreamStatus {
   /** where: the URL, or the command */
   target: string;
   state: "connecting" | "up" | "down";
+  /** the MCP revision of the current connection (2026-07-28 where the server speaks it, else 2025-11-25 or older); null until connected */
+  protocolVersion: string | null;
   since: Date;
   /** why it is down (or why the last attempt failed) */
   error: string | null;
@@ -81,6 +81,7 @@ export class UpstreamConnection implements McpCallTarget {
       transport: isStdio(this.config) ? "stdio" : "http",
       target: isStdio(this.config) ? [this.config.command, ...(this.config.args ?? [])].join(" ") : this.config.url,
       state: this.state,
+      protocolVersion: this.state === "up" ? (this.client?.getNegotiatedProtocolVersion() ?? null) : null,
       since: this.since,
       error: this.error,
       tools: this.listed.length,
@@ -113,7 +114,7 @@ export class UpstreamConnection implements McpCallTarget {
     try {
       const answer = await client.request({ method: "tools/call", params: params as { name: string } }, AnyResultSchema, { timeout: timeoutMs });
       // a task the server created is passed on as it came; anything else must be a tool result
-      return isCreateTaskResult(answer) ? answer : CallToolResultSchema.parse(answer);
+      return isCreateTaskResult(answer) ? answer : toolResult(answer);
     } catch (err) {
       const notSent = notSentError(err, sentSessionId);
       if (notSent?.refused && client === this.client) {
@@ -150,6 +151,9 @@ export class UpstreamConnection implements McpCallTarget {
     const client = new Client(
       { name: "idemgate", version: packageJson.version },
       {
+        // 2026-07-28 where the server speaks it (server/discover), else the 2025-11-25 handshake
+        versionNegotiation: { mode: "auto" },
+        listMaxPages: MAX_LISTED_PAGES,
         listChanged: {
           tools: {
             onChanged: (err, tools) => {
@@ -310,15 +314,15 @@ export class McpUpstreams {
 }
 
 async function listAll(client: Client): Promise<Tool[]> {
-  const tools: Tool[] = [];
-  let cursor: string | undefined;
-  for (let page = 0; page < MAX_LISTED_PAGES; page++) {
-    const result = await client.request({ method: "tools/list", params: cursor ? { cursor } : {} }, ListToolsResultSchema, { timeout: CONNECT_TIMEOUT_MS });
-    tools.push(...result.tools);
-    cursor = result.nextCursor;
-    if (!cursor) break;
-  }
-  return tools;
+  // every page (at most listMaxPages), fetched afresh: a listing Idemgate serves is never a cached one
+  return (await client.listTools(undefined, { timeout: CONNECT_TIMEOUT_MS, cacheMode: "bypass" })).tools;
+}
+
+/** A tools/call answer that is not a task, checked to be a tool result (else the outcome is unknown). */
+function toolResult(answer: unknown): CallToolResult {
+  const checked = specTypeSchemas.CallToolResult["~standard"].validate(answer);
+  if (checked.issues) throw new Error(`the answer to tools/call is not a tool result: ${checked.issues.map((i) => i.message).join("; ").slice(0, 300)}`);
+  return checked.value as CallToolResult;
 }
 
 /** The Streamable HTTP session the client's requests carry (none over stdio). */
