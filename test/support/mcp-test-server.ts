@@ -82,6 +82,14 @@ function buildServer(): McpServer {
     },
   );
   server.registerTool(
+    "bad_request",
+    { description: "Never runs over HTTP: the request is answered with HTTP 400, as a transport refuses a request it cannot accept", inputSchema: { label: z.string() } },
+    async ({ label }) => {
+      effect(`bad_request:${label}`);
+      return text({ label });
+    },
+  );
+  server.registerTool(
     "shutdown",
     { description: "Answers, then the process exits (a server that goes away)", inputSchema: {} },
     async () => {
@@ -150,6 +158,10 @@ if (mode === "--stdio") {
       // the side effect happened; then a proxy or framework answers with its error page
       effect(`fail_http:${call.params.arguments?.label ?? ""}`);
       res.writeHead(500, { "Content-Type": "text/plain" }).end(FAILURE_PAGE);
+      return;
+    }
+    if (call?.method === "tools/call" && call.params?.name === "bad_request") {
+      res.writeHead(400, { "Content-Type": "application/json" }).end(JSON.stringify({ jsonrpc: "2.0", error: { code: -32600, message: "Bad Request: refused before processing" }, id: null }));
       return;
     }
     if (call?.method === "tools/call" && call.params?.name === "reset_http") {

@@ -41,6 +41,10 @@ function buildServer(): McpServer {
   // answered at the HTTP level below; listed so that Idemgate serves them
   server.registerTool("fail_http", { description: "Records its side effect; the answer is an HTTP 500 error page", inputSchema: { label: z.string() } }, async ({ label }) => text({ label }));
   server.registerTool("reset_http", { description: "Records its side effect; then the connection is reset without an answer", inputSchema: { label: z.string() } }, async ({ label }) => text({ label }));
+  server.registerTool("bad_request", { description: "Never runs: the request is answered with HTTP 400 and a JSON-RPC error, as the SDK refuses a request it cannot accept", inputSchema: { label: z.string() } }, async ({ label }) => {
+    effect(`bad_request:${label}`);
+    return text({ label });
+  });
   return server;
 }
 
@@ -61,6 +65,11 @@ async function serve(req: IncomingMessage, res: ServerResponse, port: number): P
     effect(`${call.params.name}:${call.params.arguments?.label ?? ""}`);
     if (call.params.name === "reset_http") req.socket.resetAndDestroy();
     else res.writeHead(500, { "Content-Type": "text/plain" }).end("upstream error: pool exhausted");
+    return;
+  }
+  if (call?.method === "tools/call" && call.params?.name === "bad_request") {
+    const id = (body as { id?: unknown }).id ?? null;
+    res.writeHead(400, { "Content-Type": "application/json" }).end(JSON.stringify({ jsonrpc: "2.0", id, error: { code: -32600, message: "Invalid Request: refused before processing" } }));
     return;
   }
   const headers = new Headers();

@@ -124,6 +124,14 @@ describe.each(SERVERS)("a guarded server on $revision ($name)", ({ name, revisio
     });
   }
 
+  it("an HTTP 400 to the POST (the server refused the request before processing it): the call is not run and the key is given back", async () => {
+    await upAgain(name, 0);
+    const label = randomUUID();
+    const key = `bad-request-${randomUUID()}`;
+    expectNotRun(await call(`${name}.bad_request`, label, key), /refused the request with HTTP 400/);
+    expect(await gateway.runtime.store.get("tenant-n", key)).toBeNull();
+  });
+
   for (const tool of ["fail_http", "reset_http"]) {
     const what = tool === "fail_http" ? "an HTTP 500 after the server ran the call" : "a connection reset after the call was sent";
     it(`${what} stays unknown: the key is held and the retry does not run it again`, async () => {

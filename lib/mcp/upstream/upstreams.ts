@@ -1,5 +1,6 @@
 import { Client, specTypeSchemas, StreamableHTTPClientTransport, type CallToolResult, type CreateTaskResult, type Tool } from "@modelcontextprotocol/client";
 import { StdioClientTransport } from "@modelcontextprotocol/client/stdio";
+import { AsyncLocalStorage } from "node:async_hooks";
 import { z } from "zod";
 import packageJson from "@/package.json";
 import { DEFAULT_MCP_TIMEOUT_MS, isStdio, type McpServerConfig } from "./config";
@@ -37,6 +38,20 @@ const CONNECT_TIMEOUT_MS = 10_000;
 /** A `tools/call` answer before it is told apart: a tool result, or a task the server created. */
 const AnyResultSchema = z.looseObject({});
 const MAX_LISTED_PAGES = 20;
+
+/**
+ * The HTTP status of the POST that carried a call, noted by the transport's fetch. On 2026-07-28 the
+ * v2 transport hands a 400 that carries a JSON-RPC error to the caller as that error (a
+ * ProtocolError), not as an HTTP error: the status says the server refused it before processing it.
+ */
+const postStatus = new AsyncLocalStorage<{ status?: number }>();
+const statusNotingFetch = async (url: string | URL, init?: RequestInit): Promise<Response> => {
+  const response = await fetch(url, init);
+  const slot = postStatus.getStore();
+  // the first POST is the call's own (a cancellation sent after a timeout is another)
+  if (slot && slot.status === undefined && init?.method === "POST") slot.status = response.status;
+  return response;
+};
 
 /**
  * One guarded MCP server: connects as an MCP client, lists its tools, re-lists them when the server
@@ -111,12 +126,13 @@ export class UpstreamConnection implements McpCallTarget {
     const client = this.client;
     if (!client) throw new McpNotSentError(`not connected to ${this.name}`);
     const sentSessionId = sessionIdOf(client) !== undefined;
+    const post: { status?: number } = {};
     try {
-      const answer = await client.request({ method: "tools/call", params: params as { name: string } }, AnyResultSchema, { timeout: timeoutMs });
+      const answer = await postStatus.run(post, () => client.request({ method: "tools/call", params: params as { name: string } }, AnyResultSchema, { timeout: timeoutMs }));
       // a task the server created is passed on as it came; anything else must be a tool result
       return isCreateTaskResult(answer) ? answer : toolResult(answer);
     } catch (err) {
-      const notSent = notSentError(err, sentSessionId);
+      const notSent = notSentError(err, sentSessionId, post.status);
       if (notSent?.refused && client === this.client) {
         // a refused connection is the server down now: the calls after this one are refused
         // without trying until it is back, rather than after two missed pings
@@ -167,7 +183,7 @@ export class UpstreamConnection implements McpCallTarget {
     );
     const transport = isStdio(this.config)
       ? new StdioClientTransport({ command: this.config.command, args: this.config.args, env: this.config.env, cwd: this.config.cwd, stderr: "pipe" })
-      : new StreamableHTTPClientTransport(new URL(this.config.url), { requestInit: { headers: this.config.headers ?? {} } });
+      : new StreamableHTTPClientTransport(new URL(this.config.url), { requestInit: { headers: this.config.headers ?? {} }, fetch: statusNotingFetch });
     if (transport instanceof StdioClientTransport) {
       transport.stderr?.on("data", (chunk: Buffer) => {
         for (const line of chunk.toString().split("\n")) if (line.trim()) this.options.log?.(`${this.name} (stderr): ${line.slice(0, 500)}`);
