@@ -169,6 +169,7 @@ export class UpstreamConnection implements McpCallTarget {
       {
         // 2026-07-28 where the server speaks it (server/discover), else the 2025-11-25 handshake
         versionNegotiation: { mode: "auto" },
+        // re-listing on list_changed walks the pages too; past the cap it fails and the last list stays
         listMaxPages: MAX_LISTED_PAGES,
         listChanged: {
           tools: {
@@ -329,9 +330,17 @@ export class McpUpstreams {
   }
 }
 
+/** The first MAX_LISTED_PAGES pages of the server's tools, each fetched afresh (never from the SDK's cache). */
 async function listAll(client: Client): Promise<Tool[]> {
-  // every page (at most listMaxPages), fetched afresh: a listing Idemgate serves is never a cached one
-  return (await client.listTools(undefined, { timeout: CONNECT_TIMEOUT_MS, cacheMode: "bypass" })).tools;
+  const tools: Tool[] = [];
+  let cursor: string | undefined;
+  for (let page = 0; page < MAX_LISTED_PAGES; page++) {
+    const result = await client.request({ method: "tools/list", params: cursor ? { cursor } : {} }, { timeout: CONNECT_TIMEOUT_MS });
+    tools.push(...result.tools);
+    cursor = result.nextCursor;
+    if (!cursor) break;
+  }
+  return tools;
 }
 
 /** A tools/call answer that is not a task, checked to be a tool result (else the outcome is unknown). */
