@@ -1,4 +1,4 @@
-import type { Tool } from "@modelcontextprotocol/sdk/types.js";
+import type { Tool } from "@modelcontextprotocol/server";
 import type { ToolDefinition } from "@/lib/tools/define-tool";
 import type { ToolRegistry } from "@/lib/tools/registry";
 import { KEY_ARGUMENT } from "./key-fields";

@@ -6,9 +6,15 @@ import { bundledScript } from "./bundled-script";
 
 const ROOT = path.resolve(import.meta.dirname, "../..");
 
+/** Which test server: built with the 1.x SDK (2025-11-25, stateful sessions) or the v2 SDK (2026-07-28 too). */
+export type McpTestServerSdk = "v1" | "v2";
+
+const SCRIPTS: Record<McpTestServerSdk, string> = { v1: "test/support/mcp-test-server.ts", v2: "test/support/mcp-v2-test-server.ts" };
+
 /**
- * test/support/mcp-test-server.ts over Streamable HTTP as a process of its own, on a port that stays
- * the same across stop() and start(): a restarted server is the same URL with none of its sessions.
+ * test/support/mcp-test-server.ts (or, with `sdk: "v2"`, mcp-v2-test-server.ts) over Streamable
+ * HTTP as a process of its own, on a port that stays the same across stop() and start(): a
+ * restarted server is the same URL with none of its sessions (the v2 server keeps none anyway).
  * Its side effects go to `effectsFile`, which outlives the process.
  */
 export class McpTestServerProcess {
@@ -17,6 +23,7 @@ export class McpTestServerProcess {
   constructor(
     readonly port: number,
     readonly effectsFile: string,
+    readonly sdk: McpTestServerSdk = "v1",
   ) {}
 
   get url(): string {
@@ -24,7 +31,7 @@ export class McpTestServerProcess {
   }
 
   async start(): Promise<void> {
-    const child = spawn(process.execPath, [await bundledScript("test/support/mcp-test-server.ts"), "--http", String(this.port)], {
+    const child = spawn(process.execPath, [await bundledScript(SCRIPTS[this.sdk]), "--http", String(this.port)], {
       cwd: ROOT,
       env: { ...process.env, EFFECTS_FILE: this.effectsFile },
       stdio: ["ignore", "ignore", "pipe"],

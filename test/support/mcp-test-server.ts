@@ -74,6 +74,22 @@ function buildServer(): McpServer {
     },
   );
   server.registerTool(
+    "reset_http",
+    { description: "Records its side effect; over HTTP the connection is then reset without an answer", inputSchema: { label: z.string() } },
+    async ({ label }) => {
+      effect(`reset_http:${label}`);
+      return text({ label });
+    },
+  );
+  server.registerTool(
+    "bad_request",
+    { description: "Never runs over HTTP: the request is answered with HTTP 400, as a transport refuses a request it cannot accept", inputSchema: { label: z.string() } },
+    async ({ label }) => {
+      effect(`bad_request:${label}`);
+      return text({ label });
+    },
+  );
+  server.registerTool(
     "shutdown",
     { description: "Answers, then the process exits (a server that goes away)", inputSchema: {} },
     async () => {
@@ -142,6 +158,16 @@ if (mode === "--stdio") {
       // the side effect happened; then a proxy or framework answers with its error page
       effect(`fail_http:${call.params.arguments?.label ?? ""}`);
       res.writeHead(500, { "Content-Type": "text/plain" }).end(FAILURE_PAGE);
+      return;
+    }
+    if (call?.method === "tools/call" && call.params?.name === "bad_request") {
+      res.writeHead(400, { "Content-Type": "application/json" }).end(JSON.stringify({ jsonrpc: "2.0", error: { code: -32600, message: "Bad Request: refused before processing" }, id: null }));
+      return;
+    }
+    if (call?.method === "tools/call" && call.params?.name === "reset_http") {
+      // the side effect happened; then the connection drops before any answer
+      effect(`reset_http:${call.params.arguments?.label ?? ""}`);
+      req.socket.resetAndDestroy();
       return;
     }
     const session = req.headers["mcp-session-id"];

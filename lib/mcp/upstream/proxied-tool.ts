@@ -1,4 +1,4 @@
-import { ErrorCode, McpError, type CallToolResult, type CreateTaskResult, type Tool, type ToolAnnotations } from "@modelcontextprotocol/sdk/types.js";
+import { SdkError, SdkErrorCode, type CallToolResult, type CreateTaskResult, type Tool, type ToolAnnotations } from "@modelcontextprotocol/client";
 import { z } from "zod";
 import { FinalToolError, NotRunError, OutcomeUnknown, type ToolContext } from "@/lib/idempotency/tool";
 import { defineTool, TOOL_NAME_PATTERN, type ArgsSchema, type ToolDefinition } from "@/lib/tools/define-tool";
@@ -185,7 +185,7 @@ export function proxiedTool(server: GatedServer, listed: Tool, target: McpCallTa
         result = await target.callTool(params, timeoutMs);
       } catch (err) {
         if (err instanceof McpNotSentError) throw new NotRunError(`the MCP server ${server.name} did not process the call: ${err.reason}; nothing was run`);
-        if (err instanceof McpError && err.code === ErrorCode.RequestTimeout) {
+        if (err instanceof SdkError && err.code === SdkErrorCode.RequestTimeout) {
           throw new OutcomeUnknown(`no answer from the MCP server ${server.name} within ${timeoutMs} ms`, true);
         }
         throw new OutcomeUnknown(`the call to the MCP server ${server.name} failed`, false, err instanceof Error ? err.message : String(err));

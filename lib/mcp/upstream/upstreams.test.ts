@@ -88,8 +88,8 @@ describe("Idemgate in front of other MCP servers", () => {
   it("connects to both and lists their tools as <server>.<tool>, with their own schemas and annotations", async () => {
     await waitFor("both servers to be up", () => upstreams.statuses().every((s) => s.state === "up"));
     expect(upstreams.statuses().map((s) => [s.name, s.transport, s.state, s.tools])).toEqual([
-      ["counter_http", "http", "up", 9],
-      ["counter_stdio", "stdio", "up", 9],
+      ["counter_http", "http", "up", 11],
+      ["counter_stdio", "stdio", "up", 11],
     ]);
     const { tools } = await (await connect()).listTools();
     for (const server of ["counter_http", "counter_stdio"]) {

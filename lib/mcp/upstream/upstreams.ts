@@ -1,7 +1,6 @@
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { CallToolResultSchema, ListToolsResultSchema, type CallToolResult, type CreateTaskResult, type Tool } from "@modelcontextprotocol/sdk/types.js";
+import { Client, specTypeSchemas, StreamableHTTPClientTransport, type CallToolResult, type CreateTaskResult, type Tool } from "@modelcontextprotocol/client";
+import { StdioClientTransport } from "@modelcontextprotocol/client/stdio";
+import { AsyncLocalStorage } from "node:async_hooks";
 import { z } from "zod";
 import packageJson from "@/package.json";
 import { DEFAULT_MCP_TIMEOUT_MS, isStdio, type McpServerConfig } from "./config";
@@ -15,6 +14,8 @@ export interface UpstreamStatus {
   /** where: the URL, or the command */
   target: string;
   state: "connecting" | "up" | "down";
+  /** the MCP revision of the current connection (2026-07-28 where the server speaks it, else 2025-11-25 or older); null until connected */
+  protocolVersion: string | null;
   since: Date;
   /** why it is down (or why the last attempt failed) */
   error: string | null;
@@ -37,6 +38,20 @@ const CONNECT_TIMEOUT_MS = 10_000;
 /** A `tools/call` answer before it is told apart: a tool result, or a task the server created. */
 const AnyResultSchema = z.looseObject({});
 const MAX_LISTED_PAGES = 20;
+
+/**
+ * The HTTP status of the POST that carried a call, noted by the transport's fetch. On 2026-07-28 the
+ * v2 transport hands a 400 that carries a JSON-RPC error to the caller as that error (a
+ * ProtocolError), not as an HTTP error: the status says the server refused it before processing it.
+ */
+const postStatus = new AsyncLocalStorage<{ status?: number }>();
+const statusNotingFetch = async (url: string | URL, init?: RequestInit): Promise<Response> => {
+  const response = await fetch(url, init);
+  const slot = postStatus.getStore();
+  // the first POST is the call's own (a cancellation sent after a timeout is another)
+  if (slot && slot.status === undefined && init?.method === "POST") slot.status = response.status;
+  return response;
+};
 
 /**
  * One guarded MCP server: connects as an MCP client, lists its tools, re-lists them when the server
@@ -81,6 +96,7 @@ export class UpstreamConnection implements McpCallTarget {
       transport: isStdio(this.config) ? "stdio" : "http",
       target: isStdio(this.config) ? [this.config.command, ...(this.config.args ?? [])].join(" ") : this.config.url,
       state: this.state,
+      protocolVersion: this.state === "up" ? (this.client?.getNegotiatedProtocolVersion() ?? null) : null,
       since: this.since,
       error: this.error,
       tools: this.listed.length,
@@ -110,12 +126,13 @@ export class UpstreamConnection implements McpCallTarget {
     const client = this.client;
     if (!client) throw new McpNotSentError(`not connected to ${this.name}`);
     const sentSessionId = sessionIdOf(client) !== undefined;
+    const post: { status?: number } = {};
     try {
-      const answer = await client.request({ method: "tools/call", params: params as { name: string } }, AnyResultSchema, { timeout: timeoutMs });
+      const answer = await postStatus.run(post, () => client.request({ method: "tools/call", params: params as { name: string } }, AnyResultSchema, { timeout: timeoutMs }));
       // a task the server created is passed on as it came; anything else must be a tool result
-      return isCreateTaskResult(answer) ? answer : CallToolResultSchema.parse(answer);
+      return isCreateTaskResult(answer) ? answer : toolResult(answer);
     } catch (err) {
-      const notSent = notSentError(err, sentSessionId);
+      const notSent = notSentError(err, sentSessionId, post.status);
       if (notSent?.refused && client === this.client) {
         // a refused connection is the server down now: the calls after this one are refused
         // without trying until it is back, rather than after two missed pings
@@ -150,6 +167,10 @@ export class UpstreamConnection implements McpCallTarget {
     const client = new Client(
       { name: "idemgate", version: packageJson.version },
       {
+        // 2026-07-28 where the server speaks it (server/discover), else the 2025-11-25 handshake
+        versionNegotiation: { mode: "auto" },
+        // re-listing on list_changed walks the pages too; past the cap it fails and the last list stays
+        listMaxPages: MAX_LISTED_PAGES,
         listChanged: {
           tools: {
             onChanged: (err, tools) => {
@@ -163,7 +184,7 @@ export class UpstreamConnection implements McpCallTarget {
     );
     const transport = isStdio(this.config)
       ? new StdioClientTransport({ command: this.config.command, args: this.config.args, env: this.config.env, cwd: this.config.cwd, stderr: "pipe" })
-      : new StreamableHTTPClientTransport(new URL(this.config.url), { requestInit: { headers: this.config.headers ?? {} } });
+      : new StreamableHTTPClientTransport(new URL(this.config.url), { requestInit: { headers: this.config.headers ?? {} }, fetch: statusNotingFetch });
     if (transport instanceof StdioClientTransport) {
       transport.stderr?.on("data", (chunk: Buffer) => {
         for (const line of chunk.toString().split("\n")) if (line.trim()) this.options.log?.(`${this.name} (stderr): ${line.slice(0, 500)}`);
@@ -309,16 +330,24 @@ export class McpUpstreams {
   }
 }
 
+/** The first MAX_LISTED_PAGES pages of the server's tools, each fetched afresh (never from the SDK's cache). */
 async function listAll(client: Client): Promise<Tool[]> {
   const tools: Tool[] = [];
   let cursor: string | undefined;
   for (let page = 0; page < MAX_LISTED_PAGES; page++) {
-    const result = await client.request({ method: "tools/list", params: cursor ? { cursor } : {} }, ListToolsResultSchema, { timeout: CONNECT_TIMEOUT_MS });
+    const result = await client.request({ method: "tools/list", params: cursor ? { cursor } : {} }, { timeout: CONNECT_TIMEOUT_MS });
     tools.push(...result.tools);
     cursor = result.nextCursor;
     if (!cursor) break;
   }
   return tools;
+}
+
+/** A tools/call answer that is not a task, checked to be a tool result (else the outcome is unknown). */
+function toolResult(answer: unknown): CallToolResult {
+  const checked = specTypeSchemas.CallToolResult["~standard"].validate(answer);
+  if (checked.issues) throw new Error(`the answer to tools/call is not a tool result: ${checked.issues.map((i) => i.message).join("; ").slice(0, 300)}`);
+  return checked.value as CallToolResult;
 }
 
 /** The Streamable HTTP session the client's requests carry (none over stdio). */
