@@ -47,8 +47,8 @@ export function AnomaliesView(props: {
   if (tool) params.set("tool", tool);
   if (cursor) params.set("cursor", cursor);
   const search = params.toString();
-  // the filter without paging, as a saved view keeps it
-  const filterQuery = new URLSearchParams([...params].filter(([k]) => k !== "limit" && k !== "cursor")).toString();
+  // the filter as the page's URL says it (the default status, open, left out; "any" spelled out), as a saved view keeps it
+  const filterQuery = new URLSearchParams([...(status !== "open" ? [["status", status]] : []), ...(type ? [["type", type]] : []), ...(tool ? [["tool", tool]] : [])]).toString();
 
   const query = useQuery({
     queryKey: ["anomalies", search],
