@@ -45,6 +45,15 @@ for (const size of WIDTHS) {
       await expect(page.locator("main")).toBeVisible();
       await scan(page, path);
     }
+    // the saved views menu and its dialog, on a list page
+    await page.goto("/keys");
+    await page.getByTestId("views-button").click();
+    await expect(page.getByTestId("views-menu").getByTestId("save-view")).toBeVisible();
+    await scan(page, "/keys with the saved views menu open");
+    await page.getByTestId("save-view").click();
+    await expect(page.getByTestId("view-name")).toBeVisible();
+    await scan(page, "/keys with the save view dialog open");
+    await page.keyboard.press("Escape");
     // one of each detail page, from its list
     expect(await openFirst(page, "/keys", '[data-testid="key-row"] a[href^="/keys/"]'), "a key to open").toBe(true);
     await scan(page, `a key page (${new URL(page.url()).pathname})`);

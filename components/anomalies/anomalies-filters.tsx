@@ -17,6 +17,8 @@ export function AnomaliesFilters(props: {
   onChange: (patch: Patch) => void;
   /** null while nothing differs from the default view */
   onClear: (() => void) | null;
+  /** at the end of the bar: the saved views */
+  views?: React.ReactNode;
 }) {
   const { onChange } = props;
   return (
@@ -66,6 +68,7 @@ export function AnomaliesFilters(props: {
           Clear filters
         </button>
       )}
+      {props.views && <div className="ml-auto">{props.views}</div>}
     </form>
   );
 }

@@ -6,6 +6,7 @@ import { parseAsArrayOf, parseAsString, parseAsStringLiteral, useQueryStates } f
 import { PollControl } from "@/components/keys/poll-control";
 import { usePollInterval } from "@/components/keys/use-poll-interval";
 import { ProblemAlert } from "@/components/ui/problem-alert";
+import { SavedViewsMenu } from "@/components/saved-views/saved-views-menu";
 import { apiFetch } from "@/lib/console/api";
 import { AnomaliesEmpty } from "./anomalies-empty";
 import { AnomaliesFilters, STATUS_FILTERS } from "./anomalies-filters";
@@ -46,6 +47,8 @@ export function AnomaliesView(props: {
   if (tool) params.set("tool", tool);
   if (cursor) params.set("cursor", cursor);
   const search = params.toString();
+  // the filter as the page's URL says it (the default status, open, left out; "any" spelled out), as a saved view keeps it
+  const filterQuery = new URLSearchParams([...(status !== "open" ? [["status", status]] : []), ...(type ? [["type", type]] : []), ...(tool ? [["tool", tool]] : [])]).toString();
 
   const query = useQuery({
     queryKey: ["anomalies", search],
@@ -106,6 +109,7 @@ export function AnomaliesView(props: {
         tool={tool}
         onChange={(patch) => void setFilters({ ...patch, after: null })}
         onClear={filtered ? clear : null}
+        views={<SavedViewsMenu page="anomalies" query={filterQuery} />}
       />
 
       {query.error && <ProblemAlert error={query.error} testId="anomalies-error" />}

@@ -30,6 +30,8 @@ export function KeysFilters(props: {
   prefix: string | null;
   onChange: (patch: Patch) => void;
   onClear: () => void;
+  /** at the end of the bar: the saved views */
+  views?: React.ReactNode;
 }) {
   const { onChange } = props;
   const prefix = useDebouncedField(props.prefix, (v) => onChange({ prefix: v }));
@@ -109,6 +111,7 @@ export function KeysFilters(props: {
           Clear filters
         </button>
       )}
+      {props.views && <div className="ml-auto">{props.views}</div>}
     </form>
   );
 }

@@ -6,6 +6,7 @@ import { parseAsArrayOf, parseAsString, useQueryStates } from "nuqs";
 import { useEffect, useMemo, useState } from "react";
 import { ProblemAlert } from "@/components/ui/problem-alert";
 import { buttonClass } from "@/components/ui/styles";
+import { SavedViewsMenu } from "@/components/saved-views/saved-views-menu";
 import { apiFetch } from "@/lib/console/api";
 import type { BulkReleaseResult } from "@/lib/operator/bulk-release-keys";
 import type { KeyPage, KeyView } from "@/lib/operator/present-key";
@@ -128,6 +129,7 @@ export function KeysView({ tools, canRelease, gatewayExample }: { tools: string[
         prefix={prefix}
         onChange={(patch) => void setFilters({ ...patch, after: null })}
         onClear={() => void setFilters({ state: null, tool: null, scope: null, prefix: null, after: null })}
+        views={<SavedViewsMenu page="keys" query={filterKey} />}
       />
 
       {canRelease && (

@@ -103,3 +103,9 @@ export function visibleScope(principal: Principal, requested: string | null | un
   }
   return requested ?? undefined;
 }
+
+/** The signed-in operator behind a route of the console's own (withPrincipal lets API tokens in for "read" only). */
+export function operatorOf(principal: Principal): OperatorIdentity {
+  if (principal.kind !== "operator") throw forbidden("this route is the console's own: sign in as an operator");
+  return principal.operator;
+}

@@ -10,8 +10,9 @@ export interface OperatorIdentity {
 
 /** What each role may do; checked on the server for every page, route handler and action. */
 const PERMISSIONS = {
-  viewer: ["read"],
-  operator: ["read", "release", "resolve", "acknowledge", "reconcile", "invoke", "manage_tokens"],
+  // saving a view changes nothing but the operator's own list of views, so reading is enough
+  viewer: ["read", "save_views"],
+  operator: ["read", "save_views", "release", "resolve", "acknowledge", "reconcile", "invoke", "manage_tokens"],
 } as const satisfies Record<Role, readonly string[]>;
 
 export type Permission = (typeof PERMISSIONS)["operator"][number];

@@ -98,6 +98,16 @@ const TEXT: Record<string, Omit<ProblemDoc, "code" | "status" | "title">> = {
     todo: "Reload the key to see its current state; another operator or the original call may have finished it.",
     retry: "no",
   },
+  name_taken: {
+    happened: "A saved view was created or renamed with a name the same operator already gave another view of the same console page. Nothing changed.",
+    todo: "Choose another name, or rename or delete the existing view first.",
+    retry: "with changes",
+  },
+  limit_reached: {
+    happened: "An operator already keeps the most saved views one console page allows (50). Nothing was saved.",
+    todo: "Delete a view you no longer use, then save the new one.",
+    retry: "with changes",
+  },
   stale_token: {
     happened: "A complete, release or heartbeat of a reservation came with a token that is not the reservation's, or after the key was released (by an operator) or taken over while the caller ran its side effect. A complete is then not stored under the key: its result is kept in the audit log as a late completion, which operators see flagged.",
     todo: "Stop heartbeating: this caller no longer holds the key. Do not run the side effect again; an operator reconciles the late result in the console.",

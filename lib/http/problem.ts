@@ -78,6 +78,8 @@ const PROBLEMS: Record<string, ProblemType> = {
   outcome_unknown: { status: 409, title: "Outcome unknown: the key is held", otherStatuses: [502, 504] },
   invalid_state: { status: 409, title: "Not allowed in this state" },
   stale_token: { status: 409, title: "Reservation no longer held" },
+  name_taken: { status: 409, title: "Name already in use" },
+  limit_reached: { status: 409, title: "Limit reached" },
   method_not_allowed: { status: 405, title: "Method not allowed" },
   payload_too_large: { status: 413, title: "Request body too large" },
   unsupported_media_type: { status: 415, title: "Unsupported media type" },
