@@ -11,7 +11,7 @@ export interface OperatorIdentity {
 /** What each role may do; checked on the server for every page, route handler and action. */
 const PERMISSIONS = {
   viewer: ["read"],
-  operator: ["read", "release", "resolve", "acknowledge", "reconcile", "invoke", "manage_tokens"],
+  operator: ["read", "release", "resolve", "acknowledge", "reconcile", "invoke", "manage_tokens", "redeliver"],
 } as const satisfies Record<Role, readonly string[]>;
 
 export type Permission = (typeof PERMISSIONS)["operator"][number];
