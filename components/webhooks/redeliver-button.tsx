@@ -34,30 +34,33 @@ export function RedeliverButton({ id, eventId, endpoint }: { id: string; eventId
       <button type="button" className={buttonClass("secondary", "sm")} onClick={() => setOpen(true)} data-testid="redeliver">
         Redeliver
       </button>
-      <Dialog open={open} onClose={close} title="Send this event again" testId="redeliver-dialog">
-        <form
-          className="space-y-4"
-          onSubmit={(e) => {
-            e.preventDefault();
-            if (reasonOk(reason) && !mutation.isPending) mutation.mutate();
-          }}
-        >
-          <p className="text-[13px]">
-            Queues event <span className="font-mono text-[12px] break-all">{eventId}</span> for <strong>{endpoint}</strong> again, with the same event id (a receiver
-            that has it already can drop it) and a new series of attempts, each signed anew.
-          </p>
-          <ReasonField id={`reason-${id}`} value={reason} onChange={setReason} />
-          {mutation.error && <ProblemAlert error={mutation.error} testId="redeliver-error" />}
-          <div className="flex justify-end gap-2">
-            <button type="button" className={buttonClass("secondary")} onClick={close}>
-              Cancel
-            </button>
-            <button type="submit" className={buttonClass("primary")} disabled={!reasonOk(reason) || mutation.isPending} data-testid="confirm-redeliver">
-              {mutation.isPending ? "Queuing…" : "Redeliver"}
-            </button>
-          </div>
-        </form>
-      </Dialog>
+      {/* mounted only while open: the log has a button per row, not a dialog per row */}
+      {open && (
+        <Dialog open onClose={close} title="Send this event again" testId="redeliver-dialog">
+          <form
+            className="space-y-4"
+            onSubmit={(e) => {
+              e.preventDefault();
+              if (reasonOk(reason) && !mutation.isPending) mutation.mutate();
+            }}
+          >
+            <p className="text-[13px]">
+              Queues event <span className="font-mono text-[12px] break-all">{eventId}</span> for <strong>{endpoint}</strong> again, with the same event id (a receiver
+              that has it already can drop it) and a new series of attempts, each signed anew.
+            </p>
+            <ReasonField id={`reason-${id}`} value={reason} onChange={setReason} />
+            {mutation.error && <ProblemAlert error={mutation.error} testId="redeliver-error" />}
+            <div className="flex justify-end gap-2">
+              <button type="button" className={buttonClass("secondary")} onClick={close}>
+                Cancel
+              </button>
+              <button type="submit" className={buttonClass("primary")} disabled={!reasonOk(reason) || mutation.isPending} data-testid="confirm-redeliver">
+                {mutation.isPending ? "Queuing…" : "Redeliver"}
+              </button>
+            </div>
+          </form>
+        </Dialog>
+      )}
     </>
   );
 }
