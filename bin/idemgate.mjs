@@ -15,6 +15,10 @@ const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 // A data directory given relative to where the command was typed keeps meaning that place.
 const dataDir = process.env.IDEMGATE_DATA_DIR?.trim();
 if (dataDir && !isAbsolute(dataDir)) process.env.IDEMGATE_DATA_DIR = resolve(process.cwd(), dataDir);
+// So does the configuration file (its webhooks: are where `idemgate reconcile` queues events); unset,
+// idemgate.config.yaml there when it exists, as `npm start` reads it.
+const configFile = process.env.IDEMGATE_CONFIG?.trim() || (existsSync("idemgate.config.yaml") ? "idemgate.config.yaml" : "");
+if (configFile) process.env.IDEMGATE_CONFIG = resolve(process.cwd(), configFile);
 process.chdir(root);
 
 const entry = join(root, "cli", "idemgate.ts");

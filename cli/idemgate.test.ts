@@ -120,6 +120,54 @@ describe("migrate and seed", () => {
   });
 });
 
+describe("reconcile and the configuration file's webhooks", () => {
+  it("queues the events of what the pass opens for each endpoint, once however often it runs; a refused file queues nothing", async () => {
+    await idemgate(["migrate"], db());
+    const now = Date.now();
+    // a ledger posting whose call ended without knowing whether it went through (ledger.record runs
+    // in its caller's process: nothing to ask, the pass opens an anomaly)
+    await admin(async (c) => {
+      await c.query(
+        `INSERT INTO idempotency_keys (scope, key, tool, fingerprint, status, token, created_at_ms, lease_until_ms, deadline_ms, execution_id, outcome_note, unknown_at_ms)
+         VALUES ('cli', 'posting-1', 'ledger.record', 'fp', 'unknown', 1, $1, $2, $1, 'ex-hook-1', 'the ledger timed out', $1)`,
+        [now, now + 60_000],
+      );
+      await c.query(
+        `INSERT INTO executions (id, scope, key, tool, fingerprint, token, started_at, lease_until, outcome, finished_at, error)
+         VALUES ('ex-hook-1', 'cli', 'posting-1', 'ledger.record', 'fp', 1, $1, $2, 'unknown', $1, 'the ledger timed out')`,
+        [new Date(now), new Date(now + 60_000)],
+      );
+    }, database);
+    const config = path.join(dataDir, "hooks.config.yaml");
+    await writeFile(
+      config,
+      `webhooks:\n  - { name: ops, url: "http://127.0.0.1:9/ops", secret: "\${CLI_HOOK_SECRET}" }\n  - { name: oncall, url: "http://127.0.0.1:9/oncall", secret: "\${CLI_HOOK_SECRET}", events: [anomaly.opened] }\n`,
+    );
+    const deliveries = async () =>
+      (await admin((c) => c.query(`SELECT endpoint, event_type AS type, status FROM webhook_deliveries ORDER BY endpoint, event_type`), database)).rows;
+
+    // the secret must come from the environment: without it the file is refused and nothing is queued
+    expectReadableError(await idemgate(["reconcile"], { env: { ...db().env, IDEMGATE_CONFIG: config } }), /webhooks\[0\]\.secret: the environment variable CLI_HOOK_SECRET is not set/);
+    expect(await deliveries()).toEqual([]);
+
+    const env = { ...db().env, IDEMGATE_CONFIG: config, CLI_HOOK_SECRET: "whsec_cli_0123456789abcdef" };
+    const run = await idemgate(["reconcile"], { env });
+    expect(run.stderr).toBe("");
+    expect(run.code).toBe(0);
+    expect(run.stdout).toMatch(/orphan_unknown_outcome +ledger\.record +cli +posting-1/);
+    expect(run.stdout).toContain("Queued their webhook events for ops, oncall; a running server sends them.");
+    const queued = [
+      { endpoint: "oncall", type: "anomaly.opened", status: "pending" },
+      { endpoint: "ops", type: "anomaly.opened", status: "pending" },
+      { endpoint: "ops", type: "key.unknown", status: "pending" },
+    ];
+    expect(await deliveries()).toEqual(queued);
+    // another pass (the CLI's or a server's) finds the same and queues nothing more
+    expect((await idemgate(["reconcile"], { env })).code).toBe(0);
+    expect(await deliveries()).toEqual(queued);
+  });
+});
+
 describe("key probe", () => {
   it("asks the key's tool: a demo charge that exists resolves its unknown key; an absent key is a readable error", async () => {
     await idemgate(["migrate"], db());

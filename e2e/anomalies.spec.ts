@@ -139,6 +139,34 @@ test("a replay to another session is flagged as a stale suppression, with its re
   await expect(page).toHaveURL(new RegExp(`${anomalyUrl}$`));
 });
 
+test("export a filtered anomaly list: the download holds the filter's anomalies, one a line", async ({ page }, testInfo) => {
+  await signInAsOperator(page, testInfo, "/anomalies?type=orphan_unknown_outcome&tool=payments.charge");
+  const crashKey = keyFor("crash", testInfo);
+  await expect(row(page, crashKey, "orphan_unknown_outcome")).toBeVisible();
+  // what the list itself answers for the same filter (other specs may have flagged charges too)
+  const listed = (await (await page.request.get("/api/v1/anomalies?status=open&type=orphan_unknown_outcome&tool=payments.charge&limit=200")).json()) as { items: { id: string }[] };
+
+  const [csv] = await Promise.all([page.waitForEvent("download"), page.getByTestId("export-csv").click()]);
+  expect(csv.suggestedFilename()).toBe("idemgate-anomalies.csv");
+  const [header, ...lines] = (await readDownload(csv)).trimEnd().split("\r\n");
+  expect(header).toBe("id,type,status,tool,scope,key,detectedAt,updatedAt,summary");
+  const rows = lines.map((l) => l.split(","));
+  expect(rows.map((r) => r[0]).sort()).toEqual(listed.items.map((a) => a.id).sort());
+  for (const r of rows) expect(r.slice(1, 4)).toEqual(["orphan_unknown_outcome", "open", "payments.charge"]);
+  expect(rows.find((r) => r[5] === crashKey)?.[0]).toBe(made[testInfo.project.name]?.crash);
+  expect(rows.some((r) => r[5] === keyFor("stale", testInfo))).toBe(false);
+
+  const [jsonl] = await Promise.all([page.waitForEvent("download"), page.getByTestId("export-jsonl").click()]);
+  const objects = (await readDownload(jsonl)).trimEnd().split("\n").map((l) => JSON.parse(l) as { id: string; type: string });
+  expect(objects.map((o) => o.id).sort()).toEqual(listed.items.map((a) => a.id).sort());
+});
+
+async function readDownload(download: import("@playwright/test").Download): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of await download.createReadStream()) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks).toString("utf8");
+}
+
 test("the detail shows the evidence, fixes the key, and acknowledging is audited", async ({ page }, testInfo) => {
   const { crash, crashKey } = made[testInfo.project.name] ?? {};
   test.skip(!crash || !crashKey, "needs the crash anomaly from the first test");

@@ -157,6 +157,37 @@ test("the overview's counts match the key store", { tag: "@both-stores" }, async
   await expect(page).toHaveURL(/\/tools\/payments\.charge$/);
 });
 
+test("the overview fits a 390 px window: per-tool cards with the table's numbers and links", async ({ page, request }, testInfo) => {
+  const { apiToken } = await signInAsOperator(page, testInfo);
+  expect((await invoke(request, apiToken, "payments.charge", newKey("overview-narrow"), charge(`cus-narrow-${RUN}`))).status()).toBe(200);
+  await crashedKey(request, apiToken, newKey("overview-narrow-crash"), `cus-narrow-${RUN}`);
+
+  // the wide table's figures for the tool, once its crashed call's key is stuck
+  await page.setViewportSize({ width: 1440, height: 900 });
+  const row = page.getByTestId("activity-payments.charge");
+  await expect(async () => {
+    await page.goto("/");
+    expect(Number(await row.getByTestId("held-stuck").textContent())).toBeGreaterThanOrEqual(1);
+  }).toPass({ timeout: 20_000 });
+  const wide = { executions: await row.getByTestId("executions").textContent(), stuck: await row.getByTestId("held-stuck").textContent(), unknown: await row.getByTestId("held-unknown").textContent() };
+  await expect(page.getByTestId("activity-cards")).toBeHidden();
+  if (SCREENSHOTS) await page.screenshot({ path: `e2e/screenshots/console-overview-1440-${testInfo.project.name}.png`, fullPage: true, animations: "disabled" });
+
+  await page.setViewportSize({ width: 390, height: 844 });
+  await expect(page.getByTestId("activity-table")).toBeHidden();
+  const card = page.getByTestId("activity-card-payments.charge");
+  await expect(card).toBeVisible();
+  expect(await page.evaluate(() => document.documentElement.scrollWidth <= document.documentElement.clientWidth)).toBe(true);
+  // nor does anything in the per-tool section scroll sideways inside its own box
+  const overflowing = await page.locator('section[aria-labelledby="activity-heading"]').evaluate((s) => [s, ...s.querySelectorAll("*")].filter((e) => e.scrollWidth > e.clientWidth + 1 && getComputedStyle(e).display !== "inline").map((e) => e.outerHTML.slice(0, 80)));
+  expect(overflowing).toEqual([]);
+  expect({ executions: await card.getByTestId("executions").textContent(), stuck: await card.getByTestId("held-stuck").textContent(), unknown: await card.getByTestId("held-unknown").textContent() }).toEqual(wide);
+  if (SCREENSHOTS) await page.screenshot({ path: `e2e/screenshots/console-overview-390-${testInfo.project.name}.png`, fullPage: true, animations: "disabled" });
+  await expect(card.getByTestId("held-stuck")).toHaveAttribute("href", "/keys?tool=payments.charge&state=stuck");
+  await card.getByTestId("activity-tool-link").click();
+  await expect(page).toHaveURL(/\/tools\/payments\.charge$/);
+});
+
 test("keys can be filtered by state, tool and key prefix, all in the URL", { tag: "@both-stores" }, async ({ page, request }, testInfo) => {
   const { apiToken } = await signInAsOperator(page, testInfo);
   const prefix = `e2e-${RUN}-filter-`;

@@ -74,6 +74,27 @@ test("an unknown key is delivered as a signed webhook and shown in the delivery 
   await expect(page.getByTestId("delivery-row").filter({ hasText: event.id })).toHaveCount(0);
   await page.goto("/webhooks?status=sent");
   await expect(page.getByTestId("delivery-status-unknown")).toContainText("There is no delivery status “sent”");
+
+  // an operator sends the delivered event again: the same event id, a new attempt, a new signature
+  const before = receiver.events.filter((e) => e.id === event.id).length;
+  await page.goto("/webhooks");
+  await row.getByTestId("redeliver").click();
+  const dialog = page.getByTestId("redeliver-dialog");
+  await expect(dialog).toContainText(event.id);
+  await expect(dialog.getByTestId("confirm-redeliver")).toBeDisabled();
+  await dialog.getByTestId("reason-input").fill("the receiver restored a backup from before this event");
+  if (SCREENSHOTS) await page.screenshot({ path: `e2e/screenshots/webhooks-redeliver-${testInfo.project.name}.png`, animations: "disabled" });
+  await dialog.getByTestId("confirm-redeliver").click();
+  await expect(dialog).toBeHidden();
+  await expect.poll(() => receiver.events.filter((e) => e.id === event.id).length, { timeout: 30_000 }).toBe(before + 1);
+  expect(receiver.rejected).toBe(0);
+  await expect(async () => {
+    await page.reload();
+    await expect(row).toHaveAttribute("data-status", "delivered", { timeout: 1_000 });
+    await expect(row.locator("[data-redelivery]")).toHaveCount(1, { timeout: 1_000 });
+  }).toPass({ timeout: 30_000 });
+  await row.locator("summary").click();
+  await expect(row.locator("[data-redelivery]")).toContainText("redelivery asked by");
 });
 
 test("a viewer reads the delivery log and the nav leads there", async ({ page }, testInfo) => {
@@ -83,6 +104,9 @@ test("a viewer reads the delivery log and the nav leads there", async ({ page },
   await expect(page).toHaveURL(/\/webhooks$/);
   await expect(page.getByTestId("webhook-endpoint")).toHaveCount(1);
   expect(await page.content()).not.toContain(WEBHOOK_SECRET);
+  // a viewer reads the log but sends nothing again (the API refuses the role too: lib/notifications/redeliver.test.ts)
+  await expect(page.getByTestId("delivery-row").first()).toBeVisible();
+  await expect(page.getByTestId("redeliver")).toHaveCount(0);
   // the narrowest window with the full nav: one more section still fits the header
   await page.setViewportSize({ width: 1024, height: 800 });
   await expect(page.getByRole("navigation", { name: "Console" }).getByRole("link", { name: "Webhooks" })).toBeVisible();

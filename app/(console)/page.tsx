@@ -3,6 +3,7 @@ import Link from "next/link";
 import clsx from "clsx";
 import { HealthPill } from "@/components/health-pill";
 import { StateBadge } from "@/components/keys/state-badge";
+import { ToolActivity } from "@/components/overview/tool-activity";
 import { requireOperator } from "@/lib/auth/require-operator";
 import { formatCount, formatTimestamp } from "@/lib/console/format";
 import { getOverview } from "@/lib/console/get-overview";
@@ -66,7 +67,7 @@ export default async function OverviewPage() {
 
       <div className="grid gap-6 lg:grid-cols-[2fr_1fr]">
         <section aria-labelledby="activity-heading" className="min-w-0 self-start rounded-xl border border-line bg-surface shadow-xs">
-          <div className="flex items-baseline justify-between px-5 pt-4">
+          <div className="flex flex-wrap items-baseline justify-between gap-x-3 px-5 pt-4">
             <h2 id="activity-heading" className="text-xs font-medium tracking-wide text-muted uppercase">
               Per tool
             </h2>
@@ -77,41 +78,7 @@ export default async function OverviewPage() {
               No calls in the last hour and no key held. Invoke a tool through the gateway (<code className="font-mono text-[12px]">POST /api/v1/tools/&#123;tool&#125;/invoke</code>) and it shows up here.
             </p>
           ) : (
-            <div className="mt-3 overflow-x-auto">
-              <table data-testid="activity-table" className="w-full text-[13px]">
-                <thead>
-                  <tr className="border-t border-line text-xs text-muted">
-                    <th scope="col" rowSpan={2} className="border-b border-line px-5 py-2 text-left align-bottom font-medium">Tool</th>
-                    <th scope="colgroup" colSpan={4} className="px-3 pt-2 text-right font-medium text-faint">Calls, last hour</th>
-                    <th scope="colgroup" colSpan={2} className="px-5 pt-2 text-right font-medium text-faint">Keys held now</th>
-                  </tr>
-                  <tr className="border-b border-line text-xs text-muted">
-                    {["Executions", "Replays", "Conflicts", "Mismatches"].map((label) => (
-                      <th key={label} scope="col" className="px-3 py-2 text-right font-medium whitespace-nowrap">{label}</th>
-                    ))}
-                    <th scope="col" className="px-3 py-2 text-right font-medium whitespace-nowrap">Stuck</th>
-                    <th scope="col" className="px-5 py-2 text-right font-medium whitespace-nowrap">Unknown</th>
-                  </tr>
-                </thead>
-                <tbody className="divide-y divide-line">
-                  {activity.map((a) => (
-                    <tr key={a.tool} data-testid={`activity-${a.tool}`}>
-                      <td className="px-5 py-2">
-                        <Link href={`/tools/${encodeURIComponent(a.tool)}`} className="font-mono text-[12.5px] text-accent hover:underline" data-testid="activity-tool-link">
-                          {a.tool}
-                        </Link>
-                      </td>
-                      <td className="px-3 py-2 text-right tabular-nums" data-testid="executions">{formatCount(a.executions)}</td>
-                      <Num n={a.suppressions.replay} />
-                      <Num n={a.suppressions.conflict} />
-                      <Num n={a.suppressions.mismatch} />
-                      <Held tool={a.tool} state="stuck" n={a.held?.stuck ?? null} />
-                      <Held tool={a.tool} state="unknown" n={a.held?.unknown ?? null} last />
-                    </tr>
-                  ))}
-                </tbody>
-              </table>
-            </div>
+            <ToolActivity activity={activity} />
           )}
         </section>
 
@@ -163,22 +130,4 @@ export default async function OverviewPage() {
       </div>
     </div>
   );
-}
-
-/** a tool's keys in a held state now, linked to that list */
-function Held({ tool, state, n, last }: { tool: string; state: "stuck" | "unknown"; n: number | null; last?: boolean }) {
-  const cell = clsx("py-2 text-right tabular-nums", last ? "px-5" : "px-3");
-  if (n === null) return <td className={clsx(cell, "text-faint")} title="the key store did not answer">—</td>;
-  if (n === 0) return <td className={clsx(cell, "text-faint")} data-testid={`held-${state}`}>0</td>;
-  return (
-    <td className={cell} data-testid={`held-${state}`}>
-      <Link href={`/keys?${new URLSearchParams({ tool, state })}`} className={clsx("font-medium hover:underline", state === "stuck" ? "text-warn" : "text-unknown")}>
-        {formatCount(n)}
-      </Link>
-    </td>
-  );
-}
-
-function Num({ n, last }: { n: number; last?: boolean }) {
-  return <td className={clsx("py-2 text-right tabular-nums", last ? "px-5" : "px-3", n === 0 && "text-faint")}>{formatCount(n)}</td>;
 }

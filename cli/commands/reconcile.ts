@@ -1,5 +1,9 @@
 import { Command } from "commander";
+import { setWebhookEndpoints } from "@/lib/notifications/endpoints";
 import { reconcileRuntime } from "@/lib/process/background";
+import { configFileWebhooks } from "@/lib/process/config-file-webhooks";
+import { describeConfigError } from "@/lib/process/served-tools";
+import { CliError } from "../errors";
 import { formatTable } from "../format-table";
 import { withRuntime } from "../with-runtime";
 
@@ -8,6 +12,10 @@ export function reconcileCommand(): Command {
     .description("one reconciler pass: flag orphaned side effects and stale suppressions, ask the tools that can tell about unknown and stuck keys, and print what it found")
     .option("--json", "print the report as JSON")
     .action(async (opts: { json?: boolean }) => {
+      // what a pass opens is queued for the configuration file's webhook endpoints, as the server's
+      // passes are (in the transaction that opens it); the server's dispatcher sends them
+      const endpoints = webhooksOrRefuse();
+      setWebhookEndpoints(endpoints);
       const report = await withRuntime((rt) => reconcileRuntime(rt));
       if (opts.json) {
         console.log(JSON.stringify(report, null, 2));
@@ -24,6 +32,9 @@ export function reconcileCommand(): Command {
         return;
       }
       console.log(`Flagged ${report.flagged.length} (${report.created} new):`);
+      if (report.created > 0 && endpoints.length > 0) {
+        console.log(`Queued their webhook events for ${endpoints.map((e) => e.name).join(", ")}; a running server sends them.`);
+      }
       console.log(
         formatTable(
           ["TYPE", "TOOL", "SCOPE", "KEY", "SUMMARY"],
@@ -31,4 +42,13 @@ export function reconcileCommand(): Command {
         ),
       );
     });
+}
+
+/** A configuration file with an error queues nothing and says why, as the server refuses to start with it. */
+function webhooksOrRefuse() {
+  try {
+    return configFileWebhooks();
+  } catch (err) {
+    throw new CliError(`the configuration file was refused, so this pass would queue no webhook events:\n${describeConfigError(err)}`);
+  }
 }

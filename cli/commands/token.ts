@@ -1,6 +1,6 @@
 import { Command } from "commander";
 import { createApiToken, listApiTokens, revokeApiToken } from "@/lib/auth/api-tokens";
-import { requireReason } from "@/lib/operator/release-key";
+import { requireReason } from "@/lib/audit/operator-actions";
 import { cliActor } from "../actor";
 import { CliError } from "../errors";
 import { formatTable } from "../format-table";

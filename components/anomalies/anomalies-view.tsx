@@ -5,6 +5,7 @@ import { CursorPager } from "@/components/ui/cursor-pager";
 import { parseAsArrayOf, parseAsString, parseAsStringLiteral, useQueryStates } from "nuqs";
 import { PollControl } from "@/components/keys/poll-control";
 import { usePollInterval } from "@/components/keys/use-poll-interval";
+import { ExportLinks } from "@/components/ui/export-links";
 import { ProblemAlert } from "@/components/ui/problem-alert";
 import { SavedViewsMenu } from "@/components/saved-views/saved-views-menu";
 import { apiFetch } from "@/lib/console/api";
@@ -41,10 +42,12 @@ export function AnomaliesView(props: {
   const [pollMs, setPollMs] = usePollInterval();
   const queryClient = useQueryClient();
 
-  const params = new URLSearchParams({ limit: String(PAGE_SIZE) });
-  if (status !== "any") params.set("status", status);
-  if (type) params.set("type", type);
-  if (tool) params.set("tool", tool);
+  const filter = new URLSearchParams();
+  if (status !== "any") filter.set("status", status);
+  if (type) filter.set("type", type);
+  if (tool) filter.set("tool", tool);
+  const params = new URLSearchParams(filter);
+  params.set("limit", String(PAGE_SIZE));
   if (cursor) params.set("cursor", cursor);
   const search = params.toString();
   // the filter as the page's URL says it (the default status, open, left out; "any" spelled out), as a saved view keeps it
@@ -86,6 +89,7 @@ export function AnomaliesView(props: {
           </p>
         </div>
         <div className="flex flex-wrap items-center gap-3">
+          <ExportLinks href="/api/v1/anomalies/export" filter={filter.toString()} testId="export-anomalies" />
           <PollControl value={pollMs} onChange={setPollMs} fetching={query.isFetching} />
           {props.canReconcile && <ReconcileButton reconcile={reconcile} />}
         </div>

@@ -5,6 +5,7 @@ import { CursorPager } from "@/components/ui/cursor-pager";
 import { parseAsArrayOf, parseAsString, useQueryStates } from "nuqs";
 import { useEffect, useMemo, useState } from "react";
 import { ProblemAlert } from "@/components/ui/problem-alert";
+import { ExportLinks } from "@/components/ui/export-links";
 import { buttonClass } from "@/components/ui/styles";
 import { SavedViewsMenu } from "@/components/saved-views/saved-views-menu";
 import { apiFetch } from "@/lib/console/api";
@@ -36,22 +37,6 @@ export function keysSearch(f: { state?: string | null; tool?: string | null; sco
     if (v) params.set(k, v);
   }
   return params.toString();
-}
-
-/** Downloads of every key the filter matches (GET /api/v1/keys/export streams them through the cursor). */
-function ExportLinks({ filter }: { filter: string }) {
-  const href = (format: string) => `/api/v1/keys/export?${filter ? `${filter}&` : ""}format=${format}`;
-  return (
-    <span className="flex items-center gap-1" data-testid="export-keys">
-      <span className="text-xs text-muted">Export</span>
-      <a className={buttonClass("secondary", "sm")} href={href("csv")} download data-testid="export-csv">
-        CSV
-      </a>
-      <a className={buttonClass("secondary", "sm")} href={href("jsonl")} download data-testid="export-jsonl">
-        JSON lines
-      </a>
-    </span>
-  );
 }
 
 /** The keys list: filters in the URL, polling the operator chose, cursor pages, bulk release. */
@@ -116,7 +101,7 @@ export function KeysView({ tools, canRelease, gatewayExample }: { tools: string[
           <p className="mt-1 text-muted">Every idempotency key the gateway holds, newest first. Payloads are only shown on a key&apos;s own page.</p>
         </div>
         <div className="flex flex-wrap items-center gap-2">
-          <ExportLinks filter={filterKey} />
+          <ExportLinks href="/api/v1/keys/export" filter={filterKey} testId="export-keys" />
           <PollControl value={pollMs} onChange={setPollMs} fetching={query.isFetching} />
         </div>
       </div>

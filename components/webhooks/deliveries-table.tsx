@@ -3,6 +3,7 @@ import Link from "next/link";
 import { formatDuration, formatTimestamp } from "@/lib/console/format";
 import type { EndpointView } from "@/lib/notifications/endpoints";
 import type { DeliveryRow } from "@/lib/notifications/list-deliveries";
+import { RedeliverButton } from "./redeliver-button";
 
 const STATUS_CLASS: Record<DeliveryRow["status"], string> = {
   delivered: "bg-ok-soft text-ok",
@@ -45,8 +46,15 @@ function Attempts({ d }: { d: DeliveryRow }) {
       <summary className="cursor-pointer whitespace-nowrap">{d.attempts}</summary>
       <ol className="mt-1 space-y-0.5 text-[12px]" data-testid="delivery-attempts">
         {d.log.map((a, i) => (
-          <li key={i} className="whitespace-nowrap">
-            <span className="text-muted">{formatTimestamp(a.at).slice(11)}</span> {a.status !== null ? `HTTP ${a.status}` : a.error} · {formatDuration(a.durationMs)}
+          <li key={i} className="whitespace-nowrap" data-redelivery={a.redeliveredBy ? "true" : undefined}>
+            <span className="text-muted">{formatTimestamp(a.at).slice(11)}</span>{" "}
+            {a.redeliveredBy ? (
+              <span className="text-muted">redelivery asked by {a.redeliveredBy}</span>
+            ) : (
+              <>
+                {a.status !== null ? `HTTP ${a.status}` : a.error} · {formatDuration(a.durationMs)}
+              </>
+            )}
           </li>
         ))}
       </ol>
@@ -54,8 +62,14 @@ function Attempts({ d }: { d: DeliveryRow }) {
   );
 }
 
-/** The delivery log: a table from md up, one card per delivery below. */
-export function DeliveriesTable({ items }: { items: DeliveryRow[] }) {
+/** Only a finished delivery is sent again: a pending one is being sent already. */
+function Redeliver({ d, can }: { d: DeliveryRow; can: boolean }) {
+  if (!can || d.status === "pending") return null;
+  return <RedeliverButton id={d.id} eventId={d.eventId} endpoint={d.endpoint} />;
+}
+
+/** The delivery log: a table from md up, one card per delivery below; operators may send a finished delivery again. */
+export function DeliveriesTable({ items, canRedeliver }: { items: DeliveryRow[]; canRedeliver: boolean }) {
   return (
     <>
       <div className="hidden overflow-x-auto rounded-xl border border-line bg-surface shadow-xs md:block">
@@ -94,6 +108,11 @@ export function DeliveriesTable({ items }: { items: DeliveryRow[] }) {
                   <StatusBadge status={d.status} />
                   {d.deliveredAt && <div className="mt-0.5 text-[11px] whitespace-nowrap text-faint">{formatTimestamp(d.deliveredAt).slice(11)}</div>}
                   {d.nextAttemptAt && d.attempts > 0 && <div className="mt-0.5 text-[11px] whitespace-nowrap text-faint">next {formatTimestamp(d.nextAttemptAt).slice(11)}</div>}
+                  {canRedeliver && d.status !== "pending" && (
+                    <div className="mt-1.5">
+                      <Redeliver d={d} can={canRedeliver} />
+                    </div>
+                  )}
                 </td>
                 <td className="px-4 py-2.5">
                   <Attempts d={d} />
@@ -129,6 +148,11 @@ export function DeliveriesTable({ items }: { items: DeliveryRow[] }) {
               <dt className="text-muted">Event id</dt>
               <dd className="font-mono text-[11.5px] break-all">{d.eventId}</dd>
             </dl>
+            {canRedeliver && d.status !== "pending" && (
+              <div className="mt-3">
+                <Redeliver d={d} can={canRedeliver} />
+              </div>
+            )}
           </li>
         ))}
       </ul>

@@ -1,9 +1,8 @@
 import { Prisma, type Anomaly, type PrismaClient } from "@/generated/prisma/client";
-import { recordOperatorAction } from "@/lib/audit/operator-actions";
+import { recordOperatorAction, requireReason } from "@/lib/audit/operator-actions";
 import { newestFirstPageSql } from "@/lib/db/newest-first-page";
 import { InvalidStateError, NotFoundError } from "@/lib/idempotency/errors";
 import { anomalyArguments } from "./anomaly-arguments";
-import { requireReason } from "@/lib/operator/release-key";
 
 export const ANOMALY_STATUSES = ["open", "acknowledged", "resolved"] as const;
 export type AnomalyStatus = (typeof ANOMALY_STATUSES)[number];

@@ -2,8 +2,19 @@ import { randomUUID } from "node:crypto";
 import { Prisma, type OperatorAction, type PrismaClient } from "@/generated/prisma/client";
 import type { AuditTrailFilters } from "./audit-trail-filters";
 import { newestFirstPageSql } from "@/lib/db/newest-first-page";
+import { InvalidArgumentsError } from "@/lib/idempotency/errors";
 import type { KeyRecord } from "@/lib/idempotency/record";
 import { stateOf } from "@/lib/idempotency/record";
+
+export const MAX_REASON_LENGTH = 1_000;
+
+/** Every operator action needs a reason: the audit trail records it with the actor. */
+export function requireReason(reason: unknown): string {
+  const text = typeof reason === "string" ? reason.trim() : "";
+  if (text.length < 3) throw new InvalidArgumentsError("a reason is required (at least 3 characters)", [{ path: "reason", message: "required" }]);
+  if (text.length > MAX_REASON_LENGTH) throw new InvalidArgumentsError(`the reason is longer than ${MAX_REASON_LENGTH} characters`, [{ path: "reason", message: "too long" }]);
+  return text;
+}
 
 export interface OperatorActionInput {
   actor: string;

@@ -13,6 +13,8 @@ export interface DeliveryAttempt {
   status: number | null;
   error: string | null;
   durationMs: number;
+  /** not an attempt: an operator asked for the event to be sent again here, and the attempts restarted */
+  redeliveredBy?: string;
 }
 
 /** The attempts a delivery keeps in its log (the newest). */

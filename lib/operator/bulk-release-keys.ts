@@ -1,6 +1,7 @@
 import { recordOperatorAction } from "@/lib/audit/operator-actions";
 import { InvalidArgumentsError, isIdemgateError } from "@/lib/idempotency/errors";
-import { releaseKey, requireReason, type KeyRuntime } from "./release-key";
+import { requireReason } from "@/lib/audit/operator-actions";
+import { releaseKey, type KeyRuntime } from "./release-key";
 
 /** One request releases at most this many keys; the answer says whether more remain. */
 export const BULK_RELEASE_LIMIT = 5_000;

@@ -7,7 +7,8 @@ import { defineTool } from "@/lib/tools/define-tool";
 import { ToolRegistry } from "@/lib/tools/registry";
 import { createTestPostgres, type TestPostgres } from "@/test/support/databases";
 import { installTestRuntime } from "@/test/support/runtime";
-import { csvField, EXPORT_COLUMNS, exportKeys } from "./export-keys";
+import { csvField } from "@/lib/http/export-download";
+import { EXPORT_COLUMNS, exportKeys } from "./export-keys";
 
 vi.mock("server-only", () => ({}));
 const exportRoute = await import("@/app/api/v1/keys/export/route");

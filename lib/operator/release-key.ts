@@ -1,11 +1,8 @@
 import { z } from "zod";
 import { closeKeyAnomalies } from "@/lib/operator/close-key-anomalies";
-import { recordOperatorAction, recordSnapshot } from "@/lib/audit/operator-actions";
-import { InvalidArgumentsError } from "@/lib/idempotency/errors";
+import { recordOperatorAction, recordSnapshot, requireReason } from "@/lib/audit/operator-actions";
 import type { KeyRecord } from "@/lib/idempotency/record";
 import type { Runtime } from "@/lib/server/runtime";
-
-export const MAX_REASON_LENGTH = 1_000;
 
 /**
  * A key's fencing token as the client read it (a key view's `token`): sent with a decision, it
@@ -15,13 +12,6 @@ export const ReservationToken = z.number().int().positive().max(Number.MAX_SAFE_
 
 /** What deciding about a key needs of the runtime. */
 export type KeyRuntime = Pick<Runtime, "db" | "store" | "engine" | "registry">;
-
-export function requireReason(reason: unknown): string {
-  const text = typeof reason === "string" ? reason.trim() : "";
-  if (text.length < 3) throw new InvalidArgumentsError("a reason is required (at least 3 characters)", [{ path: "reason", message: "required" }]);
-  if (text.length > MAX_REASON_LENGTH) throw new InvalidArgumentsError(`the reason is longer than ${MAX_REASON_LENGTH} characters`, [{ path: "reason", message: "too long" }]);
-  return text;
-}
 
 /**
  * The operator believes the side effect did not happen: delete the reservation so the next retry

@@ -3,7 +3,8 @@ import { recordOperatorAction, recordSnapshot } from "@/lib/audit/operator-actio
 import { InvalidArgumentsError } from "@/lib/idempotency/errors";
 import type { KeyRecord } from "@/lib/idempotency/record";
 import { DEFAULT_POLICY } from "@/lib/idempotency/tool";
-import { requireReason, type KeyRuntime } from "./release-key";
+import { requireReason } from "@/lib/audit/operator-actions";
+import type { KeyRuntime } from "./release-key";
 
 /**
  * The operator confirmed the side effect happened: the key becomes done with the result they

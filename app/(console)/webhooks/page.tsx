@@ -3,6 +3,7 @@ import Link from "next/link";
 import clsx from "clsx";
 import { DeliveriesTable, EndpointList } from "@/components/webhooks/deliveries-table";
 import { requireOperator } from "@/lib/auth/require-operator";
+import { can } from "@/lib/auth/roles";
 import { endpointView, webhookEndpoints } from "@/lib/notifications/endpoints";
 import { countDeliveries, DELIVERY_STATUSES, listDeliveries, type DeliveryStatus } from "@/lib/notifications/list-deliveries";
 import { getRuntime } from "@/lib/server/runtime";
@@ -18,7 +19,7 @@ function href(status: string | undefined, cursor?: string): string {
 }
 
 export default async function WebhooksPage({ searchParams }: { searchParams: Promise<Record<string, string | string[] | undefined>> }) {
-  await requireOperator();
+  const operator = await requireOperator();
   const raw = await searchParams;
   const one = (k: string) => (Array.isArray(raw[k]) ? raw[k][0] : raw[k])?.trim() || undefined;
   const requested = one("status");
@@ -85,7 +86,7 @@ export default async function WebhooksPage({ searchParams }: { searchParams: Pro
           </div>
         ) : (
           <>
-            <DeliveriesTable items={page.items} />
+            <DeliveriesTable items={page.items} canRedeliver={can(operator.role, "redeliver")} />
             {(cursor || page.nextCursor) && (
               <div className="flex justify-between text-[13px]">
                 {cursor ? <Link href={href(status)} className="text-accent underline">Newest</Link> : <span />}

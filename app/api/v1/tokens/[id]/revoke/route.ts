@@ -4,7 +4,7 @@ import { actorOf } from "@/lib/auth/actor";
 import { withPrincipal } from "@/lib/auth/guard";
 import { parseBody } from "@/lib/http/parse-body";
 import { notFound } from "@/lib/http/problem";
-import { requireReason } from "@/lib/operator/release-key";
+import { requireReason } from "@/lib/audit/operator-actions";
 
 export const dynamic = "force-dynamic";
 
