@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { loadConfig } from "@/lib/server/config";
+import { loadConfig as loadConfigFrom } from "@/lib/server/config";
 import { isLoopbackAddress } from "@/lib/server/listening-address";
 import { startMcpGateway, type McpGateway } from "@/test/support/mcp-gateway";
 import { mcpOriginRefusal, type McpOriginPolicy } from "./allowed-origin";
@@ -9,6 +9,8 @@ import { mcpOriginRefusal, type McpOriginPolicy } from "./allowed-origin";
 // at the token: the route over a real runtime (PostgreSQL key store and audit log, the demo tools),
 // and the rule itself for what a test server cannot be (one listening on loopback only, as
 // scripts/serve.mjs reports it).
+
+const loadConfig = (env: Record<string, string>) => loadConfigFrom(env as unknown as NodeJS.ProcessEnv);
 
 let gateway: McpGateway;
 let mcpUrl: string;
@@ -77,7 +79,7 @@ describe("/mcp and the Origin header", () => {
 
   it("runs a call from an origin in IDEMGATE_MCP_ALLOWED_ORIGINS, and refuses it when it is not listed", async () => {
     expect((await charge({ Origin: "http://localhost:6274" })).status).toBe(403);
-    gateway.runtime.config.mcpAllowedOrigins = loadConfig({ IDEMGATE_MCP_ALLOWED_ORIGINS: " http://localhost:6274 , https://Agents.Example" } as NodeJS.ProcessEnv).mcpAllowedOrigins;
+    gateway.runtime.config.mcpAllowedOrigins = loadConfig({ IDEMGATE_MCP_ALLOWED_ORIGINS: " http://localhost:6274 , https://Agents.Example" }).mcpAllowedOrigins;
     const r = await charge({ Origin: "http://localhost:6274" });
     expect(r.status).toBe(200);
     expect(r.charges).toBe(1);
@@ -156,13 +158,13 @@ describe("mcpOriginRefusal on a server that listens on loopback only", () => {
 
 describe("IDEMGATE_MCP_ALLOWED_ORIGINS", () => {
   it("takes exact origins, comma-separated, and refuses anything else with a readable message", () => {
-    expect(loadConfig({} as NodeJS.ProcessEnv).mcpAllowedOrigins).toEqual([]);
-    expect(loadConfig({ IDEMGATE_MCP_ALLOWED_ORIGINS: "http://localhost:6274/,https://a.example:8443" } as NodeJS.ProcessEnv).mcpAllowedOrigins).toEqual([
+    expect(loadConfig({}).mcpAllowedOrigins).toEqual([]);
+    expect(loadConfig({ IDEMGATE_MCP_ALLOWED_ORIGINS: "http://localhost:6274/,https://a.example:8443" }).mcpAllowedOrigins).toEqual([
       "http://localhost:6274",
       "https://a.example:8443",
     ]);
     for (const bad of ["localhost:6274", "http://localhost:6274/inspector", "ftp://a.example", "*"]) {
-      expect(() => loadConfig({ IDEMGATE_MCP_ALLOWED_ORIGINS: bad } as NodeJS.ProcessEnv), bad).toThrow(/IDEMGATE_MCP_ALLOWED_ORIGINS: .* is not an origin/);
+      expect(() => loadConfig({ IDEMGATE_MCP_ALLOWED_ORIGINS: bad }), bad).toThrow(/IDEMGATE_MCP_ALLOWED_ORIGINS: .* is not an origin/);
     }
   });
 });
