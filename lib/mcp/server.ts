@@ -15,6 +15,8 @@ import { problemAnswer } from "@/lib/http/problem";
 import { readJsonBody } from "@/lib/http/read-body";
 import { tokenPrincipal } from "@/lib/auth/token-guard";
 import type { Runtime } from "@/lib/server/runtime";
+import { listensOnLoopbackOnly } from "@/lib/server/listening-address";
+import { mcpOriginRefusal } from "./allowed-origin";
 import { callTool } from "./call-tool";
 import { JsonRpcError, readCallParams, type CallParams } from "./call-tool-request";
 import { forwardTaskRequest, readTaskParams } from "./tasks";
@@ -133,6 +135,13 @@ export async function handleMcpRequest(request: Request, runtime: Runtime | (() 
   let principal: TokenPrincipal;
   try {
     rt = typeof runtime === "function" ? await runtime() : runtime;
+    // before the token is looked at: a page a browser was tricked into calling from gets nothing, not even a 401
+    const refusal = mcpOriginRefusal(request.headers, {
+      trustedProxies: rt.config.trustedProxies,
+      allowedOrigins: rt.config.mcpAllowedOrigins,
+      loopbackOnly: listensOnLoopbackOnly(),
+    });
+    if (refusal) return jsonRpcError(403, -32000, `Forbidden: ${refusal}`);
     principal = await tokenPrincipal(request.headers, rt);
   } catch (err) {
     const answer = problemAnswer(err, MCP_PATH);

@@ -31,6 +31,19 @@ const EnvSchema = z.object({
   IDEMGATE_METRICS_TOKEN: z.string().min(32, "IDEMGATE_METRICS_TOKEN must be at least 32 characters").optional(),
   /** reverse proxies in front of the server that append the client's address to X-Forwarded-For; 0: none, the header is not trusted */
   IDEMGATE_TRUSTED_PROXY: z.coerce.number().int().min(0).max(10).default(0),
+  /** browser origins besides the server's own that may call /mcp (an MCP client's web UI): `scheme://host[:port]`, comma-separated */
+  IDEMGATE_MCP_ALLOWED_ORIGINS: z
+    .string()
+    .transform((list, ctx) => {
+      const origins: string[] = [];
+      for (const entry of list.split(",").map((e) => e.trim()).filter((e) => e !== "")) {
+        const origin = exactOrigin(entry);
+        if (origin === null) ctx.addIssue({ code: "custom", message: `${JSON.stringify(entry)} is not an origin: write scheme://host[:port], e.g. http://localhost:6274, with no path` });
+        else origins.push(origin);
+      }
+      return origins;
+    })
+    .optional(),
   /** the built-in demo tools (payments, email, tickets): 1 on, 0 off; unset: on unless DATABASE_URL is set */
   IDEMGATE_DEMO_TOOLS: z.string().trim().pipe(z.enum(["0", "1"], { message: "expected 0 (off) or 1 (on)" })).optional(),
 });
@@ -56,6 +69,8 @@ export interface Config {
   metricsToken: string | null;
   /** how many reverse proxies in front of the server to trust for X-Forwarded-For (0: none) */
   trustedProxies: number;
+  /** browser origins besides the server's own that may call /mcp (IDEMGATE_MCP_ALLOWED_ORIGINS), each as URL.origin spells it */
+  mcpAllowedOrigins: string[];
   /** the built-in demo tools are served (IDEMGATE_DEMO_TOOLS; see demoToolsEnabled in lib/tools/demo-switch.ts) */
   demoTools: boolean;
 }
@@ -88,8 +103,20 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     replayCache: e.IDEMGATE_REPLAY_CACHE_ENTRIES === 0 ? null : { maxEntries: e.IDEMGATE_REPLAY_CACHE_ENTRIES, maxBytes: e.IDEMGATE_REPLAY_CACHE_BYTES },
     metricsToken: e.IDEMGATE_METRICS_TOKEN ?? null,
     trustedProxies: e.IDEMGATE_TRUSTED_PROXY,
+    mcpAllowedOrigins: e.IDEMGATE_MCP_ALLOWED_ORIGINS ?? [],
     demoTools: e.IDEMGATE_DEMO_TOOLS === undefined ? e.DATABASE_URL === undefined : e.IDEMGATE_DEMO_TOOLS === "1",
   };
+}
+
+/** `http://Localhost:6274` → `http://localhost:6274`; null for anything but a bare http(s) origin. */
+function exactOrigin(entry: string): string | null {
+  try {
+    const url = new URL(entry);
+    if ((url.protocol !== "http:" && url.protocol !== "https:") || url.href !== `${url.origin}/`) return null;
+    return url.origin;
+  } catch {
+    return null;
+  }
 }
 
 /** `host:port,host:port` → seed nodes; the port is after the last colon (`[::1]:7000` works too). */

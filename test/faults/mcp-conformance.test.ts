@@ -54,8 +54,6 @@ const EXPECTED_FAILURES: Record<string, string> = {
   "prompts-get-with-image": "no prompts: needs the suite's fixture prompt test_prompt_with_image",
   "server-sse-multiple-streams":
     "a warning, counted as a failure: /mcp is stateless by design (no Mcp-Session-Id, no GET stream; each POST is answered with one JSON body)",
-  "dns-rebinding-protection":
-    "Idemgate does not check Host or Origin; what keeps a page reached by DNS rebinding out is the bearer token, which the test proxy adds to every request (sent without it, the same request gets 401: checked below)",
 };
 
 type Check = { id: string; status: "SUCCESS" | "FAILURE" | "WARNING" | "INFO" | "SKIPPED"; errorMessage?: string };
@@ -130,20 +128,30 @@ describe("the official MCP conformance suite against /mcp", () => {
     expect(run.output).toContain("Baseline check passed");
   });
 
-  it("dns-rebinding-protection's forged request, sent without the proxy's token, is refused", async () => {
+  it("dns-rebinding-protection's forged request is refused with 403 before the token is looked at, with or without one", async () => {
     const port = new URL(server.url).port;
-    const status = await new Promise<number>((resolve, reject) => {
-      const body = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "rebinding", version: "1" } } });
-      const req = request(
-        { host: "127.0.0.1", port, method: "POST", path: "/mcp", headers: { Host: "evil.example.com", Origin: "http://evil.example.com", "Content-Type": "application/json", Accept: "application/json, text/event-stream" } },
-        (res) => {
-          res.resume();
-          resolve(res.statusCode ?? 0);
-        },
-      );
-      req.on("error", reject);
-      req.end(body);
-    });
-    expect(status).toBe(401);
+    const token = (await server.credentials()).apiToken;
+    const send = (headers: Record<string, string>) =>
+      new Promise<{ status: number; body: string }>((resolve, reject) => {
+        const body = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "rebinding", version: "1" } } });
+        const req = request({ host: "127.0.0.1", port, method: "POST", path: "/mcp", headers: { "Content-Type": "application/json", Accept: "application/json, text/event-stream", ...headers } }, (res) => {
+          let text = "";
+          res.setEncoding("utf8");
+          res.on("data", (chunk: string) => (text += chunk));
+          res.on("end", () => resolve({ status: res.statusCode ?? 0, body: text }));
+        });
+        req.on("error", reject);
+        req.end(body);
+      });
+    const forged = { Host: "evil.example.com", Origin: "http://evil.example.com" };
+    for (const headers of [forged, { ...forged, Authorization: `Bearer ${token}` }, { Host: "evil.example.com", Authorization: `Bearer ${token}` }]) {
+      const answer = await send(headers);
+      expect(answer.status, JSON.stringify(headers)).toBe(403);
+      expect(JSON.parse(answer.body)).toMatchObject({ jsonrpc: "2.0", id: null, error: { code: -32000 } });
+    }
+    // the server listens on 127.0.0.1 (test/support/server.ts): its loopback names pass, with their own origin
+    const local = await send({ Host: `localhost:${port}`, Origin: `http://localhost:${port}`, Authorization: `Bearer ${token}` });
+    expect(local.status).toBe(200);
+    expect((await send({ Host: `localhost:${port}`, Origin: "http://localhost:6274", Authorization: `Bearer ${token}` })).status).toBe(403);
   });
 });
