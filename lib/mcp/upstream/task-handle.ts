@@ -40,6 +40,9 @@ export class TaskHandles {
     if (parts.length !== 3 || parts[0] !== PREFIX) return null;
     const [, payload, mac] = parts;
     const given = Buffer.from(mac, "base64url");
+    // one spelling per handle: a decoder ignores the last character's unused bits, and what it skips
+    // would let other strings name the same task
+    if (given.toString("base64url") !== mac) return null;
     if (given.length !== MAC_BYTES || !timingSafeEqual(given, this.mac(scope, payload))) return null;
     try {
       const value: unknown = JSON.parse(Buffer.from(payload, "base64url").toString("utf8"));
