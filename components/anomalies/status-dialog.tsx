@@ -1,11 +1,7 @@
 "use client";
 
 import { useMutation } from "@tanstack/react-query";
-import { useState } from "react";
-import { Dialog } from "@/components/ui/dialog";
-import { ProblemAlert } from "@/components/ui/problem-alert";
-import { ReasonField, reasonOk } from "@/components/ui/reason-field";
-import { buttonClass } from "@/components/ui/styles";
+import { ReasonDialog } from "@/components/ui/reason-dialog";
 import { apiFetch } from "@/lib/console/api";
 import type { AnomalyView } from "./anomaly-types";
 
@@ -63,35 +59,25 @@ export function statusActionsFor(type: string): Record<TargetStatus, StatusCopy>
 
 /** Changes an anomaly's status after the operator says why; the API records both in the audit trail. */
 export function StatusDialog({ anomaly, target, onClose, onDone }: { anomaly: AnomalyView; target: TargetStatus; onClose: () => void; onDone: (a: AnomalyView) => void }) {
-  const [reason, setReason] = useState("");
   const copy = statusActionsFor(anomaly.type)[target];
   const mutation = useMutation({
-    mutationFn: () => apiFetch<AnomalyView>(`/api/v1/anomalies/${encodeURIComponent(anomaly.id)}/status`, { method: "POST", json: { status: target, reason } }),
+    mutationFn: (reason: string) => apiFetch<AnomalyView>(`/api/v1/anomalies/${encodeURIComponent(anomaly.id)}/status`, { method: "POST", json: { status: target, reason } }),
     onSuccess: onDone,
   });
   return (
-    <Dialog open onClose={onClose} title={copy.title} testId="status-dialog">
-      <form
-        className="space-y-4"
-        onSubmit={(e) => {
-          e.preventDefault();
-          if (reasonOk(reason) && !mutation.isPending) mutation.mutate();
-        }}
-      >
-        <p className="text-[13px]">
-          {copy.explain} It is now <strong>{anomaly.status}</strong>.
-        </p>
-        <ReasonField value={reason} onChange={setReason} />
-        {mutation.error && <ProblemAlert error={mutation.error} testId="status-error" />}
-        <div className="flex justify-end gap-2">
-          <button type="button" className={buttonClass("secondary")} onClick={onClose}>
-            Cancel
-          </button>
-          <button type="submit" className={buttonClass("primary")} disabled={!reasonOk(reason) || mutation.isPending} data-testid="confirm-status">
-            {mutation.isPending ? copy.pending : copy.button}
-          </button>
-        </div>
-      </form>
-    </Dialog>
+    <ReasonDialog
+      title={copy.title}
+      testId="status-dialog"
+      onClose={onClose}
+      onConfirm={(reason) => mutation.mutate(reason)}
+      pending={mutation.isPending}
+      error={mutation.error}
+      confirm={{ label: copy.button, pendingLabel: copy.pending, testId: "confirm-status" }}
+      errorTestId="status-error"
+    >
+      <p className="text-[13px]">
+        {copy.explain} It is now <strong>{anomaly.status}</strong>.
+      </p>
+    </ReasonDialog>
   );
 }

@@ -1,10 +1,8 @@
 "use client";
 
 import { useMutation, useQuery } from "@tanstack/react-query";
-import { useState } from "react";
-import { Dialog } from "@/components/ui/dialog";
 import { ProblemAlert } from "@/components/ui/problem-alert";
-import { ReasonField, reasonOk } from "@/components/ui/reason-field";
+import { ReasonDialog } from "@/components/ui/reason-dialog";
 import { buttonClass } from "@/components/ui/styles";
 import { apiFetch } from "@/lib/console/api";
 import type { BulkReleaseResult } from "@/lib/operator/bulk-release-keys";
@@ -54,7 +52,6 @@ export async function countHeld(filter: BulkFilter, limit: number, signal?: Abor
 
 /** Confirms a bulk release: says how many keys, requires a reason, shows the API's answer or problem. */
 export function BulkReleaseDialog({ target, onClose, onDone }: { target: BulkTarget; onClose: () => void; onDone: (r: BulkReleaseResult) => void }) {
-  const [reason, setReason] = useState("");
   const filter = target.mode === "filter" ? target.filter : null;
 
   // "all matching" is re-counted when the dialog opens, so the number shown is the number released
@@ -66,7 +63,7 @@ export function BulkReleaseDialog({ target, onClose, onDone }: { target: BulkTar
   });
 
   const mutation = useMutation({
-    mutationFn: () =>
+    mutationFn: (reason: string) =>
       apiFetch<BulkReleaseResult>("/api/v1/keys/bulk-release", {
         method: "POST",
         json:
@@ -86,40 +83,30 @@ export function BulkReleaseDialog({ target, onClose, onDone }: { target: BulkTar
   const nothing = target.mode === "filter" && count.data?.n === 0;
 
   return (
-    <Dialog open onClose={onClose} title="Release keys" testId="bulk-release-dialog">
-      <form
-        className="space-y-4"
-        onSubmit={(e) => {
-          e.preventDefault();
-          if (reasonOk(reason) && !mutation.isPending) mutation.mutate();
-        }}
-      >
-        <div className="text-[13px]" data-testid="bulk-release-summary">
-          {howMany === null ? (
-            count.error ? <ProblemAlert error={count.error} /> : <p className="text-muted">Counting {heldWords(filter?.state ?? null)}…</p>
-          ) : (
-            <p>
-              This releases <strong data-testid="bulk-release-count">{howMany}</strong>
-              {filter && <> matching {describeFilter(filter)}</>}. Each key&apos;s next retry will run the tool again: release only when you
-              believe the side effects did not happen.
-            </p>
-          )}
-          <p className="mt-1 text-muted">
-            A call still running is never released in bulk: keys that are no longer {filter?.state ?? "stuck or unknown"} when the release runs are refused and
-            listed.
+    <ReasonDialog
+      title="Release keys"
+      testId="bulk-release-dialog"
+      onClose={onClose}
+      onConfirm={(reason) => mutation.mutate(reason)}
+      pending={mutation.isPending}
+      error={mutation.error}
+      confirm={{ label: nothing ? "Nothing to release" : "Release", pendingLabel: "Releasing…", testId: "confirm-release", tone: "danger", disabled: howMany === null || nothing }}
+    >
+      <div className="text-[13px]" data-testid="bulk-release-summary">
+        {howMany === null ? (
+          count.error ? <ProblemAlert error={count.error} /> : <p className="text-muted">Counting {heldWords(filter?.state ?? null)}…</p>
+        ) : (
+          <p>
+            This releases <strong data-testid="bulk-release-count">{howMany}</strong>
+            {filter && <> matching {describeFilter(filter)}</>}. Each key&apos;s next retry will run the tool again: release only when you
+            believe the side effects did not happen.
           </p>
-        </div>
-        <ReasonField value={reason} onChange={setReason} />
-        {mutation.error && <ProblemAlert error={mutation.error} />}
-        <div className="flex justify-end gap-2">
-          <button type="button" className={buttonClass("secondary")} onClick={onClose}>
-            Cancel
-          </button>
-          <button type="submit" className={buttonClass("danger")} disabled={!reasonOk(reason) || mutation.isPending || howMany === null || nothing} data-testid="confirm-release">
-            {mutation.isPending ? "Releasing…" : nothing ? "Nothing to release" : "Release"}
-          </button>
-        </div>
-      </form>
-    </Dialog>
+        )}
+        <p className="mt-1 text-muted">
+          A call still running is never released in bulk: keys that are no longer {filter?.state ?? "stuck or unknown"} when the release runs are refused and
+          listed.
+        </p>
+      </div>
+    </ReasonDialog>
   );
 }

@@ -6,7 +6,7 @@ import { useState } from "react";
 import { CopyButton } from "@/components/docs/copy-button";
 import { Dialog } from "@/components/ui/dialog";
 import { ProblemAlert } from "@/components/ui/problem-alert";
-import { ReasonField, reasonOk } from "@/components/ui/reason-field";
+import { ReasonDialog } from "@/components/ui/reason-dialog";
 import { buttonClass, inputClass } from "@/components/ui/styles";
 import { TableHead } from "@/components/ui/table-head";
 import { apiFetch } from "@/lib/console/api";
@@ -327,36 +327,27 @@ function CreateTokenDialog({ onClose, onCreated }: { onClose: () => void; onCrea
 }
 
 function RevokeTokenDialog({ token, onClose, onDone }: { token: TokenRow; onClose: () => void; onDone: () => void }) {
-  const [reason, setReason] = useState("");
   const mutation = useMutation({
-    mutationFn: () => apiFetch(`/api/v1/tokens/${encodeURIComponent(token.id)}/revoke`, { method: "POST", json: { reason } }),
+    mutationFn: (reason: string) => apiFetch(`/api/v1/tokens/${encodeURIComponent(token.id)}/revoke`, { method: "POST", json: { reason } }),
     onSuccess: onDone,
   });
   return (
-    <Dialog open onClose={onClose} title="Revoke this API token" testId="revoke-token-dialog">
-      <form
-        className="space-y-4"
-        onSubmit={(e) => {
-          e.preventDefault();
-          if (reasonOk(reason) && !mutation.isPending) mutation.mutate();
-        }}
-      >
-        <p className="text-[13px]">
-          Calls with <span className="font-mono text-[12px]">{token.prefix}…</span>
-          {token.label && <> ({token.label})</>} in scope <span className="font-mono text-[12px]">{token.scope}</span> are refused with 401 from now on. Its keys and
-          their results stay. This cannot be undone: the caller needs a new token.
-        </p>
-        <ReasonField value={reason} onChange={setReason} id="revoke-reason" />
-        {mutation.error && <ProblemAlert error={mutation.error} testId="revoke-token-error" />}
-        <div className="flex justify-end gap-2">
-          <button type="button" className={buttonClass("secondary")} onClick={onClose}>
-            Cancel
-          </button>
-          <button type="submit" className={buttonClass("danger")} disabled={!reasonOk(reason) || mutation.isPending} data-testid="confirm-revoke-token">
-            {mutation.isPending ? "Revoking…" : "Revoke"}
-          </button>
-        </div>
-      </form>
-    </Dialog>
+    <ReasonDialog
+      title="Revoke this API token"
+      testId="revoke-token-dialog"
+      onClose={onClose}
+      onConfirm={(reason) => mutation.mutate(reason)}
+      pending={mutation.isPending}
+      error={mutation.error}
+      confirm={{ label: "Revoke", pendingLabel: "Revoking…", testId: "confirm-revoke-token", tone: "danger" }}
+      reasonId="revoke-reason"
+      errorTestId="revoke-token-error"
+    >
+      <p className="text-[13px]">
+        Calls with <span className="font-mono text-[12px]">{token.prefix}…</span>
+        {token.label && <> ({token.label})</>} in scope <span className="font-mono text-[12px]">{token.scope}</span> are refused with 401 from now on. Its keys and
+        their results stay. This cannot be undone: the caller needs a new token.
+      </p>
+    </ReasonDialog>
   );
 }

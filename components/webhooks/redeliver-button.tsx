@@ -3,9 +3,7 @@
 import { useMutation } from "@tanstack/react-query";
 import { useRouter } from "next/navigation";
 import { useState } from "react";
-import { Dialog } from "@/components/ui/dialog";
-import { ProblemAlert } from "@/components/ui/problem-alert";
-import { ReasonField, reasonOk } from "@/components/ui/reason-field";
+import { ReasonDialog } from "@/components/ui/reason-dialog";
 import { buttonClass } from "@/components/ui/styles";
 import { apiFetch } from "@/lib/console/api";
 
@@ -17,9 +15,8 @@ import { apiFetch } from "@/lib/console/api";
 export function RedeliverButton({ id, eventId, endpoint }: { id: string; eventId: string; endpoint: string }) {
   const router = useRouter();
   const [open, setOpen] = useState(false);
-  const [reason, setReason] = useState("");
   const mutation = useMutation({
-    mutationFn: () => apiFetch(`/api/v1/webhooks/deliveries/${encodeURIComponent(id)}/redeliver`, { method: "POST", json: { reason } }),
+    mutationFn: (reason: string) => apiFetch(`/api/v1/webhooks/deliveries/${encodeURIComponent(id)}/redeliver`, { method: "POST", json: { reason } }),
     onSuccess: () => {
       setOpen(false);
       router.refresh();
@@ -36,30 +33,22 @@ export function RedeliverButton({ id, eventId, endpoint }: { id: string; eventId
       </button>
       {/* mounted only while open: the log has a button per row, not a dialog per row */}
       {open && (
-        <Dialog open onClose={close} title="Send this event again" testId="redeliver-dialog">
-          <form
-            className="space-y-4"
-            onSubmit={(e) => {
-              e.preventDefault();
-              if (reasonOk(reason) && !mutation.isPending) mutation.mutate();
-            }}
-          >
-            <p className="text-[13px]">
-              Queues event <span className="font-mono text-[12px] break-all">{eventId}</span> for <strong>{endpoint}</strong> again, with the same event id (a receiver
-              that has it already can drop it) and a new series of attempts, each signed anew.
-            </p>
-            <ReasonField id={`reason-${id}`} value={reason} onChange={setReason} />
-            {mutation.error && <ProblemAlert error={mutation.error} testId="redeliver-error" />}
-            <div className="flex justify-end gap-2">
-              <button type="button" className={buttonClass("secondary")} onClick={close}>
-                Cancel
-              </button>
-              <button type="submit" className={buttonClass("primary")} disabled={!reasonOk(reason) || mutation.isPending} data-testid="confirm-redeliver">
-                {mutation.isPending ? "Queuing…" : "Redeliver"}
-              </button>
-            </div>
-          </form>
-        </Dialog>
+        <ReasonDialog
+          title="Send this event again"
+          testId="redeliver-dialog"
+          onClose={close}
+          onConfirm={(reason) => mutation.mutate(reason)}
+          pending={mutation.isPending}
+          error={mutation.error}
+          confirm={{ label: "Redeliver", pendingLabel: "Queuing…", testId: "confirm-redeliver" }}
+          reasonId={`reason-${id}`}
+          errorTestId="redeliver-error"
+        >
+          <p className="text-[13px]">
+            Queues event <span className="font-mono text-[12px] break-all">{eventId}</span> for <strong>{endpoint}</strong> again, with the same event id (a receiver
+            that has it already can drop it) and a new series of attempts, each signed anew.
+          </p>
+        </ReasonDialog>
       )}
     </>
   );
