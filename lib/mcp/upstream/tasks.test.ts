@@ -16,6 +16,7 @@ import { startMcpTaskServer, type McpTaskServer } from "@/test/support/mcp-task-
 import { startMcpV2TaskServer, type McpV2TaskServer } from "@/test/support/mcp-v2-task-server";
 import { stdioBridgeSession } from "@/test/support/stdio-bridge-session";
 import { startMcpUpstreams } from "./serve-upstreams";
+import { taskHandles } from "./task-handle";
 import type { McpUpstreams } from "./upstreams";
 
 // Idemgate in front of an MCP server that answers tools/call with tasks (2025-11-25 task-augmented
@@ -148,6 +149,15 @@ describe("a guarded server's tasks", () => {
     expect((await getTask(client, task.taskId)).status).toBe("working");
     const cancelled = await client.request({ method: "tasks/cancel", params: { taskId: task.taskId } }, CancelTaskResultSchema);
     expect(cancelled).toMatchObject({ taskId: task.taskId, status: "cancelled" });
+  });
+
+  it("passes on the guarded server's refusal of a task request as its error code, without its words", async () => {
+    // a handle Idemgate made for this scope, naming a task the server does not have
+    const handle = taskHandles(gateway.runtime.config).handle("tenant-t", { tool: "jobs.start_job", taskId: randomUUID() });
+    const refused = await rpcError(getTask(client, handle));
+    expect(refused.code).toBe(-32602);
+    expect(refused.message).toContain("the MCP server jobs refused tasks/get for this task (error -32602)");
+    expect(refused.message).not.toContain("no task");
   });
 
   it("refuses a task for a tool that never runs as one, and a call without a task for a tool that runs only as one; nothing runs", async () => {
