@@ -1,5 +1,4 @@
-import { CallToolRequestSchema, ErrorCode } from "@modelcontextprotocol/sdk/types.js";
-import { z } from "zod";
+import { ProtocolErrorCode as ErrorCode } from "@modelcontextprotocol/server";
 
 /**
  * A JSON-RPC error answered as it is: code and message. The SDK's McpError puts "MCP error <code>: "
@@ -49,13 +48,3 @@ export function readCallParams(params: unknown): CallParams {
 function describeType(value: unknown): string {
   return value === null ? "null" : Array.isArray(value) ? "an array" : `a ${typeof value}`;
 }
-
-/**
- * `tools/call` as Idemgate's server and the stdio bridge take it: params kept whole (the SDK strips
- * unknown params, and `idempotencyKey`, the shape proposed for MCP, is not in it yet), checked by
- * readCallParams. The check throws from inside the schema on purpose: the SDK answers a schema's
- * failure as an internal error (-32603) with zod's issues as the message, and runs its own
- * tools/call check (another schema dump) before the handler; an error thrown while parsing is
- * answered with its own code and message instead.
- */
-export const CallToolWithKeySchema = CallToolRequestSchema.extend({ params: z.unknown().transform(readCallParams) });

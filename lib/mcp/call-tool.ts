@@ -1,4 +1,4 @@
-import { ErrorCode, RELATED_TASK_META_KEY, type CallToolResult, type CreateTaskResult } from "@modelcontextprotocol/sdk/types.js";
+import { ProtocolErrorCode as ErrorCode, RELATED_TASK_META_KEY, type CallToolResult, type CreateTaskResult } from "@modelcontextprotocol/server";
 import type { TokenPrincipal } from "@/lib/auth/api-tokens";
 import { idempotencyKeyHeader, keySourceHeader, sessionHeader, waitPreference } from "@/lib/gateway/invoke-tool";
 import type { InvokeResult, KeySource } from "@/lib/idempotency/engine";

@@ -1,5 +1,4 @@
-import { CancelTaskRequestSchema, ErrorCode, GetTaskPayloadRequestSchema, GetTaskRequestSchema, McpError, RELATED_TASK_META_KEY } from "@modelcontextprotocol/sdk/types.js";
-import { z } from "zod";
+import { ProtocolError, ProtocolErrorCode as ErrorCode, RELATED_TASK_META_KEY } from "@modelcontextprotocol/server";
 import type { Runtime } from "@/lib/server/runtime";
 import { JsonRpcError } from "./call-tool-request";
 import type { McpCaller } from "./call-tool";
@@ -14,11 +13,6 @@ export function readTaskParams(params: unknown): { taskId: string } {
   if (typeof taskId !== "string" || taskId === "") throw new JsonRpcError(ErrorCode.InvalidParams, "needs params.taskId: the taskId a task-augmented tools/call answered");
   return { taskId };
 }
-
-// params checked by readTaskParams, so a bad request is a -32602 a person can read (as call-tool-request.ts)
-export const GetTaskSchema = GetTaskRequestSchema.extend({ params: z.unknown().transform(readTaskParams) });
-export const GetTaskResultRequestSchema = GetTaskPayloadRequestSchema.extend({ params: z.unknown().transform(readTaskParams) });
-export const CancelTaskSchema = CancelTaskRequestSchema.extend({ params: z.unknown().transform(readTaskParams) });
 
 /**
  * `tasks/get`, `tasks/result` and `tasks/cancel` for a task that a guarded MCP server created for a
@@ -43,7 +37,7 @@ export async function forwardTaskRequest(method: TaskMethod, params: { taskId: s
     answer = await origin.target.taskRequest(method, { taskId: target.taskId }, tool.runTimeoutMs ?? TASK_REQUEST_TIMEOUT_MS);
   } catch (err) {
     // the server's own words may name its internals: callers get its error code, operators its log
-    if (err instanceof McpError) throw new JsonRpcError(err.code, `the MCP server ${origin.server} refused ${method} for this task (error ${err.code})`);
+    if (err instanceof ProtocolError) throw new JsonRpcError(err.code, `the MCP server ${origin.server} refused ${method} for this task (error ${err.code})`);
     throw new JsonRpcError(ErrorCode.InternalError, `the MCP server ${origin.server} did not answer ${method} for this task; ask again`);
   }
   return underHandle(method, answer, handle);

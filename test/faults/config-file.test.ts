@@ -6,10 +6,9 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { testPort } from "@/scripts/test-ports.mjs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { connectOnRevision, REVISIONS } from "@/test/support/mcp-revisions";
 import { ROOT, removeDataDir, startServer, type RunningServer } from "@/test/support/server";
 
 // A production server (scripts/serve.mjs) started with IDEMGATE_CONFIG, on the embedded default: a
@@ -176,19 +175,22 @@ describe("a server started with a configuration file", () => {
     expect(tools.find((t) => t.name === "payments.charge_card")).toMatchObject({ source: "client", argumentsSchema: { required: ["orderId"] } });
     await until("the file's MCP server connecting", listed, (ts) => ts.some((t) => t.name === "counter.increment"));
 
-    const client = new Client({ name: "fault-config", version: "1.0.0" });
-    await client.connect(new StreamableHTTPClientTransport(new URL(`${server.url}/mcp`), { requestInit: { headers: { Authorization: `Bearer ${token}` } } }));
-    try {
-      const { tools: mcpTools } = await client.listTools();
-      const mcpInvoice = mcpTools.find((t) => t.name === "billing.create_invoice")!;
-      expect(mcpInvoice.inputSchema).toMatchObject({ type: "object", required: ["customerId", "amountCents"], properties: { customerId: { type: "string", minLength: 3 }, amountCents: { type: "integer", minimum: 1 } } });
-      expect(mcpInvoice.inputSchema.properties).toHaveProperty("idempotency_key");
-      expect(mcpTools.map((t) => t.name)).toContain("counter.increment");
-      const refused = await client.callTool({ name: "billing.create_invoice", arguments: { customerId: "c", amountCents: 1 }, _meta: { "io.idemgate/idempotency-key": randomUUID() } });
-      expect(refused.isError).toBe(true);
-      expect(JSON.stringify(refused.content)).toContain("customerId");
-    } finally {
-      await client.close();
+    // MCP on both revisions (the v2 client: 2026-07-28 negotiated, 2025-11-25 by initialize)
+    for (const { revision } of REVISIONS) {
+      const client = await connectOnRevision(`${server.url}/mcp`, token, revision, "fault-config");
+      try {
+        expect(client.getNegotiatedProtocolVersion()).toBe(revision);
+        const { tools: mcpTools } = await client.listTools();
+        const mcpInvoice = mcpTools.find((t) => t.name === "billing.create_invoice")!;
+        expect(mcpInvoice.inputSchema).toMatchObject({ type: "object", required: ["customerId", "amountCents"], properties: { customerId: { type: "string", minLength: 3 }, amountCents: { type: "integer", minimum: 1 } } });
+        expect(mcpInvoice.inputSchema.properties).toHaveProperty("idempotency_key");
+        expect(mcpTools.map((t) => t.name)).toContain("counter.increment");
+        const refused = await client.callTool({ name: "billing.create_invoice", arguments: { customerId: "c", amountCents: 1 }, _meta: { "io.idemgate/idempotency-key": randomUUID() } });
+        expect(refused.isError).toBe(true);
+        expect(JSON.stringify(refused.content)).toContain("customerId");
+      } finally {
+        await client.close();
+      }
     }
     expect(service.received).toHaveLength(1);
   });

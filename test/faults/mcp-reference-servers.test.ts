@@ -5,12 +5,11 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { promisify } from "node:util";
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import type { CallToolRequest, CallToolResult, Tool } from "@modelcontextprotocol/sdk/types.js";
+import type { CallToolResult, Client, Tool } from "@modelcontextprotocol/client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { testPort } from "@/scripts/test-ports.mjs";
 import { createTestPostgres, REDIS_TEST_URL } from "@/test/support/databases";
+import { connectOnRevision, REVISIONS } from "@/test/support/mcp-revisions";
 import { ROOT, removeDataDir, startServer, type RunningServer } from "@/test/support/server";
 import { deleteRedisPrefix } from "@/test/support/stores";
 
@@ -18,8 +17,9 @@ import { deleteRedisPrefix } from "@/test/support/stores";
 // its configuration file's `mcpServers:`, over stdio, each through `npx -y <package>@<version>` as a
 // deployment would run them: @modelcontextprotocol/server-memory (a knowledge graph kept in a file,
 // MEMORY_FILE_PATH, one per declaration in a temporary directory) and
-// @modelcontextprotocol/server-everything. Called through Idemgate's /mcp with the official SDK's
-// client, on both configurations. One effect per key, identical replays, keyless writes refused, and
+// @modelcontextprotocol/server-everything. Called through Idemgate's /mcp with the official v2 client
+// on both protocol revisions (2026-07-28 and 2025-11-25, each case asserting the one it got), on both
+// configurations: one server per configuration, both revisions against it. One effect per key, identical replays, keyless writes refused, and
 // each `gate` rule observed on real tools:
 // - memory: by-annotations (the default): create_entities (a write by its annotations) gated,
 //   read_graph (readOnlyHint) never, delete_entities (idempotentHint) passed through and audited;
@@ -44,7 +44,7 @@ const meta = (result: Call) => result._meta?.["io.idemgate/result"];
 /**
  * Idemgate's refusal, a tool error with its problem body as text. For a tool that declares an
  * outputSchema (server-memory's all do) the body is nowhere else: the SDK v1 client checks even an
- * error's structuredContent against the schema. For the others it is the structuredContent too.
+ * error's structuredContent against the schema (and so may a client on either revision). For the others it is the structuredContent too.
  */
 const refusal = (result: CallToolResult, declaresOutputSchema = true) => {
   expect(result.isError).toBe(true);
@@ -89,11 +89,16 @@ describe.each(configurations)("the reference MCP servers guarded on the $name co
   let dir: string;
   let server: RunningServer;
   let token: string;
+  const clients = new Map<string, Client>();
+  /** the client of the revision the cases below run on now */
   let client: Client;
+  let revision: string;
   let tools: Tool[];
 
-  const call = (name: string, args: Record<string, unknown>, key?: string) =>
-    client.callTool({ name, arguments: args, ...(key ? { idempotencyKey: key } : {}) } as CallToolRequest["params"]) as Promise<Call>;
+  const call = (name: string, args: Record<string, unknown>, key?: string) => {
+    expect(client.getNegotiatedProtocolVersion()).toBe(revision);
+    return client.callTool({ name, arguments: args, ...(key ? { idempotencyKey: key } : {}) } as never) as Promise<Call>;
+  };
   const entity = (name: string): Entity => ({ name, entityType: "order", observations: [`placed by ${name}`] });
   /** the graph as the server's read_graph answers it, through the guard (a read: no key) */
   const graph = async (server: string) => {
@@ -134,19 +139,18 @@ describe.each(configurations)("the reference MCP servers guarded on the $name co
     }
     server = await startServer({ port: configuration.port, dataDir, env });
     token = (await server.credentials()).apiToken;
-    client = new Client({ name: "fault-mcp-reference", version: "1.0.0" });
-    await client.connect(new StreamableHTTPClientTransport(new URL(`${server.url}/mcp`), { requestInit: { headers: { Authorization: `Bearer ${token}` } } }));
+    for (const { revision } of REVISIONS) clients.set(revision, await connectOnRevision(`${server.url}/mcp`, token, revision, "fault-mcp-reference"));
     // the four servers connect in the background once the server is up (npx starts each)
     const expected = ["memory.create_entities", "memory_always.read_graph", "memory_never.create_entities", "everything.echo"];
-    tools = await until(
+    await until(
       "the four reference servers connecting",
-      async () => (await client.listTools()).tools,
+      async () => (await clients.get("2025-11-25")!.listTools()).tools,
       (listed) => expected.every((name) => listed.some((t) => t.name === name)),
     );
   }, 240_000);
 
   afterAll(async () => {
-    await client?.close().catch(() => {});
+    await Promise.all([...clients.values()].map((c) => c.close().catch(() => {})));
     await server?.stop();
     await deleteRedisPrefix(prefix);
     await pg?.drop();
@@ -154,161 +158,170 @@ describe.each(configurations)("the reference MCP servers guarded on the $name co
     if (dir) await rm(dir, { recursive: true, force: true });
   });
 
-  it("lists their tools with what each server declares (annotations, title, outputSchema) and how each is gated", () => {
-    const tool = (name: string) => {
-      const found = tools.find((t) => t.name === name);
-      expect(found, name).toBeDefined();
-      return found!;
-    };
-    const kind = (name: string) => tool(name)._meta?.["io.idemgate/kind"];
-    // server-memory declares create_entities a non-idempotent write, read_graph a read, delete_entities idempotent
-    expect(tool("memory.create_entities").annotations).toEqual({ readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false });
-    expect(tool("memory.create_entities")).toMatchObject({ title: "Create Entities", outputSchema: { type: "object", required: ["entities"] } });
-    expect(tool("memory.create_entities")._meta).toMatchObject({ "io.idemgate/kind": "write", "io.idemgate/idempotency-key": "required", "io.idemgate/origin": { server: "memory", tool: "create_entities" } });
-    expect(tool("memory.read_graph").annotations).toMatchObject({ readOnlyHint: true });
-    expect(tool("memory.delete_entities").annotations).toMatchObject({ readOnlyHint: false, destructiveHint: true, idempotentHint: true });
-    expect([kind("memory.read_graph"), kind("memory.delete_entities")]).toEqual(["read", "read"]);
-    // gate: always makes every tool a gated write but the one its per-tool override sets back
-    expect([kind("memory_always.read_graph"), kind("memory_always.delete_entities"), kind("memory_always.search_nodes")]).toEqual(["write", "write", "read"]);
-    expect(tool("memory_always.read_graph").annotations).toMatchObject({ readOnlyHint: true }); // listed as the server declares it
-    // gate: never: nothing gated
-    expect([kind("memory_never.create_entities"), kind("memory_never.read_graph")]).toEqual(["read", "read"]);
-
-    // server-everything: its tools with their hyphens made into Idemgate names, as declared
-    expect(tool("everything.echo")).toMatchObject({ title: "Echo Tool", annotations: { readOnlyHint: true, idempotentHint: true }, _meta: { "io.idemgate/kind": "read" } });
-    expect(tool("everything.get_structured_content")).toMatchObject({ title: "Get Structured Content Tool", outputSchema: { type: "object" } });
-    expect(tool("everything.toggle_subscriber_updates")).toMatchObject({ annotations: { readOnlyHint: false, idempotentHint: false }, _meta: { "io.idemgate/kind": "write" } });
-    expect(tool("everything.trigger_long_running_operation")).toMatchObject({
-      annotations: { readOnlyHint: true },
-      _meta: { "io.idemgate/kind": "write", "io.idemgate/origin": { server: "everything", tool: "trigger-long-running-operation" } },
+  describe.each(REVISIONS)("with the v2 client on $revision", (current) => {
+    beforeAll(async () => {
+      revision = current.revision;
+      client = clients.get(revision)!;
+      expect(client.getNegotiatedProtocolVersion()).toBe(revision);
+      tools = (await client.listTools()).tools;
     });
-  });
 
-  it("memory, by annotations: create_entities five times at once and five times in a row with one key creates once, every answer identical", async () => {
-    const name = `order-${randomUUID().slice(0, 8)}`;
-    const key = `mcpref-${randomUUID()}`;
-    const args = { entities: [entity(name)] };
-    const together = await Promise.all(Array.from({ length: 5 }, () => call("memory.create_entities", args, key)));
-    const inARow: Call[] = [];
-    for (let i = 0; i < 5; i++) inARow.push(await call("memory.create_entities", args, key));
-    for (const result of [...together, ...inARow]) {
-      expect(result.isError, text(result)).toBeFalsy();
-      expect(result.content).toEqual(together[0].content);
-      expect(result.structuredContent).toEqual({ entities: [entity(name)] });
-    }
-    // one ran; the others were answered from the store
-    expect([...together, ...inARow].filter((r) => meta(r)?.replayed === false)).toHaveLength(1);
-    for (const result of inARow) expect(meta(result)).toMatchObject({ replayed: true, key });
-    expect((await graph("memory")).entities.filter((e) => e.name === name)).toHaveLength(1);
-    expect(await inFile("memory", name)).toBe(1);
-    expect(await executions(key)).toBe(1);
+    it("lists their tools with what each server declares (annotations, title, outputSchema) and how each is gated", () => {
+      const tool = (name: string) => {
+        const found = tools.find((t) => t.name === name);
+        expect(found, name).toBeDefined();
+        return found!;
+      };
+      const kind = (name: string) => tool(name)._meta?.["io.idemgate/kind"];
+      // server-memory declares create_entities a non-idempotent write, read_graph a read, delete_entities idempotent
+      expect(tool("memory.create_entities").annotations).toEqual({ readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false });
+      expect(tool("memory.create_entities")).toMatchObject({ title: "Create Entities", outputSchema: { type: "object", required: ["entities"] } });
+      expect(tool("memory.create_entities")._meta).toMatchObject({ "io.idemgate/kind": "write", "io.idemgate/idempotency-key": "required", "io.idemgate/origin": { server: "memory", tool: "create_entities" } });
+      expect(tool("memory.read_graph").annotations).toMatchObject({ readOnlyHint: true });
+      expect(tool("memory.delete_entities").annotations).toMatchObject({ readOnlyHint: false, destructiveHint: true, idempotentHint: true });
+      expect([kind("memory.read_graph"), kind("memory.delete_entities")]).toEqual(["read", "read"]);
+      // gate: always makes every tool a gated write but the one its per-tool override sets back
+      expect([kind("memory_always.read_graph"), kind("memory_always.delete_entities"), kind("memory_always.search_nodes")]).toEqual(["write", "write", "read"]);
+      expect(tool("memory_always.read_graph").annotations).toMatchObject({ readOnlyHint: true }); // listed as the server declares it
+      // gate: never: nothing gated
+      expect([kind("memory_never.create_entities"), kind("memory_never.read_graph")]).toEqual(["read", "read"]);
 
-    // a different key is a second action: it runs, and the server answers as it does to a second
-    // create of an entity it has (it creates nothing it already has)
-    const second = await call("memory.create_entities", args, `mcpref-${randomUUID()}`);
-    expect(meta(second)).toMatchObject({ replayed: false });
-    expect(second.structuredContent).toEqual({ entities: [] });
-    expect(await inFile("memory", name)).toBe(1);
-  });
+      // server-everything: its tools with their hyphens made into Idemgate names, as declared
+      expect(tool("everything.echo")).toMatchObject({ title: "Echo Tool", annotations: { readOnlyHint: true, idempotentHint: true }, _meta: { "io.idemgate/kind": "read" } });
+      expect(tool("everything.get_structured_content")).toMatchObject({ title: "Get Structured Content Tool", outputSchema: { type: "object" } });
+      expect(tool("everything.toggle_subscriber_updates")).toMatchObject({ annotations: { readOnlyHint: false, idempotentHint: false }, _meta: { "io.idemgate/kind": "write" } });
+      expect(tool("everything.trigger_long_running_operation")).toMatchObject({
+        annotations: { readOnlyHint: true },
+        _meta: { "io.idemgate/kind": "write", "io.idemgate/origin": { server: "everything", tool: "trigger-long-running-operation" } },
+      });
+    });
 
-  it("memory, by annotations: a keyless write is refused and changes nothing; read_graph needs no key and is not gated; delete_entities (idempotentHint) passes through, audited", async () => {
-    const name = `order-${randomUUID().slice(0, 8)}`;
-    const keyless = await call("memory.create_entities", { entities: [entity(name)] });
-    expect(refusal(keyless)).toMatchObject({ type: "/problems/missing_key", detail: expect.stringContaining("params.idempotencyKey") });
-    expect((await graph("memory")).entities.map((e) => e.name)).not.toContain(name);
-    expect(await inFile("memory", name)).toBe(0);
+    it("memory, by annotations: create_entities five times at once and five times in a row with one key creates once, every answer identical", async () => {
+      const name = `order-${randomUUID().slice(0, 8)}`;
+      const key = `mcpref-${randomUUID()}`;
+      const args = { entities: [entity(name)] };
+      const together = await Promise.all(Array.from({ length: 5 }, () => call("memory.create_entities", args, key)));
+      const inARow: Call[] = [];
+      for (let i = 0; i < 5; i++) inARow.push(await call("memory.create_entities", args, key));
+      for (const result of [...together, ...inARow]) {
+        expect(result.isError, text(result)).toBeFalsy();
+        expect(result.content).toEqual(together[0].content);
+        expect(result.structuredContent).toEqual({ entities: [entity(name)] });
+      }
+      // one ran; the others were answered from the store
+      expect([...together, ...inARow].filter((r) => meta(r)?.replayed === false)).toHaveLength(1);
+      for (const result of inARow) expect(meta(result)).toMatchObject({ replayed: true, key });
+      expect((await graph("memory")).entities.filter((e) => e.name === name)).toHaveLength(1);
+      expect(await inFile("memory", name)).toBe(1);
+      expect(await executions(key)).toBe(1);
 
-    // a read: answered with no key, reserved nothing, recorded as no execution
-    const read = await call("memory.read_graph", {});
-    expect(meta(read)).toEqual({ status: 200 });
+      // a different key is a second action: it runs, and the server answers as it does to a second
+      // create of an entity it has (it creates nothing it already has)
+      const second = await call("memory.create_entities", args, `mcpref-${randomUUID()}`);
+      expect(meta(second)).toMatchObject({ replayed: false });
+      expect(second.structuredContent).toEqual({ entities: [] });
+      expect(await inFile("memory", name)).toBe(1);
+    });
 
-    await call("memory.create_entities", { entities: [entity(name)] }, `mcpref-${randomUUID()}`);
-    const deleted = await call("memory.delete_entities", { entityNames: [name] });
-    expect(deleted.isError, text(deleted)).toBeFalsy();
-    expect(meta(deleted)).toEqual({ status: 200, executionId: expect.any(String) });
-    expect(await inFile("memory", name)).toBe(0);
-    const trail = await until("the pass-through's outcome in the audit log", () => keyDetail(`passthrough:${meta(deleted)!.executionId}`), (d) => d.timeline.some((e) => e.type === "outcome"));
-    expect(trail.timeline.map((e) => e.type)).toEqual(["intent", "outcome"]);
-  });
+    it("memory, by annotations: a keyless write is refused and changes nothing; read_graph needs no key and is not gated; delete_entities (idempotentHint) passes through, audited", async () => {
+      const name = `order-${randomUUID().slice(0, 8)}`;
+      const keyless = await call("memory.create_entities", { entities: [entity(name)] });
+      expect(refusal(keyless)).toMatchObject({ type: "/problems/missing_key", detail: expect.stringContaining("params.idempotencyKey") });
+      expect((await graph("memory")).entities.map((e) => e.name)).not.toContain(name);
+      expect(await inFile("memory", name)).toBe(0);
 
-  it("memory_always, gate: always: read_graph needs a key and replays the graph it first read; search_nodes, set back by its own gate, does not", async () => {
-    const keyless = await call("memory_always.read_graph", {});
-    expect(refusal(keyless)).toMatchObject({ type: "/problems/missing_key" });
+      // a read: answered with no key, reserved nothing, recorded as no execution
+      const read = await call("memory.read_graph", {});
+      expect(meta(read)).toEqual({ status: 200 });
 
-    const readKey = `mcpref-read-${randomUUID()}`;
-    const before = await call("memory_always.read_graph", {}, readKey);
-    expect(meta(before)).toMatchObject({ replayed: false, key: readKey });
-    const name = `order-${randomUUID().slice(0, 8)}`;
-    await call("memory_always.create_entities", { entities: [entity(name)] }, `mcpref-${randomUUID()}`);
-    expect(await inFile("memory_always", name)).toBe(1);
+      await call("memory.create_entities", { entities: [entity(name)] }, `mcpref-${randomUUID()}`);
+      const deleted = await call("memory.delete_entities", { entityNames: [name] });
+      expect(deleted.isError, text(deleted)).toBeFalsy();
+      expect(meta(deleted)).toEqual({ status: 200, executionId: expect.any(String) });
+      expect(await inFile("memory", name)).toBe(0);
+      const trail = await until("the pass-through's outcome in the audit log", () => keyDetail(`passthrough:${meta(deleted)!.executionId}`), (d) => d.timeline.some((e) => e.type === "outcome"));
+      expect(trail.timeline.map((e) => e.type)).toEqual(["intent", "outcome"]);
+    });
 
-    // the same key: the first answer, from the store, without the entity created since
-    const again = await call("memory_always.read_graph", {}, readKey);
-    expect(meta(again)).toMatchObject({ replayed: true, key: readKey });
-    expect(again.content).toEqual(before.content);
-    expect((again.structuredContent as { entities: Entity[] }).entities.map((e) => e.name)).not.toContain(name);
-    expect(await executions(readKey)).toBe(1);
-    // a new key reads it afresh
-    const fresh = await call("memory_always.read_graph", {}, `mcpref-read-${randomUUID()}`);
-    expect((fresh.structuredContent as { entities: Entity[] }).entities.map((e) => e.name)).toContain(name);
+    it("memory_always, gate: always: read_graph needs a key and replays the graph it first read; search_nodes, set back by its own gate, does not", async () => {
+      const keyless = await call("memory_always.read_graph", {});
+      expect(refusal(keyless)).toMatchObject({ type: "/problems/missing_key" });
 
-    // the per-tool override: search_nodes is a read again, answered without a key
-    const found = await call("memory_always.search_nodes", { query: name });
-    expect(found.isError, text(found)).toBeFalsy();
-    expect(meta(found)).toEqual({ status: 200 });
-    expect((found.structuredContent as { entities: Entity[] }).entities.map((e) => e.name)).toEqual([name]);
-  });
+      const readKey = `mcpref-read-${randomUUID()}`;
+      const before = await call("memory_always.read_graph", {}, readKey);
+      expect(meta(before)).toMatchObject({ replayed: false, key: readKey });
+      const name = `order-${randomUUID().slice(0, 8)}`;
+      await call("memory_always.create_entities", { entities: [entity(name)] }, `mcpref-${randomUUID()}`);
+      expect(await inFile("memory_always", name)).toBe(1);
 
-  it("memory_never, gate: never: create_entities passes through without a key, each call runs, and each is in the audit log", async () => {
-    const name = `order-${randomUUID().slice(0, 8)}`;
-    const args = { entities: [entity(name)] };
-    const first = await call("memory_never.create_entities", args);
-    const second = await call("memory_never.create_entities", args);
-    expect(first.isError, text(first)).toBeFalsy();
-    // the second call reached the server (nothing replayed): it had the entity already
-    expect(first.structuredContent).toEqual({ entities: [entity(name)] });
-    expect(second.structuredContent).toEqual({ entities: [] });
-    expect(await inFile("memory_never", name)).toBe(1);
-    for (const result of [first, second]) {
-      expect(meta(result)).toEqual({ status: 200, executionId: expect.any(String) });
-      const trail = await until("the pass-through's outcome in the audit log", () => keyDetail(`passthrough:${meta(result)!.executionId}`), (d) => d.timeline.some((e) => e.type === "outcome"));
-      expect(trail.timeline).toEqual([
-        expect.objectContaining({ type: "intent", executionId: meta(result)!.executionId }),
-        expect.objectContaining({ type: "outcome", executionId: meta(result)!.executionId, outcome: "succeeded" }),
-      ]);
-    }
-  });
+      // the same key: the first answer, from the store, without the entity created since
+      const again = await call("memory_always.read_graph", {}, readKey);
+      expect(meta(again)).toMatchObject({ replayed: true, key: readKey });
+      expect(again.content).toEqual(before.content);
+      expect((again.structuredContent as { entities: Entity[] }).entities.map((e) => e.name)).not.toContain(name);
+      expect(await executions(readKey)).toBe(1);
+      // a new key reads it afresh
+      const fresh = await call("memory_always.read_graph", {}, `mcpref-read-${randomUUID()}`);
+      expect((fresh.structuredContent as { entities: Entity[] }).entities.map((e) => e.name)).toContain(name);
 
-  it("everything: toggle_subscriber_updates with one key toggles once (five at once, then a replay); the next key toggles back", async () => {
-    const key = `mcpref-toggle-${randomUUID()}`;
-    const together = await Promise.all(Array.from({ length: 5 }, () => call("everything.toggle_subscriber_updates", {}, key)));
-    for (const result of together) expect(result.content).toEqual(together[0].content);
-    expect(text(together[0])).toMatch(/^Started simulated resource updated notifications/);
-    const replay = await call("everything.toggle_subscriber_updates", {}, key);
-    expect(meta(replay)).toMatchObject({ replayed: true, key });
-    expect(replay.content).toEqual(together[0].content);
-    expect(await executions(key)).toBe(1);
-    // had the key run twice, the updates would be off again and this toggle would start them
-    const next = await call("everything.toggle_subscriber_updates", {}, `mcpref-toggle-${randomUUID()}`);
-    expect(text(next)).toMatch(/^Stopped simulated resource updates/);
-    const keyless = await call("everything.toggle_subscriber_updates", {});
-    expect(refusal(keyless, false)).toMatchObject({ type: "/problems/missing_key" });
-  });
+      // the per-tool override: search_nodes is a read again, answered without a key
+      const found = await call("memory_always.search_nodes", { query: name });
+      expect(found.isError, text(found)).toBeFalsy();
+      expect(meta(found)).toEqual({ status: 200 });
+      expect((found.structuredContent as { entities: Entity[] }).entities.map((e) => e.name)).toEqual([name]);
+    });
 
-  it("everything: the long-running operation, gated by its own gate: a retry during the run waits for it and gets its result, one run", async () => {
-    const keyless = await call("everything.trigger_long_running_operation", { duration: 1, steps: 1 });
-    expect(refusal(keyless, false)).toMatchObject({ type: "/problems/missing_key" });
+    it("memory_never, gate: never: create_entities passes through without a key, each call runs, and each is in the audit log", async () => {
+      const name = `order-${randomUUID().slice(0, 8)}`;
+      const args = { entities: [entity(name)] };
+      const first = await call("memory_never.create_entities", args);
+      const second = await call("memory_never.create_entities", args);
+      expect(first.isError, text(first)).toBeFalsy();
+      // the second call reached the server (nothing replayed): it had the entity already
+      expect(first.structuredContent).toEqual({ entities: [entity(name)] });
+      expect(second.structuredContent).toEqual({ entities: [] });
+      expect(await inFile("memory_never", name)).toBe(1);
+      for (const result of [first, second]) {
+        expect(meta(result)).toEqual({ status: 200, executionId: expect.any(String) });
+        const trail = await until("the pass-through's outcome in the audit log", () => keyDetail(`passthrough:${meta(result)!.executionId}`), (d) => d.timeline.some((e) => e.type === "outcome"));
+        expect(trail.timeline).toEqual([
+          expect.objectContaining({ type: "intent", executionId: meta(result)!.executionId }),
+          expect.objectContaining({ type: "outcome", executionId: meta(result)!.executionId, outcome: "succeeded" }),
+        ]);
+      }
+    });
 
-    const key = `mcpref-long-${randomUUID()}`;
-    const args = { duration: 3, steps: 3 };
-    const first = call("everything.trigger_long_running_operation", args, key);
-    await until("the operation running", () => keyDetail(key), (d) => d.state === "inflight");
-    const retry = await call("everything.trigger_long_running_operation", args, key);
-    const ran = await first;
-    expect(text(ran)).toBe("Long running operation completed. Duration: 3 seconds, Steps: 3.");
-    expect(meta(ran)).toMatchObject({ replayed: false, key });
-    expect(meta(retry)).toMatchObject({ replayed: true, key });
-    expect(retry.content).toEqual(ran.content);
-    expect(await executions(key)).toBe(1);
+    it("everything: toggle_subscriber_updates with one key toggles once (five at once, then a replay); the next key toggles back", async () => {
+      const key = `mcpref-toggle-${randomUUID()}`;
+      const together = await Promise.all(Array.from({ length: 5 }, () => call("everything.toggle_subscriber_updates", {}, key)));
+      for (const result of together) expect(result.content).toEqual(together[0].content);
+      expect(text(together[0])).toMatch(/^Started simulated resource updated notifications/);
+      const replay = await call("everything.toggle_subscriber_updates", {}, key);
+      expect(meta(replay)).toMatchObject({ replayed: true, key });
+      expect(replay.content).toEqual(together[0].content);
+      expect(await executions(key)).toBe(1);
+      // had the key run twice, the updates would be off again and this toggle would start them
+      const next = await call("everything.toggle_subscriber_updates", {}, `mcpref-toggle-${randomUUID()}`);
+      expect(text(next)).toMatch(/^Stopped simulated resource updates/);
+      const keyless = await call("everything.toggle_subscriber_updates", {});
+      expect(refusal(keyless, false)).toMatchObject({ type: "/problems/missing_key" });
+    });
+
+    it("everything: the long-running operation, gated by its own gate: a retry during the run waits for it and gets its result, one run", async () => {
+      const keyless = await call("everything.trigger_long_running_operation", { duration: 1, steps: 1 });
+      expect(refusal(keyless, false)).toMatchObject({ type: "/problems/missing_key" });
+
+      const key = `mcpref-long-${randomUUID()}`;
+      const args = { duration: 3, steps: 3 };
+      const first = call("everything.trigger_long_running_operation", args, key);
+      await until("the operation running", () => keyDetail(key), (d) => d.state === "inflight");
+      const retry = await call("everything.trigger_long_running_operation", args, key);
+      const ran = await first;
+      expect(text(ran)).toBe("Long running operation completed. Duration: 3 seconds, Steps: 3.");
+      expect(meta(ran)).toMatchObject({ replayed: false, key });
+      expect(meta(retry)).toMatchObject({ replayed: true, key });
+      expect(retry.content).toEqual(ran.content);
+      expect(await executions(key)).toBe(1);
+    });
   });
 });

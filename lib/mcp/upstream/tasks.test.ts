@@ -10,11 +10,13 @@ import {
   RELATED_TASK_META_KEY,
 } from "@modelcontextprotocol/sdk/types.js";
 import { Client as ClientV2, StreamableHTTPClientTransport as StreamableHTTPClientTransportV2 } from "@modelcontextprotocol/client";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { connectClient, startMcpGateway, type McpGateway } from "@/test/support/mcp-gateway";
 import { startMcpTaskServer, type McpTaskServer } from "@/test/support/mcp-task-server";
+import { startMcpV2TaskServer, type McpV2TaskServer } from "@/test/support/mcp-v2-task-server";
 import { stdioBridgeSession } from "@/test/support/stdio-bridge-session";
 import { startMcpUpstreams } from "./serve-upstreams";
+import { taskHandles } from "./task-handle";
 import type { McpUpstreams } from "./upstreams";
 
 // Idemgate in front of an MCP server that answers tools/call with tasks (2025-11-25 task-augmented
@@ -24,6 +26,7 @@ import type { McpUpstreams } from "./upstreams";
 let gateway: McpGateway;
 let upstreams: McpUpstreams;
 let taskServer: McpTaskServer;
+let modernTaskServer: McpV2TaskServer;
 let client: Client;
 let token: string;
 let otherTenant: Client;
@@ -45,8 +48,13 @@ async function rpcError(promise: Promise<unknown>): Promise<McpError> {
 
 beforeAll(async () => {
   taskServer = await startMcpTaskServer();
+  modernTaskServer = await startMcpV2TaskServer();
   gateway = await startMcpGateway("mcp_tasks");
-  upstreams = (await startMcpUpstreams(gateway.runtime, [{ name: "jobs", url: taskServer.url, timeoutMs: 5_000 }], { log: (line) => logs.push(line) }))!;
+  const servers = [
+    { name: "jobs", url: taskServer.url, timeoutMs: 5_000 },
+    { name: "jobs_modern", url: modernTaskServer.url, timeoutMs: 5_000 },
+  ];
+  upstreams = (await startMcpUpstreams(gateway.runtime, servers, { log: (line) => logs.push(line) }))!;
   token = await gateway.token("tenant-t");
   client = await connectClient(gateway.url, token);
   otherTenant = await connectClient(gateway.url, await gateway.token("tenant-other"));
@@ -58,6 +66,7 @@ afterAll(async () => {
   await upstreams?.close();
   await gateway?.close();
   await taskServer?.close();
+  await modernTaskServer?.close();
 });
 
 describe("a guarded server's tasks", () => {
@@ -142,6 +151,15 @@ describe("a guarded server's tasks", () => {
     expect(cancelled).toMatchObject({ taskId: task.taskId, status: "cancelled" });
   });
 
+  it("passes on the guarded server's refusal of a task request as its error code, without its words", async () => {
+    // a handle Idemgate made for this scope, naming a task the server does not have
+    const handle = taskHandles(gateway.runtime.config).handle("tenant-t", { tool: "jobs.start_job", taskId: randomUUID() });
+    const refused = await rpcError(getTask(client, handle));
+    expect(refused.code).toBe(-32602);
+    expect(refused.message).toContain("the MCP server jobs refused tasks/get for this task (error -32602)");
+    expect(refused.message).not.toContain("no task");
+  });
+
   it("refuses a task for a tool that never runs as one, and a call without a task for a tool that runs only as one; nothing runs", async () => {
     const label = randomUUID();
     const notATaskTool = await rpcError(callAsTask(client, { name: "jobs.plain", arguments: { label }, idempotencyKey: `task-${randomUUID()}` }));
@@ -194,5 +212,38 @@ describe("a refusal of a guarded tool that declares an output schema", () => {
     expect(JSON.parse(keyless.content[0].text)).toMatchObject({ type: "/problems/missing_key" });
     expect(keyless.content[0].text).toContain("params.idempotencyKey");
     expect(taskServer.runs(label)).toBe(0);
+  });
+});
+
+// The v2 SDK (2.4.0) carries no tasks on 2026-07-28: its server checks a tools/call result against
+// that revision's schema (a task is not a tool result) and its client refuses a `resultType: "task"`.
+// So a guarded server on 2026-07-28 that creates a task answers an error after creating it: the
+// outcome is unknown and the key is held, and no retry with the key creates a second task.
+describe("a guarded server on 2026-07-28 that answers tools/call with a task", () => {
+  it("creates one task for a key: five concurrent calls and a late retry get the key held as unknown, never a second task", async () => {
+    const modern = new ClientV2({ name: "v2", version: "1.0.0" }, { versionNegotiation: { mode: "auto" } });
+    await modern.connect(new StreamableHTTPClientTransportV2(new URL(gateway.url), { requestInit: { headers: { Authorization: `Bearer ${token}` } } }));
+    try {
+      expect(modern.getNegotiatedProtocolVersion()).toBe("2026-07-28");
+      const label = randomUUID();
+      const key = `task26-${randomUUID()}`;
+      type Answer = { isError?: boolean; structuredContent?: { type?: string; key?: string } };
+      const callOnce = () => modern.callTool({ name: "jobs_modern.start_job", arguments: { label }, idempotencyKey: key } as never) as Promise<Answer>;
+      const answers = await Promise.all(Array.from({ length: 5 }, callOnce));
+      await vi.waitFor(() => expect(modernTaskServer.runs(label)).toBe(1));
+      const late = await callOnce();
+      for (const answer of [...answers, late]) {
+        expect(answer.isError).toBe(true);
+        expect(answer.structuredContent).toMatchObject({ key, type: expect.stringMatching(/^\/problems\/(outcome_unknown|conflict)$/) });
+      }
+      expect(late.structuredContent?.type).toBe("/problems/outcome_unknown");
+      expect(modernTaskServer.created(label)).toBe(1);
+      expect(modernTaskServer.runs(label)).toBe(1);
+      expect(await gateway.runtime.store.get("tenant-t", key)).toMatchObject({ status: "unknown" });
+      // the guard spoke 2026-07-28 to that server
+      expect(new Set(modernTaskServer.callRevisions())).toEqual(new Set(["2026-07-28"]));
+    } finally {
+      await modern.close();
+    }
   });
 });
