@@ -8,7 +8,7 @@ import { SqlKeyStore } from "@/lib/store/sql/sql-key-store";
 import { defineTool } from "@/lib/tools/define-tool";
 import { ToolRegistry } from "@/lib/tools/registry";
 import { createTestPostgres, type TestPostgres } from "@/test/support/databases";
-import { installTestRuntime } from "@/test/support/runtime";
+import { installTestRuntime, invokeTool } from "@/test/support/runtime";
 import { getKeyDetail } from "./get-key-detail";
 import { probeKey } from "./probe-key";
 import { presentKeyDetail } from "./present-key-detail";
@@ -50,10 +50,7 @@ describe("arguments kept for operators", () => {
   let runtime: Runtime;
   const tokens: Record<string, string> = {};
 
-  async function call(scope: string, tool: string, key: string, args: unknown) {
-    const t = runtime.registry.get(tool);
-    return runtime.engine.invoke(t, runtime.registry.runnerFor(t, runtime.db.prisma), { scope, key, args: runtime.registry.parseArgs(t, args) });
-  }
+  const call = (scope: string, tool: string, key: string, args: unknown) => invokeTool(runtime, scope, tool, key, args);
 
   async function asToken(scope: string, key: string, token: string) {
     const res = await keyRoute.GET(new Request(`http://idemgate.test/api/v1/keys/${scope}/${key}`, { headers: { authorization: `Bearer ${token}` } }), {

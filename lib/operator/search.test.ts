@@ -8,7 +8,7 @@ import { SqlKeyStore } from "@/lib/store/sql/sql-key-store";
 import { defineTool } from "@/lib/tools/define-tool";
 import { ToolRegistry } from "@/lib/tools/registry";
 import { createTestPostgres, type TestPostgres } from "@/test/support/databases";
-import { installTestRuntime } from "@/test/support/runtime";
+import { installTestRuntime, invokeTool } from "@/test/support/runtime";
 import { search } from "./search";
 
 vi.mock("server-only", () => ({}));
@@ -33,10 +33,7 @@ describe("search", () => {
   let runtime: Runtime;
   const tokens: Record<string, string> = {};
 
-  async function call(scope: string, tool: string, key: string, args: unknown) {
-    const t = runtime.registry.get(tool);
-    return runtime.engine.invoke(t, runtime.registry.runnerFor(t, runtime.db.prisma), { scope, key, args: runtime.registry.parseArgs(t, args) });
-  }
+  const call = (scope: string, tool: string, key: string, args: unknown) => invokeTool(runtime, scope, tool, key, args);
   const asToken = async (q: string, scope: string) => {
     const res = await searchRoute.GET(new Request(`http://idemgate.test/api/v1/search?q=${encodeURIComponent(q)}`, { headers: { authorization: `Bearer ${tokens[scope]}` } }), {
       params: Promise.resolve({}),

@@ -33,3 +33,9 @@ export function installTestRuntime(parts: { db: Database; store: KeyStore; regis
   holder.__idemgateRuntime = installed;
   return runtime;
 }
+
+/** Calls `tool` through the runtime's engine as the gateway would: its arguments parsed, under `scope` and `key`. */
+export function invokeTool(runtime: Runtime, scope: string, tool: string, key: string, args: unknown) {
+  const t = runtime.registry.get(tool);
+  return runtime.engine.invoke(t, runtime.registry.runnerFor(t, runtime.db.prisma), { scope, key, args: runtime.registry.parseArgs(t, args) });
+}
