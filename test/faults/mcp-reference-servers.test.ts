@@ -14,8 +14,10 @@ import { ROOT, removeDataDir, startServer, type RunningServer } from "@/test/sup
 import { deleteRedisPrefix } from "@/test/support/stores";
 
 // The official reference MCP servers, guarded by a production server (scripts/serve.mjs) declared in
-// its configuration file's `mcpServers:`, over stdio, each through `npx -y <package>@<version>` as a
-// deployment would run them: @modelcontextprotocol/server-memory (a knowledge graph kept in a file,
+// its configuration file's `mcpServers:`, over stdio, each the package's own script run by node from
+// where `npx` installed it (as a deployment that installed the package runs it; `command: npx` would
+// pay for npm's start on every connect, twice with the v2 client's version probe, which on a loaded
+// machine kept eight servers from connecting for minutes): @modelcontextprotocol/server-memory (a knowledge graph kept in a file,
 // MEMORY_FILE_PATH, one per declaration in a temporary directory) and
 // @modelcontextprotocol/server-everything. Called through Idemgate's /mcp with the official v2 client
 // on both protocol revisions (2026-07-28 and 2025-11-25, each case asserting the one it got), on both
@@ -56,25 +58,36 @@ const refusal = (result: CallToolResult, declaresOutputSchema = true) => {
 
 /** The servers' declarations: what the tests below observe of each gating rule. */
 function configYaml(dir: string): string {
+  const node = JSON.stringify(process.execPath);
   const memory = (name: string, extra = "") =>
-    `  - name: ${name}\n    command: npx\n    args: ["-y", "${MEMORY}"]\n    env: { MEMORY_FILE_PATH: ${JSON.stringify(path.join(dir, `${name}.jsonl`))} }\n    timeoutMs: 30000\n${extra}`;
+    `  - name: ${name}\n    command: ${node}\n    args: [${JSON.stringify(scripts.memory)}]\n    env: { MEMORY_FILE_PATH: ${JSON.stringify(path.join(dir, `${name}.jsonl`))} }\n    timeoutMs: 30000\n${extra}`;
   return [
     "mcpServers:",
     memory("memory"),
     memory("memory_always", "    gate: always\n    tools: { search_nodes: { gate: by-annotations } }\n"),
     memory("memory_never", "    gate: never\n"),
-    `  - name: everything\n    command: npx\n    args: ["-y", "${EVERYTHING}", "stdio"]\n    timeoutMs: 30000\n    tools: { trigger-long-running-operation: { gate: always } }\n`,
+    `  - name: everything\n    command: ${node}\n    args: [${JSON.stringify(scripts.everything)}, "stdio"]\n    timeoutMs: 30000\n    tools: { trigger-long-running-operation: { gate: always } }\n`,
   ].join("\n");
 }
+
+/** each package's own script (its `bin`), where npx installed it */
+const scripts = { memory: "", everything: "" };
 
 // Fetched once into npx's cache before any server starts, so a registry that cannot be reached fails
 // here, saying so, rather than as servers that never connect.
 beforeAll(async () => {
-  for (const pkg of [MEMORY, EVERYTHING]) {
-    await promisify(execFile)("npx", ["--yes", "--package", pkg, "--", "node", "-e", "0"], { cwd: ROOT, timeout: 240_000 }).catch((err: { stderr?: string; message: string }) => {
-      throw new Error(`npx could not fetch ${pkg}: ${err.stderr || err.message}`);
-    });
-  }
+  const installed = async (pkg: string, bin: string) => {
+    const { stdout } = await promisify(execFile)("npx", ["--yes", "--package", pkg, "--", "sh", "-c", `realpath "$(command -v ${bin})"`], { cwd: ROOT, timeout: 240_000 }).catch(
+      (err: { stderr?: string; message: string }) => {
+        throw new Error(`npx could not fetch ${pkg}: ${err.stderr || err.message}`);
+      },
+    );
+    const script = stdout.trim();
+    if (!script.endsWith(".js")) throw new Error(`npx installed ${pkg} but its ${bin} script was not found (${JSON.stringify(stdout)})`);
+    return script;
+  };
+  scripts.memory = await installed(MEMORY, "mcp-server-memory");
+  scripts.everything = await installed(EVERYTHING, "mcp-server-everything");
 }, 500_000);
 
 const configurations = [
@@ -140,7 +153,7 @@ describe.each(configurations)("the reference MCP servers guarded on the $name co
     server = await startServer({ port: configuration.port, dataDir, env });
     token = (await server.credentials()).apiToken;
     for (const { revision } of REVISIONS) clients.set(revision, await connectOnRevision(`${server.url}/mcp`, token, revision, "fault-mcp-reference"));
-    // the four servers connect in the background once the server is up (npx starts each)
+    // the four servers connect in the background once the server is up (node starts each)
     const expected = ["memory.create_entities", "memory_always.read_graph", "memory_never.create_entities", "everything.echo"];
     await until(
       "the four reference servers connecting",
