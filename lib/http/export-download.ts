@@ -17,10 +17,15 @@ export function parseExportFormat(raw: string | null | undefined): ExportFormat 
   return format;
 }
 
-/** RFC 4180: a field with a comma, quote or line break is quoted, its quotes doubled. */
+/**
+ * RFC 4180: a field with a comma, quote or line break is quoted, its quotes doubled. A text that a
+ * spreadsheet would read as a formula (a key or a summary a caller chose, starting with = + - @, a
+ * tab or a carriage return) is written with a leading ' so it stays text (OWASP's CSV injection rule).
+ */
 export function csvField(value: unknown): string {
   if (value === null || value === undefined) return "";
-  const s = value instanceof Date ? value.toISOString() : String(value);
+  let s = value instanceof Date ? value.toISOString() : String(value);
+  if (typeof value === "string" && /^[=+\-@\t\r]/.test(s)) s = `'${s}`;
   return /[",\r\n]/.test(s) ? `"${s.replaceAll('"', '""')}"` : s;
 }
 

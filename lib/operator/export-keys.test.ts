@@ -78,6 +78,13 @@ describe("export keys", () => {
     expect(csvField('a"b')).toBe('"a""b"');
   });
 
+  it("writes a text a spreadsheet would take for a formula as text", () => {
+    expect(csvField("=HYPERLINK(\"http://evil.example\",\"x\")")).toBe(`"'=HYPERLINK(""http://evil.example"",""x"")"`);
+    for (const start of ["+", "-", "@", "\t", "\r"]) expect(csvField(`${start}1+1`).replace(/^"/, "")).toMatch(/^'/);
+    expect(csvField("order-1")).toBe("order-1");
+    expect(csvField(-3)).toBe("-3");
+  });
+
   it("refuses a bad format, state or another scope with a problem", async () => {
     for (const [query, status, said] of [
       ["format=xlsx", 400, /format=xlsx is not an export format/],
