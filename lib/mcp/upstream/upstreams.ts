@@ -40,16 +40,18 @@ const AnyResultSchema = z.looseObject({});
 const MAX_LISTED_PAGES = 20;
 
 /**
- * The HTTP status of the POST that carried a call, noted by the transport's fetch. On 2026-07-28 the
- * v2 transport hands a 400 that carries a JSON-RPC error to the caller as that error (a
- * ProtocolError), not as an HTTP error: the status says the server refused it before processing it.
+ * The HTTP statuses of the POSTs made for one call, noted by the transport's fetch (a redirect's hop
+ * is not an answer and is left out). On 2026-07-28 the v2 transport hands a 400 that carries a
+ * JSON-RPC error to the caller as that error (a ProtocolError), not as an HTTP error: the status says
+ * the server refused the call before processing it — but only when the call's own POST is the one
+ * POST made for it. Anything more (a cancellation, a resend after authenticating, a retry the SDK
+ * makes) leaves the status untold, and the outcome unknown.
  */
-const postStatus = new AsyncLocalStorage<{ status?: number }>();
+const postStatuses = new AsyncLocalStorage<number[]>();
 const statusNotingFetch = async (url: string | URL, init?: RequestInit): Promise<Response> => {
   const response = await fetch(url, init);
-  const slot = postStatus.getStore();
-  // the first POST is the call's own (a cancellation sent after a timeout is another)
-  if (slot && slot.status === undefined && init?.method === "POST") slot.status = response.status;
+  const statuses = postStatuses.getStore();
+  if (statuses && init?.method === "POST" && !(response.status >= 300 && response.status < 400)) statuses.push(response.status);
   return response;
 };
 
@@ -126,13 +128,13 @@ export class UpstreamConnection implements McpCallTarget {
     const client = this.client;
     if (!client) throw new McpNotSentError(`not connected to ${this.name}`);
     const sentSessionId = sessionIdOf(client) !== undefined;
-    const post: { status?: number } = {};
+    const posts: number[] = [];
     try {
-      const answer = await postStatus.run(post, () => client.request({ method: "tools/call", params: params as { name: string } }, AnyResultSchema, { timeout: timeoutMs }));
+      const answer = await postStatuses.run(posts, () => client.request({ method: "tools/call", params: params as { name: string } }, AnyResultSchema, { timeout: timeoutMs }));
       // a task the server created is passed on as it came; anything else must be a tool result
       return isCreateTaskResult(answer) ? answer : toolResult(answer);
     } catch (err) {
-      const notSent = notSentError(err, sentSessionId, post.status);
+      const notSent = notSentError(err, sentSessionId, posts.length === 1 ? posts[0] : undefined);
       if (notSent?.refused && client === this.client) {
         // a refused connection is the server down now: the calls after this one are refused
         // without trying until it is back, rather than after two missed pings
@@ -169,14 +171,18 @@ export class UpstreamConnection implements McpCallTarget {
       {
         // 2026-07-28 where the server speaks it (server/discover), else the 2025-11-25 handshake
         versionNegotiation: { mode: "auto" },
-        // re-listing on list_changed walks the pages too; past the cap it fails and the last list stays
-        listMaxPages: MAX_LISTED_PAGES,
+        // on list_changed the tools are re-listed as on connecting (listAll: the first pages of a
+        // server with more than the cap, rather than the SDK's listing, which refuses such a server)
         listChanged: {
           tools: {
-            onChanged: (err, tools) => {
+            autoRefresh: false,
+            onChanged: (err) => {
               if (generation !== this.generation) return;
-              if (err) this.options.log?.(`${this.name}: re-listing tools failed: ${err.message}`);
-              else if (tools) this.setTools(tools);
+              if (err) return this.options.log?.(`${this.name}: re-listing tools failed: ${err.message}`);
+              listAll(client).then(
+                (tools) => generation === this.generation && this.setTools(tools),
+                (failed: Error) => this.options.log?.(`${this.name}: re-listing tools failed: ${failed.message}`),
+              );
             },
           },
         },
