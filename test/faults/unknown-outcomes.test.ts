@@ -14,6 +14,8 @@ import { deleteRedisPrefix } from "@/test/support/stores";
 // Ports 3137–3138 (gateways), 4331–4334 (services) are this file's (moved by IDEMGATE_TEST_PORT_BASE).
 
 const SERVICE_PORT = testPort(4331);
+/** how long /slow and /dedupe take to answer, against their tools' 400 ms timeout */
+const SLOW_ANSWER_MS = 3_000;
 const LATE_PORT = testPort(4332);
 const CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"];
 
@@ -28,7 +30,13 @@ class CountingService {
   readonly keysSeen = new Map<string, string[]>();
   private readonly stored = new Map<string, unknown>();
   private readonly holds = new Set<() => void>();
+  private readonly finished = new Map<string, number>();
   private server: Server | null = null;
+
+  /** How many calls to `path` the service has finished (answered, or ended as its case says). */
+  finishedCalls(path: string): number {
+    return this.finished.get(path) ?? 0;
+  }
 
   /** Answers every call /hold is holding. */
   answerHeld(): void {
@@ -53,6 +61,7 @@ class CountingService {
     const key = String(req.headers["idempotency-key"] ?? "");
     this.keysSeen.set(path, [...(this.keysSeen.get(path) ?? []), key]);
     const json = (status: number, value: unknown) => {
+      this.finished.set(path, this.finishedCalls(path) + 1);
       if (res.destroyed) return;
       res.writeHead(status, { "content-type": "application/json" });
       res.end(JSON.stringify(value));
@@ -70,13 +79,14 @@ class CountingService {
     switch (path) {
       case "/slow":
       case "/dedupe":
-        setTimeout(() => json(201, result), 1_200);
+        setTimeout(() => json(201, result), SLOW_ANSWER_MS);
         return;
       case "/fail500":
         return json(500, { error: "crashed after writing" });
       case "/probe":
         return json(502, { error: "bad gateway after writing" });
       case "/reset":
+        this.finished.set(path, this.finishedCalls(path) + 1);
         req.socket.destroy();
         return;
       case "/hold": {
@@ -109,7 +119,8 @@ class CountingService {
 
 // A service that answers at once gets a timeout no busy machine reaches (a timeout there would be an
 // unknown outcome the test did not ask for); the two whose case IS the timeout get 400 ms against
-// their 1.2 s answers.
+// their 3 s answers (with 1.2 s, a server whose event loop stalled for a second under the suite's
+// load read the answer before its timer fired, once).
 const upstream = (name: string, path: string, extra: Record<string, unknown> = {}, port = SERVICE_PORT) => ({
   name,
   url: `http://127.0.0.1:${port}${path}`,
@@ -235,13 +246,14 @@ describe.each(configurations)("unknown outcomes on the $name configuration", (co
 
   it.each(unknownCases)("$case: held as unknown, 5 retries through lib/client run nothing", async ({ case: name, tool, path, status, note }) => {
     const key = `u-${randomUUID()}`;
+    const before = service.finishedCalls(path);
     const first = await invoke(tool, { amountCents: 500 }, key);
     expect(first.status).toBe(status);
     expect(first.body).toMatchObject({ type: "/problems/outcome_unknown", key, state: "unknown", executionId: expect.any(String) });
 
     const answers = await retries(tool, { amountCents: 500 }, key);
     expect(answers).toEqual(Array(5).fill({ problem: "/problems/outcome_unknown", status: 409 }));
-    await new Promise((r) => setTimeout(r, 1_300)); // the slow service's late answer, too
+    await waitFor("the service to finish the call", async () => service.finishedCalls(path) >= before + 1); // the slow service's late answer, too
     const detail = await keyDetail(key);
     expect(detail.record?.state).toBe("unknown");
     expect(detail.record?.outcomeNote).toEqual(typeof note === "string" ? note : expect.stringMatching(note));
@@ -308,9 +320,10 @@ describe.each(configurations)("unknown outcomes on the $name configuration", (co
 
   it("with dedupes, an unknown call is sent again with the same derived key and the service applies it once", async () => {
     const key = `u-${randomUUID()}`;
+    const before = service.finishedCalls("/dedupe");
     const first = await invoke("svc.dedupe", { amountCents: 1_300 }, key);
     expect(first.status).toBe(504);
-    await new Promise((r) => setTimeout(r, 1_300)); // the service finishes the first call
+    await waitFor("the service to finish the first call", async () => service.finishedCalls("/dedupe") >= before + 1);
     const answers = await retries("svc.dedupe", { amountCents: 1_300 }, key);
     expect(answers[0]).toMatchObject({ replayed: false, status: 201 });
     expect(answers.slice(1).every((a) => a.replayed === true)).toBe(true);
