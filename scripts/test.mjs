@@ -3,8 +3,8 @@
 //   typecheck
 //   layout
 //   unit ──────┐            (vitest against the real PostgreSQL and Redis)
-//   build ─────┴─ faults    (killed processes, lost stores, against the production build)
-//         └────── e2e       (Playwright in Chromium against the production build)
+//   build ─────┼─ e2e       (Playwright in Chromium against the production build)
+//              └─ faults    (killed processes, lost stores, against the production build)
 //
 // Much of the suite waits on servers, browsers and leases rather than on the CPU, so stages
 // overlap; each one's data is its own (random databases and Redis prefixes, distinct ports from
@@ -29,10 +29,9 @@ const STAGES = [
   { name: "layout", args: ["scripts/check-layout.mjs"] },
   { name: "unit", args: [bin("vitest", "vitest.mjs"), "run"] },
   { name: "build", args: ["scripts/build-if-stale.mjs"] },
-  // e2e as soon as the build is there: it mostly waits (on pages, servers and leases: about 0.45
-  // CPU-s per second), so it runs beside the unit tests; faults after the unit tests, which are about
-  // timing within one process too and were starved into failing with all of the suite at once
-  { name: "e2e", args: ["scripts/e2e.mjs"], after: ["build"] },
+  // after the unit tests: many of those are about timing within one process, and with all of the
+  // suite on two cores at once they were starved into failing; e2e and faults side by side are not
+  { name: "e2e", args: ["scripts/e2e.mjs"], after: ["build", "unit"] },
   { name: "faults", args: ["scripts/faults.mjs"], after: ["build", "unit"] },
 ];
 // how many lines of a passing stage's log end up in the summary
