@@ -129,11 +129,12 @@ test("the retry-gap histogram and the suggested TTL follow seeded replays", asyn
     await expect(page.getByTestId("marker-ttl")).toBeVisible();
     await expect(async () => {
       // the x axis' bounds are the tick labels with a unit (100ms … 1d, ∞); the y axis' are plain counts
-      const boxes = [
-        ...(await page.getByTestId("gap-histogram").locator(".recharts-cartesian-axis-tick-value").filter({ hasText: /[a-z∞]/ }).all()),
-        ...(await page.getByTestId("gap-markers").locator("li").all()),
-      ];
-      const rects = (await Promise.all(boxes.map((b) => b.boundingBox()))).filter((r): r is NonNullable<typeof r> => r !== null && r.width > 0);
+      // each list's boxes read in the page at once (a round trip per label took the 10 s on a loaded machine)
+      const boxesOf = (elements: Element[]) => elements.map((e) => ({ text: e.textContent ?? "", ...e.getBoundingClientRect().toJSON() }) as { text: string; x: number; y: number; width: number; height: number });
+      const rects = [
+        ...(await page.getByTestId("gap-histogram").locator(".recharts-cartesian-axis-tick-value").evaluateAll(boxesOf)).filter((r) => /[a-z∞]/.test(r.text)),
+        ...(await page.getByTestId("gap-markers").locator("li").evaluateAll(boxesOf)),
+      ].filter((r) => r.width > 0);
       expect(rects.length).toBeGreaterThan(3);
       const overlaps: string[] = [];
       for (let i = 0; i < rects.length; i++) {
@@ -143,7 +144,7 @@ test("the retry-gap histogram and the suggested TTL follow seeded replays", asyn
         }
       }
       expect(overlaps, `labels overlapping at ${width} px`).toEqual([]);
-    }).toPass({ timeout: 10_000 });
+    }).toPass({ timeout: 20_000 });
   }
   await shot(page, testInfo, "tool-detail-narrow", true);
   await page.setViewportSize({ width: 1280, height: 720 });
