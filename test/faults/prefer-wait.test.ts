@@ -30,7 +30,22 @@ async function charges(server: RunningServer, token: string, customerId: string)
   return ((await res.json()) as { charges: unknown[] }).charges.length;
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+/**
+ * Waits until a call holds `key` (and at least `ms`): a duplicate sent before the first call has
+ * reserved the key would be the first call itself (on a loaded machine a request can take longer
+ * than a fixed pause to arrive).
+ */
+async function heldFor(server: RunningServer, token: string, key: string, ms: number): Promise<void> {
+  const pause = sleep(ms);
+  for (let i = 0; i < 400; i++) {
+    const res = await fetch(`${server.url}/api/v1/keys/demo/${encodeURIComponent(key)}`, { headers: { authorization: `Bearer ${token}` } });
+    if (res.ok && ((await res.json()) as { record: { state: string } | null }).record?.state === "inflight") return pause;
+    await sleep(25);
+  }
+  throw new Error(`no call held ${key}`);
+}
 
 const configurations = [
   { name: "embedded (PGlite), one process", ports: [testPort(3150)], servers: false },
@@ -84,7 +99,7 @@ describe.each(configurations)("Prefer: wait on $name", (configuration) => {
       const key = `wait-${randomUUID()}`;
       const args = { customerId, amountCents: 1_000, currency: "EUR", simulate: { latencyMs: 1_500 } };
       const running = call(first, token, key, args);
-      await sleep(300);
+      await heldFor(first, token, key, 300);
       const waiter = await call(second, token, key, args, { prefer: "wait=10" });
       const original = await running;
       expect(original.status).toBe(200);
@@ -101,7 +116,7 @@ describe.each(configurations)("Prefer: wait on $name", (configuration) => {
     const key = `wait-${randomUUID()}`;
     const args = { customerId: `cus_${randomUUID().slice(0, 8)}`, amountCents: 1_000, currency: "EUR", simulate: { latencyMs: 2_500 } };
     const running = call(first, token, key, args);
-    await sleep(200);
+    await heldFor(first, token, key, 200);
     const waiter = await call(second, token, key, args, { prefer: "wait=1" });
     expect(waiter.status).toBe(409);
     expect(JSON.parse(waiter.body).type).toBe("/problems/conflict");
