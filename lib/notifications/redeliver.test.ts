@@ -86,7 +86,7 @@ describe("redeliver a webhook delivery", () => {
     expect(answer.body).toMatchObject({ redelivered: true, eventId: event.id, endpoint: "ops", previousStatus: "delivered" });
     // one row per (endpoint, event): the same row is due again, its attempts restarted
     expect(await pg.db.prisma.webhookDelivery.count()).toBe(1);
-    expect(await pg.db.prisma.webhookDelivery.findFirstOrThrow()).toMatchObject({ id: row.id, status: "pending", attempts: 0, deliveredAt: null });
+    expect(await pg.db.prisma.webhookDelivery.findFirstOrThrow()).toMatchObject({ id: row.id, status: "pending", attempts: 0, deliveredAt: null, lastStatus: null, lastError: null, lastAttemptAt: null });
     // the reconciler finding the same event again still adds nothing
     expect(await enqueueEvents(pg.db.prisma, [endpoint], [event])).toBe(0);
 

@@ -11,7 +11,8 @@ import type { WebhookEndpoint } from "./webhook-config";
  * still adds nothing, and a redelivery is that row due again with its attempt count back at 0 (the
  * endpoint's retries all over). The event and its id are unchanged, so a receiver that has it
  * already can drop it; each attempt is signed with a new timestamp. The log keeps the earlier
- * attempts, with a line saying who asked for the redelivery. A pending delivery is refused: it is
+ * attempts, with a line saying who asked for the redelivery; the row's last answer is cleared, as
+ * the new series has had none yet. A pending delivery is refused: it is
  * already being sent. Recorded in the operator trail with the actor and the reason.
  */
 export async function redeliverDelivery(
@@ -29,7 +30,7 @@ export async function redeliverDelivery(
     // only from a finished state: two operators clicking at once start one series, not two
     const out = await tx.webhookDelivery.updateMany({
       where: { id: row.id, status: { in: ["delivered", "failed"] } },
-      data: { status: "pending", attempts: 0, nextAttemptAt: at, leaseOwner: null, leaseUntil: null, deliveredAt: null, log: log as unknown as Prisma.InputJsonValue },
+      data: { status: "pending", attempts: 0, nextAttemptAt: at, leaseOwner: null, leaseUntil: null, deliveredAt: null, lastStatus: null, lastError: null, lastAttemptAt: null, log: log as unknown as Prisma.InputJsonValue },
     });
     if (out.count !== 1) throw new InvalidStateError(`the delivery of event ${row.eventId} to ${row.endpoint} is still pending: it is being sent already`, null);
     await recordOperatorAction(tx, {
