@@ -63,9 +63,13 @@ function Attempts({ d }: { d: DeliveryRow }) {
 }
 
 /** Only a finished delivery is sent again: a pending one is being sent already. */
-function Redeliver({ d, can }: { d: DeliveryRow; can: boolean }) {
+function Redeliver({ d, can, className }: { d: DeliveryRow; can: boolean; className: string }) {
   if (!can || d.status === "pending") return null;
-  return <RedeliverButton id={d.id} eventId={d.eventId} endpoint={d.endpoint} />;
+  return (
+    <div className={className}>
+      <RedeliverButton id={d.id} eventId={d.eventId} endpoint={d.endpoint} />
+    </div>
+  );
 }
 
 /** The delivery log: a table from md up, one card per delivery below; operators may send a finished delivery again. */
@@ -108,11 +112,7 @@ export function DeliveriesTable({ items, canRedeliver }: { items: DeliveryRow[];
                   <StatusBadge status={d.status} />
                   {d.deliveredAt && <div className="mt-0.5 text-[11px] whitespace-nowrap text-faint">{formatTimestamp(d.deliveredAt).slice(11)}</div>}
                   {d.nextAttemptAt && d.attempts > 0 && <div className="mt-0.5 text-[11px] whitespace-nowrap text-faint">next {formatTimestamp(d.nextAttemptAt).slice(11)}</div>}
-                  {canRedeliver && d.status !== "pending" && (
-                    <div className="mt-1.5">
-                      <Redeliver d={d} can={canRedeliver} />
-                    </div>
-                  )}
+                  <Redeliver d={d} can={canRedeliver} className="mt-1.5" />
                 </td>
                 <td className="px-4 py-2.5">
                   <Attempts d={d} />
@@ -148,11 +148,7 @@ export function DeliveriesTable({ items, canRedeliver }: { items: DeliveryRow[];
               <dt className="text-muted">Event id</dt>
               <dd className="font-mono text-[11.5px] break-all">{d.eventId}</dd>
             </dl>
-            {canRedeliver && d.status !== "pending" && (
-              <div className="mt-3">
-                <Redeliver d={d} can={canRedeliver} />
-              </div>
-            )}
+            <Redeliver d={d} can={canRedeliver} className="mt-3" />
           </li>
         ))}
       </ul>
