@@ -1,3 +1,4 @@
+import path from "node:path";
 import { defineConfig } from "vitest/config";
 
 // Where a new test file goes:
@@ -15,6 +16,19 @@ const SERIAL = [
   // processes racing for one data directory's lock at the same moment
   "lib/db/lock.test.ts",
 ];
+// The "parallel" files share their worker's modules (isolate: false): each file's imports are
+// evaluated once per worker rather than once per file, which was about a third of the unit tests'
+// CPU (Prisma's client, the MCP SDKs, zod schemas). A file that replaces modules (vi.mock of
+// anything but server-only, which is aliased to its empty build below) or asserts on state the
+// whole process shares (what globalThis holds, "nothing configured in this process") goes in
+// ISOLATED: those run with fresh modules, one file per worker.
+const ISOLATED = [
+  // vi.mock("@/lib/auth/session")
+  "lib/anomalies/export-anomalies.test.ts",
+  "lib/notifications/redeliver.test.ts",
+  // "no MCP server is configured in this process": another file's upstreams are on globalThis
+  "lib/mcp/upstream/console-view.test.ts",
+];
 
 const shared = {
   testTimeout: 30_000,
@@ -24,7 +38,9 @@ const shared = {
 };
 
 export default defineConfig({
-  resolve: { tsconfigPaths: true },
+  // server-only's default export throws outside React's server build: its empty build here, so no
+  // test file needs vi.mock("server-only") (which would make it one to isolate)
+  resolve: { tsconfigPaths: true, alias: { "server-only": path.resolve(import.meta.dirname, "node_modules/server-only/empty.js") } },
   test: {
     globalSetup: ["test/support/global-setup.ts"],
     // files are mostly waiting on PostgreSQL and Redis: more workers than the 2 cores pay
@@ -37,10 +53,12 @@ export default defineConfig({
         test: {
           ...shared,
           name: "parallel",
+          isolate: false,
           include: ["lib/**/*.test.ts", "cli/**/*.test.ts", "app/**/*.test.ts", "test/**/*.test.ts"],
-          exclude: ["e2e/**", ".next/**", "node_modules/**", "test/faults/**", ...SERIAL],
+          exclude: ["e2e/**", ".next/**", "node_modules/**", "test/faults/**", ...SERIAL, ...ISOLATED],
         },
       },
+      { extends: true, test: { ...shared, name: "isolated", include: ISOLATED } },
       {
         extends: true,
         test: { ...shared, name: "serial", include: SERIAL, fileParallelism: false, sequence: { groupOrder: 1 } },

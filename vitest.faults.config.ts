@@ -22,9 +22,11 @@ export default defineConfig({
   test: {
     // the test databases in-process (createTestPostgres) are copies of one migrated once
     globalSetup: ["test/support/global-setup.ts"],
+    // and the embedded servers' first starts a copy of the run's migrated database (test/support/server.ts)
+    setupFiles: ["test/support/fault-setup.ts"],
     include: ["test/faults/**/*.test.ts"],
     testTimeout: 180_000,
-    hookTimeout: 120_000,
+    hookTimeout: 180_000,
     // each file's servers, ports (scripts/test-ports.mjs), databases and Redis prefixes are its own;
     // the files mostly wait on servers, leases and killed processes (about 0.6 CPU-s per second of
     // wall time beside the e2e suite), so three run at a time

@@ -29,37 +29,48 @@ async function openFirst(page: Page, list: string, rowLink: string): Promise<boo
   return true;
 }
 
+const PAGES = ["/", "/keys", "/anomalies", "/audit", "/tools", "/status", "/docs", "/tokens", "/webhooks"];
+
+// one test per page and width (a few seconds each; one test over all of them ran past any fair bound
+// on a busy machine, and named no page when it did)
 for (const size of WIDTHS) {
-  test(`every console page at ${size.name} px has no serious or critical accessibility violation`, async ({ page, request }, testInfo) => {
-    test.setTimeout(180_000);
-    await page.setViewportSize({ width: size.width, height: size.height });
-    const { apiToken } = await signInAsOperator(page, testInfo);
-    // a charge of our own, so the lists have a key (the e2e servers seed no demo traffic)
-    const charged = await request.post("/api/v1/tools/payments.charge/invoke", {
-      headers: { Authorization: `Bearer ${apiToken}`, "Idempotency-Key": `a11y-${size.name}-${Date.now()}` },
-      data: { customerId: `cus_a11y_${size.name}`, amountCents: 1999, currency: "EUR" },
+  test.describe(`at ${size.name} px`, () => {
+    test.beforeEach(async ({ page }) => {
+      await page.setViewportSize({ width: size.width, height: size.height });
     });
-    expect(charged.status()).toBe(200);
-    for (const path of ["/", "/keys", "/anomalies", "/audit", "/tools", "/status", "/docs", "/tokens", "/webhooks"]) {
-      await page.goto(path);
-      await expect(page.locator("main")).toBeVisible();
-      await scan(page, path);
+
+    for (const path of PAGES) {
+      test(`${path} has no serious or critical accessibility violation`, async ({ page }, testInfo) => {
+        await signInAsOperator(page, testInfo, path);
+        await expect(page.locator("main")).toBeVisible();
+        await scan(page, path);
+      });
     }
-    // the saved views menu and its dialog, on a list page
-    await page.goto("/keys");
-    await page.getByTestId("views-button").click();
-    await expect(page.getByTestId("views-menu").getByTestId("save-view")).toBeVisible();
-    await scan(page, "/keys with the saved views menu open");
-    await page.getByTestId("save-view").click();
-    await expect(page.getByTestId("view-name")).toBeVisible();
-    await scan(page, "/keys with the save view dialog open");
-    await page.keyboard.press("Escape");
-    // one of each detail page, from its list
-    expect(await openFirst(page, "/keys", '[data-testid="key-row"] a[href^="/keys/"]'), "a key to open").toBe(true);
-    await scan(page, `a key page (${new URL(page.url()).pathname})`);
-    expect(await openFirst(page, "/tools", 'main a[href^="/tools/"]'), "a tool to open").toBe(true);
-    await scan(page, `a tool page (${new URL(page.url()).pathname})`);
-    if (await openFirst(page, "/anomalies", 'main a[href^="/anomalies/"]')) await scan(page, `an anomaly page (${new URL(page.url()).pathname})`);
+
+    test("the saved views menu and its dialog have no serious or critical accessibility violation", async ({ page }, testInfo) => {
+      await signInAsOperator(page, testInfo, "/keys");
+      await page.getByTestId("views-button").click();
+      await expect(page.getByTestId("views-menu").getByTestId("save-view")).toBeVisible();
+      await scan(page, "/keys with the saved views menu open");
+      await page.getByTestId("save-view").click();
+      await expect(page.getByTestId("view-name")).toBeVisible();
+      await scan(page, "/keys with the save view dialog open");
+    });
+
+    test("a key, a tool and an anomaly page have no serious or critical accessibility violation", async ({ page, request }, testInfo) => {
+      const { apiToken } = await signInAsOperator(page, testInfo);
+      // a charge of our own, so the lists have a key (the e2e servers seed no demo traffic)
+      const charged = await request.post("/api/v1/tools/payments.charge/invoke", {
+        headers: { Authorization: `Bearer ${apiToken}`, "Idempotency-Key": `a11y-${size.name}-${Date.now()}` },
+        data: { customerId: `cus_a11y_${size.name}`, amountCents: 1999, currency: "EUR" },
+      });
+      expect(charged.status()).toBe(200);
+      expect(await openFirst(page, "/keys", '[data-testid="key-row"] a[href^="/keys/"]'), "a key to open").toBe(true);
+      await scan(page, `a key page (${new URL(page.url()).pathname})`);
+      expect(await openFirst(page, "/tools", 'main a[href^="/tools/"]'), "a tool to open").toBe(true);
+      await scan(page, `a tool page (${new URL(page.url()).pathname})`);
+      if (await openFirst(page, "/anomalies", 'main a[href^="/anomalies/"]')) await scan(page, `an anomaly page (${new URL(page.url()).pathname})`);
+    });
   });
 }
 

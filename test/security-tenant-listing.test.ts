@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createApiToken } from "@/lib/auth/api-tokens";
 import type { Runtime } from "@/lib/server/runtime";
 import { demoTools } from "@/lib/tools/demo";
@@ -8,7 +8,6 @@ import { openTestStore, type StoreUnderTest } from "@/test/support/stores";
 
 // The route module imports the console's session code, which marks itself server-only; the API
 // token path under test never reads a cookie.
-vi.mock("server-only", () => ({}));
 const { GET: listKeysRoute } = await import("@/app/api/v1/keys/route");
 
 /**

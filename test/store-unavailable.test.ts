@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { createServer, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { GET as listKeysRoute } from "@/app/api/v1/keys/route";
 import { POST as invokeRoute } from "@/app/api/v1/tools/[tool]/invoke/route";
 import { POST as mcpRoute } from "@/app/mcp/route";
@@ -17,9 +17,6 @@ import { createTestPostgres, REDIS_TEST_URL, type TestPostgres } from "@/test/su
 import { installTestRuntime } from "@/test/support/runtime";
 import { deleteRedisPrefix } from "@/test/support/stores";
 import { CuttableProxy } from "@/test/support/tcp-proxy";
-
-// the console API's guard is marked server-only for Next.js bundles; here it runs in plain Node
-vi.mock("server-only", () => ({}));
 
 /**
  * A gateway on a real HTTP port: the node:http fast path for invoke, and the App Router's route

@@ -12,7 +12,6 @@ import { ANOMALY_EXPORT_COLUMNS, exportAnomalies } from "./export-anomalies";
 // Export of the anomaly list as JSON lines or CSV: every anomaly the list's filters match, read
 // page by page through the list's cursor; only signed-in operators (the list's readers) export.
 
-vi.mock("server-only", () => ({}));
 /** who the console session says is signed in (the cookie itself is lib/auth/console-sessions' concern) */
 let signedIn: OperatorIdentity | null = null;
 vi.mock("@/lib/auth/session", () => ({ currentOperator: async () => signedIn }));

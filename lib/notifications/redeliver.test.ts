@@ -19,7 +19,6 @@ import { webhookEndpointSchema, type WebhookEndpoint } from "./webhook-config";
 // new series of attempts with new signatures, against a real PostgreSQL and a local receiver;
 // operators only, recorded in the operator trail.
 
-vi.mock("server-only", () => ({}));
 let signedIn: OperatorIdentity | null = null;
 vi.mock("@/lib/auth/session", () => ({ currentOperator: async () => signedIn }));
 const redeliverRoute = await import("@/app/api/v1/webhooks/deliveries/[id]/redeliver/route");

@@ -10,7 +10,6 @@ import { installTestRuntime } from "@/test/support/runtime";
 import { csvField } from "@/lib/http/export-download";
 import { EXPORT_COLUMNS, exportKeys } from "./export-keys";
 
-vi.mock("server-only", () => ({}));
 const exportRoute = await import("@/app/api/v1/keys/export/route");
 
 // Export of the keys list as JSON lines or CSV: every key the filter matches, read page by page

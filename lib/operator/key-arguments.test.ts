@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { createApiToken } from "@/lib/auth/api-tokens";
 import { OutcomeUnknownError } from "@/lib/idempotency/errors";
@@ -13,7 +13,6 @@ import { getKeyDetail } from "./get-key-detail";
 import { probeKey } from "./probe-key";
 import { presentKeyDetail } from "./present-key-detail";
 
-vi.mock("server-only", () => ({}));
 const keyRoute = await import("@/app/api/v1/keys/[scope]/[key]/route");
 
 // What an operator deciding "did it happen?" sees of the call: its arguments as the tool keeps them

@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { listOperatorActions } from "@/lib/audit/operator-actions";
 import { createApiToken } from "@/lib/auth/api-tokens";
@@ -20,7 +20,6 @@ import { resolveKey } from "./resolve-key";
 
 // The route modules import the console's session code, which marks itself server-only; the API
 // token path under test never reads a cookie.
-vi.mock("server-only", () => ({}));
 const keyRoute = await import("@/app/api/v1/keys/[scope]/[key]/route");
 const listRoute = await import("@/app/api/v1/keys/route");
 

@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { createApiToken } from "@/lib/auth/api-tokens";
 import { OutcomeUnknownError } from "@/lib/idempotency/errors";
@@ -11,7 +11,6 @@ import { createTestPostgres, type TestPostgres } from "@/test/support/databases"
 import { installTestRuntime, invokeTool } from "@/test/support/runtime";
 import { search } from "./search";
 
-vi.mock("server-only", () => ({}));
 const searchRoute = await import("@/app/api/v1/search/route");
 
 // The console's one search box (docs/operate.md § Find anything): a key or a prefix, an execution

@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from "node:child_process";
-import { readFile, rm } from "node:fs/promises";
+import { existsSync } from "node:fs";
+import { cp, readFile, rm } from "node:fs/promises";
 import path from "node:path";
 
 const ROOT = path.resolve(import.meta.dirname, "../..");
@@ -31,6 +32,23 @@ export interface ServerOptions {
   host?: string;
   /** how the address is given: `-H` (default) or the HOST variable, as `npm start` passes it */
   hostFrom?: "flag" | "env";
+  /**
+   * An embedded server's first start on an empty data directory: from the run's migrated database
+   * (the default where the run has one, see useMigratedEmbeddedDatabase), or `fresh: true` from
+   * nothing, applying every migration as a newcomer's first `npm start` does.
+   */
+  fresh?: boolean;
+}
+
+let migratedEmbedded: string | undefined;
+
+/**
+ * Gives first starts a copy of an embedded database the run migrated once (test/support/fault-setup.ts
+ * passes the one test/support/global-setup.ts made): applying every migration to an empty PGlite is
+ * seconds of CPU per server, and the fault suite starts dozens. Restarts find their own database.
+ */
+export function useMigratedEmbeddedDatabase(dir: string | undefined): void {
+  migratedEmbedded = dir;
 }
 
 function exited(child: ChildProcess): Promise<void> {
@@ -53,6 +71,9 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     () => false,
   );
   if (occupied) throw new Error(`port ${options.port} is already served by another process: stop it before starting a server there`);
+  const embedded = !options.env?.DATABASE_URL;
+  const database = path.resolve(ROOT, options.dataDir, "pglite");
+  if (embedded && !options.fresh && migratedEmbedded && !existsSync(database)) await cp(migratedEmbedded, database, { recursive: true });
   const child = spawn(process.execPath, [serve, "-p", String(options.port), ...hostArgs], {
     cwd: ROOT,
     detached: true,
@@ -63,7 +84,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   child.stdout!.on("data", (d) => (output += d));
   child.stderr!.on("data", (d) => (output += d));
   const ready = options.readyStatuses ?? [200];
-  const deadline = Date.now() + 90_000;
+  // a bound, not a wait: on two cores under the whole suite a first start has taken 75 s
+  const deadline = Date.now() + 150_000;
   for (;;) {
     if (child.exitCode !== null) throw new Error(`the server on ${options.port} exited with ${child.exitCode}:\n${output}`);
     try {
