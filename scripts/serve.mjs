@@ -53,6 +53,13 @@ const server = http.createServer((req, res) => {
   });
 });
 
+// An idle kept-alive connection stays open for 65 s (Node's default is 5 s): a client or a load
+// balancer that reuses a connection after a few idle seconds (the common 60 s of proxies) must not
+// send its request just as the server closes it, which the client sees as a reset it cannot tell
+// from a crash. headersTimeout stays above it, as Node requires.
+server.keepAliveTimeout = 65_000;
+server.headersTimeout = 66_000;
+
 // header fields too large (431) and unparsable requests (400) get a problem body too
 server.on("clientError", answerClientError);
 
