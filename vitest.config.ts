@@ -21,7 +21,7 @@ const SERIAL = [
 // CPU (Prisma's client, the MCP SDKs, zod schemas). A file that replaces modules (vi.mock of
 // anything but server-only, which is aliased to its empty build below) or asserts on state the
 // whole process shares (what globalThis holds, "nothing configured in this process") goes in
-// ISOLATED: those run with fresh modules, one file per worker.
+// ISOLATED: each of those runs with modules of its own, as every file used to.
 const ISOLATED = [
   // vi.mock("@/lib/auth/session")
   "lib/anomalies/export-anomalies.test.ts",

@@ -32,12 +32,6 @@ export interface ServerOptions {
   host?: string;
   /** how the address is given: `-H` (default) or the HOST variable, as `npm start` passes it */
   hostFrom?: "flag" | "env";
-  /**
-   * An embedded server's first start on an empty data directory: from the run's migrated database
-   * (the default where the run has one, see useMigratedEmbeddedDatabase), or `fresh: true` from
-   * nothing, applying every migration as a newcomer's first `npm start` does.
-   */
-  fresh?: boolean;
 }
 
 let migratedEmbedded: string | undefined;
@@ -45,7 +39,8 @@ let migratedEmbedded: string | undefined;
 /**
  * Gives first starts a copy of an embedded database the run migrated once (test/support/fault-setup.ts
  * passes the one test/support/global-setup.ts made): applying every migration to an empty PGlite is
- * seconds of CPU per server, and the fault suite starts dozens. Restarts find their own database.
+ * seconds of CPU per server, and the fault suite starts dozens. Restarts find their own database; the e2e
+ * embedded server, which does not use this, still starts from nothing as a newcomer's `npm start` does.
  */
 export function useMigratedEmbeddedDatabase(dir: string | undefined): void {
   migratedEmbedded = dir;
@@ -71,9 +66,9 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     () => false,
   );
   if (occupied) throw new Error(`port ${options.port} is already served by another process: stop it before starting a server there`);
-  const embedded = !options.env?.DATABASE_URL;
+  // an embedded server's first start (no database in its data directory yet) from the run's migrated one
   const database = path.resolve(ROOT, options.dataDir, "pglite");
-  if (embedded && !options.fresh && migratedEmbedded && !existsSync(database)) await cp(migratedEmbedded, database, { recursive: true });
+  if (!options.env?.DATABASE_URL && migratedEmbedded && !existsSync(database)) await cp(migratedEmbedded, database, { recursive: true });
   const child = spawn(process.execPath, [serve, "-p", String(options.port), ...hostArgs], {
     cwd: ROOT,
     detached: true,
