@@ -33,19 +33,27 @@ async function charges(server: RunningServer, token: string, customerId: string)
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 /**
- * Waits until a call holds `key` (and at least `ms`): a duplicate sent before the first call has
+ * Waits until a call holds `key` (and at least `ms` more): a duplicate sent before the first call has
  * reserved the key would be the first call itself (on a loaded machine a request can take longer
- * than a fixed pause to arrive).
+ * than a fixed pause to arrive). Answers false when the call had already ended when first looked
+ * at (a lookup slower than the call): that round shows nothing about waiting and is sent again.
  */
-async function heldFor(server: RunningServer, token: string, key: string, ms: number): Promise<void> {
-  const pause = sleep(ms);
+async function heldFor(server: RunningServer, token: string, key: string, ms: number): Promise<boolean> {
   for (let i = 0; i < 400; i++) {
     const res = await fetch(`${server.url}/api/v1/keys/demo/${encodeURIComponent(key)}`, { headers: { authorization: `Bearer ${token}` } });
-    if (res.ok && ((await res.json()) as { record: { state: string } | null }).record?.state === "inflight") return pause;
+    const state = res.ok ? ((await res.json()) as { record: { state: string } | null }).record?.state : undefined;
+    if (state === "inflight") {
+      await sleep(ms);
+      return true;
+    }
+    if (state !== undefined) return false;
     await sleep(25);
   }
   throw new Error(`no call held ${key}`);
 }
+
+/** A round that missed the first call's run (see heldFor) is sent again, at most this many times per test. */
+const MISSES_ALLOWED = 3;
 
 const configurations = [
   { name: "embedded (PGlite), one process", ports: [testPort(3150)], servers: false },
@@ -77,6 +85,11 @@ describe.each(configurations)("Prefer: wait on $name", (configuration) => {
     } else {
       second = first;
     }
+    // a route's first request loads its modules: taken here, not inside a 1.5 s window under test
+    for (const server of new Set([first, second])) {
+      await fetch(`${server.url}/api/v1/keys/demo/warm-up`, { headers: { authorization: `Bearer ${token}` } });
+      await charges(server, token, "cus_warm_up");
+    }
   });
 
   afterAll(async () => {
@@ -94,12 +107,18 @@ describe.each(configurations)("Prefer: wait on $name", (configuration) => {
   });
 
   it("holds a duplicate sent 300 ms into a 1.5 s call and answers it with the same bytes, replayed; one charge", async () => {
+    let misses = 0;
     for (let i = 0; i < 10; i++) {
       const customerId = `cus_${randomUUID().slice(0, 8)}`;
       const key = `wait-${randomUUID()}`;
       const args = { customerId, amountCents: 1_000, currency: "EUR", simulate: { latencyMs: 1_500 } };
       const running = call(first, token, key, args);
-      await heldFor(first, token, key, 300);
+      if (!(await heldFor(first, token, key, 300))) {
+        expect((await running).status).toBe(200);
+        expect(++misses, "rounds whose call ended before it was seen held").toBeLessThanOrEqual(MISSES_ALLOWED);
+        i--;
+        continue;
+      }
       // a bound, not a wait: the waiter is answered when the 1.5 s call ends; on two cores under the
       // whole suite that call once took over 10 s on the embedded database, and the waiter got its 409
       const waiter = await call(second, token, key, args, { prefer: "wait=30" });
@@ -116,10 +135,17 @@ describe.each(configurations)("Prefer: wait on $name", (configuration) => {
   });
 
   it("answers 409 after about the wait asked for when the call runs longer", async () => {
-    const key = `wait-${randomUUID()}`;
-    const args = { customerId: `cus_${randomUUID().slice(0, 8)}`, amountCents: 1_000, currency: "EUR", simulate: { latencyMs: 2_500 } };
-    const running = call(first, token, key, args);
-    await heldFor(first, token, key, 200);
+    let key: string;
+    let args: object;
+    let running: ReturnType<typeof call>;
+    for (let misses = 0; ; misses++) {
+      key = `wait-${randomUUID()}`;
+      args = { customerId: `cus_${randomUUID().slice(0, 8)}`, amountCents: 1_000, currency: "EUR", simulate: { latencyMs: 2_500 } };
+      running = call(first, token, key, args);
+      if (await heldFor(first, token, key, 200)) break;
+      expect((await running).status).toBe(200);
+      expect(misses, "rounds whose call ended before it was seen held").toBeLessThan(MISSES_ALLOWED);
+    }
     const waiter = await call(second, token, key, args, { prefer: "wait=1" });
     expect(waiter.status).toBe(409);
     expect(JSON.parse(waiter.body).type).toBe("/problems/conflict");
