@@ -3,9 +3,10 @@ import https from "node:https";
 import type { Transport, WireRequest, WireResponse } from "./wire";
 
 /**
- * Idle connections are closed after this: before the gateway's own keep-alive timeout (Node's
- * default is 5 s), so a request is not sent on a connection the server is closing. A request that
- * meets one anyway fails as a network error and is retried with the same key.
+ * Idle connections are closed after this: before the keep-alive timeout of whatever answers (the
+ * Idemgate server keeps an idle connection 65 s, but a proxy in front of it, or a Node server on its
+ * defaults, closes one after 5 s), so a request is not sent on a connection the server is closing.
+ * A request that meets one anyway fails as a network error and is retried with the same key.
  */
 const IDLE_MS = 4_000;
 
