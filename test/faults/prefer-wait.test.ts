@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { testPort } from "@/scripts/test-ports.mjs";
 import { createTestPostgres, REDIS_TEST_URL } from "@/test/support/databases";
 import { removeDataDir, startServer, type RunningServer } from "@/test/support/server";
@@ -92,6 +92,27 @@ describe.each(configurations)("Prefer: wait on $name", (configuration) => {
     }
   });
 
+  let misses = 0;
+  beforeEach(() => {
+    misses = 0;
+  });
+
+  /**
+   * Starts a call on the first server and waits until it has held its key `ms`; a round that missed
+   * the call's run (see heldFor) is started again, with a new key and new arguments (a new customer:
+   * the missed call charged its own).
+   */
+  async function startHeld(makeArgs: () => { customerId: string }, ms: number) {
+    for (;;) {
+      const key = `wait-${randomUUID()}`;
+      const args = makeArgs();
+      const running = call(first, token, key, args);
+      if (await heldFor(first, token, key, ms)) return { key, args, running };
+      expect((await running).status).toBe(200);
+      expect(++misses, "rounds whose call ended before it was seen held").toBeLessThanOrEqual(MISSES_ALLOWED);
+    }
+  }
+
   afterAll(async () => {
     await second?.stop();
     if (second !== first) await first?.stop();
@@ -107,18 +128,8 @@ describe.each(configurations)("Prefer: wait on $name", (configuration) => {
   });
 
   it("holds a duplicate sent 300 ms into a 1.5 s call and answers it with the same bytes, replayed; one charge", async () => {
-    let misses = 0;
     for (let i = 0; i < 10; i++) {
-      const customerId = `cus_${randomUUID().slice(0, 8)}`;
-      const key = `wait-${randomUUID()}`;
-      const args = { customerId, amountCents: 1_000, currency: "EUR", simulate: { latencyMs: 1_500 } };
-      const running = call(first, token, key, args);
-      if (!(await heldFor(first, token, key, 300))) {
-        expect((await running).status).toBe(200);
-        expect(++misses, "rounds whose call ended before it was seen held").toBeLessThanOrEqual(MISSES_ALLOWED);
-        i--;
-        continue;
-      }
+      const { key, args, running } = await startHeld(() => ({ customerId: `cus_${randomUUID().slice(0, 8)}`, amountCents: 1_000, currency: "EUR", simulate: { latencyMs: 1_500 } }), 300);
       // a bound, not a wait: the waiter is answered when the 1.5 s call ends; on two cores under the
       // whole suite that call once took over 10 s on the embedded database, and the waiter got its 409
       const waiter = await call(second, token, key, args, { prefer: "wait=30" });
@@ -129,23 +140,13 @@ describe.each(configurations)("Prefer: wait on $name", (configuration) => {
       expect(waiter.headers.get("idempotent-replayed")).toBe("true");
       expect(waiter.headers.get("preference-applied")).toBe("wait=30");
       expect(waiter.body).toBe(original.body);
-      expect(await charges(first, token, customerId)).toBe(1);
+      expect(await charges(first, token, args.customerId)).toBe(1);
       latencies.push({ configuration: configuration.name, ms: Math.max(0, waiter.endedAt - original.endedAt) });
     }
   });
 
   it("answers 409 after about the wait asked for when the call runs longer", async () => {
-    let key: string;
-    let args: object;
-    let running: ReturnType<typeof call>;
-    for (let misses = 0; ; misses++) {
-      key = `wait-${randomUUID()}`;
-      args = { customerId: `cus_${randomUUID().slice(0, 8)}`, amountCents: 1_000, currency: "EUR", simulate: { latencyMs: 2_500 } };
-      running = call(first, token, key, args);
-      if (await heldFor(first, token, key, 200)) break;
-      expect((await running).status).toBe(200);
-      expect(misses, "rounds whose call ended before it was seen held").toBeLessThan(MISSES_ALLOWED);
-    }
+    const { key, args, running } = await startHeld(() => ({ customerId: `cus_${randomUUID().slice(0, 8)}`, amountCents: 1_000, currency: "EUR", simulate: { latencyMs: 2_500 } }), 200);
     const waiter = await call(second, token, key, args, { prefer: "wait=1" });
     expect(waiter.status).toBe(409);
     expect(JSON.parse(waiter.body).type).toBe("/problems/conflict");
