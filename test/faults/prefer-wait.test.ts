@@ -98,16 +98,16 @@ describe.each(configurations)("Prefer: wait on $name", (configuration) => {
   });
 
   /**
-   * Starts a call on the first server and waits until it has held its key `ms`; a round that missed
-   * the call's run (see heldFor) is started again, with a new key and new arguments (a new customer:
-   * the missed call charged its own).
+   * Starts a charge that runs `latencyMs` on the first server and waits until it has held its key
+   * `heldMs`; a round that missed the call's run (see heldFor) is started again, with a new key and a
+   * new customer (the missed call charged its own).
    */
-  async function startHeld(makeArgs: () => { customerId: string }, ms: number) {
+  async function startHeld(latencyMs: number, heldMs: number) {
     for (;;) {
       const key = `wait-${randomUUID()}`;
-      const args = makeArgs();
+      const args = { customerId: `cus_${randomUUID().slice(0, 8)}`, amountCents: 1_000, currency: "EUR", simulate: { latencyMs } };
       const running = call(first, token, key, args);
-      if (await heldFor(first, token, key, ms)) return { key, args, running };
+      if (await heldFor(first, token, key, heldMs)) return { key, args, running };
       expect((await running).status).toBe(200);
       expect(++misses, "rounds whose call ended before it was seen held").toBeLessThanOrEqual(MISSES_ALLOWED);
     }
@@ -129,7 +129,7 @@ describe.each(configurations)("Prefer: wait on $name", (configuration) => {
 
   it("holds a duplicate sent 300 ms into a 1.5 s call and answers it with the same bytes, replayed; one charge", async () => {
     for (let i = 0; i < 10; i++) {
-      const { key, args, running } = await startHeld(() => ({ customerId: `cus_${randomUUID().slice(0, 8)}`, amountCents: 1_000, currency: "EUR", simulate: { latencyMs: 1_500 } }), 300);
+      const { key, args, running } = await startHeld(1_500, 300);
       // a bound, not a wait: the waiter is answered when the 1.5 s call ends; on two cores under the
       // whole suite that call once took over 10 s on the embedded database, and the waiter got its 409
       const waiter = await call(second, token, key, args, { prefer: "wait=30" });
@@ -146,7 +146,7 @@ describe.each(configurations)("Prefer: wait on $name", (configuration) => {
   });
 
   it("answers 409 after about the wait asked for when the call runs longer", async () => {
-    const { key, args, running } = await startHeld(() => ({ customerId: `cus_${randomUUID().slice(0, 8)}`, amountCents: 1_000, currency: "EUR", simulate: { latencyMs: 2_500 } }), 200);
+    const { key, args, running } = await startHeld(2_500, 200);
     const waiter = await call(second, token, key, args, { prefer: "wait=1" });
     expect(waiter.status).toBe(409);
     expect(JSON.parse(waiter.body).type).toBe("/problems/conflict");
