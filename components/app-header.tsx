@@ -37,7 +37,7 @@ export async function AppHeader() {
   const items = operator ? NAV_ITEMS.filter((item) => !item.permission || can(operator.role, item.permission)).map(({ href, label }) => ({ href, label })) : [];
   return (
     <header className="sticky top-0 z-20 border-b border-line bg-surface/85 backdrop-blur">
-      <div className="mx-auto flex h-12 w-full max-w-6xl items-center gap-4 px-4 sm:px-6 lg:gap-6">
+      <div className="mx-auto flex h-12 w-full max-w-6xl items-center gap-4 px-4 sm:px-6 xl:gap-6">
         <Link href="/" className="flex shrink-0 items-center gap-2 font-semibold tracking-tight">
           <Logo />
           <span>Idemgate</span>
@@ -54,15 +54,16 @@ export async function AppHeader() {
             <div className="ml-auto flex min-w-0 items-center gap-2">
               <SearchBox />
               <span className="hidden min-w-0 items-center gap-2 sm:flex" data-testid="signed-in-as">
-                {/* between lg and xl the full nav needs the room; the email is in the title of the role */}
+                {/* between lg and xl the full nav needs the room (narrower links, gaps and search box there
+                    too); the email is in the title of the role, and nothing here shrinks under another */}
                 <span className="truncate text-[13px] text-muted lg:max-xl:hidden" title={operator.email}>
                   {operator.email}
                 </span>
-                <span data-testid="operator-role" title={operator.email} className="rounded-full bg-surface-2 px-2 py-0.5 text-[11px] font-medium text-muted">
+                <span data-testid="operator-role" title={operator.email} className="shrink-0 rounded-full bg-surface-2 px-2 py-0.5 text-[11px] font-medium text-muted">
                   {operator.role}
                 </span>
               </span>
-              <form action={signOut}>
+              <form action={signOut} className="shrink-0">
                 <button type="submit" className={buttonClass("ghost", "sm")} data-testid="sign-out">
                   Sign out
                 </button>

@@ -66,6 +66,10 @@ test("an unknown key is delivered as a signed webhook and shown in the delivery 
   await page.setViewportSize({ width: 1024, height: 800 });
   await expect(page.getByRole("navigation", { name: "Console" }).getByRole("link", { name: "Webhooks" })).toBeVisible();
   expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(1024);
+  // nothing in it drawn over another: the role stops before Sign out begins
+  const role = (await page.getByTestId("operator-role").boundingBox())!;
+  const signOut = (await page.getByTestId("sign-out").boundingBox())!;
+  expect(role.x + role.width).toBeLessThanOrEqual(signOut.x);
   if (SCREENSHOTS) await page.screenshot({ path: `e2e/screenshots/webhooks-1024-operator-${testInfo.project.name}.png`, animations: "disabled" });
 
   // filtered by status, an unknown status is said rather than ignored
