@@ -12,7 +12,7 @@ export const rowId = (k: { scope: string; key: string }) => `${k.scope}\u0000${k
 function LeaseCell({ k, nowMs }: { k: KeyView; nowMs: number }) {
   if (k.state === "unknown") {
     return (
-      <span title={formatTimestamp(k.unknownAt)} className="block w-[16rem] whitespace-normal">
+      <span title={formatTimestamp(k.unknownAt)} className="block w-[13rem] whitespace-normal">
         <span className="text-unknown">outcome unknown</span> {formatRelative(k.unknownAt, nowMs)}
         {k.outcomeNote && (
           <span className="line-clamp-2 text-xs text-muted" title={k.outcomeNote} data-testid="row-outcome-note">
@@ -52,8 +52,8 @@ export function KeysTable(props: {
   const allSelected = selectableCount > 0 && items.every((k) => !releasable.has(rowId(k)) || selected.has(rowId(k)));
   return (
     // the key column takes the width the others leave (w-full with max-w-0: a long key is cut with an
-    // ellipsis rather than widening the table), so the table fits its frame on a desktop window and
-    // scrolls only below its min-width
+    // ellipsis rather than widening the table), at least 8rem, so the table fits its frame from
+    // 1024 px up and scrolls in it below
     <div className={clsx("overflow-x-auto rounded-xl border border-line bg-surface shadow-xs transition-opacity", props.stale && "opacity-60")}>
       <table className="w-full min-w-[900px] text-[13px]" data-testid="keys-table" aria-busy={props.stale}>
         <thead>
@@ -100,7 +100,7 @@ export function KeysTable(props: {
                   </td>
                 )}
                 <td className="px-4 py-2"><StateBadge state={k.state} resultStatus={k.resultStatus} /></td>
-                <td className="w-full max-w-0 px-4 py-2">
+                <td className="w-full max-w-0 min-w-[8rem] px-4 py-2">
                   <Link href={keyHref(k.scope, k.key)} className="block truncate font-mono text-[12.5px] text-accent hover:underline" title={k.key}>
                     {k.key}
                   </Link>

@@ -132,7 +132,10 @@ export function KeysView({ tools, canRelease, gatewayExample }: { tools: string[
               onClick={() => setBulk({ mode: "filter", filter: { state: bulkState, tool, scope, prefix } })}
               data-testid="release-all-held"
             >
-              Release all {heldWords(bulkState)} matching this filter
+              {/* on a phone the whole label is wider than the screen */}
+              <span>
+                Release all {heldWords(bulkState)} matching<span className="max-sm:hidden"> this filter</span>
+              </span>
             </button>
           )}
           <span className="text-xs text-muted">Release deletes the reservation so the next retry runs the tool again.</span>
