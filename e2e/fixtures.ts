@@ -39,7 +39,9 @@ function describe(msg: ConsoleMessage): string {
 function contextOptions(workerInfo: WorkerInfo): BrowserContextOptions {
   const use = workerInfo.project.use as BrowserContextOptions;
   const { baseURL, viewport, userAgent, deviceScaleFactor, isMobile, hasTouch, locale, timezoneId, colorScheme } = use;
-  return { baseURL, viewport, userAgent, deviceScaleFactor, isMobile, hasTouch, locale, timezoneId, colorScheme };
+  const options = { baseURL, viewport, userAgent, deviceScaleFactor, isMobile, hasTouch, locale, timezoneId, colorScheme };
+  // an option given as undefined is not Playwright's default (locale: undefined is the machine's, not en-US)
+  return Object.fromEntries(Object.entries(options).filter(([, value]) => value !== undefined));
 }
 
 /** The worker's page: made on first use, made again when a test closed it or it crashed. */
@@ -55,9 +57,10 @@ class WorkerPage {
     if (this.page && !this.page.isClosed()) return this.page;
     await this.page?.context().close().catch(() => {});
     const context = await this.browser.newContext(this.options);
-    this.page = await context.newPage();
-    this.page.once("crash", () => void this.page?.close().catch(() => {}));
-    return this.page;
+    const page = await context.newPage();
+    page.once("crash", () => void page.close().catch(() => {}));
+    this.page = page;
+    return page;
   }
 
   async close(): Promise<void> {
@@ -109,6 +112,9 @@ async function resetPage(page: Page, options: BrowserContextOptions): Promise<vo
     }
   }
   await page.setExtraHTTPHeaders({});
+  await context.setOffline(false);
+  // the last test's pointer would hover whatever the next page draws there
+  await page.mouse.move(0, 0);
   if (options.viewport) await page.setViewportSize(options.viewport);
   await page.emulateMedia({ media: null, colorScheme: options.colorScheme ?? "light", reducedMotion: null, forcedColors: null });
 }

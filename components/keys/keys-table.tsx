@@ -15,7 +15,7 @@ function LeaseCell({ k, nowMs }: { k: KeyView; nowMs: number }) {
       <span title={formatTimestamp(k.unknownAt)} className="block w-[13rem] whitespace-normal">
         <span className="text-unknown">outcome unknown</span> {formatRelative(k.unknownAt, nowMs)}
         {k.outcomeNote && (
-          <span className="line-clamp-2 text-xs text-muted" title={k.outcomeNote} data-testid="row-outcome-note">
+          <span className="line-clamp-2 text-xs wrap-anywhere text-muted" title={k.outcomeNote} data-testid="row-outcome-note">
             {k.outcomeNote}
           </span>
         )}

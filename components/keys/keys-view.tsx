@@ -132,9 +132,9 @@ export function KeysView({ tools, canRelease, gatewayExample }: { tools: string[
               onClick={() => setBulk({ mode: "filter", filter: { state: bulkState, tool, scope, prefix } })}
               data-testid="release-all-held"
             >
-              {/* on a phone the whole label is wider than the screen */}
+              {/* on a phone the whole label is wider than the screen: it is shown shorter, and read out whole */}
               <span>
-                Release all {heldWords(bulkState)} matching<span className="max-sm:hidden"> this filter</span>
+                Release all {heldWords(bulkState)} matching<span className="max-sm:sr-only"> this filter</span>
               </span>
             </button>
           )}
