@@ -1,5 +1,4 @@
-import type { Request } from "@playwright/test";
-import { expect, test } from "./fixtures";
+import { expect, test, type Request } from "./fixtures";
 import { signInAsOperator } from "./auth";
 
 // The worker's page is kept between tests (e2e/fixtures.ts): what one test leaves on it, the next must

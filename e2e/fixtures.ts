@@ -1,7 +1,7 @@
 import { test as base, expect, type Browser, type BrowserContext, type BrowserContextOptions, type ConsoleMessage, type Page, type TestInfo, type WorkerInfo } from "@playwright/test";
 
 export { expect };
-export type { APIRequestContext, APIResponse, Page, TestInfo } from "@playwright/test";
+export type { APIRequestContext, APIResponse, Page, Request, TestInfo } from "@playwright/test";
 
 /**
  * Every spec takes `test` from here (scripts/check-layout.mjs checks it): a test fails when any page
