@@ -63,7 +63,7 @@ export async function AppHeader() {
                   {operator.role}
                 </span>
               </span>
-              <form action={signOut} className="shrink-0">
+              <form action={signOut}>
                 <button type="submit" className={buttonClass("ghost", "sm")} data-testid="sign-out">
                   Sign out
                 </button>

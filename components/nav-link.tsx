@@ -12,7 +12,7 @@ export function NavLink({ href, children }: { href: string; children: React.Reac
       href={href}
       aria-current={active ? "page" : undefined}
       className={clsx(
-        "rounded-md px-2 py-1.5 text-[13px] xl:px-2.5 font-medium whitespace-nowrap transition-colors",
+        "rounded-md px-2 py-1.5 text-[13px] font-medium whitespace-nowrap transition-colors xl:px-2.5",
         active ? "bg-surface-2 text-fg" : "text-muted hover:bg-surface-2 hover:text-fg",
       )}
     >
