@@ -1,4 +1,5 @@
 import { IdemgateApiError, OutcomeUnknownError, type Problem } from "./errors";
+import { deliverableLater, type PendingSettle } from "./pending-settles";
 import type { RetryOptions } from "./retry";
 
 /** What guard() needs of IdemgateClient: one API call with its retry rules. */
@@ -14,6 +15,12 @@ export interface ApiSender {
   cachedReplay?(tool: string, key: string, argumentsText: string, session: string | undefined): { status: number; body: string } | null;
   /** offers a done answer to this exact call to the replay cache */
   keepReplay?(tool: string, key: string, argumentsText: string, answer: DoneAnswer): void;
+  /**
+   * takes a completion or release that could not be delivered, and sends it again in the
+   * background with the same token until the gateway takes it (IdemgateClient's); without it, such
+   * a settle is given up with a warning
+   */
+  deliverLater?(settle: PendingSettle): void;
 }
 
 /**
@@ -42,7 +49,12 @@ export class FinalResultError extends Error {
 
 /** Something the caller should know that does not change what guard() returns or throws. */
 export interface GuardWarning {
-  kind: "heartbeat_refused" | "late_completion" | "result_not_stored";
+  /**
+   * settle_pending: the result (or the release) could not be delivered yet and is sent again in the
+   * background; result_not_stored: it could not be stored for good (refused, or the process exits
+   * first), and the key stays held until an operator decides
+   */
+  kind: "heartbeat_refused" | "late_completion" | "result_not_stored" | "settle_pending";
   tool: string;
   key: string;
   executionId: string;
@@ -195,6 +207,37 @@ export async function guard<T>(client: ApiSender, tool: string, args: unknown, f
       body: JSON.stringify({ token, ...body }),
       retry: action === "heartbeat" ? { maxAttempts: 1 } : undefined,
     });
+  /**
+   * A completion or release that failed where a later attempt may get through (the gateway
+   * restarting, the network down): handed to the client to send again in the background with the
+   * same token, the caller told at once. Returns false when it cannot be (a final refusal, or a
+   * client without background delivery).
+   */
+  const later = (action: "complete" | "release", body: Record<string, unknown>, err: unknown, what: string, onDelivered?: (answer: { status: number; body: unknown }) => void): boolean => {
+    if (!client.deliverLater || !deliverableLater(err)) return false;
+    const reason = err instanceof Error ? err.message : String(err);
+    client.deliverLater({
+      tool,
+      key,
+      executionId,
+      action,
+      body: JSON.stringify({ token, ...body }),
+      settled(outcome) {
+        if ("answer" in outcome) return onDelivered?.(outcome.answer);
+        const refused = outcome.refused;
+        if (action === "complete" && refused instanceof IdemgateApiError && refused.code === "stale_token") {
+          warn({ kind: "late_completion", tool, key, executionId, message: "the key was released or taken over before the result could be delivered: it is kept as a late completion for operators, not replayed", cause: refused });
+          return;
+        }
+        warn({ kind: "result_not_stored", tool, key, executionId, message: `${what} was refused when it was sent again (${refused instanceof Error ? refused.message : String(refused)}); the key stays held until an operator decides`, cause: refused });
+      },
+      abandoned(message) {
+        warn({ kind: "result_not_stored", tool, key, executionId, message: `${what} was not delivered: ${message}; the key stays reserved, stuck after its lease, until an operator decides`, cause: err });
+      },
+    });
+    warn({ kind: "settle_pending", tool, key, executionId, message: `${what} could not be delivered yet (${reason}); it is sent again in the background with the same token until the gateway takes it`, cause: err });
+    return true;
+  };
 
   // heartbeats every third of the lease while fn runs; a 409 means the key is no longer ours: stop and say so
   const leaseMs = Math.max(300, typeof answer.leaseMs === "number" ? answer.leaseMs : Date.parse(answer.leaseUntil) - Date.now());
@@ -205,6 +248,8 @@ export async function guard<T>(client: ApiSender, tool: string, args: unknown, f
       try {
         await settle("heartbeat", {});
       } catch (err) {
+        // an answer that arrives after the call was settled (or the function ended) says nothing of this call any more
+        if (!beating) return;
         if (err instanceof IdemgateApiError && err.status === 409) {
           beating = false;
           warn({ kind: "heartbeat_refused", tool, key, executionId, message: `the heartbeat was refused (${err.code ?? err.status}): the key is no longer held by this call; heartbeats stopped`, cause: err });
@@ -227,7 +272,13 @@ export async function guard<T>(client: ApiSender, tool: string, args: unknown, f
   } catch (err) {
     stop();
     if (isNotApplied(err)) {
-      await settle("release", { outcome: "not_run", note: String(err instanceof Error ? err.message : err).slice(0, 1000) });
+      const release = { outcome: "not_run", note: String(err instanceof Error ? err.message : err).slice(0, 1000) };
+      try {
+        await settle("release", release);
+      } catch (failed) {
+        // the key is not freed until the gateway has the release: a retry meanwhile meets it held
+        if (!later("release", release, failed, "the release (not run)")) throw failed;
+      }
       throw err;
     }
     const status = finalStatus(err);
@@ -238,8 +289,10 @@ export async function guard<T>(client: ApiSender, tool: string, args: unknown, f
     const note = `the guarded function threw: ${err instanceof Error ? err.message : String(err)}`.slice(0, 1000);
     try {
       await settle("release", { outcome: "unknown", note });
-    } catch {
-      // not recorded as unknown: the reservation turns stuck after its lease, still held
+    } catch (failed) {
+      // not recorded as unknown yet: sent again in the background; meanwhile (or without it) the
+      // reservation turns stuck after its lease, still held
+      later("release", { outcome: "unknown", note }, failed, "the release (outcome unknown)");
     }
     const problem: Problem = { type: "/problems/outcome_unknown", title: "Outcome unknown: the key is held", status: 502, detail: note, key, executionId };
     const unknown = new OutcomeUnknownError(problem, key, executionId, 1);
@@ -251,14 +304,17 @@ export async function guard<T>(client: ApiSender, tool: string, args: unknown, f
   return value;
 
   async function complete(status: number, body: unknown): Promise<void> {
-    try {
-      const done = await settle("complete", { status, body });
+    const kept = (done: { status: number; body: unknown }) => {
       if (isDone(done.status, done.body)) client.keepReplay?.(tool, key, argumentsText, done.body);
+    };
+    try {
+      kept(await settle("complete", { status, body }));
     } catch (err) {
       if (err instanceof IdemgateApiError && err.code === "stale_token") {
         warn({ kind: "late_completion", tool, key, executionId, message: "the key was released or taken over while the function ran: its result is kept as a late completion for operators, not replayed", cause: err });
         return;
       }
+      if (later("complete", { status, body }, err, "the result", kept)) return;
       warn({ kind: "result_not_stored", tool, key, executionId, message: `the result could not be stored (${err instanceof Error ? err.message : String(err)}); the key stays reserved and turns stuck after its lease`, cause: err });
     }
   }

@@ -1,5 +1,6 @@
 import { IdemgateApiError, NETWORK_PROBLEM_TYPE, OUTCOME_UNKNOWN_PROBLEM_TYPE, OutcomeUnknownError, TIMEOUT_PROBLEM_TYPE, type Problem } from "./errors";
 import { guard, idempotent, type DoneAnswer, type GuardOptions } from "./guard";
+import { PendingSettles, type PendingSettle } from "./pending-settles";
 import { ClientReplayCache, replayDeadlineMs, type ReplayCacheOptions } from "./replay-cache";
 import { ReplayReporter } from "./replay-reports";
 import { DEFAULT_RETRY, parseRetryAfterMs, retryDelayMs, sleep, type RetryOptions } from "./retry";
@@ -61,6 +62,14 @@ export interface IdemgateClientOptions {
   replayCache?: ReplayCacheOptions | false;
   /** a monotonic clock in milliseconds for the replay cache's deadlines (default performance.now; tests move it) */
   clock?: () => number;
+  /**
+   * guard() sends a completion (or a release) it could not deliver again in the background, with
+   * the same token, until the gateway takes it. When such a settle is still pending as a Node
+   * process is about to exit normally (the `beforeExit` event), the exit waits up to this long for
+   * it to be delivered, and says so on the console (default 10 s; 0: no such wait, the process
+   * exits at once and the key turns stuck after its lease). close() and flush() wait for them too.
+   */
+  flushOnExitMs?: number;
 }
 
 export interface InvokeOptions {
@@ -112,6 +121,9 @@ export interface AttemptEvent {
   /** the wait before the next attempt; null when this attempt ends the call */
   retryInMs: number | null;
 }
+
+/** How long a normal exit (and flush(), close()) waits for settles not delivered yet, by default. */
+export const DEFAULT_FLUSH_ON_EXIT_MS = 10_000;
 
 /** `Prefer: wait` sent by default: well inside the default request timeout of 30 s. */
 export const DEFAULT_WAIT_SECONDS = 10;
@@ -226,6 +238,9 @@ export class IdemgateClient {
   private readonly replays: ClientReplayCache | null;
   private readonly clock: () => number;
   private readonly reporter: ReplayReporter;
+  private readonly settles: PendingSettles;
+  private readonly flushOnExitMs: number;
+  private exitHooked = false;
 
   constructor(options: IdemgateClientOptions) {
     this.baseUrl = options.baseUrl.replace(/\/+$/, "");
@@ -242,19 +257,68 @@ export class IdemgateClient {
     this.reporter = new ReplayReporter(async (body) => {
       await this.send("POST", "/api/v1/replays", "(replay reports)", null, { headers: { "Content-Type": "application/json" }, body, retry: { maxAttempts: 1 } });
     }, this.clock);
+    this.flushOnExitMs = options.flushOnExitMs ?? DEFAULT_FLUSH_ON_EXIT_MS;
+    this.settles = new PendingSettles(
+      (settle) =>
+        this.send("POST", `/api/v1/executions/${encodeURIComponent(settle.executionId)}/${settle.action}`, settle.tool, settle.key, {
+          headers: { "Content-Type": "application/json" },
+          body: settle.body,
+          retry: { maxAttempts: 1 },
+        }),
+      this.random,
+    );
   }
 
   /**
-   * Sends the reports of replays answered from the replay cache that are still queued (they go on
-   * their own every 250 ms or 100 replays); resolves once they are delivered or given up on.
+   * Sends what the client still has to deliver: the reports of replays answered from the replay
+   * cache (they go on their own every 250 ms or 100 replays), and guard()'s completions and
+   * releases that could not be delivered yet (sent again now, then at most a second apart). Resolves
+   * once the reports are delivered or given up on and the settles are delivered, refused, or
+   * `timeoutMs` (default 10 s) has passed; those still pending go on in the background.
    */
-  flush(): Promise<void> {
-    return this.reporter.flush();
+  async flush(options: { timeoutMs?: number } = {}): Promise<void> {
+    await Promise.all([this.reporter.flush(), this.settles.flush(options.timeoutMs ?? DEFAULT_FLUSH_ON_EXIT_MS)]);
   }
 
-  /** flush(): the client holds no other resource that needs closing (idle connections close on their own). */
-  close(): Promise<void> {
-    return this.flush();
+  /**
+   * flush(), then every settle still undelivered is reported to its guard()'s `onWarning` as not
+   * stored (its key stays held, stuck after its lease, until an operator decides). The client holds
+   * no other resource that needs closing (idle connections close on their own).
+   */
+  async close(options: { timeoutMs?: number } = {}): Promise<void> {
+    await this.flush(options);
+    this.settles.abandonAll("the client was closed before the gateway could be reached");
+  }
+
+  /** guard()'s completions and releases not delivered yet: sent again in the background. */
+  get pendingSettles(): number {
+    return this.settles.size;
+  }
+
+  /** @internal guard() hands over a settle it could not deliver: sent again in the background with the same token */
+  deliverLater(settle: PendingSettle): void {
+    this.settles.add(settle);
+    this.flushBeforeExit();
+  }
+
+  /**
+   * In Node, once per pending batch: when the process is about to exit normally with settles still
+   * undelivered, it waits (bounded by `flushOnExitMs`) until they are delivered, and says so.
+   */
+  private flushBeforeExit(): void {
+    const proc = (globalThis as { process?: { once?: (event: "beforeExit", listener: () => void) => unknown } }).process;
+    if (this.exitHooked || this.flushOnExitMs <= 0 || typeof proc?.once !== "function") return;
+    this.exitHooked = true;
+    proc.once("beforeExit", () => {
+      this.exitHooked = false;
+      const pending = this.settles.size;
+      if (pending === 0) return;
+      console.warn(`idemgate: ${pending} guarded result(s) or release(s) not delivered yet: sending them before the process exits (at most ${this.flushOnExitMs} ms)`);
+      void this.settles.flush(this.flushOnExitMs).then((left) => {
+        if (left === 0) console.warn("idemgate: delivered; the process exits");
+        else this.settles.abandonAll(`the process exits after ${this.flushOnExitMs} ms without reaching the gateway`);
+      });
+    });
   }
 
   /** Replays answered from the cache whose reports could not be delivered (after retries) and were dropped. */

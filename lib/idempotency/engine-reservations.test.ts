@@ -255,4 +255,85 @@ describe.each(STORE_KINDS)("reservations on the %s store", (kind) => {
     expect(extended).toMatchObject({ state: "reserved" });
     expect(await t.store.get(s, windowKey)).toMatchObject({ status: "inflight", leaseUntilMs: (extended as { leaseUntilMs: number }).leaseUntilMs });
   });
+  it("stores the completion of a call that went stuck and was not taken over, from another process too, and replays it", async () => {
+    const s = scope();
+    const r = await reserved(s, "stuck-late");
+    clock.ms += ledger.leaseMs * 3;
+    await expect(t.engine.reserve(ledger, { scope: s, key: "stuck-late", args })).rejects.toBeInstanceOf(StuckKeyError);
+    // the caller's completion arrives after its lease (the gateway was restarting): another process reads the reservation back from the log
+    const restarted = new Engine({ store: t.store, audit: t.audit, now: clock.now });
+    expect(await restarted.completeExecution(target(s, r), { status: 200, body: { entryId: "late" } })).toMatchObject({ state: "done", replayed: false });
+    expect(await restarted.completeExecution(target(s, r), { status: 200, body: { entryId: "late" } })).toMatchObject({ state: "done", replayed: true });
+    expect(await t.engine.reserve(ledger, { scope: s, key: "stuck-late", args })).toMatchObject({ kind: "replayed", body: '{"entryId":"late"}' });
+    await t.audit.flush();
+    expect(await t.db.prisma.execution.findUnique({ where: { id: r.executionId } })).toMatchObject({ outcome: "succeeded", resultBody: '{"entryId":"late"}' });
+    // a stuck call an operator released meanwhile is not stored: a late completion
+    const released = await reserved(s, "stuck-released");
+    clock.ms += ledger.leaseMs * 3;
+    await t.engine.release({ scope: s, key: "stuck-released", actor: "op", reason: "looked stuck" });
+    await expect(restarted.completeExecution(target(s, released), { status: 200, body: { entryId: "late" } })).rejects.toBeInstanceOf(StaleTokenError);
+    expect(await t.store.get(s, "stuck-released")).toBeNull();
+  });
+
+  if (kind === "redis") {
+    it("after a key-store loss, stores the completion of a call nobody decided about: its record lost, or held again from the log as unknown", async () => {
+      const s = scope();
+      const lost = await reserved(s, "lost");
+      const restored = await reserved(s, "restored");
+      const other = await reserved(s, "other-token");
+      clock.ms += ledger.leaseMs * 3;
+      await t.loseData!();
+      // a retry held "restored" again from the log, as unknown for its execution
+      await expect(t.engine.reserve(ledger, { scope: s, key: "restored", args })).rejects.toBeInstanceOf(UnknownOutcomeKeyError);
+      expect(await t.store.get(s, "restored")).toMatchObject({ status: "unknown", executionId: restored.executionId });
+      const restarted = new Engine({ store: t.store, audit: t.audit, now: clock.now });
+      // only with the execution's own token
+      await expect(restarted.completeExecution({ ...target(s, other), token: other.token + 7 }, { status: 200, body: 1 })).rejects.toBeInstanceOf(StaleTokenError);
+      for (const [key, r] of [["lost", lost], ["restored", restored]] as const) {
+        expect(await restarted.completeExecution(target(s, r), { status: 200, body: { key } })).toMatchObject({ state: "done", replayed: false });
+        expect(await restarted.completeExecution(target(s, r), { status: 200, body: { key } })).toMatchObject({ state: "done", replayed: true });
+        expect(await t.engine.reserve(ledger, { scope: s, key, args })).toMatchObject({ kind: "replayed", body: JSON.stringify({ key }) });
+        expect(await t.store.get(s, key)).toMatchObject({ status: "done", executionId: r.executionId });
+      }
+      await t.audit.flush();
+      expect(await t.db.prisma.execution.findUnique({ where: { id: restored.executionId } })).toMatchObject({ outcome: "succeeded" });
+    });
+
+    it("after a key-store loss, never stores a completion against a decision: an operator's release or resolve, or the caller's own unknown", async () => {
+      const s = scope();
+      const released = await reserved(s, "released");
+      const resolved = await reserved(s, "resolved");
+      const unknown = await reserved(s, "unknown");
+      expect(await t.engine.releaseExecution(target(s, unknown), "unknown", "the SDK threw")).toEqual({ state: "unknown" });
+      clock.ms += ledger.leaseMs * 3;
+      await t.audit.flush();
+      await t.loseData!();
+      await t.engine.release({ scope: s, key: "released", actor: "op", reason: "checked: not booked" });
+      await t.engine.resolve({ scope: s, key: "resolved", actor: "op", reason: "checked: booked", result: { by: "operator" }, ttlMs: 60_000 });
+      await expect(t.engine.reserve(ledger, { scope: s, key: "unknown", args })).rejects.toBeInstanceOf(UnknownOutcomeKeyError);
+      const restarted = new Engine({ store: t.store, audit: t.audit, now: clock.now });
+      await expect(restarted.completeExecution(target(s, released), { status: 200, body: { by: "caller" } })).rejects.toBeInstanceOf(StaleTokenError);
+      expect(await t.store.get(s, "released")).toBeNull();
+      await expect(restarted.completeExecution(target(s, resolved), { status: 200, body: { by: "caller" } })).rejects.toBeInstanceOf(StaleTokenError);
+      expect(await t.store.get(s, "resolved")).toMatchObject({ status: "done", result: { body: '{"by":"operator"}' } });
+      await expect(restarted.completeExecution(target(s, unknown), { status: 200, body: { by: "caller" } })).rejects.toThrow();
+      expect(await t.store.get(s, "unknown")).toMatchObject({ status: "unknown" });
+    });
+
+    it("after a key-store loss, the caller's unknown or not_run for a call nobody decided about is recorded as for a record it had", async () => {
+      const s = scope();
+      const unknown = await reserved(s, "u");
+      const notRun = await reserved(s, "n");
+      clock.ms += ledger.leaseMs * 3;
+      await t.loseData!();
+      const restarted = new Engine({ store: t.store, audit: t.audit, now: clock.now });
+      expect(await restarted.releaseExecution(target(s, unknown), "unknown", "the SDK threw")).toEqual({ state: "unknown" });
+      expect(await t.store.get(s, "u")).toMatchObject({ status: "unknown", executionId: unknown.executionId });
+      expect(await restarted.releaseExecution(target(s, notRun), "not_run", "refused before sending")).toEqual({ state: "released" });
+      await t.audit.flush();
+      expect(await t.db.prisma.execution.findUnique({ where: { id: notRun.executionId } })).toMatchObject({ outcome: "failed" });
+      // freed: the retry runs
+      expect(await t.engine.reserve(ledger, { scope: s, key: "n", args })).toMatchObject({ kind: "reserved" });
+    });
+  }
 });

@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import type { BeginOutcome, KeyStore, OperatorGuard, OperatorRefusal } from "@/lib/idempotency/key-store";
+import type { BeginOutcome, CompleteOutcome, KeyStore, OperatorGuard, OperatorRefusal } from "@/lib/idempotency/key-store";
 import { COMPLETION_NOT_STORED, OPEN_CALL_RECOVERY_MS, type AuditWriter, type ExecutionOutcome, type ExecutionRow, type PriorExecution, type SuppressionKind, type Transport } from "./audit-port";
 import {
   CallAbandonedError,
@@ -1002,6 +1002,7 @@ export class Engine {
     } catch (err) {
       throw new UnavailableError("key_store", err);
     }
+    if (!done.ok) done = (await this.completeHeldAgain(call, stored, completedMs, done.current)) ?? done;
     call.storeMs += performance.now() - t;
     const durationMs = Math.max(0, completedMs - call.arrivedMs);
     if (done.ok) {
@@ -1023,14 +1024,17 @@ export class Engine {
       return { state: "done", status: stored.status, body: stored.body, replayed: false, expiresAtMs: done.record.expiresAtMs, executionId: call.executionId };
     }
     const current = done.current;
+    if (current && current.executionId === call.executionId && current.status === "done" && current.result) {
+      // this execution's result is stored (under this reservation, or under the one that held the
+      // key again for it after a key-store loss): the same result sent again is answered as the first time
+      if (current.result.status === stored.status && current.result.body === stored.body) {
+        this.held.delete(call.executionId);
+        return { state: "done", status: stored.status, body: stored.body, replayed: true, expiresAtMs: current.expiresAtMs, executionId: call.executionId };
+      }
+    }
     if (current && current.executionId === call.executionId && current.token === target.token) {
       this.held.delete(call.executionId);
-      if (current.status === "done" && current.result) {
-        if (current.result.status === stored.status && current.result.body === stored.body) {
-          return { state: "done", status: stored.status, body: stored.body, replayed: true, expiresAtMs: current.expiresAtMs, executionId: call.executionId };
-        }
-        throw new InvalidStateError("this execution was completed with another result; a stored result is never changed", current);
-      }
+      if (current.status === "done") throw new InvalidStateError("this execution was completed with another result; a stored result is never changed", current);
       throw new InvalidStateError(
         "this execution was reported as unknown: the key is held until the tool's status probe or an operator decides (resolve it with this result in the console)",
         current,
@@ -1055,6 +1059,92 @@ export class Engine {
       call.executionId,
       "the key was released or taken over while this reservation's side effect ran; the result was not stored under the key but kept in the audit log as a late completion, which operators see flagged",
     );
+  }
+
+  /**
+   * A settle whose reservation is no longer as its caller left it, though nobody decided about the
+   * call: the key store lost it (a Redis flush or restart without persistence), or it holds the key
+   * again from the audit log as unknown for this very execution (restored after such a loss, the
+   * call having never reported an outcome). The caller's word, carried by this execution's own
+   * token, is then what the key stands for. Never after a decision (an operator's, a probe's, a
+   * takeover: the log then has an outcome for the call, or the key another execution) and never
+   * for another execution's record. Returns the store's outcome, or null when this does not apply.
+   */
+  private async completeHeldAgain(call: CallContext, stored: StoredResult, completedMs: number, current: KeyRecord | null): Promise<CompleteOutcome | null> {
+    if (current !== null && (current.executionId !== call.executionId || current.status !== "unknown")) return null;
+    if (current === null) {
+      const token = await this.holdAgain(call, completedMs);
+      if (token === null) return null;
+      const done = await this.storeCall(() => this.store.complete(call.scope, call.key, token, stored, call.ttlMs, completedMs, { executionId: call.executionId }));
+      if (!done.ok) await this.store.abandon(call.scope, call.key, token).catch(() => {});
+      return done.ok ? done : null;
+    }
+    if (!(await this.openInLog(call))) return null;
+    const resolved = await this.storeCall(() => this.store.resolve(call.scope, call.key, stored, call.ttlMs, { nowMs: completedMs, token: current.token }));
+    return resolved.ok && resolved.after ? { ok: true, record: resolved.after } : null;
+  }
+
+  /**
+   * For a settle that found no record under its key: when the key store lost its data since the
+   * call was reserved and the log still holds the call open, the key is reserved again for this
+   * execution and the token returned (the caller stores what the call said under it); else null.
+   */
+  private async holdAgain(call: CallContext, nowMs: number): Promise<number | null> {
+    if (!(await this.lostSinceReserved(call)) || !(await this.openInLog(call))) return null;
+    const begun = await this.storeCall(() =>
+      this.store.begin({
+        scope: call.scope,
+        key: call.key,
+        tool: call.tool.name,
+        fingerprint: call.fingerprint,
+        leaseMs: call.tool.leaseMs,
+        nowMs,
+        fallback: call.fallback,
+        session: call.session,
+        executionId: call.executionId,
+        takeoverStuck: false,
+        retryUnknown: false,
+      }),
+    );
+    if (begun.kind !== "reserved") return null;
+    // read again under the reservation, which keeps decisions and new calls out: one may have come first
+    const open = await this.openInLog(call).catch(async (err: unknown) => {
+      await this.store.abandon(call.scope, call.key, begun.token).catch(() => {});
+      throw err;
+    });
+    if (open) return begun.token;
+    await this.store.abandon(call.scope, call.key, begun.token).catch(() => {});
+    return null;
+  }
+
+  /**
+   * Whether the key store lost its data where this call's key lives since the call was reserved: an
+   * epoch newer than the reservation, or none (nothing held there now). Otherwise a record that is
+   * gone was deleted by a decision (a release), which stands. Durable stores never lose one.
+   */
+  private async lostSinceReserved(call: CallContext): Promise<boolean> {
+    if (!this.store.epochOf) return false;
+    const epochMs = await this.storeCall(() => this.store.epochOf!(call.scope, call.key));
+    return epochMs === null || epochMs > call.arrivedMs;
+  }
+
+  /** Whether the log still has this execution without an outcome: nobody, its caller included, has said how it ended. */
+  private async openInLog(call: CallContext): Promise<boolean> {
+    let row: ExecutionRow | null;
+    try {
+      row = await this.audit.execution(call.executionId);
+    } catch (err) {
+      throw new UnavailableError("audit_log", err);
+    }
+    return row !== null && row.outcome === null && row.token === call.token;
+  }
+
+  private async storeCall<T>(step: () => Promise<T>): Promise<T> {
+    try {
+      return await step();
+    } catch (err) {
+      throw new UnavailableError("key_store", err);
+    }
   }
 
   /**
@@ -1089,6 +1179,12 @@ export class Engine {
         throw new UnavailableError("key_store", err);
       }
       if (current && current.executionId === call.executionId && current.token === target.token) throw settledAlready(current);
+      if (await this.releaseHeldAgain(call, current)) {
+        this.held.delete(call.executionId);
+        this.recordOutcome(call, "failed", durationMs, null, note ? `not run: ${note}` : "not run: the caller said its side effect did not happen");
+        this.onCall({ tool: call.tool.name, result: "tool_failed", storeMs: call.storeMs, auditMs: call.auditMs });
+        return { state: "released" };
+      }
       let row: ExecutionRow | null;
       try {
         row = await this.audit.execution(call.executionId);
@@ -1117,7 +1213,38 @@ export class Engine {
       if (current.status === "unknown") return { state: "unknown" };
       throw settledAlready(current);
     }
+    if (await this.markHeldAgain(call, current, noteText)) {
+      this.held.delete(call.executionId);
+      this.recordOutcome(call, "unknown", durationMs, null, noteText);
+      this.onCall({ tool: call.tool.name, result: "outcome_unknown", storeMs: call.storeMs, auditMs: call.auditMs });
+      return { state: "unknown" };
+    }
     throw new StaleTokenError(call.executionId, "the key was released or taken over meanwhile; nothing was changed");
+  }
+
+  /**
+   * The caller's not_run for a reservation the key store lost, or holds again from the log as
+   * unknown for this execution (see completeHeldAgain): the key is freed (a lost one is free
+   * already). Whether it applied; never after a decision or for another execution's record.
+   */
+  private async releaseHeldAgain(call: CallContext, current: KeyRecord | null): Promise<boolean> {
+    if (current === null) return (await this.lostSinceReserved(call)) && (await this.openInLog(call));
+    if (current.executionId !== call.executionId || current.status !== "unknown" || !(await this.openInLog(call))) return false;
+    const released = await this.storeCall(() => this.store.release(call.scope, call.key, { nowMs: this.now(), token: current.token }));
+    return released.ok;
+  }
+
+  /**
+   * The caller's unknown for a reservation the key store lost (held again as unknown for this
+   * execution), or holds again from the log as unknown already: the log then says so too.
+   */
+  private async markHeldAgain(call: CallContext, current: KeyRecord | null, note: string): Promise<boolean> {
+    if (current !== null) return current.executionId === call.executionId && current.status === "unknown" && (await this.openInLog(call));
+    const token = await this.holdAgain(call, this.now());
+    if (token === null) return false;
+    const marked = await this.storeCall(() => this.store.markUnknown(call.scope, call.key, token, note, this.now(), { executionId: call.executionId }));
+    if (!marked.ok) await this.store.abandon(call.scope, call.key, token).catch(() => {});
+    return marked.ok;
   }
 
   /**

@@ -2,7 +2,8 @@
 
 Environment: IDEMGATE_URL, IDEMGATE_TOKEN, KEY, ACCOUNT, LEDGER (a file: one line appended per
 effect), MODE (ok | crash | throw | not_applied), DELAY_MS (how long the function runs after its
-effect). Prints one JSON line: whether the function ran here, the result or the error.
+effect), FLUSH_TIMEOUT (optional: the client's flush_timeout). Prints one JSON line: whether the
+function ran here, the result or the error.
 """
 
 import json
@@ -34,7 +35,10 @@ def effect(args):
     return {"by": "python", "pid": os.getpid()}
 
 
-client = Idemgate(os.environ["IDEMGATE_URL"], os.environ["IDEMGATE_TOKEN"], timeout=30, wait_seconds=20)
+# FLUSH_TIMEOUT (seconds): how long a normal exit waits for a completion the gateway could not take
+# yet (the client's flush_timeout); only passed when given, so clients without it run the other cases
+extra = {"flush_timeout": float(os.environ["FLUSH_TIMEOUT"])} if os.environ.get("FLUSH_TIMEOUT") else {}
+client = Idemgate(os.environ["IDEMGATE_URL"], os.environ["IDEMGATE_TOKEN"], timeout=30, wait_seconds=20, **extra)
 args = {"account": os.environ["ACCOUNT"], "amountCents": 100, "currency": "EUR"}
 try:
     body = client.guard("ledger.record", args, effect, key=os.environ["KEY"])

@@ -141,6 +141,34 @@ export function describeKeyStoreContract(name: string, makeStore: () => Promise<
       expect(late.ok).toBe(true);
     });
 
+    it("lets its holder complete a stuck key long after the lease, after other callers were told it is stuck, from another store instance, keeping its execution", async () => {
+      newScope();
+      const first = await store.begin(input({ executionId: "ex-held" }));
+      if (first.kind !== "reserved") throw new Error("not reserved");
+      for (const nowMs of [T0 + 1_000, T0 + 60_000, T0 + 3_600_000]) expect((await peer.begin(input({ nowMs }))).kind).toBe("stuck");
+      // only its own token; another one changes nothing
+      expect(await peer.complete(scope, "k1", first.token + 1, ok, 60_000, T0 + 3_600_000)).toMatchObject({ ok: false, reason: "stale_token" });
+      const late = await peer.complete(scope, "k1", first.token, ok, 60_000, T0 + 3_600_001);
+      expect(late).toMatchObject({ ok: true, record: { status: "done", token: first.token, executionId: "ex-held", result: ok, expiresAtMs: T0 + 3_660_001 } });
+      expect(await store.get(scope, "k1")).toMatchObject({ status: "done", executionId: "ex-held", leaseUntilMs: null });
+      expect((await store.begin(input({ nowMs: T0 + 3_600_002 }))).kind).toBe("replay");
+      // and sent again: refused, the record as it was (the engine answers it from the record)
+      expect(await store.complete(scope, "k1", first.token, ok, 60_000, T0 + 3_600_003)).toMatchObject({ ok: false, current: { status: "done", executionId: "ex-held" } });
+    });
+
+    it("resolves, under its token, a record held as unknown for an earlier execution: done with that execution, no unknown outcome left", async () => {
+      newScope();
+      const r = await store.begin(input({ key: "again", executionId: "ex-restoring" }));
+      if (r.kind !== "reserved") throw new Error("not reserved");
+      await store.markUnknown(scope, "again", r.token, "held again from the log", T0 + 5, { executionId: "ex-lost" });
+      expect(await peer.resolve(scope, "again", ok, 60_000, { nowMs: T0 + 10, token: r.token + 1 })).toMatchObject({ ok: false, reason: "changed" });
+      const resolved = await peer.resolve(scope, "again", ok, 60_000, { nowMs: T0 + 10, token: r.token });
+      expect(resolved).toMatchObject({ ok: true, after: { status: "done", token: r.token, executionId: "ex-lost", result: ok, outcomeNote: null, unknownAtMs: null } });
+      expect(await store.get(scope, "again")).toMatchObject({ status: "done", executionId: "ex-lost", outcomeNote: null });
+      // decided: a second resolve under the same token is refused
+      expect(await store.resolve(scope, "again", ok, 60_000, { nowMs: T0 + 11, token: r.token })).toMatchObject({ ok: false, reason: "not_inflight" });
+    });
+
     it("takes over a stuck key when the tool's policy says so", async () => {
       newScope();
       const first = await store.begin(input());
