@@ -10,5 +10,5 @@ from ._http import RetryPolicy
 from .client import Idemgate, idempotent
 from .errors import FinalError, IdemgateError, NotAppliedError, OutcomeUnknownError
 
-__all__ = ["Idemgate", "idempotent", "RetryPolicy", "IdemgateError", "OutcomeUnknownError", "NotAppliedError", "FinalError"]
+__all__ = ["FinalError", "Idemgate", "IdemgateError", "NotAppliedError", "OutcomeUnknownError", "RetryPolicy", "idempotent"]
 __version__ = "0.1.0"

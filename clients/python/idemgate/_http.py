@@ -30,7 +30,7 @@ class RetryPolicy:
         # "Retry-After: 0" would make the retries a tight loop that uses them all up at once: back off instead
         if retry_after is not None and retry_after > 0:
             return min(retry_after, self.max_retry_after)
-        capped = min(self.max_delay, self.base_delay * 2 ** max(0, attempt - 1))
+        capped = min(self.max_delay, self.base_delay * 2.0 ** max(0, attempt - 1))
         return capped / 2 + rand() * capped / 2
 
 

@@ -57,14 +57,14 @@ def _status_of(exc: BaseException) -> Optional[int]:
 class _Heartbeat:
     """Extends a reservation's lease every ``interval`` seconds while the guarded function runs."""
 
-    def __init__(self, client: "Idemgate", execution_id: str, token: Any, interval: float) -> None:
+    def __init__(self, client: Idemgate, execution_id: str, token: Any, interval: float) -> None:
         self.client, self.execution_id, self.token, self.interval = client, execution_id, token, interval
         self.beats = 0
         self.stale = False
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name=f"idemgate-heartbeat-{execution_id}", daemon=True)
 
-    def __enter__(self) -> "_Heartbeat":
+    def __enter__(self) -> _Heartbeat:
         self._thread.start()
         return self
 
@@ -170,7 +170,7 @@ class Idemgate:
             try:
                 result = fn(args)
                 payload = json.loads(json.dumps(result))
-            except BaseException as exc:  # noqa: B902 - every way out of fn settles the key
+            except BaseException as exc:
                 self._settle_failure(execution_id, token, key, exc)
                 raise
         self._complete(execution_id, token, key, 200, payload)
@@ -324,4 +324,4 @@ def idempotent(
     return decorate
 
 
-__all__ = ["Idemgate", "idempotent", "RetryPolicy"]
+__all__ = ["Idemgate", "RetryPolicy", "idempotent"]

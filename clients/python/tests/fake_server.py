@@ -80,7 +80,7 @@ class FakeIdemgate:
         self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
         self.thread.start()
 
-    def on(self, suffix: str, replies: "list[Reply] | Callable[[Seen], Reply]") -> None:
+    def on(self, suffix: str, replies: list[Reply] | Callable[[Seen], Reply]) -> None:
         """Answers requests whose path ends with ``suffix``; a list is consumed in order, its last reply repeated."""
         if callable(replies):
             self.routes[suffix] = replies

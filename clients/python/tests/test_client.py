@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 import unittest
-from typing import Any
+from typing import Any, ClassVar
 
 from fake_server import FakeIdemgate, Seen, done, ok, problem, reserved
 
@@ -168,7 +168,7 @@ class GuardTest(ClientTestCase):
     def test_an_exception_carrying_a_4xx_status_is_a_final_result(self) -> None:
         class CardError(Exception):
             status = 402
-            body = {"decline_code": "insufficient_funds"}
+            body: ClassVar[dict[str, str]] = {"decline_code": "insufficient_funds"}
 
         self.fake.on("/reservations", [reserved()])
         self.fake.on("/complete", [ok()])
