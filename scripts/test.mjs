@@ -2,7 +2,8 @@
 //
 //   typecheck
 //   layout
-//   python                  (the Python client: ruff, mypy --strict, pytest, in its own venv)
+//   python                  (the Python client: ruff, mypy --strict, pytest, in its own venv; the
+//                            fault suite's Python tests provision the same venv, taking turns by a lock)
 //   unit ──────┐            (vitest against the real PostgreSQL and Redis)
 //   build ─────┼─ e2e       (Playwright in Chromium against the production build)
 //              └─ faults    (killed processes, lost stores, against the production build)
@@ -34,8 +35,7 @@ const STAGES = [
   // after the unit tests: many of those are about timing within one process, and with all of the
   // suite on two cores at once they were starved into failing; e2e and faults side by side are not
   { name: "e2e", args: ["scripts/e2e.mjs"], after: ["build", "unit"] },
-  // after python: its venv (clients/python/.venv) is the one the Python fault tests run with
-  { name: "faults", args: ["scripts/faults.mjs"], after: ["build", "unit", "python"] },
+  { name: "faults", args: ["scripts/faults.mjs"], after: ["build", "unit"] },
 ];
 // how many lines of a passing stage's log end up in the summary
 // how much of a failed stage's log is printed (the rest is in its file)

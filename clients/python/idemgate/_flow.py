@@ -379,11 +379,14 @@ def guard_flow(tool: str, args: Mapping[str, Any], key: str, session: Optional[s
 
     error = cast(Raised, outcome).error
     status = status_of(error)
-    if isinstance(error, NotAppliedError) or status in NOT_APPLIED_STATUSES:
+    if isinstance(error, NotAppliedError) or (not isinstance(error, IdemgateError) and status in NOT_APPLIED_STATUSES):
         note = f"{type(error).__name__}: {error}"[:NOTE_LIMIT]
         yield from deliver_flow(settle("release", {"outcome": "not_run", "note": note}), settings)
         raise error
-    if isinstance(error, FinalError) or (status is not None and 400 <= status <= 499):
+    # an IdemgateError from a call the function made (an inner guard or invoke that was refused or
+    # ended unknown) is not the tool's own final answer: what the function did before it is unknown
+    inner = isinstance(error, IdemgateError) and not isinstance(error, FinalError)
+    if isinstance(error, FinalError) or (not inner and status is not None and 400 <= status <= 499):
         final = error.body if isinstance(error, FinalError) else getattr(error, "body", None)
         if final is None:
             final = {"error": type(error).__name__, "message": str(error)}

@@ -161,6 +161,9 @@ class ThreadTransport(AsyncTransport):
         return await asyncio.get_running_loop().run_in_executor(self._pool, self.transport.send_once, request)
 
     async def aclose(self) -> None:
+        self.shutdown()
+
+    def shutdown(self) -> None:
         self._pool.shutdown(wait=False)
 
 

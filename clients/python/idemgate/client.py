@@ -146,7 +146,12 @@ class Idemgate:
 
     def close(self, timeout: Optional[float] = None) -> bool:
         """Delivers what is pending (bounded, logged) and stops the background work; True when all landed."""
-        return self._core.close(timeout)
+        try:
+            return self._core.close(timeout)
+        finally:
+            if self._threads is not None:
+                self._threads.shutdown()
+                self._threads = None
 
     def __enter__(self) -> Idemgate:
         return self

@@ -182,6 +182,19 @@ class GuardTest(ClientTestCase):
         self.assertEqual(self.fake.seen[-1].body["status"], 402)
         self.assertEqual(self.fake.seen[-1].body["body"], {"decline_code": "insufficient_funds"})
 
+    def test_an_idemgate_error_from_an_inner_call_is_unknown_not_a_final_result(self) -> None:
+        self.fake.on("/reservations", [reserved()])
+        self.fake.on("/release", [ok()])
+
+        def nested(_: Any) -> None:
+            raise OutcomeUnknownError({"type": "/problems/outcome_unknown", "title": "t", "status": 409}, "inner-key")
+
+        with self.assertRaises(OutcomeUnknownError) as caught:
+            self.client.guard("t", {}, nested, key="k")
+        self.assertEqual(caught.exception.key, "k")
+        self.assertEqual(self.fake.seen[-1].body["outcome"], "unknown")
+        self.assertNotIn("complete", self.fake.paths())
+
     def test_complete_after_the_key_was_released_keeps_the_result_and_warns(self) -> None:
         self.fake.on("/reservations", [reserved()])
         self.fake.on("/complete", [problem(409, "stale_token")])

@@ -115,7 +115,7 @@ async def test_the_key_from_the_action_context(client: AsyncIdemgate) -> None:
     run_id = f"run-{uuid.uuid4()}"
 
     @idempotent(client, tool=TOOL)
-    async def record(account: str, amountCents: int, currency: str) -> dict[str, Any]:  # noqa: N803 - the tool's argument names
+    async def record(account: str, amountCents: int, currency: str) -> dict[str, Any]:
         return await ledger.book({"account": account, "amountCents": amountCents, "currency": currency})
 
     args = ledger.args()
