@@ -15,7 +15,7 @@ import inspect
 import logging
 import time
 from types import TracebackType
-from typing import Any, Awaitable, Callable, Dict, List, Mapping, Optional, Type, TypeVar, Union, cast
+from typing import Any, Callable, Coroutine, Dict, List, Mapping, Optional, Type, TypeVar, Union, cast, overload
 
 from ._core import Core, check_guardable, log_stale
 from ._flow import Attempt, Flow, Handoff, Raised, Ran, RunFunction, Sleep, guard_flow, heartbeat_verdict, invoke_flow, list_tools_flow
@@ -151,21 +151,45 @@ class AsyncIdemgate:
     def session(self) -> Optional[str]:
         return self._core.settings.session
 
+    @overload
     async def guard(
         self,
         tool: str,
         args: Mapping[str, Any],
-        fn: Callable[[Mapping[str, Any]], Union[Awaitable[T], T]],
+        fn: Callable[[Mapping[str, Any]], Coroutine[Any, Any, T]],
         *,
         key: Optional[str] = None,
         session: Optional[str] = None,
         key_source: Optional[str] = None,
-    ) -> T:
+    ) -> T: ...
+
+    @overload
+    async def guard(
+        self,
+        tool: str,
+        args: Mapping[str, Any],
+        fn: Callable[[Mapping[str, Any]], T],
+        *,
+        key: Optional[str] = None,
+        session: Optional[str] = None,
+        key_source: Optional[str] = None,
+    ) -> T: ...
+
+    async def guard(
+        self,
+        tool: str,
+        args: Mapping[str, Any],
+        fn: Callable[[Mapping[str, Any]], Any],
+        *,
+        key: Optional[str] = None,
+        session: Optional[str] = None,
+        key_source: Optional[str] = None,
+    ) -> Any:
         """:meth:`Idemgate.guard`, awaited: ``fn`` runs once after the reservation (awaited if it is async)."""
         check_guardable(fn, "guard")
         key, session = self._core.guard_key(key, session, "guard")
         flow = guard_flow(tool, args, key, session, key_source, self._core.settings, self._core.memory)
-        return cast(T, await run_async(self._core, self._transport, flow, fn, args))
+        return await run_async(self._core, self._transport, flow, fn, args)
 
     async def invoke(
         self,

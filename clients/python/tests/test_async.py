@@ -374,4 +374,5 @@ async def test_a_replayed_done_answer_is_returned_without_running(fake: FakeIdem
     async def fn(_: Any) -> None:
         raise AssertionError("must not run")
 
-    assert await client.guard("t", {}, fn, key="r") == {"chargeId": "ch_first"}
+    replay: Any = await client.guard("t", {}, fn, key="r")
+    assert replay == {"chargeId": "ch_first"}

@@ -142,7 +142,7 @@ def test_a_sync_guard_refuses_an_async_function(fake: FakeIdemgate, client: Idem
         return None
 
     with pytest.raises(TypeError, match="async"):
-        client.guard("t", {}, fn, key="k")
+        client.guard("t", {}, fn, key="k")  # type: ignore[unused-coroutine]  # the misuse under test
     assert fake.seen == []
 
 
@@ -154,5 +154,5 @@ def test_a_sync_guard_whose_function_returns_a_coroutine_releases_the_key_as_not
         raise AssertionError("never awaited")
 
     with pytest.raises(TypeError, match="never ran"):
-        client.guard("t", {}, lambda _: fn(), key="k")
+        client.guard("t", {}, lambda _: fn(), key="k")  # type: ignore[unused-coroutine]  # the misuse under test
     assert fake.seen[-1].body["outcome"] == "not_run"
