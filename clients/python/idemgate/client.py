@@ -9,7 +9,7 @@ import time
 from types import TracebackType
 from typing import Any, Awaitable, Callable, Dict, List, Mapping, Optional, Type, TypeVar, Union, cast
 
-from ._async import run_async
+from ._async import AsyncIdemgate, run_async
 from ._core import Core, check_guardable, run_sync
 from ._flow import guard_flow, invoke_flow, list_tools_flow
 from ._http import AsyncTransport, RetryPolicy, ThreadTransport
@@ -186,7 +186,7 @@ def _bind(fn: Callable[..., Any]) -> Callable[..., Dict[str, Any]]:
 
 
 def idempotent(
-    client: Any,
+    client: Union[Idemgate, AsyncIdemgate],
     tool: str,
     key: Optional[Callable[..., str]] = None,
     *,
