@@ -2,6 +2,8 @@
 //
 //   typecheck
 //   layout
+//   python                  (the Python client: ruff, mypy --strict, pytest, in its own venv; the
+//                            fault suite's Python tests provision the same venv, taking turns by a lock)
 //   unit ──────┐            (vitest against the real PostgreSQL and Redis)
 //   build ─────┼─ e2e       (Playwright in Chromium against the production build)
 //              └─ faults    (killed processes, lost stores, against the production build)
@@ -27,6 +29,7 @@ const bin = (pkg, file) => path.join(ROOT, "node_modules", pkg, file);
 const STAGES = [
   { name: "typecheck", args: [bin("typescript", "bin/tsc"), "--noEmit", "-p", "tsconfig.typecheck.json"] },
   { name: "layout", args: ["scripts/check-layout.mjs"] },
+  { name: "python", args: ["scripts/python-check.mjs"] },
   { name: "unit", args: [bin("vitest", "vitest.mjs"), "run"] },
   { name: "build", args: ["scripts/build-if-stale.mjs"] },
   // after the unit tests: many of those are about timing within one process, and with all of the
@@ -37,7 +40,7 @@ const STAGES = [
 // how many lines of a passing stage's log end up in the summary
 // how much of a failed stage's log is printed (the rest is in its file)
 const FAILED_LINES = 250;
-const SUMMARY_LINES = { typecheck: 3, layout: 3, unit: 8, build: 4, e2e: 4, faults: 8 };
+const SUMMARY_LINES = { typecheck: 3, layout: 3, python: 4, unit: 8, build: 4, e2e: 4, faults: 8 };
 
 function parseArgs(argv) {
   const options = { only: null, serial: false };

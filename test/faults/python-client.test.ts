@@ -3,16 +3,18 @@ import { randomUUID } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
+import { ensurePythonEnv } from "@/scripts/python-env.mjs";
 import { testPort } from "@/scripts/test-ports.mjs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestPostgres, REDIS_TEST_URL } from "@/test/support/databases";
 import { removeDataDir, ROOT, startServer, type RunningServer } from "@/test/support/server";
 import { deleteRedisPrefix } from "@/test/support/stores";
 
-// The Python client (clients/python) against production servers: its unittest suite runs with
-// IDEMGATE_URL and IDEMGATE_TOKEN set, so the live tests run beside the fake-server ones, on both
-// configurations; and the package installs with pip into an empty virtualenv, offline, and works
-// from there. Ports 3176-3177 are this file's (moved by IDEMGATE_TEST_PORT_BASE).
+// The Python client (clients/python) against production servers: its live tests (pytest's `live`
+// mark) run with IDEMGATE_URL and IDEMGATE_TOKEN set, in the project's Python environment
+// (scripts/python-env.mjs), on both configurations; and the package installs with pip into an empty
+// virtualenv, offline, and works from there. Ports 3176-3177 are this file's (moved by
+// IDEMGATE_TEST_PORT_BASE).
 
 const PYTHON = process.env.PYTHON ?? "python3";
 const CLIENT_DIR = path.join(ROOT, "clients", "python");
@@ -38,7 +40,10 @@ describe.each(configurations)("the Python client on $name", (configuration) => {
   let server: RunningServer;
   let token: string;
 
+  let venvPython: string;
+
   beforeAll(async () => {
+    venvPython = await ensurePythonEnv({ quiet: true });
     const env: Record<string, string> = { IDEMGATE_RECONCILE_INTERVAL_MS: "0" };
     if (configuration.servers) {
       pg = await createTestPostgres("fault_python");
@@ -56,15 +61,18 @@ describe.each(configurations)("the Python client on $name", (configuration) => {
     await removeDataDir(dataDir);
   });
 
-  it("python3 -m unittest passes with the live tests run, none skipped", async () => {
-    const result = await run(PYTHON, ["-m", "unittest", "discover", "-v", "-s", path.join(CLIENT_DIR, "tests")], {
-      env: { PYTHONPATH: CLIENT_DIR, IDEMGATE_URL: server.url, IDEMGATE_TOKEN: token, PYTHONDONTWRITEBYTECODE: "1" },
+  it("pytest runs the live tests and they pass, none skipped", async () => {
+    const result = await run(venvPython, ["-m", "pytest", "-v", "-m", "live", "-p", "no:cacheprovider", path.join(CLIENT_DIR, "tests")], {
+      cwd: CLIENT_DIR,
+      env: { IDEMGATE_URL: server.url, IDEMGATE_TOKEN: token, PYTHONDONTWRITEBYTECODE: "1" },
     });
     expect(result.code, `${result.output}\n--- server ---\n${server.output()}`).toBe(0);
-    expect(result.output).toMatch(/^OK$/m);
-    expect(result.output).not.toMatch(/skipped/);
-    // unittest -v names a test "name (module.Class)", or "name (module.Class.name)" from Python 3.11 on
-    expect(result.output).toMatch(/^test_threads_racing_on_one_key_run_it_once \(test_live\.LiveTest(\.test_threads_racing_on_one_key_run_it_once)?\) \.\.\. ok$/m);
+    expect(result.output).toMatch(/ passed/);
+    expect(result.output).not.toMatch(/\b(SKIPPED|FAILED|ERROR|skipped|failed)\b/);
+    expect(result.output).toMatch(/test_live\.py::LiveTest::test_threads_racing_on_one_key_run_it_once PASSED/);
+    // the async client against the real server: an async def runs once per key, 50 tasks on one key run it once
+    expect(result.output).toMatch(/test_live_async\.py::test_an_async_def_decorated_with_the_sync_client_runs_once_per_key PASSED/);
+    expect(result.output).toMatch(/test_live_async\.py::test_fifty_concurrent_async_calls_of_one_key_run_it_once\[httpx\] PASSED/);
   });
 
   // once, on the embedded server: what it checks is the package, not the stores

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 import unittest
-from typing import Any
+from typing import Any, ClassVar
 
 from fake_server import FakeIdemgate, Seen, done, ok, problem, reserved
 
@@ -16,7 +16,8 @@ class ClientTestCase(unittest.TestCase):
         self.fake = FakeIdemgate()
         self.addCleanup(self.fake.close)
         self.sleeps: list[float] = []
-        self.client = Idemgate(self.fake.url, "idg_test", timeout=5, wait_seconds=3, retry=RetryPolicy(max_attempts=4), sleep=self.sleeps.append)
+        self.client = Idemgate(self.fake.url, "idg_test", timeout=5, wait_seconds=3, retry=RetryPolicy(max_attempts=4), sleep=self.sleeps.append, flush_timeout=0.5)
+        self.addCleanup(self.client.close)
         self.runs = 0
 
     def charge(self, args: Any) -> dict[str, Any]:
@@ -168,7 +169,7 @@ class GuardTest(ClientTestCase):
     def test_an_exception_carrying_a_4xx_status_is_a_final_result(self) -> None:
         class CardError(Exception):
             status = 402
-            body = {"decline_code": "insufficient_funds"}
+            body: ClassVar[dict[str, str]] = {"decline_code": "insufficient_funds"}
 
         self.fake.on("/reservations", [reserved()])
         self.fake.on("/complete", [ok()])
@@ -181,6 +182,19 @@ class GuardTest(ClientTestCase):
         self.assertEqual(self.fake.seen[-1].body["status"], 402)
         self.assertEqual(self.fake.seen[-1].body["body"], {"decline_code": "insufficient_funds"})
 
+    def test_an_idemgate_error_from_an_inner_call_is_unknown_not_a_final_result(self) -> None:
+        self.fake.on("/reservations", [reserved()])
+        self.fake.on("/release", [ok()])
+
+        def nested(_: Any) -> None:
+            raise OutcomeUnknownError({"type": "/problems/outcome_unknown", "title": "t", "status": 409}, "inner-key")
+
+        with self.assertRaises(OutcomeUnknownError) as caught:
+            self.client.guard("t", {}, nested, key="k")
+        self.assertEqual(caught.exception.key, "k")
+        self.assertEqual(self.fake.seen[-1].body["outcome"], "unknown")
+        self.assertNotIn("complete", self.fake.paths())
+
     def test_complete_after_the_key_was_released_keeps_the_result_and_warns(self) -> None:
         self.fake.on("/reservations", [reserved()])
         self.fake.on("/complete", [problem(409, "stale_token")])
@@ -189,15 +203,19 @@ class GuardTest(ClientTestCase):
         self.assertEqual(result["chargeId"], "ch_1")
         self.assertIn("late completion", "\n".join(logs.output))
 
-
-    def test_a_result_that_cannot_be_stored_is_still_returned_and_the_key_stays_held(self) -> None:
+    def test_a_result_that_cannot_be_stored_at_once_is_returned_and_its_completion_retried_in_the_background(self) -> None:
         self.fake.on("/reservations", [reserved()])
-        self.fake.on("/complete", [problem(503, "unavailable")])
+        self.fake.on("/complete", [problem(503, "unavailable"), problem(503, "unavailable"), (None, None, {}), ok()])
         with self.assertLogs("idemgate", "WARNING") as logs:
             result = self.client.guard("t", {"amountCents": 3}, self.charge, key="k")
-        self.assertEqual(result["chargeId"], "ch_1")
-        self.assertEqual(self.fake.paths(), ["reservations"] + ["complete"] * 4)
-        self.assertIn("stuck after its lease", "\n".join(logs.output))
+            self.assertEqual(result["chargeId"], "ch_1")
+            self.assertIn("retrying in the background", "\n".join(logs.output))
+            self.fake.wait_for(lambda seen: len([s for s in seen if s.path.endswith("complete")]) >= 4)
+            self.assertTrue(self.client.flush(timeout=10))
+        completes = [s for s in self.fake.seen if s.path.endswith("complete")]
+        self.assertEqual([s.body for s in completes], [completes[0].body] * 4)
+        self.assertEqual(completes[0].body["token"], 7)
+        self.assertEqual(self.client.pending_deliveries, 0)
 
 
 class HeartbeatTest(ClientTestCase):

@@ -1,4 +1,4 @@
-"""The client against a live Idemgate (IDEMGATE_URL, IDEMGATE_TOKEN): `npm test` starts one and runs these.
+"""The client against a live Idemgate (IDEMGATE_URL, IDEMGATE_TOKEN): `npm test`'s fault suite starts one and runs these.
 
 They use the demo client-run tool ``ledger.record`` (arguments ``account``, ``amountCents``,
 ``currency``); the function each test guards appends to a list that stands in for the ledger.
@@ -12,16 +12,21 @@ import unittest
 import uuid
 from typing import Any
 
+import pytest
+
 from idemgate import FinalError, Idemgate, IdemgateError, NotAppliedError, OutcomeUnknownError, idempotent
 
 URL = os.environ.get("IDEMGATE_URL")
 TOKEN = os.environ.get("IDEMGATE_TOKEN", "")
 TOOL = "ledger.record"
 
+#: deselected (not skipped) by the python stage with ``-m "not live"``; run without a server, they fail
+pytestmark = pytest.mark.live
 
-@unittest.skipUnless(URL, "needs a live Idemgate: set IDEMGATE_URL and IDEMGATE_TOKEN")
+
 class LiveTest(unittest.TestCase):
     def setUp(self) -> None:
+        self.assertTrue(URL, "needs a live Idemgate: set IDEMGATE_URL and IDEMGATE_TOKEN")
         self.client = Idemgate(str(URL), TOKEN, timeout=15)
         self.account = f"acct-{uuid.uuid4().hex[:10]}"
         self.ledger: list[dict[str, Any]] = []
