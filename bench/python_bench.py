@@ -19,10 +19,10 @@ import asyncio
 import json
 import os
 import time
-from typing import Any, Awaitable, Callable
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 import redis
-
 from idemgate import AsyncIdemgate, Idemgate
 
 TOOL = "ledger.record"

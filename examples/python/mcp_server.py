@@ -23,13 +23,12 @@ import json
 import os
 import tempfile
 import uuid
-from typing import Any, Optional
-
-from mcp.server.mcpserver import Context, MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
+from typing import Any
 
 import idemgate
 from idemgate import AsyncIdemgate, idempotent
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
 
 META_KEY = "io.idemgate/idempotency-key"
 LEDGER = os.environ.get("EXAMPLE_LEDGER_FILE") or os.path.join(tempfile.gettempdir(), "idemgate-mcp-ledger.jsonl")
@@ -40,14 +39,14 @@ server = MCPServer("ledger")
 slow_once: set[str] = set()
 
 
-def ledger_arguments(account: str, amount_cents: int, currency: str, memo: Optional[str] = None) -> dict[str, Any]:
+def ledger_arguments(account: str, amount_cents: int, currency: str, memo: str | None = None) -> dict[str, Any]:
     """The arguments Idemgate validates (ledger.record's schema) and fingerprints."""
     return {"account": account, "amountCents": amount_cents, "currency": currency, **({"memo": memo} if memo else {})}
 
 
 # no key= here: the key comes from the action context the tool sets from its caller's key
 @idempotent(client, tool="ledger.record", arguments=ledger_arguments)
-async def book(account: str, amount_cents: int, currency: str, memo: Optional[str] = None) -> dict[str, Any]:
+async def book(account: str, amount_cents: int, currency: str, memo: str | None = None) -> dict[str, Any]:
     """The side effect: one line in the ledger file. Runs at most once per key."""
     if account == SLOW_ACCOUNT and account not in slow_once:
         # the first booking for this account is slow: the client's request times out and it retries
@@ -63,7 +62,7 @@ async def book(account: str, amount_cents: int, currency: str, memo: Optional[st
     return entry
 
 
-def caller_key(idempotency_key: Optional[str], ctx: Context) -> str:
+def caller_key(idempotency_key: str | None, ctx: Context) -> str:
     """The caller's key: the argument, else the request's ``_meta``; never one minted here."""
     if idempotency_key:
         return idempotency_key
@@ -76,7 +75,7 @@ def caller_key(idempotency_key: Optional[str], ctx: Context) -> str:
 
 
 @server.tool()
-async def record_entry(account: str, amount_cents: int, currency: str, ctx: Context, memo: Optional[str] = None, idempotency_key: Optional[str] = None) -> dict[str, Any]:
+async def record_entry(account: str, amount_cents: int, currency: str, ctx: Context, memo: str | None = None, idempotency_key: str | None = None) -> dict[str, Any]:
     """Book an entry in the ledger, once per idempotency key (a retry gets the first result)."""
     key = caller_key(idempotency_key, ctx)
     with idemgate.action(key=key):

@@ -22,12 +22,11 @@ import json
 import os
 import tempfile
 import uuid
-from typing import Any, Optional
-
-from openai import AsyncOpenAI
+from typing import Any
 
 import idemgate
 from idemgate import AsyncIdemgate, action_key, idempotent
+from openai import AsyncOpenAI
 
 LEDGER = os.environ.get("EXAMPLE_LEDGER_FILE") or os.path.join(tempfile.gettempdir(), "idemgate-openai-ledger.jsonl")
 TOOLS: list[Any] = [
@@ -49,13 +48,13 @@ gate = AsyncIdemgate(os.environ["IDEMGATE_URL"], os.environ["IDEMGATE_TOKEN"])
 booked = {"runs": 0}
 
 
-def ledger_arguments(account: str, amount_cents: int, currency: str, memo: Optional[str] = None) -> dict[str, Any]:
+def ledger_arguments(account: str, amount_cents: int, currency: str, memo: str | None = None) -> dict[str, Any]:
     return {"account": account, "amountCents": amount_cents, "currency": currency, **({"memo": memo} if memo else {})}
 
 
 # the key comes from the action context the loop sets for each call (no key= here)
 @idempotent(gate, tool="ledger.record", arguments=ledger_arguments)
-async def record_entry(account: str, amount_cents: int, currency: str, memo: Optional[str] = None) -> dict[str, Any]:
+async def record_entry(account: str, amount_cents: int, currency: str, memo: str | None = None) -> dict[str, Any]:
     booked["runs"] += 1
     entry = {"entryId": f"ent_{uuid.uuid4().hex[:10]}", "account": account, "amountCents": amount_cents, "currency": currency}
     fd = os.open(LEDGER, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
@@ -77,7 +76,7 @@ async def run_agent(model: AsyncOpenAI, run_id: str, step: int, request: str) ->
         if not message.tool_calls:
             return message.content or "", calls
         for call in message.tool_calls:
-            function = getattr(call, "function")
+            function = call.function
             args = json.loads(function.arguments)
             # the key is the orchestrator's: run, step, tool, arguments; not call.id
             key = action_key(run_id, step, function.name, args)

@@ -81,9 +81,7 @@ class Handler(BaseHTTPRequestHandler):
                 arrived.wait_for(lambda: stats["requests"] > seen, timeout=120)
                 self.close_connection = True
                 return
-            if results == 0:
-                message = tool_call(CALL_A)
-            elif results == 1:
+            if results == 0 or results == 1:
                 message = tool_call(CALL_A)
             elif results == 2:
                 message = tool_call(CALL_B)

@@ -85,17 +85,17 @@ async def main() -> None:
             task.cancel()
             try:
                 calls.append(await task)
-            except BaseException as err:  # noqa: B902 - the cancellation is what is reported
+            except BaseException as err:  # noqa: BLE001 - the cancellation is what is reported
                 calls.append(err)
             # the same call again, as a retry would make it
             try:
                 calls.append(await client.guard("ledger.record", ARGS, fn, key=KEY))
-            except BaseException as err:  # noqa: B902
+            except BaseException as err:  # noqa: BLE001
                 calls.append(err)
         else:
             try:
                 calls.append(await client.guard("ledger.record", ARGS, fn, key=KEY))
-            except BaseException as err:  # noqa: B902
+            except BaseException as err:  # noqa: BLE001
                 calls.append(err)
     print(json.dumps({"lang": "python-async", "started": runs["started"], "effects": runs["effects"], "calls": [outcome(c) for c in calls]}))
     sys.stdout.flush()
