@@ -1,5 +1,6 @@
 import { IdemgateApiError, NETWORK_PROBLEM_TYPE, OUTCOME_UNKNOWN_PROBLEM_TYPE, OutcomeUnknownError, TIMEOUT_PROBLEM_TYPE, type Problem } from "./errors";
 import { guard, idempotent, type DoneAnswer, type GuardOptions } from "./guard";
+import { RETRIED_PROBLEM_TYPES } from "./problem-types";
 import { ClientReplayCache, replayDeadlineMs, type ReplayCacheOptions } from "./replay-cache";
 import { ReplayReporter } from "./replay-reports";
 import { DEFAULT_RETRY, parseRetryAfterMs, retryDelayMs, sleep, type RetryOptions } from "./retry";
@@ -120,15 +121,16 @@ export const DEFAULT_WAIT_SECONDS = 10;
 type Verdict = "result" | "retry" | "problem" | "outcome_unknown";
 
 /**
- * Gateway problems a retry with the same key may get past. Nothing in them ran the side effect, or
- * the gateway still holds the key, so the retry cannot run it a second time:
+ * Gateway problems a retry with the same key may get past (generated from the server's problem table:
+ * problem-types.ts). Nothing in them ran the side effect, or the gateway still holds the key, so the
+ * retry cannot run it a second time:
  * - conflict (409): a call with this key is still running; wait for `Retry-After`;
  * - unavailable (503): the key store or the audit log was down; nothing ran;
  * - tool_failed (502): the tool said nothing happened; the key was released;
  * - internal (500): the gateway failed unexpectedly; the retry is answered from whatever state the
  *   key was left in (a reservation that stayed is a conflict, then stuck).
  */
-const RETRY_PROBLEMS = new Set(["/problems/conflict", "/problems/unavailable", "/problems/tool_failed", "/problems/internal"]);
+const RETRY_PROBLEMS = RETRIED_PROBLEM_TYPES;
 
 const GATEWAY_PROBLEM = /^\/problems\/[a-z_]+$/;
 const GATEWAY_HEADERS = ["idempotency-key", "idemgate-execution-id", "idempotent-replayed"];

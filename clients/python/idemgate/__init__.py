@@ -1,14 +1,36 @@
 """Idemgate's Python client: guard a function where it runs, so each action happens once.
 
->>> from idemgate import Idemgate, idempotent
->>> client = Idemgate("http://127.0.0.1:3000", "idg_...")
->>> @idempotent(client, tool="payments.charge", key=lambda order_id, **_: f"order-{order_id}-charge")
-... def charge(order_id: str, amount_cents: int) -> dict: ...
+>>> import idemgate
+>>> client = idemgate.AsyncIdemgate("http://127.0.0.1:3000", "idg_...")
+>>> @idemgate.idempotent(client, tool="ledger.record", key=lambda account, amount_cents, **_: f"{account}-{amount_cents}")
+... async def record(account: str, amount_cents: int) -> dict: ...
 """
 
+from ._async import AsyncIdemgate
+from ._canonical import action_key, canonical_json
+from ._context import Action, action, current_action
+from ._core import NotAwaitedError
 from ._http import RetryPolicy
+from ._problems import *  # noqa: F403 - the problem types' exception classes, generated
+from ._problems import __all__ as _problem_names
 from .client import Idemgate, idempotent
 from .errors import FinalError, IdemgateError, NotAppliedError, OutcomeUnknownError
 
-__all__ = ["FinalError", "Idemgate", "IdemgateError", "NotAppliedError", "OutcomeUnknownError", "RetryPolicy", "idempotent"]
-__version__ = "0.1.0"
+__all__ = [
+    "Action",
+    "AsyncIdemgate",
+    "FinalError",
+    "Idemgate",
+    "IdemgateError",
+    "NotAppliedError",
+    "NotAwaitedError",
+    "OutcomeUnknownError",
+    "RetryPolicy",
+    "action",
+    "action_key",
+    "canonical_json",
+    "current_action",
+    "idempotent",
+    *_problem_names,
+]
+__version__ = "0.2.0"

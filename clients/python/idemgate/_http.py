@@ -1,7 +1,14 @@
-"""One JSON request to Idemgate over urllib, with a timeout, retried by the caller's rules."""
+"""HTTP for the client: one request at a time, over urllib (sync) or httpx / a thread (async).
+
+What an answer *means* is decided elsewhere (``_flow``); this module only moves bytes and reads an
+answer's status, headers and JSON body. A failure to get any answer (refused, reset, timed out) is an
+:class:`IdemgateError` with ``status`` 0, returned rather than raised so the retry rules see it.
+"""
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import email.utils
 import http.client
 import json
@@ -11,7 +18,7 @@ import time
 import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Optional
+from typing import Any, Callable, Dict, Mapping, Optional, Union
 
 from .errors import NETWORK_PROBLEM_TYPE, TIMEOUT_PROBLEM_TYPE, IdemgateError
 
@@ -34,24 +41,36 @@ class RetryPolicy:
         return capped / 2 + rand() * capped / 2
 
 
+@dataclass(frozen=True)
+class Request:
+    """One HTTP request to Idemgate; ``path`` is relative to the client's URL, ``body`` JSON text."""
+
+    method: str
+    path: str
+    body: Optional[str]
+    headers: Mapping[str, str]
+    timeout: float
+
+
 @dataclass
 class Answer:
     status: int
     headers: Mapping[str, str]
     body: Any
     #: the problem+json body, when the answer is one
-    problem: Optional[dict[str, Any]] = None
+    problem: Optional[Dict[str, Any]] = None
     attempts: int = 1
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: Dict[str, Any] = field(default_factory=dict)
 
     def header(self, name: str) -> Optional[str]:
         return self.headers.get(name.lower())
 
 
-GATEWAY_HEADERS = ("idempotency-key", "idemgate-execution-id", "idempotent-replayed")
+#: what one attempt gives: an answer, or the failure to get one
+Outcome = Union[Answer, IdemgateError]
 
 
-def _retry_after(value: Optional[str]) -> Optional[float]:
+def retry_after_seconds(value: Optional[str]) -> Optional[float]:
     if value is None:
         return None
     value = value.strip()
@@ -64,7 +83,8 @@ def _retry_after(value: Optional[str]) -> Optional[float]:
     return max(0.0, parsed.timestamp() - time.time())
 
 
-def _read(status: int, headers: Mapping[str, str], raw: bytes) -> Answer:
+def read_answer(status: int, headers: Mapping[str, str], raw: bytes) -> Answer:
+    """An answer from its status, lower-cased headers and body bytes (JSON parsed when it says JSON)."""
     text = raw.decode("utf-8", "replace")
     content_type = headers.get("content-type", "").lower()
     body: Any = text if text else None
@@ -79,66 +99,110 @@ def _read(status: int, headers: Mapping[str, str], raw: bytes) -> Answer:
     return Answer(status, headers, body, problem)
 
 
-class Transport:
-    """Sends requests to one Idemgate server; ``retryable`` decides which answers are sent again."""
+def timeout_error(url: str, seconds: float) -> IdemgateError:
+    return IdemgateError({"type": TIMEOUT_PROBLEM_TYPE, "title": "Timed out", "status": 0, "detail": f"no answer from {url} within {seconds} s"})
 
-    def __init__(self, url: str, token: str, timeout: float, retry: RetryPolicy, sleep: Callable[[float], None] = time.sleep) -> None:
+
+def network_error(url: str, reason: object) -> IdemgateError:
+    return IdemgateError({"type": NETWORK_PROBLEM_TYPE, "title": "Network error", "status": 0, "detail": f"{url}: {reason}"})
+
+
+class Transport:
+    """Sends one request at a time to one Idemgate server with urllib (standard library only)."""
+
+    def __init__(self, url: str, token: str) -> None:
         self.url = url.rstrip("/")
         self.token = token
-        self.timeout = timeout
-        self.retry = retry
-        self.sleep = sleep
 
-    def send_once(self, path: str, body: Any, headers: Mapping[str, str], timeout: Optional[float] = None) -> Answer:
-        """One POST; a network failure or timeout raises IdemgateError with ``status`` 0."""
-        data = json.dumps(body).encode("utf-8")
-        request = urllib.request.Request(self.url + path, data=data, method="POST")
-        request.add_header("Content-Type", "application/json")
-        request.add_header("Accept", "application/json, application/problem+json")
-        request.add_header("Authorization", f"Bearer {self.token}")
-        for name, value in headers.items():
-            request.add_header(name, value)
-        seconds = self.timeout if timeout is None else timeout
+    def headers(self, request: Request) -> Dict[str, str]:
+        headers = {"Accept": "application/json, application/problem+json", "Authorization": f"Bearer {self.token}"}
+        if request.body is not None:
+            headers["Content-Type"] = "application/json"
+        headers.update(request.headers)
+        return headers
+
+    def send_once(self, request: Request) -> Outcome:
+        data = request.body.encode("utf-8") if request.body is not None else None
+        req = urllib.request.Request(self.url + request.path, data=data, method=request.method, headers=self.headers(request))
         try:
-            with urllib.request.urlopen(request, timeout=seconds) as response:
-                return _read(response.status, {k.lower(): v for k, v in response.headers.items()}, response.read())
+            with urllib.request.urlopen(req, timeout=request.timeout) as response:
+                return read_answer(response.status, {k.lower(): v for k, v in response.headers.items()}, response.read())
         except urllib.error.HTTPError as err:
             with err:
-                return _read(err.code, {k.lower(): v for k, v in err.headers.items()}, err.read())
-        except (socket.timeout, TimeoutError) as err:
-            raise IdemgateError({"type": TIMEOUT_PROBLEM_TYPE, "title": "Timed out", "status": 0, "detail": f"no answer from {self.url} within {seconds} s"}) from err
+                return read_answer(err.code, {k.lower(): v for k, v in err.headers.items()}, err.read())
+        except (socket.timeout, TimeoutError):
+            return timeout_error(self.url, request.timeout)
         except (urllib.error.URLError, http.client.HTTPException, ConnectionError, OSError) as err:
             reason = getattr(err, "reason", err)
             if isinstance(reason, (socket.timeout, TimeoutError)):
-                raise IdemgateError({"type": TIMEOUT_PROBLEM_TYPE, "title": "Timed out", "status": 0, "detail": f"no answer from {self.url} within {seconds} s"}) from err
-            raise IdemgateError({"type": NETWORK_PROBLEM_TYPE, "title": "Network error", "status": 0, "detail": f"{self.url}: {reason}"}) from err
+                return timeout_error(self.url, request.timeout)
+            return network_error(self.url, reason)
 
-    def send(self, path: str, body: Any, headers: Mapping[str, str], retryable: Callable[[Answer], bool], key: Optional[str] = None, timeout: Optional[float] = None) -> Answer:
-        """POST, sent again (same headers, same key) on a network failure, a timeout or a retryable answer."""
-        attempt = 0
-        while True:
-            attempt += 1
-            last = attempt >= self.retry.max_attempts
+
+class AsyncTransport:
+    """The async form: ``await send_once(request)``. ``aclose`` releases its connections."""
+
+    async def send_once(self, request: Request) -> Outcome:
+        raise NotImplementedError
+
+    async def aclose(self) -> None:
+        return None
+
+
+class ThreadTransport(AsyncTransport):
+    """The standard-library transport in threads of its own (not the event loop's default pool, which a
+    few requests held by ``Prefer: wait`` would fill while the call they wait for needs a thread too)."""
+
+    def __init__(self, transport: Transport, max_workers: int = 64) -> None:
+        self.transport = transport
+        self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="idemgate-http")
+
+    async def send_once(self, request: Request) -> Outcome:
+        return await asyncio.get_running_loop().run_in_executor(self._pool, self.transport.send_once, request)
+
+    async def aclose(self) -> None:
+        self._pool.shutdown(wait=False)
+
+
+def httpx_transport(transport: Transport) -> Optional[AsyncTransport]:
+    """An httpx.AsyncClient transport when httpx is installed (``idemgate[httpx]``), else None."""
+    try:
+        import httpx
+    except ImportError:
+        return None
+
+    class HttpxTransport(AsyncTransport):
+        def __init__(self) -> None:
+            self._client: Optional[httpx.AsyncClient] = None
+            self._loop: Optional[asyncio.AbstractEventLoop] = None
+
+        def _for_loop(self) -> httpx.AsyncClient:
+            loop = asyncio.get_running_loop()
+            # a client's connections belong to the loop that opened them
+            if self._client is None or self._loop is not loop:
+                self._client = httpx.AsyncClient(limits=httpx.Limits(max_connections=100, max_keepalive_connections=20))
+                self._loop = loop
+            return self._client
+
+        async def send_once(self, request: Request) -> Outcome:
+            client = self._for_loop()
             try:
-                answer = self.send_once(path, body, headers, timeout)
-            except IdemgateError as err:
-                if last:
-                    err.key, err.attempts = key, attempt
-                    raise
-                self.sleep(self.retry.delay(attempt, None))
-                continue
-            answer.attempts = attempt
-            if last or not retryable(answer):
-                return answer
-            self.sleep(self.retry.delay(attempt, _retry_after(answer.header("retry-after"))))
+                response = await client.request(
+                    request.method,
+                    transport.url + request.path,
+                    content=request.body.encode("utf-8") if request.body is not None else None,
+                    headers=transport.headers(request),
+                    timeout=request.timeout,
+                )
+            except httpx.TimeoutException:
+                return timeout_error(transport.url, request.timeout)
+            except (httpx.TransportError, OSError) as err:
+                return network_error(transport.url, err)
+            return read_answer(response.status_code, {k.lower(): v for k, v in response.headers.items()}, response.content)
 
+        async def aclose(self) -> None:
+            if self._client is not None and self._loop is asyncio.get_running_loop():
+                await self._client.aclose()
+            self._client = None
 
-def is_gateway_problem(answer: Answer) -> bool:
-    return answer.problem is not None and str(answer.problem["type"]).startswith("/problems/")
-
-
-def transient(answer: Answer) -> bool:
-    """Nothing was decided: Idemgate's store was down, it failed unexpectedly, or a proxy in front of it did."""
-    if is_gateway_problem(answer):
-        return answer.problem["type"] in ("/problems/unavailable", "/problems/internal")  # type: ignore[index]
-    return answer.status >= 500 and not any(answer.header(name) for name in GATEWAY_HEADERS)
+    return HttpxTransport()

@@ -4,109 +4,37 @@ from __future__ import annotations
 
 import functools
 import inspect
-import json
 import logging
-import threading
 import time
-from datetime import datetime
-from typing import Any, Callable, Mapping, Optional, TypeVar, cast
-from urllib.parse import quote
+from types import TracebackType
+from typing import Any, Awaitable, Callable, Dict, List, Mapping, Optional, Type, TypeVar, Union, cast
 
-from ._http import Answer, RetryPolicy, Transport, is_gateway_problem, transient
-from .errors import OUTCOME_UNKNOWN_PROBLEM_TYPE, FinalError, IdemgateError, NotAppliedError, OutcomeUnknownError
+from ._async import run_async
+from ._core import Core, check_guardable, run_sync
+from ._flow import guard_flow, invoke_flow, list_tools_flow
+from ._http import AsyncTransport, RetryPolicy, ThreadTransport
+from ._keys import check_key
 
 log = logging.getLogger("idemgate")
 
 T = TypeVar("T")
 F = TypeVar("F", bound=Callable[..., Any])
 
-#: statuses that say a request was not acted on (as for upstream tools): the key is released
-NOT_APPLIED_STATUSES = frozenset({408, 425, 429})
-
-
-def _conflict_or_transient(answer: Answer) -> bool:
-    return transient(answer) or (answer.problem is not None and answer.problem.get("type") == "/problems/conflict")
-
-
-def _key_header(key: str) -> str:
-    # a key holding a "," goes as a quoted string: bare, it would read as the header sent twice
-    if "," in key:
-        return '"' + key.replace("\\", "\\\\").replace('"', '\\"') + '"'
-    return key
-
-
-def _epoch_seconds(value: Any) -> Optional[float]:
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return float(value) / 1000.0
-    if isinstance(value, str):
-        try:
-            return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
-        except ValueError:
-            return None
-    return None
-
-
-def _status_of(exc: BaseException) -> Optional[int]:
-    for name in ("status", "status_code"):
-        value = getattr(exc, name, None)
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
-    return None
-
-
-class _Heartbeat:
-    """Extends a reservation's lease every ``interval`` seconds while the guarded function runs."""
-
-    def __init__(self, client: Idemgate, execution_id: str, token: Any, interval: float) -> None:
-        self.client, self.execution_id, self.token, self.interval = client, execution_id, token, interval
-        self.beats = 0
-        self.stale = False
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name=f"idemgate-heartbeat-{execution_id}", daemon=True)
-
-    def __enter__(self) -> _Heartbeat:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        # not joined: a heartbeat in flight must not hold up the caller; its answer is ignored
-        self._stop.set()
-
-    def _run(self) -> None:
-        path = f"/api/v1/executions/{quote(self.execution_id, safe='')}/heartbeat"
-        while not self._stop.wait(self.interval):
-            try:
-                # one request per beat, no retries: the next beat is the retry
-                answer = self.client._transport.send_once(path, {"token": self.token}, {}, timeout=max(1.0, self.interval))
-            except IdemgateError as err:
-                if not self._stop.is_set():
-                    log.warning("idemgate: heartbeat for execution %s failed (%s); trying again", self.execution_id, err)
-                continue
-            if self._stop.is_set():
-                return
-            if answer.status == 409:
-                self.stale = True
-                log.warning(
-                    "idemgate: execution %s no longer holds its key (%s): an operator released it or another call took it over; "
-                    "heartbeats stopped, and the result will be kept as a late completion",
-                    self.execution_id,
-                    (answer.problem or {}).get("type", answer.status),
-                )
-                return
-            if answer.status >= 400:
-                log.warning("idemgate: heartbeat for execution %s answered %s", self.execution_id, answer.status)
-                continue
-            self.beats += 1
-
 
 class Idemgate:
-    """A client for Idemgate's reservation API.
+    """A client for Idemgate (sync; :class:`AsyncIdemgate` is its async twin, with the same options).
 
     ``url`` is where Idemgate is served (``http://127.0.0.1:3000``), ``token`` an API token (``idg_…``),
     which decides the scope keys live in. Every HTTP request has a ``timeout`` (seconds); requests that
-    a retry can get past (network errors, timeouts, 503, 500, a call with the key still running) are
-    sent again with the same key, up to ``retry.max_attempts`` requests per API call. ``wait_seconds``
-    is sent as ``Prefer: wait=N`` with each reservation: a duplicate is held until the first call ends.
+    a retry can get past (no answer, a timeout, the problem types the server's table marks retried —
+    conflict, unavailable, internal, tool_failed — and a proxy's 5xx) are sent again with the same key,
+    up to ``retry.max_attempts`` requests per API call. ``wait_seconds`` is sent as ``Prefer: wait=N``
+    with each keyed call: a duplicate is held until the first call ends and gets its result.
+    ``session`` is the default ``Idemgate-Session``. ``replay_cache`` (default on, 1,000 entries; an int
+    sets the size, False turns it off) answers a call this process has seen done from memory until the
+    key's TTL ends, less a margin; each such replay is still reported to the audit log, in batches.
+    ``flush_timeout`` bounds how long ``close()`` (and a normal exit) waits for completions that could
+    not be delivered at once and are being retried in the background.
     """
 
     def __init__(
@@ -118,18 +46,26 @@ class Idemgate:
         wait_seconds: int = 10,
         session: Optional[str] = None,
         retry: Optional[RetryPolicy] = None,
+        replay_cache: Union[bool, int] = True,
+        flush_timeout: float = 10.0,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
-        self.session = session
-        self.wait_seconds = wait_seconds
-        self._transport = Transport(url, token, timeout, retry or RetryPolicy(), sleep)
+        self._core = Core(
+            url, token, timeout=timeout, wait_seconds=wait_seconds, session=session, retry=retry, replay_cache=replay_cache, flush_timeout=flush_timeout, sleep=sleep
+        )
+        self._threads: Optional[ThreadTransport] = None
 
     @property
     def url(self) -> str:
-        return self._transport.url
+        return self._core.url
 
-    def _post(self, path: str, body: Any, retryable: Callable[[Answer], bool], headers: Optional[Mapping[str, str]] = None, key: Optional[str] = None, timeout: Optional[float] = None) -> Answer:
-        return self._transport.send(path, body, headers or {}, retryable, key, timeout)
+    @property
+    def session(self) -> Optional[str]:
+        return self._core.settings.session
+
+    @property
+    def wait_seconds(self) -> int:
+        return self._core.settings.wait_seconds
 
     def guard(
         self,
@@ -137,187 +73,180 @@ class Idemgate:
         args: Mapping[str, Any],
         fn: Callable[[Mapping[str, Any]], T],
         *,
-        key: str,
+        key: Optional[str] = None,
         session: Optional[str] = None,
         key_source: Optional[str] = None,
     ) -> T:
         """Run ``fn(args)`` at most once for ``key``, and return its result, or the stored one.
 
-        1. Reserves ``key`` for ``tool`` with ``args`` (validated and fingerprinted by Idemgate).
-           A stored result is returned without running ``fn`` (a stored final error is raised as
-           :class:`FinalError` with ``replayed`` True).
+        ``key`` is the Idempotency-Key naming this logical action (the same on every retry); None takes
+        it from the action context (``with idemgate.action(key=...)``), and without one there this
+        raises TypeError before anything is reserved.
+
+        1. Reserves ``key`` for ``tool`` with ``args`` (validated and fingerprinted by Idemgate). A
+           stored result is returned without running ``fn`` (a stored final error is raised as
+           :class:`FinalError` with ``replayed`` True); so is a result this process has seen done
+           (the replay cache), without a request.
         2. Only after the reservation (HTTP 201) runs ``fn(args)``, heartbeating at a third of the
-           lease meanwhile.
+           lease (``leaseMs``) meanwhile. Any other answer leaves ``fn`` unrun and is raised (the
+           problem type's class from ``idemgate._problems``; a proxy's HTML page as IdemgateError).
         3. ``fn`` returned: its result (JSON-serialisable) is stored and returned. ``fn`` raised
            :class:`FinalError` (or an exception with a 4xx ``status``): stored, then re-raised.
            :class:`NotAppliedError` (or 408/425/429): the key is released, the error re-raised, and a
-           retry runs ``fn`` again. Anything else: the key is held as unknown and
-           :class:`OutcomeUnknownError` is raised from the exception; ``fn`` never runs again with
-           this key until an operator decides.
+           retry runs ``fn`` again. Anything else (a result that is not JSON included): the key is held
+           as unknown and :class:`OutcomeUnknownError` is raised from the exception; ``fn`` never runs
+           again with this key until a probe or an operator decides.
 
-        Raises :class:`OutcomeUnknownError` also when an earlier call with this key ended unknown, and
-        :class:`IdemgateError` when Idemgate refuses the call (stuck key, arguments that differ from
-        the first call's, an unknown tool) or cannot be reached after the retries.
+        A result that cannot be stored at once (Idemgate restarting) is still returned; the completion
+        is retried in the background with the same token, and logged.
         """
-        reservation = self._reserve(tool, args, key, session if session is not None else self.session, key_source)
-        if reservation.status == 200:
-            return cast(T, self._replay(reservation))
-        execution_id = str(reservation.body["executionId"])
-        # the reservation's fencing token, sent back as it came (a number from Idemgate)
-        token = reservation.body["token"]
-        interval = self._heartbeat_interval(reservation.body)
-        with _Heartbeat(self, execution_id, token, interval):
-            try:
-                result = fn(args)
-                payload = json.loads(json.dumps(result))
-            except BaseException as exc:
-                self._settle_failure(execution_id, token, key, exc)
-                raise
-        self._complete(execution_id, token, key, 200, payload)
-        return result
+        check_guardable(fn, "guard")
+        if inspect.iscoroutinefunction(fn):
+            raise TypeError("guard: fn is an async function: await it through AsyncIdemgate.guard or @idempotent (a sync guard cannot await it)")
+        key, session = self._core.guard_key(key, session, "guard")
+        return cast(T, run_sync(self._core, guard_flow(tool, args, key, session, key_source, self._core.settings, self._core.memory), fn, args))
 
-    def _reserve(self, tool: str, args: Mapping[str, Any], key: str, session: Optional[str], key_source: Optional[str]) -> Answer:
-        headers = {"Idempotency-Key": _key_header(key)}
-        if self.wait_seconds > 0:
-            headers["Prefer"] = f"wait={int(self.wait_seconds)}"
-        if session:
-            headers["Idemgate-Session"] = session
-        if key_source:
-            headers["Idemgate-Key-Source"] = key_source
-        # a held request answers within wait_seconds: the timeout must outlast it
-        timeout = max(self._transport.timeout, self.wait_seconds + 5.0)
-        path = f"/api/v1/tools/{quote(tool, safe='')}/reservations"
-        answer = self._post(path, {"arguments": dict(args)}, _conflict_or_transient, headers, key, timeout)
-        if answer.status in (200, 201) and isinstance(answer.body, dict) and not answer.problem:
-            if (
-                answer.status == 201
-                and answer.body.get("state") == "reserved"
-                and isinstance(answer.body.get("executionId"), str)
-                and isinstance(answer.body.get("token"), (str, int))
-            ):
-                return answer
-            if answer.status == 200 and answer.body.get("state") == "done":
-                return answer
-        raise self._error(answer, key)
+    def invoke(
+        self,
+        tool: str,
+        args: Optional[Mapping[str, Any]] = None,
+        *,
+        key: Optional[str] = None,
+        session: Optional[str] = None,
+        key_source: Optional[str] = None,
+    ) -> Any:
+        """Call a tool Idemgate runs (upstream, built-in, guarded MCP tools): ``POST /api/v1/tools/{tool}/invoke``.
 
-    @staticmethod
-    def _replay(answer: Answer) -> Any:
-        status = answer.body.get("status", 200)
-        body = answer.body.get("body")
-        if isinstance(status, int) and 400 <= status <= 499:
-            raise FinalError(status, body, replayed=True)
-        return body
+        Returns the tool's answer (fresh or replayed). A final 4xx answer of the tool (a declined card)
+        is raised as :class:`FinalError`; Idemgate's own problems as their classes
+        (:class:`OutcomeUnknownError` when the action may have happened: never retry that with a new
+        key). ``key`` None takes the action context's key, else one random key for this call (reused by
+        its retries; none for tools :meth:`list_tools` reported as reads).
+        """
+        chosen = self._core.invoke_key(tool, key)
+        return run_sync(self._core, invoke_flow(tool, args or {}, chosen, self._core.session_for(session), key_source, self._core.settings))
 
-    def _heartbeat_interval(self, reservation: Mapping[str, Any]) -> float:
-        """A third of the rest of the lease: from ``leaseMs`` (the server's clock) when Idemgate sends
-        it, so a client whose clock runs behind does not heartbeat too late; else from ``leaseUntil``."""
-        lease_ms = reservation.get("leaseMs")
-        if isinstance(lease_ms, (int, float)) and not isinstance(lease_ms, bool) and lease_ms >= 0:
-            remaining = lease_ms / 1000.0
-        else:
-            until = _epoch_seconds(reservation.get("leaseUntil"))
-            remaining = (until - time.time()) if until is not None else 60.0
-        return max(0.05, remaining / 3.0)
+    def list_tools(self) -> List[Dict[str, Any]]:
+        """``GET /api/v1/tools``: the tools, as Idemgate describes them (``runs`` says where each runs)."""
+        tools = cast(List[Dict[str, Any]], run_sync(self._core, list_tools_flow(self._core.settings)))
+        for tool in tools:
+            if isinstance(tool.get("name"), str) and isinstance(tool.get("kind"), str):
+                self._core.kinds[tool["name"]] = tool["kind"]
+        return tools
 
-    def _settle_failure(self, execution_id: str, token: Any, key: str, exc: BaseException) -> None:
-        status = _status_of(exc)
-        if isinstance(exc, NotAppliedError) or status in NOT_APPLIED_STATUSES:
-            self._release(execution_id, token, key, "not_run", f"{type(exc).__name__}: {exc}"[:500])
-            return
-        if isinstance(exc, FinalError) or (status is not None and 400 <= status <= 499):
-            body = exc.body if isinstance(exc, FinalError) else getattr(exc, "body", None)
-            if body is None:
-                body = {"error": type(exc).__name__, "message": str(exc)}
-            self._complete(execution_id, token, key, cast(int, status), body)
-            return
-        self._release(execution_id, token, key, "unknown", f"{type(exc).__name__}: {exc}"[:500])
-        if isinstance(exc, Exception):
-            problem = {
-                "type": OUTCOME_UNKNOWN_PROBLEM_TYPE,
-                "title": "Outcome unknown: the key is held",
-                "status": 0,
-                "detail": f"the guarded function raised {type(exc).__name__} after its reservation; an operator must decide",
-            }
-            raise OutcomeUnknownError(problem, key, execution_id) from exc
+    @property
+    def pending_deliveries(self) -> int:
+        """Completions and releases not yet delivered, being retried in the background."""
+        return self._core.outbox.pending
 
-    def _complete(self, execution_id: str, token: Any, key: str, status: int, body: Any) -> None:
-        try:
-            answer = self._post(f"/api/v1/executions/{quote(execution_id, safe='')}/complete", {"token": token, "status": status, "body": body}, transient, key=key)
-        except IdemgateError as err:
-            # The function ran and its result is the caller's; the key stays reserved, stuck after its
-            # lease, so no retry runs it again: an operator resolves it with the result.
-            log.warning("idemgate: could not store the result of execution %s (%s); its key will be stuck after its lease", execution_id, err)
-            return
-        if answer.status < 300:
-            return
-        if transient(answer):
-            log.warning("idemgate: could not store the result of execution %s (%s); its key will be stuck after its lease", execution_id, answer.status)
-            return
-        if answer.status == 409:
-            # the key was released or taken over meanwhile: the result is kept as a late completion,
-            # flagged for an operator. The function did run, so its result is the caller's.
-            log.warning("idemgate: execution %s completed after it lost its key (%s); kept as a late completion", execution_id, (answer.problem or {}).get("type"))
-            return
-        raise self._error(answer, key)
+    def flush(self, timeout: Optional[float] = None) -> bool:
+        """Waits (at most ``timeout``, default ``flush_timeout``) for background deliveries and replay reports."""
+        reported = self._core.reporter.flush(timeout if timeout is not None else 5.0)
+        return self._core.outbox.flush(timeout) and reported
 
-    def _release(self, execution_id: str, token: Any, key: str, outcome: str, note: str) -> None:
-        try:
-            answer = self._post(f"/api/v1/executions/{quote(execution_id, safe='')}/release", {"token": token, "outcome": outcome, "note": note}, transient, key=key)
-        except IdemgateError as err:
-            # unreported, the reservation becomes stuck after its lease: still held, never re-run
-            log.warning("idemgate: could not report execution %s as %s (%s); it will be stuck after its lease", execution_id, outcome, err)
-            return
-        if answer.status >= 300:
-            log.warning("idemgate: releasing execution %s as %s answered %s %s", execution_id, outcome, answer.status, (answer.problem or {}).get("type"))
+    def close(self, timeout: Optional[float] = None) -> bool:
+        """Delivers what is pending (bounded, logged) and stops the background work; True when all landed."""
+        return self._core.close(timeout)
 
-    @staticmethod
-    def _error(answer: Answer, key: Optional[str]) -> IdemgateError:
-        problem = answer.problem if is_gateway_problem(answer) or answer.problem else {"type": "about:blank", "title": f"HTTP {answer.status}", "status": answer.status, "detail": str(answer.body)[:200]}
-        assert problem is not None
-        if problem.get("type") == OUTCOME_UNKNOWN_PROBLEM_TYPE:
-            execution_id = problem.get("executionId")
-            held = problem.get("key")
-            return OutcomeUnknownError(problem, held if isinstance(held, str) else key, execution_id if isinstance(execution_id, str) else None, answer.attempts)
-        return IdemgateError(problem, key, answer.attempts)
+    def __enter__(self) -> Idemgate:
+        return self
+
+    def __exit__(self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException], tb: Optional[TracebackType]) -> None:
+        self.close()
+
+    def _async_transport(self) -> AsyncTransport:
+        # an async function decorated with a sync client: its HTTP runs in threads
+        if self._threads is None:
+            self._threads = ThreadTransport(self._core.transport)
+        return self._threads
+
+
+def _bind(fn: Callable[..., Any]) -> Callable[..., Dict[str, Any]]:
+    signature = inspect.signature(fn)
+
+    def named(*args: Any, **kwargs: Any) -> Dict[str, Any]:
+        bound = signature.bind(*args, **kwargs)
+        bound.apply_defaults()
+        out: Dict[str, Any] = {}
+        for name, value in bound.arguments.items():
+            if signature.parameters[name].kind is inspect.Parameter.VAR_KEYWORD:
+                out.update(value)
+            elif signature.parameters[name].kind is inspect.Parameter.VAR_POSITIONAL:
+                out[name] = list(value)
+            else:
+                out[name] = value
+        return out
+
+    return named
 
 
 def idempotent(
-    client: Idemgate,
+    client: Any,
     tool: str,
-    key: Callable[..., str],
+    key: Optional[Callable[..., str]] = None,
     *,
     session: Optional[str] = None,
     key_source: Optional[str] = None,
     arguments: Optional[Callable[..., Mapping[str, Any]]] = None,
 ) -> Callable[[F], F]:
-    """Decorate a function so each call runs at most once per key, through :meth:`Idemgate.guard`.
+    """Decorate a function so each call runs at most once per key, through the client's guard.
+
+    On a sync function it returns a sync function; on an ``async def`` an ``async def`` that awaits the
+    function once after the reservation (heartbeats as an asyncio task). Either works with
+    :class:`Idemgate` or :class:`AsyncIdemgate` (a sync client's HTTP runs in threads for an async
+    function). Generators and async generators are refused here, with TypeError.
 
     ``key`` gets the decorated function's arguments, by name
-    (``key=lambda order_id, **_: f"order-{order_id}-charge"``). The arguments sent to Idemgate (and
-    fingerprinted there) are the function's bound arguments, defaults applied, unless ``arguments``
-    (called like ``key``) picks them.
+    (``key=lambda order_id, **_: f"order-{order_id}-charge"``) and must return a string: one that
+    raises or returns anything else is a TypeError before anything is reserved. Without ``key`` the
+    key comes from the action context (``with idemgate.action(key=...)``). The arguments sent to
+    Idemgate (and fingerprinted there) are the function's bound arguments, defaults applied, unless
+    ``arguments`` (called like ``key``) picks them.
     """
+    core: Core = client._core
 
     def decorate(fn: F) -> F:
-        signature = inspect.signature(fn)
-        by_name = not any(p.kind in (p.POSITIONAL_ONLY, p.VAR_POSITIONAL) for p in signature.parameters.values())
+        check_guardable(fn, "@idempotent")
+        named_of = _bind(fn)
+        parameters = inspect.signature(fn).parameters.values()
+        by_name = not any(p.kind in (p.POSITIONAL_ONLY, p.VAR_POSITIONAL) for p in parameters)
 
-        @functools.wraps(fn)
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
-            bound = signature.bind(*args, **kwargs)
-            bound.apply_defaults()
-            named: dict[str, Any] = {}
-            for name, value in bound.arguments.items():
-                if signature.parameters[name].kind is inspect.Parameter.VAR_KEYWORD:
-                    named.update(value)
-                else:
-                    named[name] = value
+        def prepare(args: Any, kwargs: Any) -> tuple[Mapping[str, Any], str, Optional[str]]:
+            named = named_of(*args, **kwargs)
 
             def call(picker: Callable[..., Any]) -> Any:
                 return picker(**named) if by_name else picker(*args, **kwargs)
 
+            chosen: Optional[str] = None
+            if key is not None:
+                try:
+                    chosen = call(key)
+                except Exception as err:
+                    raise TypeError(f"@idempotent({tool!r}): the key function raised {type(err).__name__}: {err}; nothing was reserved") from err
+                check_key(chosen, f"@idempotent({tool!r}) key function")
             sent = call(arguments) if arguments else named
-            return client.guard(tool, sent, lambda _: fn(*args, **kwargs), key=call(key), session=session, key_source=key_source)
+            picked_key, picked_session = core.guard_key(chosen, session, f"@idempotent({tool!r})")
+            return sent, picked_key, picked_session
+
+        if inspect.iscoroutinefunction(fn):
+
+            @functools.wraps(fn)
+            async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
+                sent, chosen, picked_session = prepare(args, kwargs)
+
+                async def run(_: Mapping[str, Any]) -> Any:
+                    return await cast(Callable[..., Awaitable[Any]], fn)(*args, **kwargs)
+
+                flow = guard_flow(tool, sent, chosen, picked_session, key_source, core.settings, core.memory)
+                return await run_async(core, client._async_transport(), flow, run, sent)
+
+            return cast(F, async_wrapper)
+
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            sent, chosen, picked_session = prepare(args, kwargs)
+            flow = guard_flow(tool, sent, chosen, picked_session, key_source, core.settings, core.memory)
+            return run_sync(core, flow, lambda _: fn(*args, **kwargs), sent)
 
         return cast(F, wrapper)
 

@@ -16,6 +16,9 @@ class IdemgateError(Exception):
     problem+json body (extension members included); ``key`` is the Idempotency-Key of the call.
     """
 
+    #: the problem code of the class (``"stuck"`` for :class:`StuckError`); None on the base class
+    problem_code: Optional[str] = None
+
     def __init__(
         self,
         problem: Mapping[str, Any],
@@ -41,7 +44,9 @@ class IdemgateError(Exception):
 
 
 class OutcomeUnknownError(IdemgateError):
-    """The action may or may not have happened; Idemgate holds the key as unknown.
+    """409/502/504 ``/problems/outcome_unknown``.
+
+    The action may or may not have happened; Idemgate holds the key as unknown.
 
     Raised when the guarded function raised an exception that is neither a :class:`FinalError` nor a
     :class:`NotAppliedError` (the original is chained as ``__cause__``), and when Idemgate answers that
@@ -49,6 +54,8 @@ class OutcomeUnknownError(IdemgateError):
     not run again with this key until an operator (or a probe) decides: resolved, a retry gets the
     stored result; released, a retry runs it. Never retry with a new key: that is a second action.
     """
+
+    problem_code = "outcome_unknown"
 
     def __init__(
         self,

@@ -16,7 +16,8 @@ class ClientTestCase(unittest.TestCase):
         self.fake = FakeIdemgate()
         self.addCleanup(self.fake.close)
         self.sleeps: list[float] = []
-        self.client = Idemgate(self.fake.url, "idg_test", timeout=5, wait_seconds=3, retry=RetryPolicy(max_attempts=4), sleep=self.sleeps.append)
+        self.client = Idemgate(self.fake.url, "idg_test", timeout=5, wait_seconds=3, retry=RetryPolicy(max_attempts=4), sleep=self.sleeps.append, flush_timeout=0.5)
+        self.addCleanup(self.client.close)
         self.runs = 0
 
     def charge(self, args: Any) -> dict[str, Any]:
@@ -189,15 +190,19 @@ class GuardTest(ClientTestCase):
         self.assertEqual(result["chargeId"], "ch_1")
         self.assertIn("late completion", "\n".join(logs.output))
 
-
-    def test_a_result_that_cannot_be_stored_is_still_returned_and_the_key_stays_held(self) -> None:
+    def test_a_result_that_cannot_be_stored_at_once_is_returned_and_its_completion_retried_in_the_background(self) -> None:
         self.fake.on("/reservations", [reserved()])
-        self.fake.on("/complete", [problem(503, "unavailable")])
+        self.fake.on("/complete", [problem(503, "unavailable"), problem(503, "unavailable"), (None, None, {}), ok()])
         with self.assertLogs("idemgate", "WARNING") as logs:
             result = self.client.guard("t", {"amountCents": 3}, self.charge, key="k")
-        self.assertEqual(result["chargeId"], "ch_1")
-        self.assertEqual(self.fake.paths(), ["reservations"] + ["complete"] * 4)
-        self.assertIn("stuck after its lease", "\n".join(logs.output))
+            self.assertEqual(result["chargeId"], "ch_1")
+            self.assertIn("retrying in the background", "\n".join(logs.output))
+            self.fake.wait_for(lambda seen: len([s for s in seen if s.path.endswith("complete")]) >= 4)
+            self.assertTrue(self.client.flush(timeout=10))
+        completes = [s for s in self.fake.seen if s.path.endswith("complete")]
+        self.assertEqual([s.body for s in completes], [completes[0].body] * 4)
+        self.assertEqual(completes[0].body["token"], 7)
+        self.assertEqual(self.client.pending_deliveries, 0)
 
 
 class HeartbeatTest(ClientTestCase):

@@ -1,0 +1,183 @@
+"""What both clients hold (configuration, transport, background work) and the sync shell of the flows."""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import threading
+import time
+import uuid
+from typing import Any, Callable, Dict, Mapping, Optional, Tuple, Union
+
+from ._background import Outbox, ReplayMemory, ReplayReporter
+from ._context import current_action
+from ._flow import Attempt, Flow, Handoff, Raised, Ran, RunFunction, Settings, Sleep, heartbeat_verdict, settle_verdict
+from ._http import Request, RetryPolicy, Transport
+from ._keys import check_key
+from .errors import NotAppliedError
+
+log = logging.getLogger("idemgate")
+
+
+class NotAwaitedError(NotAppliedError, TypeError):
+    """A sync guard was given a function that returned a coroutine: it never ran (the key is released).
+    Guard ``async def`` functions with :class:`AsyncIdemgate` or ``@idempotent``, which await them."""
+
+
+class Core:
+    """The client's configuration and the work it does beside its callers."""
+
+    def __init__(
+        self,
+        url: str,
+        token: str,
+        *,
+        timeout: float,
+        wait_seconds: int,
+        session: Optional[str],
+        retry: Optional[RetryPolicy],
+        replay_cache: Union[bool, int],
+        flush_timeout: float,
+        sleep: Callable[[float], None],
+    ) -> None:
+        if not isinstance(url, str) or not url.startswith(("http://", "https://")):
+            raise ValueError(f"Idemgate: url must be an http:// or https:// URL, not {url!r}")
+        self.transport = Transport(url, token)
+        self.settings = Settings(timeout=timeout, wait_seconds=int(wait_seconds), session=session, retry=retry or RetryPolicy())
+        self.sleep = sleep
+        self.outbox = Outbox(self.transport, settle_verdict, flush_timeout=flush_timeout)
+        self.reporter = ReplayReporter(self.transport, timeout)
+        entries = 1000 if replay_cache is True else int(replay_cache)
+        self.memory: Optional[ReplayMemory] = ReplayMemory(self.reporter, entries) if replay_cache else None
+        #: tool name -> "read" | "write", learned from list_tools(): reads get no key by default
+        self.kinds: Dict[str, str] = {}
+
+    @property
+    def url(self) -> str:
+        return self.transport.url
+
+    def guard_key(self, key: Optional[str], session: Optional[str], where: str) -> Tuple[str, Optional[str]]:
+        """The key and session of a guarded call: given, or from the action context (TypeError without one)."""
+        context = current_action()
+        if key is None:
+            if context is None:
+                raise TypeError(f"{where}: no key: pass key=..., or call it inside `with idemgate.action(key=...)`")
+            key = context.key
+        check_key(key, where)
+        return key, self.session_for(session)
+
+    def invoke_key(self, tool: str, key: Optional[str]) -> Optional[str]:
+        """invoke()'s key: given, else the action context's, else one random key for this call (none for
+        tools list_tools() said are reads)."""
+        if key is not None:
+            return check_key(key, "invoke")
+        context = current_action()
+        if context is not None:
+            return context.key
+        return None if self.kinds.get(tool) == "read" else str(uuid.uuid4())
+
+    def session_for(self, session: Optional[str]) -> Optional[str]:
+        if session is not None:
+            return session
+        context = current_action()
+        if context is not None and context.session is not None:
+            return context.session
+        return self.settings.session
+
+    def close(self, timeout: Optional[float] = None) -> bool:
+        """Sends queued replay reports and delivers pending completions (bounded); True when all landed."""
+        reported = self.reporter.flush(timeout if timeout is not None else 5.0)
+        return self.outbox.close(timeout) and reported
+
+
+class Heartbeat:
+    """Extends a reservation's lease every ``interval`` seconds while the guarded function runs (a thread)."""
+
+    def __init__(self, transport: Transport, execution_id: str, request: Request, interval: float) -> None:
+        self.transport, self.execution_id, self.request, self.interval = transport, execution_id, request, interval
+        self.beats = 0
+        self.stale = False
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=f"idemgate-heartbeat-{execution_id}", daemon=True)
+
+    def __enter__(self) -> Heartbeat:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        # not joined: a heartbeat in flight must not hold up the caller; its answer is ignored
+        self._stop.set()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            # one request per beat, no retries: the next beat is the retry
+            outcome = self.transport.send_once(self.request)
+            verdict = heartbeat_verdict(outcome, self._stop.is_set())
+            if verdict == "ignore":
+                return
+            if verdict == "stale":
+                self.stale = True
+                log_stale(self.execution_id, outcome)
+                return
+            if verdict == "lost":
+                log.warning("idemgate: heartbeat for execution %s got no answer (%s); trying again", self.execution_id, outcome)
+                continue
+            self.beats += 1
+
+
+def log_stale(execution_id: str, outcome: Any) -> None:
+    problem = getattr(outcome, "problem", None) or {}
+    log.warning(
+        "idemgate: execution %s no longer holds its key (%s): an operator released it or another call took it over; "
+        "heartbeats stopped, and the result will be kept as a late completion",
+        execution_id,
+        problem.get("type", getattr(outcome, "status", "?")),
+    )
+
+
+def run_sync(core: Core, flow: Flow, fn: Optional[Callable[[Mapping[str, Any]], Any]] = None, args: Optional[Mapping[str, Any]] = None) -> Any:
+    """Performs a flow's effects in the calling thread: urllib requests, time.sleep, a heartbeat thread."""
+    value: Any = None
+    while True:
+        try:
+            effect = flow.send(value)
+        except StopIteration as stop:
+            return stop.value
+        if isinstance(effect, Attempt):
+            value = core.transport.send_once(effect.request)
+        elif isinstance(effect, Sleep):
+            core.sleep(effect.seconds)
+            value = None
+        elif isinstance(effect, Handoff):
+            core.outbox.put(effect.delivery)
+            value = None
+        elif isinstance(effect, RunFunction):
+            assert fn is not None and args is not None
+            with Heartbeat(core.transport, effect.execution_id, effect.heartbeat, effect.interval):
+                value = call_sync(fn, args)
+        else:  # pragma: no cover - every effect is handled above
+            raise AssertionError(f"unknown effect {effect!r}")
+
+
+def call_sync(fn: Callable[[Mapping[str, Any]], Any], args: Mapping[str, Any]) -> Union[Ran, Raised]:
+    try:
+        result = fn(args)
+    except BaseException as exc:  # every way out of the function settles the key
+        return Raised(exc)
+    if inspect.isawaitable(result):
+        close = getattr(result, "close", None)
+        if callable(close):
+            close()  # never awaited: it did not run
+        return Raised(NotAwaitedError("the guarded function returned an awaitable, which a sync guard cannot await: it never ran; guard it with AsyncIdemgate or @idempotent"))
+    return Ran(result)
+
+
+def check_guardable(fn: Any, where: str) -> None:
+    if not callable(fn):
+        raise TypeError(f"{where}: fn must be callable, not {type(fn).__name__}")
+    if inspect.isgeneratorfunction(fn) or inspect.isasyncgenfunction(fn):
+        raise TypeError(f"{where}: {getattr(fn, '__name__', fn)!s} is a generator: its body runs as it is iterated, after the call returns, so it cannot be guarded; return a value instead")
+
+
+def monotonic() -> float:
+    return time.monotonic()
