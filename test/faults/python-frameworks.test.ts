@@ -108,9 +108,10 @@ describe("the Python client in agent frameworks, against a production server", (
       type Run = { calls: { toolCallId: string; key: string; entryId: string }[]; functionRuns: number; text: string };
       const first = summaryOf(await run([path.join("examples", "python", "openai_agent.py")], env)) as unknown as Run;
       const stats = (await (await fetch(`${base}/stats`)).json()) as { requests: number; held: number; toolCallIds: string[] };
-      // the answer held unanswered was asked for again by the SDK itself
+      // the answer held unanswered was asked for again by the SDK itself (the run finished after it);
+      // at least the 4 answered requests and the held one (a slow machine may time out more of them)
       expect(stats.held).toBe(1);
-      expect(stats.requests).toBe(5);
+      expect(stats.requests).toBeGreaterThanOrEqual(5);
       expect(first.text).toBe("Booked both entries.");
       expect(first.calls).toHaveLength(3);
       const [a, reemitted, b] = first.calls;
