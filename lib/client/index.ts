@@ -5,3 +5,4 @@ export { IdemgateApiError, NETWORK_PROBLEM_TYPE, OUTCOME_UNKNOWN_PROBLEM_TYPE, O
 export { DEFAULT_RETRY, type RetryOptions } from "./retry";
 export { DEFAULT_REPLAY_CACHE_ENTRIES, type ReplayCacheOptions } from "./replay-cache";
 export { FinalResultError, guard, idempotent, NotAppliedError, type DoneAnswer, type GuardOptions, type GuardWarning } from "./guard";
+export { ACTION_KEY_PREFIX, actionKey, canonicalJson } from "./action-key";

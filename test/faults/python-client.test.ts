@@ -70,6 +70,9 @@ describe.each(configurations)("the Python client on $name", (configuration) => {
     expect(result.output).toMatch(/ passed/);
     expect(result.output).not.toMatch(/\b(SKIPPED|FAILED|ERROR|skipped|failed)\b/);
     expect(result.output).toMatch(/test_live\.py::LiveTest::test_threads_racing_on_one_key_run_it_once PASSED/);
+    // the async client against the real server: an async def runs once per key, 50 tasks on one key run it once
+    expect(result.output).toMatch(/test_live_async\.py::test_an_async_def_decorated_with_the_sync_client_runs_once_per_key PASSED/);
+    expect(result.output).toMatch(/test_live_async\.py::test_fifty_concurrent_async_calls_of_one_key_run_it_once\[httpx\] PASSED/);
   });
 
   // once, on the embedded server: what it checks is the package, not the stores

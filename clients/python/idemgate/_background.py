@@ -134,8 +134,10 @@ class Outbox:
                 if left <= 0:
                     return False
                 self._lock.wait(min(left, 0.05))
-                # anything put back for a backoff is due again while the caller waits, not after
+                # anything put back for a backoff meanwhile is due again within 0.2 s while the caller
+                # waits, not after; the worker may be asleep on its old due time: wake it
                 self._pending = [(d, tries, min(due, time.monotonic() + 0.2)) for d, tries, due in self._pending]
+                self._lock.notify_all()
             return True
 
     def close(self, timeout: Optional[float] = None) -> bool:

@@ -45,7 +45,9 @@ class Core:
         self.transport = Transport(url, token)
         self.settings = Settings(timeout=timeout, wait_seconds=int(wait_seconds), session=session, retry=retry or RetryPolicy())
         self.sleep = sleep
-        self.outbox = Outbox(self.transport, settle_verdict, flush_timeout=flush_timeout)
+        # the background's backoff: the client's, without a limit on attempts
+        policy = self.settings.retry
+        self.outbox = Outbox(self.transport, settle_verdict, RetryPolicy(base_delay=policy.base_delay, max_delay=policy.max_delay), flush_timeout=flush_timeout)
         self.reporter = ReplayReporter(self.transport, timeout)
         entries = 1000 if replay_cache is True else int(replay_cache)
         self.memory: Optional[ReplayMemory] = ReplayMemory(self.reporter, entries) if replay_cache else None
