@@ -4,11 +4,12 @@ import { benchConsole } from "./console-bench";
 import { benchEngine } from "./engine-bench";
 import { benchGateway } from "./gateway-bench";
 import { benchPeers } from "./peers-bench";
+import { benchPython } from "./python-bench";
 import { benchSearch } from "./search-bench";
 import { printTable, type Row } from "./stats";
 
 /*
- * npm run bench [-- --quick] [-- --scale 1000000] [-- --audit-scale 10000000] [-- --only engine,peers,gateway,client,console,search] [-- --search-scale 1000000] [-- --no-build]
+ * npm run bench [-- --quick] [-- --scale 1000000] [-- --audit-scale 10000000] [-- --only engine,peers,gateway,client,python,console,search] [-- --search-scale 1000000] [-- --no-build]
  * Prints one Markdown table; every figure is a median over repeated runs and every ratio is against
  * a baseline measured in the same run on the same Redis and PostgreSQL.
  *   --scale N    keys (and audit rows) of the large console dataset; default 100000 (quick 20000)
@@ -26,7 +27,7 @@ const option = (name: string) => {
 const scale = Number(option("scale") ?? (quick ? 20_000 : 100_000));
 const auditScale = option("audit-scale") === undefined ? undefined : Number(option("audit-scale"));
 const searchScale = Number(option("search-scale") ?? (quick ? 100_000 : 1_000_000));
-const only = new Set((option("only") ?? "engine,peers,gateway,client,console,search").split(","));
+const only = new Set((option("only") ?? "engine,peers,gateway,client,python,console,search").split(","));
 
 async function section(name: string, fn: () => Promise<Row[]>): Promise<Row[]> {
   if (!only.has(name)) return [];
@@ -64,6 +65,7 @@ async function main(): Promise<void> {
     ...(await section("client", () =>
       benchClient({ calls: { one: quick ? 300 : 1_000, many: quick ? 2_000 : 5_000 }, rounds: 3, build: !argv.includes("--no-build"), port: 3143 }),
     )),
+    ...(await section("python", () => benchPython({ calls: quick ? 200 : 500, rounds: 3, build: !argv.includes("--no-build") && !only.has("gateway") && !only.has("client"), port: 3144 }))),
     ...(await section("console", () => benchConsole({ small: 10_000, large: scale, repeats: quick ? 20 : 50, auditLarge: auditScale }))),
     ...(await section("search", () => benchSearch({ executions: searchScale, repeats: quick ? 50 : 200, quick: searchScale < 1_000_000 }))),
   ];
