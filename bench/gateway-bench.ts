@@ -265,7 +265,7 @@ function cannon(spec: Partial<autocannon.Options>, options: GatewayOptions): Pro
   });
 }
 
-function bareServerSource(port: number, body: string): string {
+export function bareServerSource(port: number, body: string): string {
   return `require("node:http").createServer((req, res) => { req.resume(); req.on("end", () => {
     res.writeHead(200, { "content-type": "application/json", "idempotent-replayed": "true" }); res.end(${JSON.stringify(body)}); }); })
     .listen(${port}, "127.0.0.1");`;
