@@ -11,7 +11,7 @@ import { deleteRedisPrefix } from "@/test/support/stores";
 import http from "node:http";
 import pg from "pg";
 import { admin, bareServerSource, BUILD_LOCK, killGroup, NEXT_BIN, SERVE, spawnGroup, waitFor } from "./gateway-bench";
-import { medianRound, timeConcurrent, type LoadRound, type Row } from "./stats";
+import { medianRound, quantile, timeConcurrent, type LoadRound, type Row } from "./stats";
 
 export interface ClientOptions {
   /** calls per round, by callers */
@@ -100,12 +100,19 @@ export async function benchClient(options: ClientOptions): Promise<Row[]> {
         req.setNoDelay(true);
         req.end(floorBody);
       });
+    const floorParts = { trip: [] as number[], insert: [] as number[] };
+    const part = async (into: number[], fn: () => Promise<unknown>) => {
+      const t0 = performance.now();
+      await fn();
+      into.push(performance.now() - t0);
+    };
     const floor = async () => {
-      await post();
-      await floorDb.query(`INSERT INTO bench_floor VALUES ($1, 'bench', 'k', now())`, [randomUUID()]);
-      await post();
+      await part(floorParts.trip, post);
+      await part(floorParts.insert, () => floorDb.query(`INSERT INTO bench_floor VALUES ($1, 'bench', 'k', now())`, [randomUUID()]));
+      await part(floorParts.trip, post);
     };
     await timeConcurrent(300, 1, floor);
+    floorParts.trip.length = floorParts.insert.length = 0;
     const client = new IdemgateClient({ baseUrl: base, token });
     const uncached = new IdemgateClient({ baseUrl: base, token, replayCache: false });
     const overFetch = new IdemgateClient({ baseUrl: base, token, replayCache: false, fetch: globalThis.fetch.bind(globalThis) });
@@ -187,6 +194,7 @@ export async function benchClient(options: ClientOptions): Promise<Row[]> {
         unit: "calls/s",
         p50: floorRound.p50,
         tail: { label: "p99", ms: floorRound.p99 },
+        note: `a round trip p50 ${quantile(floorParts.trip, 0.5).toFixed(2)} ms, the committed INSERT p50 ${quantile(floorParts.insert, 0.5).toFixed(2)} ms`,
       },
       {
         section: "client",
