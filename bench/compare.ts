@@ -4,7 +4,13 @@ import { existsSync } from "node:fs";
 import { readFile, rm, symlink } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import { median } from "./stats";
+/** The middle value, or the mean of the two middle ones. */
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  if (sorted.length === 0) return NaN;
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+}
 
 /*
  * npm run bench -- --compare <ref> [--only engine,peers] [--rounds 2] [--full] [--no-build]
@@ -23,6 +29,9 @@ export interface ParsedRow {
   key: string;
   value: number;
   unit: string;
+  /** the row's own ratio against its baseline in the same run (NaN when it has none) */
+  ratio: number;
+  baseline: string;
 }
 
 /** The rows of bench/run.ts's Markdown table: `| section | measurement | median | …`. */
@@ -35,9 +44,10 @@ export function parseBenchTable(stdout: string): ParsedRow[] {
       .split(/(?<!\\) \| /)
       .map((c) => c.replace(/\\\|/g, "|").trim());
     if (cells.length < 3) continue;
-    const [section, name, figure] = cells;
+    const [section, name, figure, , , baseline = "", ratio = ""] = cells;
     const m = /^(-?[\d,]+(?:\.\d+)?)\s*(.*)$/.exec(figure);
-    rows.push({ key: `${section} | ${name}`, value: m ? Number(m[1].replace(/,/g, "")) : NaN, unit: m ? m[2] : figure });
+    const r = /^(-?[\d.]+)×$/.exec(ratio);
+    rows.push({ key: `${section} | ${name}`, value: m ? Number(m[1].replace(/,/g, "")) : NaN, unit: m ? m[2] : figure, ratio: r ? Number(r[1]) : NaN, baseline });
   }
   return rows;
 }
@@ -126,13 +136,14 @@ export async function compare(argv: string[]): Promise<void> {
     const figure = (which: "base" | "tree", key: string) => {
       const found = results[which].map((rows) => rows.find((r) => r.key === key)).filter((r): r is ParsedRow => r !== undefined);
       const values = found.map((r) => r.value).filter((v) => Number.isFinite(v));
-      return { value: values.length ? median(values) : NaN, unit: found[0]?.unit ?? "", spread: values };
+      const ratios = found.map((r) => r.ratio).filter((v) => Number.isFinite(v));
+      return { value: median(values), unit: found[0]?.unit ?? "", spread: values, ratio: median(ratios), baseline: found[0]?.baseline ?? "" };
     };
     const fmt = (v: number, unit: string) =>
       Number.isFinite(v) ? `${v < 10 ? v.toFixed(2) : Math.round(v).toLocaleString("en-US")} ${unit}`.trim() : "n/a";
     console.log(`\nload (1, 5, 15 min) at the start of each run: ${loads.join("; ")}; at the end ${load()}\n`);
-    console.log("| section | measurement | base | work tree | tree / base | reading |");
-    console.log("|---|---|---:|---:|---:|---|");
+    console.log("| section | measurement | base | work tree | tree / base | reading | against its baseline in the same run: base → tree |");
+    console.log("|---|---|---:|---:|---:|---|---|");
     for (const key of keys) {
       const [section, ...rest] = key.split(" | ");
       const b = figure("base", key);
@@ -147,11 +158,19 @@ export async function compare(argv: string[]): Promise<void> {
         if (unit === "B" && change >= 0.1 && better) reading = "smaller";
       } else if (!Number.isFinite(b.value) && Number.isFinite(t.value)) reading = "new in the work tree";
       else if (Number.isFinite(b.value) && !Number.isFinite(t.value)) reading = "not measured in the work tree";
+      // a row's own ratio (against a baseline measured beside it) moves less with the load than its figure
+      const inRun = (bf: { ratio: number; baseline: string }, tf: { ratio: number; baseline: string }) =>
+        Number.isFinite(bf.ratio) || Number.isFinite(tf.ratio)
+          ? `${Number.isFinite(bf.ratio) ? bf.ratio.toFixed(2) : "–"}× → ${Number.isFinite(tf.ratio) ? tf.ratio.toFixed(2) : "–"}× ${tf.baseline || bf.baseline}`
+          : "";
       const spread = (f: { spread: number[] }) => (f.spread.length > 1 ? ` (${f.spread.map((v) => fmt(v, "")).join(", ")})` : "");
-      const cells = [section, rest.join(" | "), fmt(b.value, b.unit) + spread(b), fmt(t.value, t.unit) + spread(t), Number.isFinite(ratio) ? `${ratio.toFixed(2)}×` : "", reading];
+      const cells = [section, rest.join(" | "), fmt(b.value, b.unit) + spread(b), fmt(t.value, t.unit) + spread(t), Number.isFinite(ratio) ? `${ratio.toFixed(2)}×` : "", reading, inRun(b, t)];
       console.log(`| ${cells.map((c) => c.replace(/\|/g, "\\|")).join(" | ")} |`);
     }
-    console.log(`\nEach figure is the median over the rounds (each round's figures in parentheses); a reading beyond 10 % on a shared machine is worth a second run.`);
+    console.log(
+      "\nEach figure is the median over the rounds (each round's figures in parentheses). On a shared machine the figures move with the load between runs; " +
+        "the last column (each row's ratio to the baseline measured beside it in the same run, median over the rounds) moves less. Read a **slower** twice before believing it.",
+    );
   } finally {
     await rm(path.join(baseDir, "node_modules"), { force: true }).catch(() => {});
     try {
