@@ -145,12 +145,12 @@ async function benchEngineSequential(options: { iterations: number; rounds: numb
       { section: "engine", name: "audit.intent, the intent's commit, p50", value: m.intent, unit: "µs", baseline: "bare INSERT", ratio: m.intent / pgWrite, target: "≤ 1.5×" },
       {
         section: "engine",
-        name: "the intent's statement without its commit wait (synchronous_commit off), p50",
+        name: "the intent's statement (prepared, as the audit writer sends it) without its commit wait (synchronous_commit off), p50",
         value: statement.intent,
         unit: "µs",
         baseline: "bare INSERT, same",
         ratio: statement.intent / statement.bare,
-        note: `bare INSERT ${statement.bare.toFixed(0)} µs; the same intent without kept arguments ${statement.noArguments.toFixed(0)} µs`,
+        note: `bare INSERT ${statement.bare.toFixed(0)} µs; the same intent parsed and planned on every call (unnamed) ${statement.unprepared.toFixed(0)} µs; without kept arguments ${statement.noArguments.toFixed(0)} µs`,
       },
       { section: "engine", name: "bare GET", value: m.get, unit: "µs" },
       { section: "engine", name: "engine replay from the key store (another process's key; replay cache off), sequential p50", value: m.replay, unit: "µs", baseline: "bare GET", ratio: m.replay / m.get, target: "≤ 1.5×", note: "a stream of duplicates: the engine reads the key (one GET) before reserving it" },
@@ -169,32 +169,37 @@ async function benchEngineSequential(options: { iterations: number; rounds: numb
 
 /**
  * What the intent's INSERT costs PostgreSQL apart from waiting for its commit's WAL flush (which on
- * a shared machine is most of a commit, and noisy): the intent as the audit writer sends it, the
- * same without kept arguments, and a bare one-index INSERT, each on a connection with
- * synchronous_commit off, rounds interleaved.
+ * a shared machine is most of a commit, and noisy): the intent as the audit writer sends it (a named
+ * statement, kept prepared on the connection), the same parsed and planned on every call (unnamed,
+ * as before the writer named it), the same without kept arguments, and a bare one-index INSERT,
+ * each on a connection with synchronous_commit off, rounds interleaved.
  */
-async function intentStatementCost(url: string, n: number): Promise<{ bare: number; intent: number; noArguments: number }> {
+async function intentStatementCost(url: string, n: number): Promise<{ bare: number; intent: number; unprepared: number; noArguments: number }> {
   const client = new pgDriver.Client({ connectionString: url });
   await client.connect();
   try {
     await client.query("SET synchronous_commit = off");
     const fp = "f".repeat(64);
     const args = JSON.stringify(ARGS);
-    const intent = (kept: string | null) => (i: number) =>
-      client.query(
-        `INSERT INTO executions (id, scope, key, tool, fingerprint, token, session, caller, transport, fallback, started_at, lease_until, arguments, arguments_kept)
-         VALUES ($1, 'stmt', $2, 'bench.write', $3, $4::bigint, NULL, 'bench', 'http', false, now(), now() + interval '1 minute', $5::jsonb, $6)`,
-        [randomUUID(), `k-${randomUUID()}`, fp, String(i + 1), kept, kept === null ? null : "redacted"],
-      );
-    const bare = () => client.query(`INSERT INTO bench_bare_insert VALUES ($1, 'bench', 'k', now())`, [randomUUID()]);
-    const out = { bare: [] as number[], intent: [] as number[], noArguments: [] as number[] };
+    const text = `INSERT INTO executions (id, scope, key, tool, fingerprint, token, session, caller, transport, fallback, started_at, lease_until, arguments, arguments_kept)
+      VALUES ($1, $2, $3, $4, $5, $6::bigint, $7, $8, $9, $10::boolean, $11::timestamptz AT TIME ZONE 'UTC', $12::timestamptz AT TIME ZONE 'UTC', $13::jsonb, $14)`;
+    const intent = (kept: string | null, name?: string) => (i: number) => {
+      const now = Date.now();
+      const values = [randomUUID(), "stmt", `k-${randomUUID()}`, "bench.write", fp, String(i + 1), null, "bench", "http", false,
+        new Date(now).toISOString(), new Date(now + 60_000).toISOString(), kept, kept === null ? null : "redacted"];
+      return name ? client.query({ name, text, values }) : client.query(text, values);
+    };
+    const bare = () => client.query({ name: "bare", text: `INSERT INTO bench_bare_insert VALUES ($1, 'bench', 'k', now())`, values: [randomUUID()] });
+    const out = { bare: [] as number[], intent: [] as number[], unprepared: [] as number[], noArguments: [] as number[] };
     for (let round = 0; round < 4; round++) {
       out.bare.push(median(await timeSequential(n, bare)));
-      out.intent.push(median(await timeSequential(n, intent(args))));
-      out.noArguments.push(median(await timeSequential(n, intent(null))));
+      out.intent.push(median(await timeSequential(n, intent(args, "intent"))));
+      out.unprepared.push(median(await timeSequential(n, intent(args))));
+      out.noArguments.push(median(await timeSequential(n, intent(null, "intent"))));
     }
     // the first round warms the connection and the statements
-    return { bare: median(out.bare.slice(1)), intent: median(out.intent.slice(1)), noArguments: median(out.noArguments.slice(1)) };
+    const m = (v: number[]) => median(v.slice(1));
+    return { bare: m(out.bare), intent: m(out.intent), unprepared: m(out.unprepared), noArguments: m(out.noArguments) };
   } finally {
     await client.end();
   }
