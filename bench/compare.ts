@@ -107,6 +107,9 @@ export async function compare(argv: string[]): Promise<void> {
     }
     const node = process.execPath;
     const tsx = path.join(tree, "node_modules", "tsx", "dist", "cli.mjs");
+    // a generator without an output of its own writes into node_modules: this tree's, through the link
+    const schema = await readFile(path.join(baseDir, "prisma", "schema.prisma"), "utf8");
+    if (!/^\s*output\s*=/m.test(schema)) throw new Error(`the base's Prisma schema has no generator output: its client would overwrite this tree's node_modules`);
     console.error(`bench compare: generating the base's Prisma client in ${baseDir}`);
     await run(node, [path.join(tree, "node_modules", "prisma", "build", "index.js"), "generate"], baseDir, false);
 
