@@ -19,9 +19,9 @@ export interface Database {
    * One statement with `$n` parameters straight through the driver, around Prisma's query pipeline:
    * for the audit log's hot-path writes. Resolves to the number of rows it changed.
    */
-  execute(sql: string, params: readonly unknown[]): Promise<number>;
+  execute(sql: string, params: readonly unknown[], options?: StatementOptions): Promise<number>;
   /** One read statement with `$n` parameters straight through the driver: its rows. */
-  query(sql: string, params: readonly unknown[]): Promise<Record<string, unknown>[]>;
+  query(sql: string, params: readonly unknown[], options?: StatementOptions): Promise<Record<string, unknown>[]>;
   /** one session of the raw driver, for multi-statement SQL and session locks (migrations) */
   withSession<T>(fn: (conn: SqlConnection) => Promise<T>): Promise<T>;
   /**
@@ -30,6 +30,15 @@ export interface Database {
    */
   newConnection?(): pg.Client;
   close(): Promise<void>;
+}
+
+export interface StatementOptions {
+  /**
+   * A name under which a server keeps the statement prepared on each pooled connection (parsed and
+   * planned once per connection instead of on every call): for constant SQL on a hot path only,
+   * one name per SQL text. The embedded database ignores it.
+   */
+  prepare?: string;
 }
 
 export interface DatabaseOptions {
@@ -78,11 +87,13 @@ async function openServer(url: string, poolSize: number): Promise<Database> {
     location: redactUrl(url),
     prisma,
     appliedMigrations: [],
-    async execute(sql, params) {
-      return (await pool.query(sql, params as unknown[])).rowCount ?? 0;
+    async execute(sql, params, options) {
+      const values = params as unknown[];
+      return (await (options?.prepare ? pool.query({ name: options.prepare, text: sql, values }) : pool.query(sql, values))).rowCount ?? 0;
     },
-    async query(sql, params) {
-      return (await pool.query(sql, params as unknown[])).rows;
+    async query(sql, params, options) {
+      const values = params as unknown[];
+      return (await (options?.prepare ? pool.query({ name: options.prepare, text: sql, values }) : pool.query(sql, values))).rows;
     },
     newConnection() {
       const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 5_000, keepAlive: true });
