@@ -18,7 +18,7 @@ import {
   UnavailableError,
   UnknownOutcomeKeyError,
 } from "./errors";
-import { fingerprint as fingerprintOf } from "./fingerprint";
+import { canonicalJson, fingerprint as fingerprintOf } from "./fingerprint";
 import { keptArguments, type KeptArguments } from "./kept-arguments";
 import { FALLBACK_PREFIX, fallbackKey, PASS_THROUGH_PREFIX, passThroughKey, validateKey } from "./key-rules";
 import { exceptionNote, noteWithDetail, PUBLIC_THREW_NOTE } from "./outcome-note";
@@ -147,6 +147,19 @@ export interface OperatorDecision {
 
 function serialize(body: unknown): string {
   return JSON.stringify(body ?? null);
+}
+
+/**
+ * Whether two stored bodies (JSON texts) are the same JSON: a completion sent again by a client
+ * that serialises its keys in another order is the same result.
+ */
+function sameJson(a: string, b: string): boolean {
+  if (a === b) return true;
+  try {
+    return canonicalJson(JSON.parse(a)) === canonicalJson(JSON.parse(b));
+  } catch {
+    return false;
+  }
 }
 
 /**
@@ -1026,8 +1039,8 @@ export class Engine {
     if (current && current.executionId === call.executionId && current.token === target.token) {
       this.held.delete(call.executionId);
       if (current.status === "done" && current.result) {
-        if (current.result.status === stored.status && current.result.body === stored.body) {
-          return { state: "done", status: stored.status, body: stored.body, replayed: true, expiresAtMs: current.expiresAtMs, executionId: call.executionId };
+        if (current.result.status === stored.status && sameJson(current.result.body, stored.body)) {
+          return { state: "done", status: stored.status, body: current.result.body, replayed: true, expiresAtMs: current.expiresAtMs, executionId: call.executionId };
         }
         throw new InvalidStateError("this execution was completed with another result; a stored result is never changed", current);
       }
