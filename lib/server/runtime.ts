@@ -2,6 +2,7 @@ import path from "node:path";
 import { PrismaAuditWriter } from "@/lib/audit/audit-writer";
 import { loadConfig, type Config } from "@/lib/server/config";
 import { openDatabase, type Database } from "@/lib/db/database";
+import { securePrivateDataDir } from "@/lib/db/private-files";
 import { Engine, type CallEvent } from "@/lib/idempotency/engine";
 import { ReplayCache } from "@/lib/idempotency/replay-cache";
 import type { KeyStore } from "@/lib/idempotency/key-store";
@@ -31,6 +32,8 @@ export interface OpenRuntimeOptions {
 
 export async function openRuntime(options: OpenRuntimeOptions = {}): Promise<Runtime> {
   const config = options.config ?? loadConfig();
+  // the owner's only: created so, or narrowed (and said) when an earlier version or a copy left it open
+  await securePrivateDataDir(config.dataDir, { create: !config.databaseUrl });
   const db = await openDatabase({
     url: config.databaseUrl ?? undefined,
     dataDir: path.join(config.dataDir, "pglite"),
