@@ -20,6 +20,7 @@ import {
 } from "./errors";
 import { canonicalJson, fingerprint as fingerprintOf } from "./fingerprint";
 import { keptArguments, type KeptArguments } from "./kept-arguments";
+import { redactAnswerText } from "./redaction";
 import { FALLBACK_PREFIX, fallbackKey, PASS_THROUGH_PREFIX, passThroughKey, validateKey } from "./key-rules";
 import { exceptionNote, noteWithDetail, PUBLIC_THREW_NOTE } from "./outcome-note";
 import type { KeyRecord, StoredResult } from "./record";
@@ -1314,6 +1315,9 @@ export const MAX_KEPT_ANSWER_BYTES = 8 * 1024;
 /** A service's answer as an unknown outcome keeps it: its body cut to MAX_KEPT_ANSWER_BYTES (a cut body is not JSON any more). */
 function keptAnswer(answer: { status: number; body: string } | undefined): { status: number; body: string } | null {
   if (!answer) return null;
+  // for operators only (never replayed): secrets in it are not kept (lib/idempotency/redaction.ts)
+  // (read whole when it may be whole JSON; a longer one is cut anyway, and read as text)
+  answer = { status: answer.status, body: redactAnswerText(answer.body.length <= 1024 * 1024 ? answer.body : answer.body.slice(0, 4 * MAX_KEPT_ANSWER_BYTES)) };
   const cut = Buffer.byteLength(answer.body) <= MAX_KEPT_ANSWER_BYTES ? answer.body : Buffer.from(answer.body).subarray(0, MAX_KEPT_ANSWER_BYTES).toString("utf8").replace(/\uFFFD$/, "");
   // PostgreSQL refuses U+0000 in text (and in the batch's JSON): one such body would hold back every audit row behind it
   return { status: answer.status, body: cut.replace(/\u0000/g, "\uFFFD") };
