@@ -5,6 +5,10 @@ import { PrismaClient } from "@/generated/prisma/client";
 import { redactUrl } from "@/lib/db/redact-url";
 import { acquireDataDirLock, type DataDirLock } from "./lock";
 import { applyMigrations, type SqlConnection } from "./migrate";
+import { tightenModes } from "./private-files";
+
+/** how often the embedded database's files are narrowed to the owner while it is open */
+const KEEP_PRIVATE_INTERVAL_MS = 60_000;
 
 export type DatabaseKind = "postgres" | "pglite";
 
@@ -52,14 +56,15 @@ export interface DatabaseOptions {
 }
 
 export async function openDatabase(options: DatabaseOptions): Promise<Database> {
-  const db = options.url ? await openServer(options.url, options.poolSize ?? 10) : await openEmbedded(options.dataDir ?? ".data/pglite");
-  if (options.migrate !== false) {
-    try {
-      db.appliedMigrations = await db.withSession((conn) => applyMigrations(conn));
-    } catch (err) {
-      await db.close();
-      throw err;
-    }
+  const dataDir = options.dataDir ?? ".data/pglite";
+  const db = options.url ? await openServer(options.url, options.poolSize ?? 10) : await openEmbedded(dataDir);
+  try {
+    if (options.migrate !== false) db.appliedMigrations = await db.withSession((conn) => applyMigrations(conn));
+    // the files a first start unpacks (0666) and those the migrations wrote: the owner's only
+    if (!options.url) await tightenModes(dataDir);
+  } catch (err) {
+    await db.close();
+    throw err;
   }
   return db;
 }
@@ -138,6 +143,11 @@ async function openEmbedded(dataDir: string): Promise<Database> {
       },
     };
     const prisma = new PrismaClient({ adapter: new PrismaPGlite(pglite) });
+    // PGlite sets the modes of files it writes later itself (lib/db/private-files.ts): narrowed now and then
+    const sweep = () => tightenModes(dataDir).catch((err) => console.error(`idemgate: cannot narrow the modes under ${dataDir}: ${(err as Error).message}`));
+    let sweeping: Promise<unknown> = Promise.resolve();
+    const keepPrivate = setInterval(() => (sweeping = sweep()), KEEP_PRIVATE_INTERVAL_MS);
+    keepPrivate.unref();
     return {
       kind: "pglite",
       location: dataDir,
@@ -151,9 +161,13 @@ async function openEmbedded(dataDir: string): Promise<Database> {
       },
       withSession: (fn) => fn(raw),
       async close() {
+        clearInterval(keepPrivate);
         try {
           await prisma.$disconnect();
           await pglite.close();
+          // what it wrote on the way out (its statistics, a checkpoint)
+          await sweeping;
+          await sweep();
         } finally {
           // the lock goes last: another process may open the directory as soon as it is free
           await lock.release();

@@ -87,6 +87,18 @@ describe.each(STORE_KINDS)("reservations on the %s store", (kind) => {
     expect(await other.completeExecution(target(s, r), { status: 201, body: { n: 1 } })).toMatchObject({ replayed: true });
   });
 
+  it("answers a completion sent again with the same JSON in another key order as the first time, with the body as first stored", async () => {
+    const s = scope();
+    const r = await reserved(s, "reordered");
+    await t.engine.completeExecution(target(s, r), { status: 200, body: { entryId: "e1", amount: { cents: 500, currency: "EUR" }, tags: ["a", "b"] } });
+    const again = await t.engine.completeExecution(target(s, r), { status: 200, body: { tags: ["a", "b"], amount: { currency: "EUR", cents: 500 }, entryId: "e1" } });
+    expect(again).toMatchObject({ state: "done", replayed: true, body: '{"entryId":"e1","amount":{"cents":500,"currency":"EUR"},"tags":["a","b"]}' });
+    // an array's order is part of the result
+    await expect(t.engine.completeExecution(target(s, r), { status: 200, body: { entryId: "e1", amount: { cents: 500, currency: "EUR" }, tags: ["b", "a"] } })).rejects.toBeInstanceOf(
+      InvalidStateError,
+    );
+  });
+
   it("stores a final error (4xx) as the result; not_run frees the key, unknown holds it", async () => {
     const s = scope();
     const declined = await reserved(s, "declined");

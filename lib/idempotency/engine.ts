@@ -18,8 +18,9 @@ import {
   UnavailableError,
   UnknownOutcomeKeyError,
 } from "./errors";
-import { fingerprint as fingerprintOf } from "./fingerprint";
+import { canonicalJson, fingerprint as fingerprintOf } from "./fingerprint";
 import { keptArguments, type KeptArguments } from "./kept-arguments";
+import { redactAnswerText } from "./redaction";
 import { FALLBACK_PREFIX, fallbackKey, PASS_THROUGH_PREFIX, passThroughKey, validateKey } from "./key-rules";
 import { exceptionNote, noteWithDetail, PUBLIC_THREW_NOTE } from "./outcome-note";
 import type { KeyRecord, StoredResult } from "./record";
@@ -147,6 +148,19 @@ export interface OperatorDecision {
 
 function serialize(body: unknown): string {
   return JSON.stringify(body ?? null);
+}
+
+/**
+ * Whether two stored bodies (JSON texts) are the same JSON: a completion sent again by a client
+ * that serialises its keys in another order is the same result.
+ */
+function sameJson(a: string, b: string): boolean {
+  if (a === b) return true;
+  try {
+    return canonicalJson(JSON.parse(a)) === canonicalJson(JSON.parse(b));
+  } catch {
+    return false;
+  }
 }
 
 /**
@@ -1027,9 +1041,9 @@ export class Engine {
     if (current && current.executionId === call.executionId && current.status === "done" && current.result) {
       // this execution's result is stored (under this reservation, or under the one that held the
       // key again for it after a key-store loss): the same result sent again is answered as the first time
-      if (current.result.status === stored.status && current.result.body === stored.body) {
+      if (current.result.status === stored.status && sameJson(current.result.body, stored.body)) {
         this.held.delete(call.executionId);
-        return { state: "done", status: stored.status, body: stored.body, replayed: true, expiresAtMs: current.expiresAtMs, executionId: call.executionId };
+        return { state: "done", status: stored.status, body: current.result.body, replayed: true, expiresAtMs: current.expiresAtMs, executionId: call.executionId };
       }
     }
     if (current && current.executionId === call.executionId && current.token === target.token) {
@@ -1428,6 +1442,9 @@ export const MAX_KEPT_ANSWER_BYTES = 8 * 1024;
 /** A service's answer as an unknown outcome keeps it: its body cut to MAX_KEPT_ANSWER_BYTES (a cut body is not JSON any more). */
 function keptAnswer(answer: { status: number; body: string } | undefined): { status: number; body: string } | null {
   if (!answer) return null;
+  // for operators only (never replayed): secrets in it are not kept (lib/idempotency/redaction.ts)
+  // (read whole when it may be whole JSON; a longer one is cut anyway, and read as text)
+  answer = { status: answer.status, body: redactAnswerText(answer.body.length <= 1024 * 1024 ? answer.body : answer.body.slice(0, 4 * MAX_KEPT_ANSWER_BYTES)) };
   const cut = Buffer.byteLength(answer.body) <= MAX_KEPT_ANSWER_BYTES ? answer.body : Buffer.from(answer.body).subarray(0, MAX_KEPT_ANSWER_BYTES).toString("utf8").replace(/\uFFFD$/, "");
   // PostgreSQL refuses U+0000 in text (and in the batch's JSON): one such body would hold back every audit row behind it
   return { status: answer.status, body: cut.replace(/\u0000/g, "\uFFFD") };

@@ -2,6 +2,7 @@ import path from "node:path";
 import { PrismaAuditWriter } from "@/lib/audit/audit-writer";
 import { loadConfig, type Config } from "@/lib/server/config";
 import { openDatabase, type Database } from "@/lib/db/database";
+import { securePrivateDataDir } from "@/lib/db/private-files";
 import { Engine, type CallEvent } from "@/lib/idempotency/engine";
 import { ReplayCache } from "@/lib/idempotency/replay-cache";
 import type { KeyStore } from "@/lib/idempotency/key-store";
@@ -27,10 +28,14 @@ export interface Runtime {
 export interface OpenRuntimeOptions {
   config?: Config;
   onCall?: (event: CallEvent) => void;
+  /** told when the data directory was found open to other users and narrowed (the server logs it; a CLI command stays quiet) */
+  onDataDirNarrowed?: (line: string) => void;
 }
 
 export async function openRuntime(options: OpenRuntimeOptions = {}): Promise<Runtime> {
   const config = options.config ?? loadConfig();
+  // the owner's only: created so, or narrowed (and said) when an earlier version or a copy left it open
+  await securePrivateDataDir(config.dataDir, { create: !config.databaseUrl, log: options.onDataDirNarrowed ?? (() => {}) });
   const db = await openDatabase({
     url: config.databaseUrl ?? undefined,
     dataDir: path.join(config.dataDir, "pglite"),
@@ -78,7 +83,7 @@ export function getRuntime(): Promise<Runtime> {
   if (process.env.NEXT_PHASE === "phase-production-build") {
     throw new Error("the runtime was asked for during `next build`; mark the page dynamic");
   }
-  holder.__idemgateRuntime ??= openRuntime({ onCall: recordCall }).catch((err) => {
+  holder.__idemgateRuntime ??= openRuntime({ onCall: recordCall, onDataDirNarrowed: (line) => console.error(line) }).catch((err) => {
     holder.__idemgateRuntime = undefined;
     throw err;
   });
