@@ -25,6 +25,7 @@ import { exceptionNote, noteWithDetail, PUBLIC_THREW_NOTE } from "./outcome-note
 import type { KeyRecord, StoredResult } from "./record";
 import { DuplicateRate } from "./duplicate-rate";
 import type { ReplayCache } from "./replay-cache";
+import { isOverLimitResult, type ScopeResultLimit } from "./scope-result-limit";
 import { DEFAULT_POLICY, isAbandonCall, isFinalToolError, isNotRunError, isOutcomeUnknown, leaseMarginMs, type RunTool, type ToolPolicy, type ToolResult } from "./tool";
 
 export interface InvokeRequest {
@@ -108,6 +109,8 @@ export interface EngineOptions {
    * either way: a read that finds no replay goes on to reserve.
    */
   replayReads?: "adaptive" | "always" | "never";
+  /** the per-scope limit on stored result bytes: a result over it is stored as a placeholder */
+  scopeResultLimit?: ScopeResultLimit | null;
 }
 
 /** A replay a client answered from its own cache of done results, reported afterwards for the audit log. */
@@ -168,8 +171,10 @@ export class Engine {
   private readonly scopeWaiters = new Map<string, number>();
   private readonly replayReads: "adaptive" | "always" | "never";
   private readonly duplicateRate = new DuplicateRate();
+  private readonly scopeResultLimit: ScopeResultLimit | null;
 
   constructor(options: EngineOptions) {
+    this.scopeResultLimit = options.scopeResultLimit ?? null;
     this.maxWaiters = options.maxWaiters ?? DEFAULT_MAX_WAITERS;
     this.maxWaitersPerScope = Math.min(this.maxWaiters, options.maxWaitersPerScope ?? Math.max(1, Math.floor(this.maxWaiters * SCOPE_WAITERS_SHARE)));
     this.store = options.store;
@@ -613,8 +618,18 @@ export class Engine {
     }
   }
 
-  private async complete(call: CallContext, token: number, stored: StoredResult, durationMs: number): Promise<InvokeResult> {
+  /**
+   * The result to store: over its scope's limit on stored bytes, a placeholder (the call is done all
+   * the same). A count that cannot be read or written keeps the result: it is not worth losing one.
+   */
+  private async withinScopeLimit(scope: string, stored: StoredResult, ttlMs: number, nowMs: number): Promise<StoredResult> {
+    if (!this.scopeResultLimit) return stored;
+    return this.scopeResultLimit.admit(scope, stored, ttlMs, nowMs).catch(() => stored);
+  }
+
+  private async complete(call: CallContext, token: number, result: StoredResult, durationMs: number): Promise<InvokeResult> {
     const completedMs = this.now();
+    const stored = await this.withinScopeLimit(call.scope, result, call.ttlMs, completedMs);
     const t = performance.now();
     let late = false;
     let completionError: string | null = null;
@@ -650,7 +665,8 @@ export class Engine {
       error: late ? "completion refused: the reservation was released or taken over while the tool ran" : completionError,
     });
     this.onCall({ tool: call.tool.name, result: stored.final ? "final_error" : "executed", storeMs: call.storeMs, auditMs: call.auditMs });
-    return { kind: "executed", status: stored.status, body: stored.body, key: call.key, executionId: call.executionId, fallback: call.fallback, lateCompletion: late };
+    // the caller gets its result even when only a placeholder of it was stored
+    return { kind: "executed", status: result.status, body: result.body, key: call.key, executionId: call.executionId, fallback: call.fallback, lateCompletion: late };
   }
 
   /**
@@ -993,8 +1009,9 @@ export class Engine {
    */
   async completeExecution(target: SettleTarget, result: { status: number; body: unknown }): Promise<SettleResult> {
     const call = await this.heldCall(target);
-    const stored: StoredResult = { status: result.status, body: serialize(result.body), final: result.status >= 400 };
+    const offered: StoredResult = { status: result.status, body: serialize(result.body), final: result.status >= 400 };
     const completedMs = this.now();
+    const stored = await this.withinScopeLimit(call.scope, offered, call.ttlMs, completedMs);
     const t = performance.now();
     let done: Awaited<ReturnType<KeyStore["complete"]>>;
     try {
@@ -1026,7 +1043,7 @@ export class Engine {
     if (current && current.executionId === call.executionId && current.token === target.token) {
       this.held.delete(call.executionId);
       if (current.status === "done" && current.result) {
-        if (current.result.status === stored.status && current.result.body === stored.body) {
+        if (current.result.status === stored.status && (current.result.body === offered.body || isOverLimitResult(current.result.body))) {
           return { state: "done", status: stored.status, body: stored.body, replayed: true, expiresAtMs: current.expiresAtMs, executionId: call.executionId };
         }
         throw new InvalidStateError("this execution was completed with another result; a stored result is never changed", current);

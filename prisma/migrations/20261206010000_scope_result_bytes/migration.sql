@@ -1,0 +1,10 @@
+-- Each scope's stored result bytes by the hour their records expire (lib/idempotency/scope-result-limit.ts):
+-- the SQL key store's count for the per-scope limit on stored results, added to as results are stored,
+-- summed over the hours to come, and the hours past deleted by the purge.
+CREATE TABLE "scope_result_bytes" (
+    "scope" TEXT NOT NULL,
+    "expires_hour" BIGINT NOT NULL,
+    "bytes" BIGINT NOT NULL,
+
+    CONSTRAINT "scope_result_bytes_pkey" PRIMARY KEY ("scope","expires_hour")
+);
