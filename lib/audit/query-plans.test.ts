@@ -3,6 +3,7 @@ import { Prisma } from "@/generated/prisma/client";
 import { anomaliesSql, listAnomalies, openAnomalyCountsSql } from "@/lib/anomalies/anomalies";
 import { freshKeyScanSql, freshKeyTwinsSql, type ScannedExecution } from "@/lib/anomalies/checks/fresh-key-duplicates";
 import { createTestPostgres, type TestPostgres } from "@/test/support/databases";
+import { OVER_LIMIT_PREFIX } from "@/lib/idempotency/scope-result-limit";
 import { argumentSearchSql } from "./find-executions";
 import { keyAuditTrailSql, readKeyAuditTrail } from "./key-audit-trail";
 import { operatorActionFacets, operatorActionFacetsSql } from "./operator-action-facets";
@@ -267,5 +268,14 @@ describe("search by an argument value", () => {
   it("finds name:value through the index of the arguments", async () => {
     const q = argumentSearchSql(['{"customerId":"cus_42"}'], undefined, 50, "arguments");
     expect(await indexBacked(inlined(q))).toEqual(expect.arrayContaining(["executions_arguments_path_ops_idx"]));
+  });
+});
+
+describe("the reconciler's scan of results stored over their scope's limit", () => {
+  it("reads the partial index of placeholders only", async () => {
+    const q = Prisma.sql`SELECT id, scope, key, tool, finished_at, result_body FROM executions
+      WHERE result_body LIKE ${Prisma.raw(`'${OVER_LIMIT_PREFIX}%'`)} AND (finished_at, id) > (${new Date(NOW - DAY)}, ${""})
+      ORDER BY finished_at, id LIMIT 5000`;
+    expect(await indexBacked(q)).toEqual(["executions_result_over_limit_idx"]);
   });
 });

@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { reconcile } from "@/lib/anomalies/reconcile";
 import { PrismaAuditWriter } from "@/lib/audit/audit-writer";
 import { FakeClock } from "@/test/support/engine-fixture";
 import { openTestStore, STORE_KINDS, type StoreUnderTest } from "@/test/support/stores";
@@ -66,11 +67,17 @@ describe.each(STORE_KINDS)("the per-scope limit on stored results (%s)", (kind) 
     expect(all.get(greedy)).toBeGreaterThan(2 * 1_500);
     expect(all.get(greedy)).toBeLessThan(LIMIT);
     expect(all.get(other)).toBeGreaterThan(1_500);
+    // the anomaly list says so: one finding for the scope, none for the tenant within its limit
+    await reconcile({ prisma: t.db.prisma, store: t.store, engine }, { nowMs: clock.ms, settleMs: 0 });
+    const found = await t.db.prisma.anomaly.findMany({ where: { type: "result_over_scope_limit", scope: { in: [greedy, other] } } });
+    expect(found.map((a) => [a.scope, a.key, a.status])).toEqual([[greedy, "k3", "open"]]);
+    expect(found[0].evidence).toMatchObject({ limitBytes: LIMIT });
+    expect((found[0].evidence as { resultBytes: number }).resultBytes).toBeGreaterThan(1_500);
   });
 
   it("applies to results a client-run call completes with, and a resend of the same completion is answered as the first", async () => {
     const s = `client-${randomUUID().slice(0, 6)}`;
-    const completed = [];
+    const completed: { state: string; body?: string }[] = [];
     for (const n of [1, 2, 3]) {
       const r = await engine.reserve(ledger, { scope: s, key: `k${n}`, args: { n } });
       if (r.kind !== "reserved") throw new Error(`expected a reservation, got ${r.kind}`);
@@ -81,8 +88,8 @@ describe.each(STORE_KINDS)("the per-scope limit on stored results (%s)", (kind) 
         expect(again).toMatchObject({ state: "done", replayed: true });
       }
     }
-    expect(JSON.parse(completed[1].body)).toEqual(big(2));
-    expect(JSON.parse(completed[2].body)).toMatchObject({ idemgate: { resultOverTenantLimit: true, status: 201 } });
+    expect(JSON.parse(completed[1].body!)).toEqual(big(2));
+    expect(JSON.parse(completed[2].body!)).toMatchObject({ idemgate: { resultOverTenantLimit: true, status: 201 } });
     expect((await t.store.get(s, "k3"))?.status).toBe("done");
   });
 

@@ -43,9 +43,12 @@ export function overLimitResult(stored: StoredResult, bytes: number, limitBytes:
   };
 }
 
+/** How every placeholder's body starts (the audit log's partial index executions_result_over_limit_idx matches it). */
+export const OVER_LIMIT_PREFIX = '{"idemgate":{"resultOverTenantLimit":true';
+
 /** Whether a stored body is the placeholder of a result over its scope's limit. */
 export function isOverLimitResult(body: string | null | undefined): boolean {
-  return typeof body === "string" && body.startsWith('{"idemgate":{"resultOverTenantLimit":true');
+  return typeof body === "string" && body.startsWith(OVER_LIMIT_PREFIX);
 }
 
 /**

@@ -8,3 +8,8 @@ CREATE TABLE "scope_result_bytes" (
 
     CONSTRAINT "scope_result_bytes_pkey" PRIMARY KEY ("scope","expires_hour")
 );
+
+-- The completions stored as a placeholder because their scope was over its limit, by time: the
+-- reconciler's scan of them (lib/anomalies/checks/results-over-limit.ts) reads this small index only.
+CREATE INDEX "executions_result_over_limit_idx" ON "executions" ("finished_at", "id")
+    WHERE "result_body" LIKE '{"idemgate":{"resultOverTenantLimit":true%';
