@@ -125,7 +125,9 @@ export interface FreshKeyDuplicateEvidence {
 
 /** A completion stored as a placeholder: its scope's stored results were at their limit. */
 export interface ResultOverScopeLimitEvidence {
+  /** the first such completion of the scope that day */
   executionId: string;
+  key: string;
   finishedAt: Iso;
   /** the result's size, which was not kept */
   resultBytes: number | null;

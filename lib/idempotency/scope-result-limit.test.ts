@@ -70,8 +70,8 @@ describe.each(STORE_KINDS)("the per-scope limit on stored results (%s)", (kind) 
     // the anomaly list says so: one finding for the scope, none for the tenant within its limit
     await reconcile({ prisma: t.db.prisma, store: t.store, engine }, { nowMs: clock.ms, settleMs: 0 });
     const found = await t.db.prisma.anomaly.findMany({ where: { type: "result_over_scope_limit", scope: { in: [greedy, other] } } });
-    expect(found.map((a) => [a.scope, a.key, a.status])).toEqual([[greedy, "k3", "open"]]);
-    expect(found[0].evidence).toMatchObject({ limitBytes: LIMIT });
+    expect(found.map((a) => [a.scope, a.key, a.status])).toEqual([[greedy, null, "open"]]);
+    expect(found[0].evidence).toMatchObject({ key: "k3", limitBytes: LIMIT });
     expect((found[0].evidence as { resultBytes: number }).resultBytes).toBeGreaterThan(1_500);
   });
 

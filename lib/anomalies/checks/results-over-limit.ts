@@ -40,10 +40,12 @@ function overLimit(e: Row): AnomalyOf<"result_over_scope_limit"> {
     dedupeKey: `result_over_scope_limit:${e.scope}:${day}`,
     tool: e.tool,
     scope: e.scope,
-    key: e.key,
+    // about the tenant, not one key (whose call is done): nothing on the key is left to decide
+    key: null,
     summary: `scope ${e.scope} holds its limit of stored result bytes: results of its calls are stored as placeholders (${e.tool}, first on ${day}); the calls are done and never run again, their duplicates are answered with the placeholder`,
     evidence: {
       executionId: e.id,
+      key: e.key,
       finishedAt: e.finished_at.toISOString(),
       resultBytes: detail.resultBytes ?? null,
       limitBytes: detail.scopeResultBytesLimit ?? null,
