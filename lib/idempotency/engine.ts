@@ -1043,8 +1043,9 @@ export class Engine {
     if (current && current.executionId === call.executionId && current.token === target.token) {
       this.held.delete(call.executionId);
       if (current.status === "done" && current.result) {
+        // a result stored as its scope's over-limit placeholder cannot be compared: the resend is answered with it
         if (current.result.status === stored.status && (current.result.body === offered.body || isOverLimitResult(current.result.body))) {
-          return { state: "done", status: stored.status, body: stored.body, replayed: true, expiresAtMs: current.expiresAtMs, executionId: call.executionId };
+          return { state: "done", status: current.result.status, body: current.result.body, replayed: true, expiresAtMs: current.expiresAtMs, executionId: call.executionId };
         }
         throw new InvalidStateError("this execution was completed with another result; a stored result is never changed", current);
       }

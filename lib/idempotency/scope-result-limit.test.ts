@@ -86,6 +86,7 @@ describe.each(STORE_KINDS)("the per-scope limit on stored results (%s)", (kind) 
       if (n === 3) {
         const again = await engine.completeExecution(target, { status: 201, body: big(n) });
         expect(again).toMatchObject({ state: "done", replayed: true });
+        expect(JSON.parse((again as { body: string }).body)).toMatchObject({ idemgate: { resultOverTenantLimit: true } });
       }
     }
     expect(JSON.parse(completed[1].body!)).toEqual(big(2));
