@@ -7,6 +7,7 @@ export const ANOMALY_TYPES = [
   "orphan_unrecorded_effect",
   "stale_suppression",
   "fresh_key_duplicate",
+  "result_over_scope_limit",
 ] as const;
 export type AnomalyType = (typeof ANOMALY_TYPES)[number];
 
@@ -122,6 +123,18 @@ export interface FreshKeyDuplicateEvidence {
   samples: number;
 }
 
+/** A completion stored as a placeholder: its scope's stored results were at their limit. */
+export interface ResultOverScopeLimitEvidence {
+  /** the first such completion of the scope that day */
+  executionId: string;
+  key: string;
+  finishedAt: Iso;
+  /** the result's size, which was not kept */
+  resultBytes: number | null;
+  /** IDEMGATE_SCOPE_RESULT_BYTES when it was stored */
+  limitBytes: number | null;
+}
+
 export interface EvidenceByType {
   orphan_unknown_outcome: UnknownOutcomeEvidence;
   orphan_lost_completion: LostCompletionEvidence;
@@ -129,6 +142,7 @@ export interface EvidenceByType {
   orphan_unrecorded_effect: UnrecordedEffectEvidence;
   stale_suppression: StaleSuppressionEvidence;
   fresh_key_duplicate: FreshKeyDuplicateEvidence;
+  result_over_scope_limit: ResultOverScopeLimitEvidence;
 }
 
 /** A finding of one check, stored once by its dedupe key; the evidence's shape follows its type. */

@@ -65,6 +65,8 @@ describe("reconciler", () => {
     expect(anomaly.evidence).toMatchObject({ cause: "reported", keyState: "unknown", note: expect.stringMatching(/simulated exception after the side effect/) });
     expect(anomaly.evidence.keyHeldBy).toBe(anomaly.evidence.executionId);
     expect(anomaly.summary).toMatch(/ended without knowing whether its side effect happened/);
+    // the note is the caller's text (a reservation's release note): quoted, so the summary says where it starts and ends
+    expect(anomaly.summary).toMatch(/\(its note: \u201c[^\u201d]*simulated exception after the side effect[^\u201d]*\u201d\)/);
     expect(ofScope(await pass(), scope)).toEqual([]);
   });
 

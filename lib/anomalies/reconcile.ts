@@ -11,6 +11,7 @@ import { restoreHeldCalls } from "./checks/held-calls";
 import { findLateCompletions } from "./checks/late-completions";
 import { findLostCompletions, LOST_COMPLETION_ROUND_MS } from "./checks/lost-completions";
 import { probeHeldKeys, type ProbedKey, type ProbeOptions, type ReconcileProbes } from "./checks/probe-keys";
+import { findResultsOverLimit } from "./checks/results-over-limit";
 import { findStaleSuppressions } from "./checks/stale-suppressions";
 import { findUnknownOutcomes } from "./checks/unknown-outcomes";
 import { findUnrecordedEffects } from "./checks/unrecorded-effects";
@@ -125,6 +126,7 @@ export async function reconcile(deps: ReconcileDeps, options: ReconcileOptions =
   if (deps.listEffects) report.examined.effects += await keep(await findUnrecordedEffects(ctx, deps.listEffects, options.effectGraceMs ?? 30_000));
   report.examined.suppressions += await keep(await findStaleSuppressions(ctx));
   report.examined.executions += await keep(await findFreshKeyDuplicates(ctx));
+  report.examined.executions += await keep(await findResultsOverLimit(ctx));
 
   // Last, so an unknown outcome is on record before its tool's answer settles it (and closes it).
   if (deps.probes) {

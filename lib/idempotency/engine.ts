@@ -26,6 +26,7 @@ import { exceptionNote, noteWithDetail, PUBLIC_THREW_NOTE } from "./outcome-note
 import type { KeyRecord, StoredResult } from "./record";
 import { DuplicateRate } from "./duplicate-rate";
 import type { ReplayCache } from "./replay-cache";
+import { isOverLimitResult, type ScopeResultLimit } from "./scope-result-limit";
 import { DEFAULT_POLICY, isAbandonCall, isFinalToolError, isNotRunError, isOutcomeUnknown, leaseMarginMs, type RunTool, type ToolPolicy, type ToolResult } from "./tool";
 
 export interface InvokeRequest {
@@ -109,6 +110,8 @@ export interface EngineOptions {
    * either way: a read that finds no replay goes on to reserve.
    */
   replayReads?: "adaptive" | "always" | "never";
+  /** the per-scope limit on stored result bytes: a result over it is stored as a placeholder */
+  scopeResultLimit?: ScopeResultLimit | null;
 }
 
 /** A replay a client answered from its own cache of done results, reported afterwards for the audit log. */
@@ -182,8 +185,10 @@ export class Engine {
   private readonly scopeWaiters = new Map<string, number>();
   private readonly replayReads: "adaptive" | "always" | "never";
   private readonly duplicateRate = new DuplicateRate();
+  private readonly scopeResultLimit: ScopeResultLimit | null;
 
   constructor(options: EngineOptions) {
+    this.scopeResultLimit = options.scopeResultLimit ?? null;
     this.maxWaiters = options.maxWaiters ?? DEFAULT_MAX_WAITERS;
     this.maxWaitersPerScope = Math.min(this.maxWaiters, options.maxWaitersPerScope ?? Math.max(1, Math.floor(this.maxWaiters * SCOPE_WAITERS_SHARE)));
     this.store = options.store;
@@ -627,8 +632,18 @@ export class Engine {
     }
   }
 
-  private async complete(call: CallContext, token: number, stored: StoredResult, durationMs: number): Promise<InvokeResult> {
+  /**
+   * The result to store: over its scope's limit on stored bytes, a placeholder (the call is done all
+   * the same). A count that cannot be read or written keeps the result: it is not worth losing one.
+   */
+  private async withinScopeLimit(scope: string, stored: StoredResult, ttlMs: number, nowMs: number): Promise<StoredResult> {
+    if (!this.scopeResultLimit) return stored;
+    return this.scopeResultLimit.admit(scope, stored, ttlMs, nowMs).catch(() => stored);
+  }
+
+  private async complete(call: CallContext, token: number, result: StoredResult, durationMs: number): Promise<InvokeResult> {
     const completedMs = this.now();
+    const stored = await this.withinScopeLimit(call.scope, result, call.ttlMs, completedMs);
     const t = performance.now();
     let late = false;
     let completionError: string | null = null;
@@ -664,7 +679,8 @@ export class Engine {
       error: late ? "completion refused: the reservation was released or taken over while the tool ran" : completionError,
     });
     this.onCall({ tool: call.tool.name, result: stored.final ? "final_error" : "executed", storeMs: call.storeMs, auditMs: call.auditMs });
-    return { kind: "executed", status: stored.status, body: stored.body, key: call.key, executionId: call.executionId, fallback: call.fallback, lateCompletion: late };
+    // the caller gets its result even when only a placeholder of it was stored
+    return { kind: "executed", status: result.status, body: result.body, key: call.key, executionId: call.executionId, fallback: call.fallback, lateCompletion: late };
   }
 
   /**
@@ -1007,8 +1023,9 @@ export class Engine {
    */
   async completeExecution(target: SettleTarget, result: { status: number; body: unknown }): Promise<SettleResult> {
     const call = await this.heldCall(target);
-    const stored: StoredResult = { status: result.status, body: serialize(result.body), final: result.status >= 400 };
+    const offered: StoredResult = { status: result.status, body: serialize(result.body), final: result.status >= 400 };
     const completedMs = this.now();
+    const stored = await this.withinScopeLimit(call.scope, offered, call.ttlMs, completedMs);
     const t = performance.now();
     let done: Awaited<ReturnType<KeyStore["complete"]>>;
     try {
@@ -1041,9 +1058,10 @@ export class Engine {
     if (current && current.executionId === call.executionId && current.status === "done" && current.result) {
       // this execution's result is stored (under this reservation, or under the one that held the
       // key again for it after a key-store loss): the same result sent again is answered as the first time
-      if (current.result.status === stored.status && sameJson(current.result.body, stored.body)) {
+      // (a result stored as its scope's over-limit placeholder cannot be compared: the resend is answered with it)
+      if (current.result.status === stored.status && (sameJson(current.result.body, offered.body) || isOverLimitResult(current.result.body))) {
         this.held.delete(call.executionId);
-        return { state: "done", status: stored.status, body: current.result.body, replayed: true, expiresAtMs: current.expiresAtMs, executionId: call.executionId };
+        return { state: "done", status: current.result.status, body: current.result.body, replayed: true, expiresAtMs: current.expiresAtMs, executionId: call.executionId };
       }
     }
     if (current && current.executionId === call.executionId && current.token === target.token) {

@@ -5,6 +5,7 @@ import { openDatabase, type Database } from "@/lib/db/database";
 import { securePrivateDataDir } from "@/lib/db/private-files";
 import { Engine, type CallEvent } from "@/lib/idempotency/engine";
 import { ReplayCache } from "@/lib/idempotency/replay-cache";
+import { ScopeResultLimit } from "@/lib/idempotency/scope-result-limit";
 import type { KeyStore } from "@/lib/idempotency/key-store";
 import { recordCall } from "@/lib/server/metrics";
 import { createRedisClusterKeyStore, createRedisKeyStore, RedisKeyStore } from "@/lib/store/redis/redis-key-store";
@@ -56,7 +57,8 @@ export async function openRuntime(options: OpenRuntimeOptions = {}): Promise<Run
   if (store instanceof RedisKeyStore) await store.waitUntilReady(STORE_CONNECT_WAIT_MS);
   const audit = new PrismaAuditWriter(db.prisma, { mode: config.auditMode, execute: db.execute, query: db.query });
   const replayCache = config.replayCache ? new ReplayCache(config.replayCache) : null;
-  const engine = new Engine({ store, audit, onCall: options.onCall, replayCache });
+  const scopeResultLimit = config.scopeResultBytes !== null && store.resultBytes ? new ScopeResultLimit(store.resultBytes, config.scopeResultBytes) : null;
+  const engine = new Engine({ store, audit, onCall: options.onCall, replayCache, scopeResultLimit });
   return {
     config,
     db,

@@ -42,7 +42,9 @@ PROBLEMS: Dict[str, ProblemInfo] = {
     "not_found": ProblemInfo("not_found", 404, "Not found", "no", False),
     "outcome_unknown": ProblemInfo("outcome_unknown", 409, "Outcome unknown: the key is held", "no", False),
     "payload_too_large": ProblemInfo("payload_too_large", 413, "Request body too large", "with changes", False),
+    "request_timeout": ProblemInfo("request_timeout", 408, "Request timeout", "yes", True),
     "runs_in_client": ProblemInfo("runs_in_client", 400, "Tool runs in its caller's process", "with changes", False),
+    "server_busy": ProblemInfo("server_busy", 503, "Server busy", "yes", True),
     "stale_token": ProblemInfo("stale_token", 409, "Reservation no longer held", "no", False),
     "stuck": ProblemInfo("stuck", 409, "Key stuck: an operator must decide", "no", False),
     "tool_failed": ProblemInfo("tool_failed", 502, "Tool failed", "yes", True),
@@ -53,7 +55,7 @@ PROBLEMS: Dict[str, ProblemInfo] = {
 }
 
 #: the problem types the client sends again with the same key (nothing ran, or the key is still held)
-RETRIED_PROBLEM_TYPES: FrozenSet[str] = frozenset({"/problems/conflict", "/problems/internal", "/problems/tool_failed", "/problems/unavailable"})
+RETRIED_PROBLEM_TYPES: FrozenSet[str] = frozenset({"/problems/conflict", "/problems/internal", "/problems/request_timeout", "/problems/server_busy", "/problems/tool_failed", "/problems/unavailable"})
 
 
 class AbandonedError(IdemgateError):
@@ -170,10 +172,22 @@ class PayloadTooLargeError(IdemgateError):
     problem_code = "payload_too_large"
 
 
+class RequestTimeoutError(IdemgateError):
+    """408 ``/problems/request_timeout``: Request timeout. Retry: yes."""
+
+    problem_code = "request_timeout"
+
+
 class RunsInClientError(IdemgateError):
     """400 ``/problems/runs_in_client``: Tool runs in its caller's process. Retry: with changes."""
 
     problem_code = "runs_in_client"
+
+
+class ServerBusyError(IdemgateError):
+    """503 ``/problems/server_busy``: Server busy. Retry: yes."""
+
+    problem_code = "server_busy"
 
 
 class StaleTokenError(IdemgateError):
@@ -240,7 +254,9 @@ PROBLEM_CLASSES: Dict[str, Type[IdemgateError]] = {
     "not_found": NotFoundError,
     "outcome_unknown": OutcomeUnknownError,
     "payload_too_large": PayloadTooLargeError,
+    "request_timeout": RequestTimeoutError,
     "runs_in_client": RunsInClientError,
+    "server_busy": ServerBusyError,
     "stale_token": StaleTokenError,
     "stuck": StuckError,
     "tool_failed": ToolFailedError,
@@ -274,7 +290,9 @@ __all__ = [
     "NameTakenError",
     "NotFoundError",
     "PayloadTooLargeError",
+    "RequestTimeoutError",
     "RunsInClientError",
+    "ServerBusyError",
     "StaleTokenError",
     "StuckError",
     "ToolFailedError",
