@@ -11,7 +11,9 @@ import type { PrismaClient } from "@/generated/prisma/client";
  * - fresh_key_duplicates: executions, by (started_at, id): each compared with the identical calls
  *   before it within its tool's retry window;
  * - held_calls: executions the log holds open, by (lease_until, id), round and round: a key the
- *   key store lost is held again (checks/held-calls.ts).
+ *   key store lost is held again (checks/held-calls.ts);
+ * - settled_anomalies: open per-key anomalies, by (detected_at, id), round and round: those whose
+ *   key needs nobody any more are closed (checks/settled-anomalies.ts).
  */
 export const SCANS = [
   "silent_executions",
@@ -22,6 +24,7 @@ export const SCANS = [
   "stale_suppressions",
   "fresh_key_duplicates",
   "held_calls",
+  "settled_anomalies",
 ] as const;
 export type ScanName = (typeof SCANS)[number];
 

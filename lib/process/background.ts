@@ -3,6 +3,7 @@ import { purgeAuditRows } from "@/lib/audit/purge-audit";
 import { purgeLoginFailures } from "@/lib/auth/login-limiter";
 import { describeError } from "@/lib/process/health";
 import { probeKey } from "@/lib/operator/probe-key";
+import { finishKeyDecisions } from "@/lib/operator/key-decisions";
 import type { Runtime } from "@/lib/server/runtime";
 import { webhookEndpoints } from "@/lib/notifications/endpoints";
 import { eventsForOpenedAnomalies } from "@/lib/notifications/events";
@@ -30,6 +31,7 @@ export function reconcileDeps(runtime: Pick<Runtime, "db" | "store" | "engine" |
     prisma: db,
     store: runtime.store,
     engine: runtime.engine,
+    finishDecisions: (before) => finishKeyDecisions(runtime, before),
     listEffects: (prisma, since) => registry.listEffects(prisma, since),
     probes: {
       tools: registry.list().filter((tool) => tool.kind === "write" && registry.proberFor(tool, db) !== null).map((tool) => tool.name),
@@ -62,6 +64,8 @@ export async function reconcileOnDemand(runtime: Runtime, actor: string): Promis
       created: report.created,
       backfilled: report.backfilled,
       restored: report.restored,
+      finished: report.finished,
+      settled: report.settled,
       probed: report.probed.length,
       resolved: report.probed.filter((p) => p.action === "resolved").length,
       released: report.probed.filter((p) => p.action === "released").length,
