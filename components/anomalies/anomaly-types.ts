@@ -70,6 +70,15 @@ export const TYPE_INFO = {
       "Compare the two executions below (sessions, callers, results). If the caller meant one action, it is a duplicate that got through: reverse the second side effect (for a charge: refund it), have the caller reuse its key when it retries (or send model-minted keys with Idemgate-Key-Source: model, so identical calls within the window are answered as duplicates), and choose A duplicate that got through. If the caller really meant the same action twice, choose A genuine repeat.",
     orphan: false,
   },
+  key_store_loss: {
+    label: "Key-store loss",
+    explanation:
+      "The key store lost done records (a restart without persistence, a flush, a failover). One incident per loss: records whose result the audit log gives back need nobody; the others are listed, each with an anomaly of its own.",
+    watches: "done records missing from the key store within their TTL, grouped by loss",
+    todo:
+      "If every record was restored, retries get their results back and nothing runs again: find why the store lost its data (persistence, eviction, failover) and fix that, then resolve this incident. Otherwise open each key listed as not restored and decide it as its own anomaly says.",
+    orphan: true,
+  },
 } as const satisfies Record<AnomalyType, AnomalyTypeInfo>;
 
 export const TYPES = Object.keys(TYPE_INFO) as AnomalyType[];

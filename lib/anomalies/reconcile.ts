@@ -9,6 +9,7 @@ import { retryGapsOf, type AuditRecovery, type CheckContext, type CheckResult } 
 import { findFreshKeyDuplicates } from "./checks/fresh-key-duplicates";
 import { restoreHeldCalls } from "./checks/held-calls";
 import { findLateCompletions } from "./checks/late-completions";
+import { lossIncident } from "./checks/key-store-loss";
 import { findLostCompletions, LOST_COMPLETION_ROUND_MS } from "./checks/lost-completions";
 import { closeSettledAnomalies } from "./checks/settled-anomalies";
 import { probeHeldKeys, type ProbedKey, type ProbeOptions, type ReconcileProbes } from "./checks/probe-keys";
@@ -135,7 +136,16 @@ export async function reconcile(deps: ReconcileDeps, options: ReconcileOptions =
 
   report.examined.executions += await keep(await findUnknownOutcomes(ctx));
   report.examined.executions += await keep(await findLateCompletions(ctx));
-  report.examined.executions += await keep(await findLostCompletions(ctx, options.lostCompletionRoundMs ?? LOST_COMPLETION_ROUND_MS));
+  const lost = await findLostCompletions(ctx, options.lostCompletionRoundMs ?? LOST_COMPLETION_ROUND_MS);
+  report.examined.executions += await keep(lost);
+  if (lost.incident) {
+    // after its open findings are stored, so it counts them
+    const incident = await lossIncident(ctx, lost.incident.dedupeKey, lost.incident.keys);
+    if (incident) {
+      report.flagged.push(incident);
+      report.created += await storeAnomalies(deps.prisma, [incident], nowMs, deps.onOpened);
+    }
+  }
   if (deps.listEffects) report.examined.effects += await keep(await findUnrecordedEffects(ctx, deps.listEffects, options.effectGraceMs ?? 30_000));
   report.examined.suppressions += await keep(await findStaleSuppressions(ctx));
   report.examined.executions += await keep(await findFreshKeyDuplicates(ctx));

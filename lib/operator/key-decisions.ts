@@ -4,7 +4,10 @@ import { recordOperatorAction, recordSnapshot, type OperatorActionInput } from "
 import { isIdemgateError } from "@/lib/idempotency/errors";
 import { stateOf, type KeyRecord } from "@/lib/idempotency/record";
 import { closeKeyAnomalies, type KeyDecision } from "./close-key-anomalies";
-import type { KeyRuntime } from "./release-key";
+import type { Runtime } from "@/lib/server/runtime";
+
+/** What writing and carrying out decisions needs of the runtime. */
+type KeyRuntime = Pick<Runtime, "db" | "store" | "engine">;
 
 /**
  * Every decision about a held key goes to the audit log before the key store acts on it:
