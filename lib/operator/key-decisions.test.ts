@@ -20,7 +20,7 @@ function stopsBeforeTheLog(audit: PrismaAuditWriter): PrismaAuditWriter {
   });
 }
 
-function setup(kind: "redis" | "postgres") {
+function setup(kind: "redis" | "postgres" | "pglite") {
   const t = useEngineFixture(kind);
   const clock = t.clock;
   const registry = new ToolRegistry([...demoTools]);
@@ -61,7 +61,7 @@ function setup(kind: "redis" | "postgres") {
  * before it, so the log and the trail have it and a key-store loss restores the decision instead of
  * holding the key for a second decision.
  */
-describe.each(["redis", "postgres"] as const)("decisions whose process stopped half-way (%s key store)", (kind) => {
+describe.each(["redis", "postgres", "pglite"] as const)("decisions whose process stopped half-way (%s key store)", (kind) => {
   const { t, call, pass, dying, executionOf, trail, charges, unknownCall, runtime } = setup(kind);
 
   it("a resolve the key store carries but the log never heard of is recorded by the reconciler, with its trail, and replayed", async () => {
