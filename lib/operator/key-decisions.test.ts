@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { describe, expect, it } from "vitest";
-import { reconcile } from "@/lib/anomalies/reconcile";
+import { reconcile, type ReconcileOptions } from "@/lib/anomalies/reconcile";
 import type { PrismaAuditWriter } from "@/lib/audit/audit-writer";
 import { Engine } from "@/lib/idempotency/engine";
 import { OutcomeUnknownError, UnknownOutcomeKeyError } from "@/lib/idempotency/errors";
@@ -30,11 +30,11 @@ function setup(kind: "redis" | "postgres" | "pglite") {
   const call = (scope: string, key: string, customerId: string) => callWith(t.engine, scope, key, customerId);
   const runtime = (engine: Engine = t.engine) => ({ db: t.db, store: t.store, engine, registry });
   const dying = () => runtime(new Engine({ store: t.store, audit: stopsBeforeTheLog(t.audit), now: clock.now }));
-  const pass = async () => {
+  const pass = async (options: ReconcileOptions = {}) => {
     await t.audit.flush();
     // decisions are stamped with the wall clock: the pass looks after them
     clock.ms = Math.max(clock.ms, Date.now()) + 1;
-    return reconcile(reconcileDeps(runtime()), { nowMs: clock.ms, settleMs: 0, effectGraceMs: 0, maxProbes: 0 });
+    return reconcile(reconcileDeps(runtime()), { nowMs: clock.ms, settleMs: 0, effectGraceMs: 0, maxProbes: 0, ...options });
   };
   const lose = async (scope: string) => {
     await t.audit.flush();
@@ -153,6 +153,12 @@ describe("decisions whose process stopped half-way, then a Redis key-store loss"
     expect(await callWith(cached, scope, "k2", "cus_2")).toMatchObject({ kind: "replayed", status: 201 });
     await lose(scope);
     // the log still says unknown: held again until the decision written before is carried out
+    await expect(call(scope, "k2", "cus_2")).rejects.toBeInstanceOf(UnknownOutcomeKeyError);
+    // a pass before the decision has settled (its process might still be at it) carries nothing
+    // out, and its probes leave the key alone: the decision is not made a second time
+    const early = await pass({ settleMs: 3_600_000, maxProbes: 20 });
+    expect(early.finished).toBe(0);
+    expect(early.probed.filter((p) => p.scope === scope)).toEqual([]);
     await expect(call(scope, "k2", "cus_2")).rejects.toBeInstanceOf(UnknownOutcomeKeyError);
 
     expect((await pass()).finished).toBe(1);

@@ -135,9 +135,12 @@ export async function finishKeyDecisions(runtime: KeyRuntime, before: Date, limi
  */
 async function carryOut(runtime: KeyRuntime, p: PendingRow): Promise<KeyRecord | null | "refused"> {
   const record = await runtime.store.get(p.scope, p.key);
-  const execution = await runtime.db.prisma.execution.findUnique({ where: { id: p.executionId }, select: { outcome: true } });
-  // the store and the log carry it already: only the trail is left
-  if (execution?.outcome === p.decision) return record;
+  const execution = await runtime.db.prisma.execution.findUnique({ where: { id: p.executionId }, select: { outcome: true, resultBody: true } });
+  if (execution?.outcome === p.decision) {
+    // the store and the log carry it already: only the trail is left; a resolve with another
+    // result was someone else's decision, and this one never applied
+    return p.decision === "resolved" && execution.resultBody !== p.resultBody ? "refused" : record;
+  }
   const decision = { scope: p.scope, key: p.key, actor: p.actor, reason: p.reason, force: p.force };
   const result = p.resultBody === null ? null : { status: p.resultStatus ?? 200, body: p.resultBody, final: false };
   if (record && record.executionId === p.executionId && record.status === "done") {
