@@ -3,6 +3,7 @@ import { randomUUID } from "node:crypto";
 import path from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { openDatabase } from "@/lib/db/database";
 import { createTestPostgres } from "@/test/support/databases";
 import { RedisProcess } from "@/test/support/redis-process";
 import { ROOT, removeDataDir, startServer, type RunningServer } from "@/test/support/server";
@@ -11,7 +12,9 @@ import { testPort } from "@/scripts/test-ports.mjs";
 // A decision about a held key whose process stops after the key store carried it and before the
 // audit log recorded it (the command line's process, killed at that point by the audit writer's
 // fault-suite crash point), on two real gateway processes sharing one Redis (a redis-server of this
-// test's own) and one PostgreSQL. Ports 3193 and 3194 are this file's (moved by IDEMGATE_TEST_PORT_BASE).
+// test's own) and one PostgreSQL; and on the embedded database, a gateway whose own reconciler stops
+// right after its probe's answer reached the key store. Ports 3193–3195 are this file's (moved by
+// IDEMGATE_TEST_PORT_BASE).
 
 type Pg = Awaited<ReturnType<typeof createTestPostgres>>;
 
@@ -121,5 +124,63 @@ describe("a resolve whose process stops between the key store and the audit log,
     const trail = await pg.db.prisma.operatorAction.findMany({ where: { key, action: "resolve" } });
     expect(trail.map((t) => t.reason)).toEqual([expect.stringMatching(/^charge seen in the PSP \(carried out by the reconciler/)]);
     expect(await pg.db.prisma.demoCharge.count({ where: { idempotencyKey: key } })).toBe(1);
+  });
+});
+
+describe("a probe's decision whose gateway stops between the key store and the audit log (embedded)", () => {
+  const dataDir = ".data/fault-decision-embedded";
+  const METRICS_TOKEN = `metrics-${randomUUID()}`;
+  const reconciling = { IDEMGATE_RECONCILE_INTERVAL_MS: "1000", IDEMGATE_METRICS_TOKEN: METRICS_TOKEN };
+  let server: RunningServer;
+
+  beforeAll(async () => {
+    await removeDataDir(dataDir);
+  });
+  afterAll(async () => {
+    await server?.stop();
+    await removeDataDir(dataDir);
+  });
+
+  it("the restarted gateway's reconciler records the decision with its trail; the key replays the tool's result, charged once", async () => {
+    // the gateway's reconciler asks the demo tool, which says applied; the process stops right after the key store is resolved
+    server = await startServer({ port: testPort(3195), dataDir, env: { ...reconciling, IDEMGATE_TEST_EXIT_BEFORE_DECISION_LOG: "1" } });
+    const { apiToken } = await server.credentials();
+    const key = `decision-embedded-${randomUUID()}`;
+    const args = { customerId: "cus_decision_e", amountCents: 3_100, currency: "EUR", simulate: { outcome: "throw_after_effect" } };
+    expect((await answer(server, apiToken, args, key)).status).toBe(502);
+    await waitFor("the gateway to stop at the crash point", async () => {
+      const alive = await fetch(`${server.url}/api/health`, { signal: AbortSignal.timeout(2_000) }).then(
+        () => true,
+        () => false,
+      );
+      return !alive;
+    });
+    await server.kill();
+
+    // restarted without the crash point: its reconciler carries the written decision out once it has settled
+    server = await startServer({ port: testPort(3195), dataDir, env: reconciling });
+    const replay = await waitFor("the retry to replay the tool's result", async () => {
+      const out = await answer(server, apiToken, args, key);
+      return out.status === 200 && out.replayed ? out : null;
+    });
+    expect(JSON.parse(replay.body)).toMatchObject({ customerId: "cus_decision_e", amountCents: 3_100 });
+    // its unknown-outcome anomaly (flagged in the pass that asked the tool) closes when the decision is carried out
+    const metrics = async () => {
+      const res = await fetch(`${server.url}/api/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } });
+      return /^idemgate_anomalies_open\{type="orphan_unknown_outcome"\} (\d+)$/m.exec(await res.text())?.[1] ?? null;
+    };
+    await waitFor("the unknown-outcome anomaly to close", async () => (await metrics()) === "0", 180_000, 2_000);
+    await server.stop();
+    const db = await openDatabase({ dataDir: path.join(ROOT, dataDir, "pglite"), migrate: false });
+    try {
+      const execution = await db.prisma.execution.findFirstOrThrow({ where: { key } });
+      expect(execution).toMatchObject({ outcome: "resolved", resultBody: replay.body });
+      const trail = await db.prisma.operatorAction.findMany({ where: { key, action: "resolve" } });
+      expect(trail.map((t) => [t.actor, t.reason])).toEqual([["reconciler", expect.stringMatching(/answered its status probe: applied .*\(carried out by the reconciler/)]]);
+      expect(await db.prisma.keyDecision.count()).toBe(0);
+      expect(await db.prisma.demoCharge.count({ where: { idempotencyKey: key } })).toBe(1);
+    } finally {
+      await db.close();
+    }
   });
 });
