@@ -96,7 +96,9 @@ export function startBackgroundJobs(runtime: Runtime): () => void {
     running = true;
     try {
       await runtime.audit.flush();
-      await reconcileRuntime(runtime);
+      const report = await reconcileRuntime(runtime);
+      // rare and worth a line: a process stopped half-way through a decision (key-decisions.ts)
+      if (report.finished > 0) console.log(`idemgate: carried out ${report.finished} decision${report.finished === 1 ? "" : "s"} about held keys whose process stopped before recording them`);
       await runtime.store.purge(Date.now() - runtime.config.retentionMs, 1_000);
       await purgeAuditRows(runtime.db.prisma, new Date(Date.now() - runtime.config.auditRetentionMs));
       await purgeDeliveries(runtime.db.prisma, new Date(Date.now() - runtime.config.auditRetentionMs));
