@@ -105,7 +105,7 @@ describe("a resolve whose process stops between the key store and the audit log,
         const { stdout } = await cli(["reconcile", "--json"], env);
         return (JSON.parse(stdout) as { finished: number }).finished === 1;
       },
-      120_000,
+      100_000,
       3_000,
     );
     const closed = await pg.db.prisma.execution.findFirstOrThrow({ where: { key } });
@@ -164,7 +164,7 @@ describe("a probe's decision whose gateway stops between the key store and the a
     });
     expect(JSON.parse(replay.body)).toMatchObject({ customerId: "cus_decision_e", amountCents: 3_100 });
     // the restarted gateway's reconciler says when it carried out a decision left behind
-    await waitFor("the reconciler to carry the decision out", async () => /carried out 1 decision about held keys/.test(server.output()), 180_000, 1_000);
+    await waitFor("the reconciler to carry the decision out", async () => /carried out 1 decision about held keys/.test(server.output()), 100_000, 1_000);
     await server.stop();
     const db = await openDatabase({ dataDir: path.join(ROOT, dataDir, "pglite"), migrate: false });
     try {
