@@ -376,8 +376,10 @@ describe("the reconciler's scans continue where the previous pass left them", ()
     expect(within.flagged).toEqual([]);
     offsetMs += 15 * 60_000 + 1;
     const nextRound = await pass();
-    const lost = nextRound.flagged.filter((a) => a.type === "orphan_lost_completion").map((a) => a.key);
-    expect(lost).toContain("k");
+    // the log restores it: stored resolved, counted in the key-store loss incident
+    const lost = await t.db.prisma.anomaly.findMany({ where: { type: "orphan_lost_completion", key: "k" } });
+    expect(lost.map((a) => [a.status, (a.evidence as { retry?: string }).retry])).toContainEqual(["resolved", "restored_from_audit_log"]);
+    expect(nextRound.flagged.some((a) => a.type === "key_store_loss")).toBe(true);
     expect(nextRound.examined.executions).toBeGreaterThan(1);
   });
 });

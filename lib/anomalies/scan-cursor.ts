@@ -13,6 +13,8 @@ import type { PrismaClient } from "@/generated/prisma/client";
  * - held_calls: executions the log holds open, by (lease_until, id), round and round: a key the
  *   key store lost is held again (checks/held-calls.ts);
  * - results_over_limit: results stored as a placeholder over their scope's limit, by (finished_at, id).
+ * - settled_anomalies: open per-key anomalies, by (detected_at, id), round and round: those whose
+ *   key needs nobody any more are closed (checks/settled-anomalies.ts).
  */
 export const SCANS = [
   "silent_executions",
@@ -24,6 +26,7 @@ export const SCANS = [
   "fresh_key_duplicates",
   "held_calls",
   "results_over_limit",
+  "settled_anomalies",
 ] as const;
 export type ScanName = (typeof SCANS)[number];
 

@@ -288,6 +288,9 @@ export class PrismaAuditWriter implements AuditWriter {
     reason: string,
     result?: { status: number; body: string; final: boolean; expiresAt: Date },
   ): Promise<boolean> {
+    // The fault suite's crash point: a process that stops after the key store carried a decision
+    // and before the audit log recorded it (test/faults/decisions.test.ts). Never set in production.
+    if (process.env.IDEMGATE_TEST_EXIT_BEFORE_DECISION_LOG === "1" && outcome !== "retried") process.exit(70);
     // an intent still queued here (async mode) goes in first, or this decision would match nothing
     const queued = (i: IntentEntry) => i.id === executionId;
     if (this.intents.some(queued) || this.writing.intents.some(queued)) await this.flush();

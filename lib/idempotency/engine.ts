@@ -1389,6 +1389,16 @@ export class Engine {
     }
     return { before: out.before, after: out.after };
   }
+
+  /**
+   * A decision the key store carries already while the audit log still holds its call open (the
+   * process that decided stopped in between): the execution is closed in the log as decided, so a
+   * key-store loss restores the decision rather than the held call. Only an open or unknown
+   * execution is changed; returns whether it was.
+   */
+  async recordDecided(executionId: string, outcome: "released" | "resolved", reason: string, result?: StoredResult & { expiresAt: Date }): Promise<boolean> {
+    return this.audit.closeOpenExecution(executionId, outcome, reason, result);
+  }
 }
 
 /**
