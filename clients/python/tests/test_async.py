@@ -278,6 +278,42 @@ async def test_cancelled_while_the_result_is_being_stored_still_stores_it(fake: 
     assert bodies == [{"token": 7, "status": 200, "body": {"n": 1}}] * len(bodies)
 
 
+async def test_a_completion_in_flight_when_the_loop_shuts_down_is_still_delivered(fake: FakeIdemgate, client: AsyncIdemgate) -> None:
+    # asyncio.run cancels every task left when its main coroutine ends (Ctrl-C included): the
+    # request carrying the result is cancelled too, and the completion must go to the background
+    arrived = threading.Event()
+    answer = threading.Event()
+    completes = iter([True])
+
+    def complete(_: Seen) -> Any:
+        if next(completes, False):
+            arrived.set()
+            answer.wait(10)
+            return problem(503, "unavailable")
+        return ok()
+
+    fake.on("/reservations", [reserved("exec-c5")])
+    fake.on("/complete", complete)
+
+    async def fn(_: Any) -> dict[str, int]:
+        return {"n": 5}
+
+    task = asyncio.ensure_future(client.guard("t", {}, fn, key="c5"))
+    await asyncio.to_thread(arrived.wait, 10)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    for other in asyncio.all_tasks():
+        if other is not asyncio.current_task():
+            other.cancel()
+    await asyncio.sleep(0)
+    answer.set()
+    await asyncio.to_thread(fake.wait_for, lambda seen: len([s for s in seen if s.path.endswith("/complete")]) >= 2)
+    assert await client.flush(timeout=5)
+    bodies = [s.body for s in fake.seen if s.path.endswith("/complete")]
+    assert bodies == [{"token": 7, "status": 200, "body": {"n": 5}}] * len(bodies)
+
+
 async def test_cancelled_during_the_reservations_backoff_reserves_nothing(fake: FakeIdemgate, client: AsyncIdemgate) -> None:
     conflict = (409, {"type": "/problems/conflict", "title": "c", "status": 409}, {"Content-Type": "application/problem+json", "Retry-After": "5"})
     fake.on("/reservations", [conflict])
