@@ -321,6 +321,23 @@ describe.each(STORE_KINDS)("reservations on the %s store", (kind) => {
       for (const r of calls) expect(await t.db.prisma.execution.findUnique({ where: { id: r.executionId } })).toMatchObject({ outcome: "succeeded" });
     });
 
+    it("after a key-store loss, the same unknown sent twice at once is recorded once and answered as recorded to both", async () => {
+      const s = scope();
+      const calls = await Promise.all(Array.from({ length: 5 }, (_, i) => reserved(s, `unknown-twice-${i}`)));
+      clock.ms += ledger.leaseMs * 3;
+      await t.loseData!();
+      const one = new Engine({ store: t.store, audit: t.audit, now: clock.now });
+      const two = new Engine({ store: t.store, audit: t.audit, now: clock.now });
+      for (const [i, r] of calls.entries()) {
+        const answers = await Promise.allSettled([one.releaseExecution(target(s, r), "unknown", "the SDK threw"), two.releaseExecution(target(s, r), "unknown", "the SDK threw")]);
+        for (const a of answers) {
+          if (a.status === "rejected") expect(a.reason).toBeInstanceOf(ConflictError);
+          else expect(a.value).toEqual({ state: "unknown" });
+        }
+        expect(await t.store.get(s, `unknown-twice-${i}`)).toMatchObject({ status: "unknown", executionId: r.executionId });
+      }
+    });
+
     it("after a key-store loss, never stores a completion against a decision: an operator's release or resolve, or the caller's own unknown", async () => {
       const s = scope();
       const released = await reserved(s, "released");

@@ -1249,7 +1249,13 @@ export class Engine {
   private async markHeldAgain(call: CallContext, current: KeyRecord | null, note: string): Promise<boolean> {
     if (current !== null) return current.executionId === call.executionId && current.status === "unknown" && (await this.openInLog(call));
     const token = await this.holdAgain(call, this.now());
-    if (token === null) return false;
+    if (token === null) {
+      // the same report sent again while the first was still being answered: as for a completion
+      const now = await this.storeCall(() => this.store.get(call.scope, call.key));
+      if (now === null || now.executionId !== call.executionId) return false;
+      if (now.status === "inflight") throw new ConflictError(now);
+      return now.status === "unknown";
+    }
     const marked = await this.storeCall(() => this.store.markUnknown(call.scope, call.key, token, note, this.now(), { executionId: call.executionId }));
     if (!marked.ok) await this.store.abandon(call.scope, call.key, token).catch(() => {});
     return marked.ok;
