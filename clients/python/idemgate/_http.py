@@ -208,7 +208,8 @@ def httpx_transport(transport: Transport) -> Optional[AsyncTransport]:
                 )
             except httpx.TimeoutException:
                 return timeout_error(transport.url, request.timeout)
-            except (httpx.TransportError, OSError) as err:
+            except (httpx.HTTPError, OSError) as err:
+                # a transport failure, or an answer that cannot be read (a proxy's broken encoding): no answer
                 return network_error(transport.url, err)
             return read_answer(response.status_code, {k.lower(): v for k, v in response.headers.items()}, response.content)
 
