@@ -160,9 +160,14 @@ def test_an_interrupt_while_the_result_is_sent_leaves_it_to_the_background(fake:
     fake.on("/reservations", [reserved("exec-i")])
     fake.on("/complete", complete)
     client = Idemgate(fake.url, "idg_test", timeout=10, retry=RetryPolicy(max_attempts=3, base_delay=0.01), flush_timeout=5)
-    with pytest.raises(KeyboardInterrupt):
-        client.guard("t", {}, lambda _: {"n": 1}, key="interrupted")
-    interrupted.set()
+    # Ctrl-C raises KeyboardInterrupt here even when this process was started with SIGINT ignored
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            client.guard("t", {}, lambda _: {"n": 1}, key="interrupted")
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        interrupted.set()
     fake.wait_for(lambda seen: len([s for s in seen if s.path.endswith("/complete")]) >= 2)
     assert client.close(timeout=5)
     bodies = [s.body for s in fake.seen if s.path.endswith("/complete")]
