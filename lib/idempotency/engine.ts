@@ -1106,7 +1106,15 @@ export class Engine {
     if (current !== null && (current.executionId !== call.executionId || current.status !== "unknown")) return null;
     if (current === null) {
       const token = await this.holdAgain(call, completedMs);
-      if (token === null) return null;
+      if (token === null) {
+        // the same completion sent again while the first was still being answered (another process
+        // may hold the key again for this execution meanwhile): answered from what that one left,
+        // or asked to retry while it is storing; never "released or taken over"
+        const now = await this.storeCall(() => this.store.get(call.scope, call.key));
+        if (now === null || now.executionId !== call.executionId) return null;
+        if (now.status === "inflight") throw new ConflictError(now);
+        return { ok: false, reason: "stale_token", current: now };
+      }
       const done = await this.storeCall(() => this.store.complete(call.scope, call.key, token, stored, call.ttlMs, completedMs, { executionId: call.executionId }));
       if (!done.ok) await this.store.abandon(call.scope, call.key, token).catch(() => {});
       return done.ok ? done : null;
@@ -1273,7 +1281,13 @@ export class Engine {
   private async markHeldAgain(call: CallContext, current: KeyRecord | null, note: string): Promise<boolean> {
     if (current !== null) return current.executionId === call.executionId && current.status === "unknown" && (await this.openInLog(call));
     const token = await this.holdAgain(call, this.now());
-    if (token === null) return false;
+    if (token === null) {
+      // the same report sent again while the first was still being answered: as for a completion
+      const now = await this.storeCall(() => this.store.get(call.scope, call.key));
+      if (now === null || now.executionId !== call.executionId) return false;
+      if (now.status === "inflight") throw new ConflictError(now);
+      return now.status === "unknown";
+    }
     const marked = await this.storeCall(() => this.store.markUnknown(call.scope, call.key, token, note, this.now(), { executionId: call.executionId }));
     if (!marked.ok) await this.store.abandon(call.scope, call.key, token).catch(() => {});
     return marked.ok;
