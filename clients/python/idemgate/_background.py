@@ -51,7 +51,8 @@ class Outbox:
         self._lock = threading.Condition()
         self._thread: Optional[threading.Thread] = None
         self._closed = False
-        self._busy = 0
+        #: what the worker is sending right now (out of ``_pending`` until its answer is read)
+        self._in_flight: List[Delivery] = []
         #: what happened to each delivery, for tests and metrics: "stored", "late", "refused"
         self.outcomes: Dict[str, str] = {}
         _live_outboxes.add(self)
@@ -59,7 +60,7 @@ class Outbox:
     @property
     def pending(self) -> int:
         with self._lock:
-            return len(self._pending) + self._busy
+            return len(self._pending) + len(self._in_flight)
 
     def put(self, delivery: Delivery) -> None:
         with self._lock:
@@ -84,7 +85,7 @@ class Outbox:
                     self._lock.wait(due - now)
                     continue
                 self._pending.pop(ready)
-                self._busy += 1
+                self._in_flight.append(delivery)
                 return delivery, tries
 
     def _run(self) -> None:
@@ -95,9 +96,14 @@ class Outbox:
             delivery, tries = item
             try:
                 self._deliver(delivery, tries + 1)
+            except Exception as err:  # the worker outlives any one delivery
+                # nothing was decided: sent again after its backoff, as for no answer
+                log.warning("idemgate: %s %s: delivering the %s of execution %s failed unexpectedly (%r); trying again", delivery.tool, delivery.key, delivery.action, delivery.execution_id, err)
+                with self._lock:
+                    self._pending.append((delivery, tries + 1, time.monotonic() + self._retry.delay(tries + 1, None)))
             finally:
                 with self._lock:
-                    self._busy -= 1
+                    self._in_flight.remove(delivery)
                     self._lock.notify_all()
 
     def _deliver(self, delivery: Delivery, tries: int) -> None:
@@ -124,12 +130,12 @@ class Outbox:
         limit = self.flush_timeout if timeout is None else timeout
         deadline = time.monotonic() + limit
         with self._lock:
-            if not self._pending and not self._busy:
+            if not self._pending and not self._in_flight:
                 return True
             # what waits for its backoff is due now: the caller is waiting
             self._pending = [(d, tries, time.monotonic()) for d, tries, _ in self._pending]
             self._lock.notify_all()
-            while self._pending or self._busy:
+            while self._pending or self._in_flight:
                 left = deadline - time.monotonic()
                 if left <= 0:
                     return False
@@ -148,10 +154,10 @@ class Outbox:
         done = self.flush(timeout)
         with self._lock:
             self._closed = True
-            undelivered = list(self._pending)
+            undelivered = [delivery for delivery, _, _ in self._pending] + list(self._in_flight)
             self._lock.notify_all()
         if not done:
-            for delivery, _, _ in undelivered:
+            for delivery in undelivered:
                 log.error(
                     "idemgate: %s %s: gave up delivering the %s of execution %s; the key stays reserved and turns stuck after its lease for an operator",
                     delivery.tool,

@@ -112,6 +112,32 @@ def test_close_gives_up_after_its_bound_and_says_so(fake: FakeIdemgate, caplog: 
     assert "gave up delivering the complete of execution exec-d" in caplog.text
 
 
+
+def test_close_names_a_completion_still_in_flight_when_it_gives_up(fake: FakeIdemgate, caplog: pytest.LogCaptureFixture) -> None:
+    gateway = Gateway(fake)
+    entered, release = threading.Event(), threading.Event()
+
+    def hanging(seen: Seen) -> Reply:
+        # down for the foreground's tries; then the background's request is taken and never answered in time
+        if not gateway.up.is_set():
+            return gateway.complete(seen)
+        entered.set()
+        release.wait(30)
+        return ok({"state": "done", "status": 200, "body": seen.body.get("body"), "executionId": "exec-d"})
+
+    fake.on("/complete", hanging)
+    client = Idemgate(fake.url, "idg_test", timeout=30, retry=RetryPolicy(base_delay=0.01, max_delay=0.05), flush_timeout=0.3)
+    try:
+        with caplog.at_level(logging.WARNING, logger="idemgate"):
+            client.guard("t", {}, lambda _: "r", key="k")
+            gateway.up.set()
+            assert entered.wait(30), "the background never sent the completion again"
+            assert client.close() is False
+        assert "gave up delivering the complete of execution exec-d" in caplog.text
+    finally:
+        release.set()
+
+
 SCRIPT = """
 import logging, os, sys
 import idemgate
