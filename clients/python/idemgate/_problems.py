@@ -34,7 +34,7 @@ PROBLEMS: Dict[str, ProblemInfo] = {
     "invalid_key": ProblemInfo("invalid_key", 400, "Invalid Idempotency-Key", "with changes", False),
     "invalid_request": ProblemInfo("invalid_request", 400, "Invalid request", "with changes", False),
     "invalid_state": ProblemInfo("invalid_state", 409, "Not allowed in this state", "no", False),
-    "lease_running": ProblemInfo("lease_running", 409, "Call may still be running", "after Retry-After", True),
+    "lease_running": ProblemInfo("lease_running", 409, "Call may still be running", "no", False),
     "limit_reached": ProblemInfo("limit_reached", 409, "Limit reached", "with changes", False),
     "method_not_allowed": ProblemInfo("method_not_allowed", 405, "Method not allowed", "with changes", False),
     "mismatch": ProblemInfo("mismatch", 422, "Idempotency-Key reused with other arguments", "with changes", False),
@@ -44,7 +44,7 @@ PROBLEMS: Dict[str, ProblemInfo] = {
     "not_held": ProblemInfo("not_held", 409, "Call no longer held", "no", False),
     "outcome_unknown": ProblemInfo("outcome_unknown", 409, "Outcome unknown: the key is held", "no", False),
     "payload_too_large": ProblemInfo("payload_too_large", 413, "Request body too large", "with changes", False),
-    "probe_claimed": ProblemInfo("probe_claimed", 409, "Probe claimed by another process", "after Retry-After", True),
+    "probe_claimed": ProblemInfo("probe_claimed", 409, "Probe claimed by another process", "no", False),
     "runs_in_client": ProblemInfo("runs_in_client", 400, "Tool runs in its caller's process", "with changes", False),
     "stale_token": ProblemInfo("stale_token", 409, "Reservation no longer held", "no", False),
     "stuck": ProblemInfo("stuck", 409, "Key stuck: an operator must decide", "no", False),
@@ -56,7 +56,7 @@ PROBLEMS: Dict[str, ProblemInfo] = {
 }
 
 #: the problem types the client sends again with the same key (nothing ran, or the key is still held)
-RETRIED_PROBLEM_TYPES: FrozenSet[str] = frozenset({"/problems/conflict", "/problems/internal", "/problems/lease_running", "/problems/probe_claimed", "/problems/tool_failed", "/problems/unavailable"})
+RETRIED_PROBLEM_TYPES: FrozenSet[str] = frozenset({"/problems/conflict", "/problems/internal", "/problems/tool_failed", "/problems/unavailable"})
 
 
 class AbandonedError(IdemgateError):
@@ -132,7 +132,7 @@ class InvalidStateError(IdemgateError):
 
 
 class LeaseRunningError(IdemgateError):
-    """409 ``/problems/lease_running``: Call may still be running. Retry: after Retry-After."""
+    """409 ``/problems/lease_running``: Call may still be running. Retry: no."""
 
     problem_code = "lease_running"
 
@@ -186,7 +186,7 @@ class PayloadTooLargeError(IdemgateError):
 
 
 class ProbeClaimedError(IdemgateError):
-    """409 ``/problems/probe_claimed``: Probe claimed by another process. Retry: after Retry-After."""
+    """409 ``/problems/probe_claimed``: Probe claimed by another process. Retry: no."""
 
     problem_code = "probe_claimed"
 
