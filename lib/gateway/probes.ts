@@ -100,9 +100,15 @@ function heldCall(record: KeyRecord, row: ExecutionRow, state: HeldState, nowMs:
   };
 }
 
-/** The state of a record still held by the call `row` stands for, or null when it is not (decided, released, taken). */
+/**
+ * The state of a record still held by the call `row` stands for, or null when it is not (decided,
+ * released, taken over). The record names its execution: a call held again from the audit log after
+ * a key-store loss keeps its execution under a new reservation token, and a takeover is another
+ * execution. Decisions then act on the record's token as read (Engine.resolve / release are fenced
+ * by it), so a key that changes meanwhile is refused, never decided for another call.
+ */
 function heldBy(record: KeyRecord | null, row: ExecutionRow, nowMs: number): HeldState | null {
-  if (!record || record.executionId !== row.id || BigInt(record.token) !== row.token) return null;
+  if (!record || record.executionId !== row.id) return null;
   const state = stateOf(record, nowMs);
   return state === "unknown" || state === "stuck" ? state : null;
 }
@@ -254,7 +260,7 @@ export async function answerProbe(request: GatewayRequest, executionId: string, 
   };
   if (!record || !state) return late("it was decided, completed or released before the answer came, or a newer call holds its key");
 
-  const token = Number(row.token);
+  const token = record.token;
   if (body.outcome === "unknown") {
     const attempts = row.probeAttempts + 1;
     const next = new Date(nowMs + Math.min(PROBE_BACKOFF_MAX_MS, PROBE_BACKOFF_BASE_MS * 2 ** (attempts - 1)));
