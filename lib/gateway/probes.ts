@@ -75,10 +75,10 @@ export interface HeldCall {
   probe: { attempts: number; claimedUntil: string | null; nextProbeAt: string | null; lastNote: string | null };
 }
 
-type ExecutionRow = Pick<Execution, "id" | "scope" | "key" | "tool" | "token" | "startedAt" | "leaseUntil" | "arguments" | "argumentsKept" | "probeClaim" | "probeUntil" | "probeAttempts" | "probeNote">;
+type ExecutionRow = Pick<Execution, "id" | "scope" | "key" | "tool" | "token" | "startedAt" | "leaseUntil" | "arguments" | "argumentsKept" | "probeClaim" | "probeHolder" | "probeUntil" | "probeAttempts" | "probeNote">;
 const ROW_SELECT = {
   id: true, scope: true, key: true, tool: true, token: true, startedAt: true, leaseUntil: true, arguments: true, argumentsKept: true,
-  probeClaim: true, probeUntil: true, probeAttempts: true, probeNote: true,
+  probeClaim: true, probeHolder: true, probeUntil: true, probeAttempts: true, probeNote: true,
 } as const;
 
 function heldCall(record: KeyRecord, row: ExecutionRow, state: HeldState, nowMs: number): HeldCall {
@@ -197,7 +197,7 @@ export async function claimProbe(request: GatewayRequest, executionId: string, p
   // one live claim per execution, whichever server process is asked: a conditional update of its row
   const taken = await runtime.db.prisma.execution.updateMany({
     where: { id: row.id, scope: principal.scope, OR: [{ probeUntil: null }, { probeUntil: { lte: now } }] },
-    data: { probeClaim: claim, probeHolder: holderOf(principal, body.holder), probeUntil: until },
+    data: { probeClaim: claim, probeHolder: body.holder ?? null, probeUntil: until },
   });
   if (taken.count === 0) {
     const current = await runtime.db.prisma.execution.findUnique({ where: { id: row.id }, select: { probeUntil: true, probeClaim: true } });
@@ -210,12 +210,8 @@ export async function claimProbe(request: GatewayRequest, executionId: string, p
         : `this call's last probe could not tell; it is asked again from ${at.toISOString()}`,
     );
   }
-  const call = heldCall(record, { ...row, probeClaim: claim, probeUntil: until }, state, nowMs);
+  const call = heldCall(record, { ...row, probeClaim: claim, probeHolder: body.holder ?? null, probeUntil: until }, state, nowMs);
   return { status: 200, headers: JSON_HEADERS, body: JSON.stringify({ claim, claimedUntil: until.toISOString(), claimMs: leaseMs, call }) };
-}
-
-function holderOf(principal: TokenPrincipal, holder: string | undefined): string {
-  return holder ?? "unnamed";
 }
 
 /** How the trail names a probe: the token it came with and the process that ran it, never an operator. */
@@ -236,8 +232,7 @@ export async function answerProbe(request: GatewayRequest, executionId: string, 
   if (row.probeClaim !== body.claim) {
     throw claimedUntil(row.probeUntil ?? new Date(nowMs), nowMs, "this claim is not the call's claim any more: it lapsed and another process claimed the call; nothing changed");
   }
-  const holder = (await prisma.execution.findUnique({ where: { id: row.id }, select: { probeHolder: true } }))?.probeHolder ?? null;
-  const actor = probeActor(principal.tokenId, holder);
+  const actor = probeActor(principal.tokenId, row.probeHolder);
   const { scope, key, tool } = row;
   const said = describe(tool, body);
   const record = await recordOf(row, runtime);
