@@ -9,6 +9,7 @@ import { stateOf, type KeyRecord } from "@/lib/idempotency/record";
 import type { HttpAnswer } from "@/lib/http/answer";
 import { badRequest, HttpError } from "@/lib/http/problem";
 import { closeKeyAnomalies } from "@/lib/operator/close-key-anomalies";
+import { carryOutDecision, recordDecided, writeDecision } from "@/lib/operator/key-decisions";
 import { cursorSeal } from "@/lib/operator/list-cursor";
 import { resultTtlMs } from "@/lib/operator/resolve-key";
 import type { Runtime } from "@/lib/server/runtime";
@@ -277,10 +278,16 @@ export async function answerProbe(request: GatewayRequest, executionId: string, 
 
   let after: KeyRecord | null = null;
   let decision: "resolved" | "released";
+  let reason: string;
+  // the decision goes to the audit log before the key store acts on it (lib/operator/key-decisions.ts)
+  let decided: string | null = null;
   try {
     if (body.outcome === "applied") {
       const ttlMs = await resultTtlMs(runtime, scope, key);
-      after = (await runtime.engine.resolve({ scope, key, token, actor, reason: said, result: body.body ?? null, status: body.status, ttlMs })).after;
+      const status = body.status ?? 200;
+      reason = `${said}: resolved with its result`;
+      decided = await writeDecision(runtime, { scope, key, decision: "resolved", actor, reason, result: { status, body: body.body ?? null, ttlMs } });
+      after = (await carryOutDecision(prisma, decided, () => runtime.engine.resolve({ scope, key, token, actor, reason: said, result: body.body ?? null, status, ttlMs }))).after;
       decision = "resolved";
     } else {
       const leaseUntilMs = record.leaseUntilMs ?? row.leaseUntil.getTime();
@@ -293,7 +300,9 @@ export async function answerProbe(request: GatewayRequest, executionId: string, 
           { "Retry-After": String(seconds) },
         );
       }
-      await runtime.engine.release({ scope, key, token, actor, reason: said });
+      reason = `${said}: released, so the next call runs it`;
+      decided = await writeDecision(runtime, { scope, key, decision: "released", actor, reason });
+      await carryOutDecision(prisma, decided, () => runtime.engine.release({ scope, key, token, actor, reason: said }));
       decision = "released";
     }
   } catch (err) {
@@ -302,8 +311,7 @@ export async function answerProbe(request: GatewayRequest, executionId: string, 
     return late(err.message);
   }
   await prisma.execution.updateMany({ where: { id: row.id }, data: { probeClaim: null, probeUntil: null } });
-  const reason = decision === "resolved" ? `${said}: resolved with its result` : `${said}: released, so the next call runs it`;
-  await recordOperatorAction(prisma, {
+  await recordDecided(prisma, decided, {
     actor,
     action: decision === "resolved" ? "resolve" : "release",
     reason,
