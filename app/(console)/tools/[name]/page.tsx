@@ -18,7 +18,7 @@ import { DEFAULT_WINDOW, getToolStats, isStatsWindow, OUTCOMES, STATS_WINDOWS, t
 import { requireOperator } from "@/lib/auth/require-operator";
 import { can } from "@/lib/auth/roles";
 import { exampleFromSchema } from "@/lib/docs/json-schema";
-import { formatCount, formatDuration } from "@/lib/console/format";
+import { executionsNote, formatCount, formatDuration } from "@/lib/console/format";
 import { metadataParam, pageParam } from "@/lib/console/page-param";
 import { mcpToolOrigin, recentPassThroughCalls, type McpToolOrigin } from "@/lib/mcp/upstream/console-view";
 import { getRuntime } from "@/lib/server/runtime";
@@ -185,7 +185,7 @@ function Summary({ stats, window }: { stats: ToolStats; window: string }) {
   const rate = calls === 0 ? null : totals.suppressions / calls;
   return (
     <div className="grid grid-cols-2 gap-3 lg:grid-cols-4">
-      <Stat label={`Executions · ${window}`} value={formatCount(totals.executions)} sub="side effects run" testId="stat-executions" />
+      <Stat label={`Executions · ${window}`} value={formatCount(totals.executions)} sub={executionsNote(totals.executions, stats.outcomes)} testId="stat-executions" />
       <Stat
         label={`Suppressed · ${window}`}
         value={formatCount(totals.suppressions)}
