@@ -99,6 +99,8 @@ test("an operator creates a token (shown once, copied), uses it, revokes it, see
   await expect(row).toHaveAttribute("data-status", "active");
   await expect(row).toContainText(label);
   await expect(row).toContainText("advisory");
+  // what the Keys column's words mean is said on the page, not only in a tooltip
+  await expect(page.getByTestId("keys-kind-legend")).toContainText("authoritative keys come from the orchestrator");
   await expect(row.getByTestId("token-last-used")).toHaveText("never");
   const tokenId = (await row.getAttribute("data-id"))!;
 
