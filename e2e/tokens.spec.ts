@@ -107,6 +107,18 @@ test("an operator creates a token (shown once, copied), uses it, revokes it, see
   // the new token works against the API, in its own scope
   const used = await useToken(request, secret);
   expect(used.status(), await used.text()).toBe(200);
+  // a key's timeline names the caller as this page does: the token's label and prefix, not its id
+  const prefix = (await row.locator(".font-mono").first().textContent())!.replace("…", "");
+  const keyName = `e2e-caller-${RUN}`;
+  const charged = await request.post("/api/v1/tools/payments.charge/invoke", {
+    headers: { authorization: `Bearer ${secret}`, "Idempotency-Key": keyName },
+    data: { customerId: `cus-${RUN}`, amountCents: 100, currency: "EUR" },
+  });
+  expect(charged.status(), await charged.text()).toBe(200);
+  await page.goto(`/keys/${scope}/${keyName}`);
+  await expect(page.getByTestId("timeline")).toContainText(`caller ${label} (${prefix}…)`);
+  await expect(page.getByTestId("timeline")).not.toContainText(tokenId);
+  await page.goto("/tokens");
   const own = await request.get("/api/v1/keys", { headers: { authorization: `Bearer ${secret}` } });
   expect(own.status()).toBe(200);
   // "last used" follows (written after the lookup, in the background)
