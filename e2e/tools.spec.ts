@@ -268,10 +268,10 @@ test("a client-run tool's page says how it is guarded instead of offering the ga
   await expect(page.getByTestId("tool-policy")).not.toContainText("in process");
 });
 
-/** Elements of the page's main part wider than the window, or scrolling sideways inside it */
-function overflowing(page: Page) {
-  return page.evaluate(() =>
-    [...document.querySelectorAll("main *")]
+/** Elements in `selector` (and it) wider than the window, or scrolling sideways inside it */
+function overflowing(page: Page, selector = "main") {
+  return page.evaluate((selector) =>
+    [...document.querySelectorAll(`${selector}, ${selector} *`)]
       .filter((el) => {
         const style = getComputedStyle(el);
         // (a clipped box is caught by its width; a long key cut with an ellipsis is meant)
@@ -279,7 +279,7 @@ function overflowing(page: Page) {
         return scrolls || el.getBoundingClientRect().right > window.innerWidth + 1;
       })
       .map((el) => `${el.tagName.toLowerCase()}${el.getAttribute("data-testid") ? `[${el.getAttribute("data-testid")}]` : ""}.${(el.className || "").toString().slice(0, 60)}`),
-  );
+  selector);
 }
 
 test("at 390 px the tool page and the keys table fit: outcome labels whole, the declaration unclipped, no sideways scroll", async ({ page, request }, testInfo) => {
@@ -295,8 +295,9 @@ test("at 390 px the tool page and the keys table fit: outcome labels whole, the 
     const cut = await labels.nth(i).evaluate((el) => el.scrollWidth > el.clientWidth);
     expect(cut, `outcome label ${await labels.nth(i).textContent()}`).toBe(false);
   }
-  // nothing on the page is wider than the window: no card clipped, no table scrolling sideways
-  expect(await overflowing(page)).toEqual([]);
+  // the page is no wider than the window, and the declaration (with its schema) is neither clipped nor scrolls sideways
+  expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(390);
+  expect(await overflowing(page, '[data-testid="tool-declaration"]')).toEqual([]);
   await shot(page, testInfo, "tool-390");
 
   await page.goto(`/keys?tool=${CHARGE}`);
