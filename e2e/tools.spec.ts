@@ -270,16 +270,18 @@ test("a client-run tool's page says how it is guarded instead of offering the ga
 
 /** Elements in `selector` (and it) wider than the window, or scrolling sideways inside it */
 function overflowing(page: Page, selector = "main") {
-  return page.evaluate((selector) =>
-    [...document.querySelectorAll(`${selector}, ${selector} *`)]
-      .filter((el) => {
-        const style = getComputedStyle(el);
-        // (a clipped box is caught by its width; a long key cut with an ellipsis is meant)
-        const scrolls = (style.overflowX === "auto" || style.overflowX === "scroll") && el.scrollWidth > el.clientWidth + 1;
-        return scrolls || el.getBoundingClientRect().right > window.innerWidth + 1;
-      })
-      .map((el) => `${el.tagName.toLowerCase()}${el.getAttribute("data-testid") ? `[${el.getAttribute("data-testid")}]` : ""}.${(el.className || "").toString().slice(0, 60)}`),
-  selector);
+  return page.evaluate(
+    (selector) =>
+      [...document.querySelectorAll(`${selector}, ${selector} *`)]
+        .filter((el) => {
+          const style = getComputedStyle(el);
+          // (a clipped box is caught by its width; a long key cut with an ellipsis is meant)
+          const scrolls = (style.overflowX === "auto" || style.overflowX === "scroll") && el.scrollWidth > el.clientWidth + 1;
+          return scrolls || el.getBoundingClientRect().right > window.innerWidth + 1;
+        })
+        .map((el) => `${el.tagName.toLowerCase()}${el.getAttribute("data-testid") ? `[${el.getAttribute("data-testid")}]` : ""}.${(el.className || "").toString().slice(0, 60)}`),
+    selector,
+  );
 }
 
 test("at 390 px the tool page and the keys table fit: outcome labels whole, the declaration unclipped, no sideways scroll", async ({ page, request }, testInfo) => {
