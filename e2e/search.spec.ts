@@ -44,6 +44,8 @@ test("an unknown charge found by its customer id and opened; a prefix, an execut
   const hit = page.getByTestId("search-execution").filter({ hasText: key });
   await expect(hit).toHaveAttribute("data-matched", "arguments");
   await expect(hit).toContainText("payments.charge");
+  // the page says what was searched
+  await expect(page.getByTestId("search-query")).toHaveText(`Searched for ${customerId}`);
   await shot(page, testInfo, "by-customer");
   await hit.getByRole("link", { name: key }).click();
   await expect(page).toHaveURL(`/keys/demo/${key}`);

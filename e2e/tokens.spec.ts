@@ -99,12 +99,26 @@ test("an operator creates a token (shown once, copied), uses it, revokes it, see
   await expect(row).toHaveAttribute("data-status", "active");
   await expect(row).toContainText(label);
   await expect(row).toContainText("advisory");
+  // what the Keys column's words mean is said on the page, not only in a tooltip
+  await expect(page.getByTestId("keys-kind-legend")).toContainText("authoritative keys come from the orchestrator");
   await expect(row.getByTestId("token-last-used")).toHaveText("never");
   const tokenId = (await row.getAttribute("data-id"))!;
 
   // the new token works against the API, in its own scope
   const used = await useToken(request, secret);
   expect(used.status(), await used.text()).toBe(200);
+  // a key's timeline names the caller as this page does: the token's label and prefix, not its id
+  const prefix = (await row.locator(".font-mono").first().textContent())!.replace("…", "");
+  const keyName = `e2e-caller-${RUN}`;
+  const charged = await request.post("/api/v1/tools/payments.charge/invoke", {
+    headers: { authorization: `Bearer ${secret}`, "Idempotency-Key": keyName },
+    data: { customerId: `cus-${RUN}`, amountCents: 100, currency: "EUR" },
+  });
+  expect(charged.status(), await charged.text()).toBe(200);
+  await page.goto(`/keys/${scope}/${keyName}`);
+  await expect(page.getByTestId("timeline")).toContainText(`caller ${label} (${prefix}…)`);
+  await expect(page.getByTestId("timeline")).not.toContainText(tokenId);
+  await page.goto("/tokens");
   const own = await request.get("/api/v1/keys", { headers: { authorization: `Bearer ${secret}` } });
   expect(own.status()).toBe(200);
   // "last used" follows (written after the lookup, in the background)

@@ -250,3 +250,60 @@ test("the API reference documents every tool and the problem types resolve", asy
   await expect(page.getByTestId("problem-doc")).toContainText("HTTP 400");
   await shot(page, testInfo, "problem-type");
 });
+
+test("a client-run tool's page says how it is guarded instead of offering the gateway's invoke form", async ({ page }, testInfo) => {
+  await signInAsOperator(page, testInfo);
+  await page.goto("/tools/ledger.record");
+  await expect(page.getByRole("heading", { level: 1 })).toHaveText("ledger.record");
+  await expect(page.getByTestId("invoke-card")).toHaveCount(0);
+  const guarded = page.getByTestId("client-guard-card");
+  await expect(guarded).toContainText("runs in its caller's process");
+  await expect(guarded.getByRole("link", { name: "Guard a function where it runs" })).toHaveAttribute("href", "/docs/integrate#guard-a-function-where-it-runs");
+  // the policy and the declaration say where it runs in the same words
+  await expect(page.getByTestId("tool-policy")).toContainText("in the caller's process, guarded over the reservation API");
+  await expect(page.getByTestId("tool-declaration")).toContainText("in the caller's process, guarded over the reservation API");
+  await page.goto(`/tools/${CHARGE}`);
+  await expect(page.getByTestId("invoke-card")).toBeVisible();
+  await expect(page.getByTestId("tool-policy")).toContainText("in Idemgate's process");
+  await expect(page.getByTestId("tool-policy")).not.toContainText("in process");
+});
+
+/** Elements in `selector` (and it) wider than the window, or scrolling sideways inside it */
+function overflowing(page: Page, selector = "main") {
+  return page.evaluate(
+    (selector) =>
+      [...document.querySelectorAll(`${selector}, ${selector} *`)]
+        .filter((el) => {
+          const style = getComputedStyle(el);
+          // (a clipped box is caught by its width; a long key cut with an ellipsis is meant)
+          const scrolls = (style.overflowX === "auto" || style.overflowX === "scroll") && el.scrollWidth > el.clientWidth + 1;
+          return scrolls || el.getBoundingClientRect().right > window.innerWidth + 1;
+        })
+        .map((el) => `${el.tagName.toLowerCase()}${el.getAttribute("data-testid") ? `[${el.getAttribute("data-testid")}]` : ""}.${(el.className || "").toString().slice(0, 60)}`),
+    selector,
+  );
+}
+
+test("at 390 px the tool page and the keys table fit: outcome labels whole, the declaration unclipped, no sideways scroll", async ({ page, request }, testInfo) => {
+  await page.setViewportSize({ width: 390, height: 844 });
+  const { apiToken } = await signInAsOperator(page, testInfo);
+  const key = `e2e-390-${randomUUID()}`;
+  expect((await invoke(request, apiToken, key, { customerId: "cus_390", amountCents: 390, currency: "EUR" })).status()).toBe(200);
+  await page.goto(`/tools/${CHARGE}`);
+  await expect(page.getByTestId("stat-outcomes")).toBeVisible();
+  // every outcome label is shown whole (not cut with an ellipsis)
+  const labels = page.getByTestId("stat-outcomes").locator("dt");
+  for (let i = 0; i < (await labels.count()); i++) {
+    const cut = await labels.nth(i).evaluate((el) => el.scrollWidth > el.clientWidth);
+    expect(cut, `outcome label ${await labels.nth(i).textContent()}`).toBe(false);
+  }
+  // the page is no wider than the window, and the declaration (with its schema) is neither clipped nor scrolls sideways
+  expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(390);
+  expect(await overflowing(page, '[data-testid="tool-declaration"]')).toEqual([]);
+  await shot(page, testInfo, "tool-390");
+
+  await page.goto(`/keys?tool=${CHARGE}`);
+  await expect(page.locator(`[data-testid="key-row"][data-key="${key}"]`)).toContainText(CHARGE);
+  expect(await overflowing(page)).toEqual([]);
+  await shot(page, testInfo, "keys-390");
+});

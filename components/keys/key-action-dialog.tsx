@@ -5,6 +5,7 @@ import { useState } from "react";
 import { Dialog } from "@/components/ui/dialog";
 import { ProblemAlert } from "@/components/ui/problem-alert";
 import { ReasonField, reasonOk } from "@/components/ui/reason-field";
+import { reasonPlaceholder, RESULT_PLACEHOLDER } from "@/lib/console/decision-placeholders";
 import { buttonClass, inputClass } from "@/components/ui/styles";
 import { apiFetch, keyPath } from "@/lib/console/api";
 
@@ -105,7 +106,7 @@ export function KeyActionDialog({
             </>
           )}
         </p>
-        <ReasonField value={reason} onChange={setReason} />
+        <ReasonField value={reason} onChange={setReason} placeholder={reasonPlaceholder(action)} />
         {action === "resolve" && (
           <>
             <div className="space-y-1.5">
@@ -128,7 +129,7 @@ export function KeyActionDialog({
                 value={resultText}
                 onChange={(e) => setResultText(e.target.value)}
                 onBlur={() => setTouched(true)}
-                placeholder={'{ "chargeId": "ch_…", "amountCents": 1999 }'}
+                placeholder={RESULT_PLACEHOLDER}
                 spellCheck={false}
                 aria-invalid={touched && !result.ok}
                 aria-describedby="resolve-result-error"

@@ -53,9 +53,10 @@ export function KeysTable(props: {
   return (
     // the key column takes the width the others leave (w-full with max-w-0: a long key is cut with an
     // ellipsis rather than widening the table), at least 8rem, so the table fits its frame from
-    // 1024 px up and scrolls in it below
+    // 1024 px up and scrolls in it down to 768 px; below, on a phone, the table keeps state, key and
+    // tool (under the key) only, and fits the screen
     <div className={clsx("overflow-x-auto rounded-xl border border-line bg-surface shadow-xs transition-opacity", props.stale && "opacity-60")}>
-      <table className="w-full min-w-[900px] text-[13px]" data-testid="keys-table" aria-busy={props.stale}>
+      <table className="w-full text-[13px] md:min-w-[900px]" data-testid="keys-table" aria-busy={props.stale}>
         <thead>
           <tr className="border-b border-line text-left text-xs text-muted">
             {selectable && (
@@ -72,11 +73,11 @@ export function KeysTable(props: {
             )}
             <th scope="col" className="px-4 py-2 font-medium">State</th>
             <th scope="col" className="px-4 py-2 font-medium">Key</th>
-            <th scope="col" className="px-4 py-2 font-medium">Tool</th>
-            <th scope="col" className="px-4 py-2 font-medium">Scope</th>
-            <th scope="col" className="px-4 py-2 font-medium">Created</th>
-            <th scope="col" className="px-4 py-2 text-right font-medium">Replays</th>
-            <th scope="col" className="px-4 py-2 font-medium">Lease / expiry</th>
+            <th scope="col" className="hidden px-4 py-2 font-medium md:table-cell">Tool</th>
+            <th scope="col" className="hidden px-4 py-2 font-medium md:table-cell">Scope</th>
+            <th scope="col" className="hidden px-4 py-2 font-medium md:table-cell">Created</th>
+            <th scope="col" className="hidden px-4 py-2 text-right font-medium md:table-cell">Replays</th>
+            <th scope="col" className="hidden px-4 py-2 font-medium md:table-cell">Lease / expiry</th>
           </tr>
         </thead>
         <tbody className="divide-y divide-line">
@@ -105,12 +106,15 @@ export function KeysTable(props: {
                     {k.key}
                   </Link>
                   {k.fallback && <span className="text-[11px] text-warn">fallback key</span>}
+                  <span className="block truncate font-mono text-[11.5px] text-muted md:hidden">
+                    {k.tool} · {k.scope} · {formatRelative(k.createdAt, nowMs)}
+                  </span>
                 </td>
-                <td className="px-4 py-2 font-mono text-[12.5px] whitespace-nowrap">{k.tool}</td>
-                <td className="px-4 py-2 font-mono text-[12.5px] whitespace-nowrap">{k.scope}</td>
-                <td className="px-4 py-2 whitespace-nowrap text-muted" title={formatTimestamp(k.createdAt)}>{formatRelative(k.createdAt, nowMs)}</td>
-                <td className={clsx("px-4 py-2 text-right tabular-nums", !k.replays && "text-faint")} data-testid="row-replays">{k.replays ?? 0}</td>
-                <td className="px-4 py-2 whitespace-nowrap"><LeaseCell k={k} nowMs={nowMs} /></td>
+                <td className="hidden px-4 py-2 font-mono text-[12.5px] whitespace-nowrap md:table-cell">{k.tool}</td>
+                <td className="hidden px-4 py-2 font-mono text-[12.5px] whitespace-nowrap md:table-cell">{k.scope}</td>
+                <td className="hidden px-4 py-2 whitespace-nowrap text-muted md:table-cell" title={formatTimestamp(k.createdAt)}>{formatRelative(k.createdAt, nowMs)}</td>
+                <td className={clsx("hidden px-4 py-2 text-right tabular-nums md:table-cell", !k.replays && "text-faint")} data-testid="row-replays">{k.replays ?? 0}</td>
+                <td className="hidden px-4 py-2 whitespace-nowrap md:table-cell"><LeaseCell k={k} nowMs={nowMs} /></td>
               </tr>
             );
           })}

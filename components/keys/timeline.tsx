@@ -42,7 +42,7 @@ function Event({ e }: { e: TimelineEventView }) {
         <>
           <p>
             <strong>Execution started</strong> with fencing token <span className="font-mono text-[12px]">{e.token}</span>
-            {e.fallback && <span className="text-warn"> (fallback key)</span>} <Who caller={e.caller} session={e.session} />
+            {e.fallback && <span className="text-warn"> (fallback key)</span>} <Who caller={e.callerName ?? e.caller} session={e.session} />
           </p>
           <p className="text-xs text-muted">
             execution <span className="font-mono">{e.executionId}</span> · lease until {formatTimestamp(e.leaseUntil)}
@@ -88,7 +88,7 @@ function Event({ e }: { e: TimelineEventView }) {
           <p>
             <strong>Duplicate suppressed</strong> ({e.kind})
             {e.gapMs !== null && <> {formatDuration(e.gapMs)} after the original</>}
-            {e.fallback && <span className="text-warn"> through a fallback key</span>} <Who caller={e.caller} session={e.session} />
+            {e.fallback && <span className="text-warn"> through a fallback key</span>} <Who caller={e.callerName ?? e.caller} session={e.session} />
           </p>
           {otherSession && (
             <p className="text-xs text-warn">

@@ -23,6 +23,11 @@ export function SearchResults({ q, answer, problem }: { q: string; answer?: Sear
           <code className="font-mono text-[12px]">customerId:cus_42</code>), or <code className="font-mono text-[12px]">tool:… state:… scope:…</code>. Press{" "}
           <kbd className="rounded border border-line px-1 font-mono text-[11px]">/</kbd> anywhere to search.
         </p>
+        {q.trim() !== "" && (
+          <p data-testid="search-query" className="mt-3 text-[13px] text-muted">
+            Searched for <span className="rounded bg-surface-2 px-1.5 py-0.5 font-mono text-[12.5px] break-all text-fg">{q}</span>
+          </p>
+        )}
       </div>
       {problem && (
         <div role="alert" data-testid="search-problem" className="rounded-lg border border-bad/30 bg-bad-soft px-4 py-3 text-[13px]">

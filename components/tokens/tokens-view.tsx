@@ -81,6 +81,11 @@ export function TokensView({ initialTokens }: { initialTokens: TokenRow[] }) {
           </p>
           <TokenCards tokens={tokens} onRevoke={setRevoking} />
           <TokenTable tokens={tokens} onRevoke={setRevoking} />
+          <p className="text-xs text-muted" data-testid="keys-kind-legend">
+            Keys: <span className="font-medium text-fg">authoritative</span> keys come from the orchestrator, one per action, and are trusted as
+            sent; <span className="font-medium text-fg">advisory</span> keys come from a model, so a call is also matched by its arguments within
+            the tool&apos;s fallback dedupe window.
+          </p>
         </>
       )}
       {creating && (

@@ -1,7 +1,18 @@
 import { inputClass } from "@/components/ui/styles";
 
 /** Every operator action needs a reason; it goes into the audit trail with the actor. */
-export function ReasonField({ value, onChange, id = "reason" }: { value: string; onChange: (v: string) => void; id?: string }) {
+export function ReasonField({
+  value,
+  onChange,
+  id = "reason",
+  placeholder = "e.g. what you checked, and what you found",
+}: {
+  value: string;
+  onChange: (v: string) => void;
+  id?: string;
+  /** an example that fits the action being taken */
+  placeholder?: string;
+}) {
   return (
     <div className="space-y-1.5">
       <label htmlFor={id} className="block text-[13px] font-medium">
@@ -16,7 +27,7 @@ export function ReasonField({ value, onChange, id = "reason" }: { value: string;
         rows={3}
         value={value}
         onChange={(e) => onChange(e.target.value)}
-        placeholder="e.g. checked the PSP dashboard: no charge was made"
+        placeholder={placeholder}
         className={`${inputClass} w-full resize-y`}
         data-testid="reason-input"
       />

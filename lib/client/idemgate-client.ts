@@ -18,8 +18,8 @@ export interface ToolDescription {
   stuckPolicy: "block" | "takeover";
   fallbackTtlMs: number | null;
   idempotencyKey: "required" | "optional" | "unused";
-  /** where it runs: in Idemgate, at an HTTP service it forwards to, or in the caller's process (guard it) */
-  source: "in_process" | "upstream" | "client";
+  /** where it runs: in Idemgate, at an HTTP service or a guarded MCP server it forwards to, or in the caller's process (guard it) */
+  source: "in_process" | "upstream" | "client" | "mcp";
   argumentsSchema: Record<string, unknown>;
   resultSchema: Record<string, unknown> | null;
 }

@@ -36,3 +36,21 @@ export function formatTimestamp(at: string | Date | null): string {
 export function formatCount(n: number): string {
   return n.toLocaleString("en-US");
 }
+
+/**
+ * What a tool's executions in a window did, by what is known of them: "3 ran", "2 calls ended
+ * unknown", "1 ran · 1 not run". A call whose outcome is unknown (or still running) is not said to
+ * have run. `outcomes` counts the executions by outcome (those still running count as unknown).
+ */
+export function executionsNote(executions: number, outcomes: Record<"succeeded" | "failed" | "final_error" | "late_completion" | "released" | "unknown", number>): string {
+  if (executions === 0) return "no calls ran";
+  const parts: [number, string][] = [
+    [outcomes.succeeded + outcomes.final_error + outcomes.late_completion, "ran"],
+    [outcomes.failed, "not run (the tool said so)"],
+    [outcomes.released, "released"],
+    [outcomes.unknown, "ended unknown"],
+  ];
+  const known = parts.filter(([n]) => n > 0);
+  if (known.length === 1) return `${formatCount(known[0][0])} ${known[0][0] === 1 ? "call" : "calls"} ${known[0][1]}`;
+  return known.map(([n, what]) => `${formatCount(n)} ${what}`).join(" · ");
+}

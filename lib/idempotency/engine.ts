@@ -625,7 +625,7 @@ export class Engine {
         const note = marked === null || marked.ok ? ended.note : `${ended.note}; the key had been released or taken over meanwhile`;
         this.recordOutcome(call, "unknown", ended.durationMs, null, note, ended.answer);
         this.onCall({ tool: tool.name, result: "outcome_unknown", storeMs: call.storeMs, auditMs: call.auditMs });
-        throw new OutcomeUnknownError(call.key, call.executionId, ended.publicNote, ended.timedOut);
+        throw new OutcomeUnknownError(call.key, call.executionId, ended.publicNote, ended.timedOut, tool.dedupes);
       }
       case "done":
         return this.complete(call, token, ended.stored, ended.durationMs);

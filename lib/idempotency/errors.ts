@@ -189,7 +189,8 @@ export class ToolFailedError extends IdemgateError {
 /**
  * The call ended without knowing whether its side effect happened (a timeout, a 5xx, a reset after
  * the request was sent, an exception after the tool started). The key is held in state `unknown`;
- * retries get 409 until the tool's probe or an operator decides. Answered 504 for a timeout and
+ * retries get 409 until the tool's probe or an operator decides, except at a service that
+ * deduplicates on the forwarded key, where a retry is resent. Answered 504 for a timeout and
  * 502 otherwise, with the problem type `outcome_unknown` either way.
  */
 export class OutcomeUnknownError extends IdemgateError {
@@ -201,10 +202,15 @@ export class OutcomeUnknownError extends IdemgateError {
     readonly executionId: string,
     readonly note: string,
     timedOut: boolean,
+    /** the tool's service deduplicates on the forwarded key: a retry with the same key is resent to it */
+    resentOnRetry = false,
   ) {
     super(
-      `the tool's outcome is unknown (${note}): the action may have happened. The key is held and will not run again ` +
-        `by itself; a retry gets 409 until the tool's status probe or an operator decides`,
+      resentOnRetry
+        ? `the tool's outcome is unknown (${note}): the action may have happened. The key is held; a retry with the same key ` +
+            `is sent to the service again, which deduplicates on that key and answers with the first call's result if it ran`
+        : `the tool's outcome is unknown (${note}): the action may have happened. The key is held and will not run again ` +
+            `by itself; a retry gets 409 until the tool's status probe or an operator decides`,
     );
     this.status = timedOut ? 504 : 502;
   }

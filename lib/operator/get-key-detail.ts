@@ -13,6 +13,8 @@ export type TimelineEvent =
       token: number;
       session: string | null;
       caller: string | null;
+      /** the caller as the Tokens page shows it: the token's label and prefix ("deploy bot (idg_3f9a…)"); else `caller` */
+      callerName: string | null;
       leaseUntil: Date;
       fallback: boolean;
       /** the call's arguments as its execution kept them (redacted per the tool's policy); null: none kept */
@@ -22,7 +24,7 @@ export type TimelineEvent =
   | { type: "outcome"; at: Date; executionId: string; outcome: string; durationMs: number | null; resultStatus: number | null; error: string | null }
   /** the decision that closed an execution without an outcome of its own (no duration: the call did not end then) */
   | { type: "closed"; at: Date; executionId: string; decision: string; note: string | null }
-  | { type: "suppression"; at: Date; kind: string; gapMs: number | null; session: string | null; caller: string | null; originalSession: string | null; fallback: boolean }
+  | { type: "suppression"; at: Date; kind: string; gapMs: number | null; session: string | null; caller: string | null; callerName: string | null; originalSession: string | null; fallback: boolean }
   | { type: "operator"; at: Date; action: string; actor: string; reason: string; before: unknown; after: unknown };
 
 export interface KeyDetail {
@@ -64,6 +66,7 @@ export async function getKeyDetail(runtime: Runtime, scope: string, key: string)
     runtime.store.get(scope, key),
     readKeyAuditTrail(runtime.db.prisma, scope, key),
   ]);
+  const callerName = await callerNames(runtime, [...executions.map((e) => e.caller), ...suppressions.map((s) => s.caller)]);
   const timeline: TimelineEvent[] = [];
   // executions an operator's (or the reconciler's) release or resolve closed: that action says so
   // (the record it acted on names the reservation's fencing token, unique per key)
@@ -76,6 +79,7 @@ export async function getKeyDetail(runtime: Runtime, scope: string, key: string)
       token: Number(e.token),
       session: e.session,
       caller: e.caller,
+      callerName: callerName(e.caller),
       leaseUntil: e.leaseUntil,
       fallback: e.fallback,
       arguments: e.arguments ?? null,
@@ -97,7 +101,7 @@ export async function getKeyDetail(runtime: Runtime, scope: string, key: string)
     }
   }
   for (const s of suppressions) {
-    timeline.push({ type: "suppression", at: s.at, kind: s.kind, gapMs: s.gapMs, session: s.session, caller: s.caller, originalSession: s.originalSession, fallback: s.fallback });
+    timeline.push({ type: "suppression", at: s.at, kind: s.kind, gapMs: s.gapMs, session: s.session, caller: s.caller, callerName: callerName(s.caller), originalSession: s.originalSession, fallback: s.fallback });
   }
   for (const a of actions) {
     // the records it acted on hold results, and a probe's answer: secrets in them are not shown
@@ -117,6 +121,17 @@ export async function getKeyDetail(runtime: Runtime, scope: string, key: string)
     arguments: current ? { executionId: current.id, value: current.arguments ?? null, kept: keptOf(current.argumentsKept) } : null,
     prefill: record && (state === "unknown" || state === "stuck") ? prefillFor(record, current, actions) : null,
   };
+}
+
+/**
+ * Names for the callers of a key's calls, as the Tokens page tells tokens apart: an API token's id
+ * becomes its label and prefix; anything else (an operator's call from the console) stays as recorded.
+ */
+async function callerNames(runtime: Runtime, callers: (string | null)[]): Promise<(caller: string | null) => string | null> {
+  const ids = [...new Set(callers.filter((c): c is string => c !== null))];
+  const tokens = ids.length === 0 ? [] : await runtime.db.prisma.apiToken.findMany({ where: { id: { in: ids } }, select: { id: true, label: true, prefix: true } });
+  const names = new Map(tokens.map((t) => [t.id, t.label ? `${t.label} (${t.prefix}…)` : `${t.prefix}…`]));
+  return (caller) => (caller === null ? null : (names.get(caller) ?? caller));
 }
 
 /** An outcome's note (an exception's or a service's message) without the secrets it may quote. */

@@ -64,7 +64,8 @@ function forTenant(event: TimelineEvent): TenantTimelineEvent {
   switch (event.type) {
     case "intent":
     case "suppression":
-      return { ...event, caller: tenantCaller(event.caller) };
+      // token labels are the operators' names for tokens: a tenant sees what it was sent before
+      return { ...event, caller: tenantCaller(event.caller), callerName: tenantCaller(event.caller) };
     case "operator":
       return { type: "operator", at: event.at, action: event.action };
     case "closed":

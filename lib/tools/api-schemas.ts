@@ -45,7 +45,9 @@ export const toolDescriptionSchema = z.object({
   stuckPolicy: z.enum(["block", "takeover"]),
   fallbackTtlMs: z.number().int().nullable().describe("keyless calls are deduplicated by their arguments for this long; null: keyless writes are refused"),
   idempotencyKey: z.enum(["required", "optional", "unused"]),
-  source: z.enum(["in_process", "upstream", "client"]).describe("where the tool runs: in Idemgate's process, at an HTTP service it forwards to, or in the caller's process (guarded over the reservation API)"),
+  source: z
+    .enum(["in_process", "upstream", "client", "mcp"])
+    .describe("where the tool runs: in Idemgate's process, at an HTTP service it forwards to, in the caller's process (guarded over the reservation API), or at a guarded MCP server it forwards to"),
   argumentsSchema: jsonSchema,
   resultSchema: jsonSchema.nullable(),
 });

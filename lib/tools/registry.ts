@@ -127,7 +127,7 @@ export class ToolRegistry {
       stuckPolicy: tool.stuckPolicy,
       fallbackTtlMs: tool.fallbackTtlMs,
       idempotencyKey: tool.kind === "read" ? "unused" : tool.fallbackTtlMs === null ? "required" : "optional",
-      source: tool.upstream ? "upstream" : tool.runs === "client" ? "client" : "in_process",
+      source: sourceOf(tool),
       argumentsSchema: tool.inputSchema ?? toJsonSchema(tool.schema),
       resultSchema: tool.resultSchema ? toJsonSchema(tool.resultSchema, "output") : null,
     };
@@ -156,4 +156,13 @@ export class ToolRegistry {
     }
     return json;
   }
+}
+
+/**
+ * Where a tool runs. A guarded MCP server's tool (built in lib/mcp/upstream with its origin
+ * attached as `mcpOrigin`) runs at that server, not in Idemgate's process.
+ */
+function sourceOf(tool: ToolDefinition): ToolDescription["source"] {
+  if ((tool as { mcpOrigin?: unknown }).mcpOrigin !== undefined) return "mcp";
+  return tool.upstream ? "upstream" : tool.runs === "client" ? "client" : "in_process";
 }

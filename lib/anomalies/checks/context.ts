@@ -50,6 +50,17 @@ export interface CheckResult {
 
 export const iso = (d: Date | null): string | null => (d ? d.toISOString() : null);
 
+/** A time in an anomaly's summary, as the console shows times: 2026-01-31 14:03:09 UTC */
+export function shownAt(d: Date): string {
+  const text = d.toISOString();
+  return `${text.slice(0, 10)} ${text.slice(11, 19)} UTC`;
+}
+
+/** "a" or "an" before a name, by its first letter: "an email.send call", "a payments.charge call" */
+export function withArticle(name: string): string {
+  return `${/^[aeiou]/i.test(name) ? "an" : "a"} ${name}`;
+}
+
 export const positionOf = <T extends { id: string }>(rows: T[], time: (row: T) => Date): Position | null =>
   rows.length ? { at: time(rows[rows.length - 1]), id: rows[rows.length - 1].id } : null;
 

@@ -3,7 +3,7 @@ import { COMPLETION_NOT_STORED } from "@/lib/idempotency/audit-port";
 import { stateOf, type KeyRecord } from "@/lib/idempotency/record";
 import type { AnomalyOf, LostCompletionRetry } from "../anomaly-types";
 import { advance, rowsAfter, startOf } from "../scan-cursor";
-import { iso, positionOf, recordKey, storeRecords, type CheckContext, type CheckResult } from "./context";
+import { iso, positionOf, shownAt, recordKey, storeRecords, type CheckContext, type CheckResult } from "./context";
 import { currentLossIncident, storeRestoredFindings } from "./key-store-loss";
 
 /** A round of the lost-completion scan starts at most this often (default). */
@@ -68,9 +68,9 @@ async function retryAnswer(ctx: CheckContext, e: Execution, record: KeyRecord | 
   return (await ctx.recovery.retryRestores(e.scope, e.key, e.id, ctx.nowMs)) ? "restored_from_audit_log" : "runs_again";
 }
 
-function lostCompletion(e: Execution, record: KeyRecord | null, nowMs: number, retry: LostCompletionRetry): AnomalyOf<"orphan_lost_completion"> {
+export function lostCompletion(e: Execution, record: KeyRecord | null, nowMs: number, retry: LostCompletionRetry): AnomalyOf<"orphan_lost_completion"> {
   const state = record ? stateOf(record, nowMs) : "absent";
-  const missing = `${e.tool} succeeded but the key store has no done record of it before ${e.expiresAt?.toISOString()}`;
+  const missing = `${e.tool} succeeded but the key store has no done record of it${e.expiresAt ? ` before ${shownAt(e.expiresAt)}` : ""}`;
   const summary =
     retry === "restored_from_audit_log"
       ? `${missing}: a retry gets its result back from the audit log (the record is restored), so the side effect does not run again`

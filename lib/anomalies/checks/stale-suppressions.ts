@@ -2,7 +2,7 @@ import type { Suppression } from "@/generated/prisma/client";
 import type { AnomalyOf } from "../anomaly-types";
 import { fmt, type GapAnalysis } from "@/lib/audit/retry-gaps";
 import { advance, rowsAfter, startOf } from "../scan-cursor";
-import { positionOf, type CheckContext, type CheckResult } from "./context";
+import { positionOf, withArticle, type CheckContext, type CheckResult } from "./context";
 
 /** the dedupe key of the stale-suppression anomaly about one suppression row */
 export const staleDedupeKey = (suppressionId: string) => `stale:${suppressionId}`;
@@ -50,14 +50,14 @@ function staleReasons(s: Suppression, analysis: GapAnalysis): string[] {
   return reasons;
 }
 
-function staleSuppression(s: Suppression, analysis: GapAnalysis, reasons: string[]): AnomalyOf<"stale_suppression"> {
+export function staleSuppression(s: Suppression, analysis: GapAnalysis, reasons: string[]): AnomalyOf<"stale_suppression"> {
   return {
     type: "stale_suppression",
     dedupeKey: staleDedupeKey(s.id),
     tool: s.tool,
     scope: s.scope,
     key: s.key,
-    summary: `a ${s.tool} call was answered as a duplicate but was probably a new action: ${reasons[0]}`,
+    summary: `${withArticle(s.tool)} call was answered as a duplicate but was probably a new action: ${reasons[0]}`,
     evidence: {
       suppressionId: s.id,
       at: s.at.toISOString(),

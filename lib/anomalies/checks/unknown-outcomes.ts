@@ -4,7 +4,7 @@ import { stateOf, type KeyRecord } from "@/lib/idempotency/record";
 import { plainCallerText } from "@/lib/notifications/caller-text";
 import type { AnomalyOf } from "../anomaly-types";
 import { advance, rowsAfter, startOf } from "../scan-cursor";
-import { iso, positionOf, recordKey, storeRecords, type CheckContext, type CheckResult } from "./context";
+import { iso, positionOf, shownAt, recordKey, storeRecords, type CheckContext, type CheckResult } from "./context";
 
 /**
  * Calls whose side effect may or may not have happened, with no decision about their key yet:
@@ -84,7 +84,7 @@ async function backfillOutcome(ctx: CheckContext, e: Execution, record: KeyRecor
   });
 }
 
-function unknownOutcome(e: Execution, record: KeyRecord | null, nowMs: number, cause: "reported" | "silent"): AnomalyOf<"orphan_unknown_outcome"> {
+export function unknownOutcome(e: Execution, record: KeyRecord | null, nowMs: number, cause: "reported" | "silent"): AnomalyOf<"orphan_unknown_outcome"> {
   return {
     type: "orphan_unknown_outcome",
     dedupeKey: `unknown_outcome:${e.id}`,
@@ -94,7 +94,7 @@ function unknownOutcome(e: Execution, record: KeyRecord | null, nowMs: number, c
     summary:
       cause === "reported"
         ? `${e.tool} ended without knowing whether its side effect happened (${e.error === null ? "no note" : `its note: \u201c${plainCallerText(e.error, 300)}\u201d`}); its key is held until the tool's status probe or an operator decides`
-        : `${e.tool} started at ${e.startedAt.toISOString()} and never reported an outcome; its lease passed, so the side effect may or may not have happened`,
+        : `${e.tool} started at ${shownAt(e.startedAt)} and never reported an outcome; its lease passed, so the side effect may or may not have happened`,
     evidence: {
       executionId: e.id,
       token: Number(e.token),

@@ -6,6 +6,7 @@ import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import type { CallToolRequest, CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { POST as invokeRoute } from "@/app/api/v1/tools/[tool]/invoke/route";
+import { GET as listToolsRoute } from "@/app/api/v1/tools/route";
 import { getKeyDetail } from "@/lib/operator/get-key-detail";
 import { presentKeyDetail, presentKeyDetailForTenant } from "@/lib/operator/present-key-detail";
 import { connectClient, startMcpGateway, type McpGateway } from "@/test/support/mcp-gateway";
@@ -103,6 +104,17 @@ describe("Idemgate in front of other MCP servers", () => {
     }
     // and the demo tools are still there
     expect(tools.map((t) => t.name)).toContain("payments.charge");
+  });
+
+  it("lists a guarded server's tools in GET /api/v1/tools as run at that server, not in Idemgate's process", async () => {
+    await waitFor("both servers to be up", () => upstreams.statuses().every((s) => s.state === "up"));
+    const response = await listToolsRoute(new Request("http://gateway.invalid/api/v1/tools", { headers: { Authorization: `Bearer ${token}` } }), { params: Promise.resolve({}) });
+    expect(response.status).toBe(200);
+    const { tools } = (await response.json()) as { tools: { name: string; source: string }[] };
+    const sourceOf = (name: string) => tools.find((t) => t.name === name)?.source;
+    expect(sourceOf("counter_http.increment")).toBe("mcp");
+    expect(sourceOf("counter_stdio.read_count")).toBe("mcp");
+    expect(sourceOf("payments.charge")).toBe("in_process");
   });
 
   for (const server of ["counter_http", "counter_stdio"]) {

@@ -17,8 +17,9 @@ import { staleFlagsFor, type StaleFlag } from "@/lib/anomalies/stale-flags";
 import { DEFAULT_WINDOW, getToolStats, isStatsWindow, OUTCOMES, STATS_WINDOWS, type ToolStats } from "@/lib/audit/tool-stats";
 import { requireOperator } from "@/lib/auth/require-operator";
 import { can } from "@/lib/auth/roles";
+import { headingId } from "@/lib/docs/guides";
 import { exampleFromSchema } from "@/lib/docs/json-schema";
-import { formatCount, formatDuration } from "@/lib/console/format";
+import { executionsNote, formatCount, formatDuration } from "@/lib/console/format";
 import { metadataParam, pageParam } from "@/lib/console/page-param";
 import { mcpToolOrigin, recentPassThroughCalls, type McpToolOrigin } from "@/lib/mcp/upstream/console-view";
 import { getRuntime } from "@/lib/server/runtime";
@@ -120,15 +121,29 @@ export default async function ToolPage({ params, searchParams }: Props) {
 
       <Declaration d={declaration} />
 
-      <Card title="Invoke through the gateway" aside={`POST /api/v1/tools/${tool.name}/invoke`} testId="invoke-card">
-        <InvokeForm
-          tool={{ name: tool.name, kind: tool.kind, idempotencyKey: tool.idempotencyKey, fallbackTtlMs: tool.fallbackTtlMs }}
-          exampleArguments={JSON.stringify(exampleFromSchema(tool.argumentsSchema), null, 2)}
-          initialKey={randomUUID()}
-          canInvoke={can(operator.role, "invoke")}
-          role={operator.role}
-        />
-      </Card>
+      {declaration.runs === "client" ? (
+        <Card title="How it is guarded" aside={`POST /api/v1/tools/${tool.name}/reservations`} testId="client-guard-card">
+          <p className="px-5 py-4 text-[13px] text-muted">
+            {tool.name} runs in its caller&apos;s process, so Idemgate never runs it and it cannot be invoked from here. The caller wraps
+            the function in <code className="font-mono text-[12.5px]">guard()</code> (TypeScript) or{" "}
+            <code className="font-mono text-[12.5px]">@idempotent</code> (Python): Idemgate reserves the key, and the function runs only
+            for a new key; its result is stored and replayed to every retry.{" "}
+            <Link href={`/docs/integrate#${headingId("Guard a function where it runs")}`} className="text-accent hover:underline">
+              Guard a function where it runs
+            </Link>
+          </p>
+        </Card>
+      ) : (
+        <Card title="Invoke through the gateway" aside={`POST /api/v1/tools/${tool.name}/invoke`} testId="invoke-card">
+          <InvokeForm
+            tool={{ name: tool.name, kind: tool.kind, idempotencyKey: tool.idempotencyKey, fallbackTtlMs: tool.fallbackTtlMs }}
+            exampleArguments={JSON.stringify(exampleFromSchema(tool.argumentsSchema), null, 2)}
+            initialKey={randomUUID()}
+            canInvoke={can(operator.role, "invoke")}
+            role={operator.role}
+          />
+        </Card>
+      )}
 
       {passThrough && (
         <Card title="Recent calls" aside={passThrough.length === 0 ? undefined : `latest ${passThrough.length} · over MCP or HTTP`} testId="pass-through-card">
@@ -185,19 +200,20 @@ function Summary({ stats, window }: { stats: ToolStats; window: string }) {
   const rate = calls === 0 ? null : totals.suppressions / calls;
   return (
     <div className="grid grid-cols-2 gap-3 lg:grid-cols-4">
-      <Stat label={`Executions · ${window}`} value={formatCount(totals.executions)} sub="side effects run" testId="stat-executions" />
+      <Stat label={`Executions · ${window}`} value={formatCount(totals.executions)} sub={executionsNote(totals.executions, stats.outcomes)} testId="stat-executions" />
       <Stat
         label={`Suppressed · ${window}`}
         value={formatCount(totals.suppressions)}
         sub={rate === null ? "no calls" : `${(Math.round(rate * 1000) / 10).toString()}% of calls · ${formatCount(totals.replay)} ${totals.replay === 1 ? "replay" : "replays"}`}
         testId="stat-suppressions"
       />
-      <div data-testid="stat-outcomes" className="rounded-xl border border-line bg-surface px-4 py-3.5 shadow-xs">
+      {/* two columns of outcomes need the full width of a phone */}
+      <div data-testid="stat-outcomes" className="col-span-2 rounded-xl border border-line bg-surface px-4 py-3.5 shadow-xs lg:col-span-1">
         <p className="text-xs text-muted">Outcomes</p>
         <dl className="mt-1.5 grid grid-cols-2 gap-x-3 gap-y-0.5 text-xs">
           {OUTCOMES.filter((o) => o !== "released" || stats.outcomes.released > 0).map((o) => (
             <div key={o} className="flex justify-between gap-2">
-              <dt className="truncate text-muted">{o.replace("_", " ")}</dt>
+              <dt className="min-w-0 text-muted">{o.replace("_", " ")}</dt>
               <dd className={clsx("tabular-nums", stats.outcomes[o] > 0 ? OUTCOME_TONE[o] : "text-faint")}>{formatCount(stats.outcomes[o])}</dd>
             </div>
           ))}
@@ -327,21 +343,22 @@ function Declaration({ d }: { d: EffectiveDeclaration }) {
   ];
   return (
     <Card title="Declaration" aside="effective values, secrets masked" testId="tool-declaration">
-      <div className="grid gap-0 lg:grid-cols-2">
+      {/* minmax(0, 1fr) columns: the schema's long lines scroll inside their box, never widen the card past the screen */}
+      <div className="grid grid-cols-1 gap-0 lg:grid-cols-2">
         <dl className="divide-y divide-line">
           {rows.map(([label, value, hint]) => (
-            <div key={label} className="grid grid-cols-[8.5rem_1fr] gap-3 px-5 py-2">
+            <div key={label} className="grid grid-cols-[7rem_1fr] gap-3 px-5 py-2 sm:grid-cols-[8.5rem_1fr]">
               <dt className="text-muted">{label}</dt>
-              <dd className="min-w-0">
+              <dd className="min-w-0 wrap-anywhere">
                 {value}
                 {hint && <p className="text-xs text-muted">{hint}</p>}
               </dd>
             </div>
           ))}
         </dl>
-        <div className="border-t border-line px-5 py-3 lg:border-t-0 lg:border-l">
+        <div className="min-w-0 border-t border-line px-5 py-3 lg:border-t-0 lg:border-l">
           <p className="text-xs text-muted">inputSchema (validated before a key is taken; advertised in OpenAPI and MCP)</p>
-          <pre tabIndex={0} data-testid="declaration-input-schema" className="mt-1.5 max-h-80 overflow-auto font-mono text-[12px]">
+          <pre tabIndex={0} data-testid="declaration-input-schema" className="mt-1.5 max-h-80 overflow-y-auto font-mono text-[12px] whitespace-pre-wrap wrap-anywhere">
             {JSON.stringify(d.inputSchema, null, 2)}
           </pre>
         </div>
@@ -352,7 +369,8 @@ function Declaration({ d }: { d: EffectiveDeclaration }) {
 
 function Policy({ tool, mcpOrigin, declaredIn }: { tool: ToolDescription; mcpOrigin: McpToolOrigin | null; declaredIn: string }) {
   const write = tool.kind === "write";
-  const runs = mcpOrigin ? `at the MCP server ${mcpOrigin.server}` : tool.source === "upstream" ? "upstream (HTTP)" : "in process";
+  // the same words as the declaration's "Runs"
+  const runs = mcpOrigin ? `at the MCP server ${mcpOrigin.server}` : RUNS_LABELS[tool.source];
   const rows: [string, React.ReactNode, string][] = write
     ? [
         ["Result TTL", formatDuration(tool.ttlMs), "how long a stored result is replayed"],
