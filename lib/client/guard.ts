@@ -1,6 +1,7 @@
 import { IdemgateApiError, OutcomeUnknownError, type Problem } from "./errors";
 import { deliverableLater, type PendingSettle } from "./pending-settles";
 import type { RetryOptions } from "./retry";
+import { runProbe, type Probe } from "./resolver";
 
 /** What guard() needs of IdemgateClient: one API call with its retry rules. */
 export interface ApiSender {
@@ -73,6 +74,15 @@ export interface GuardOptions {
   /** told about refused heartbeats, late completions and results that could not be stored (default: console.warn) */
   onWarning?: (warning: GuardWarning) => void;
   signal?: AbortSignal;
+  /**
+   * asked once when the function throws an error that leaves its outcome unknown (a payment SDK
+   * that timed out): applied stores its result (returned as the function's), not applied frees the
+   * key (the error is rethrown), null or a failure leaves the key held as unknown. Its call's
+   * `state` is "running" and its `scope` empty.
+   */
+  probe?: Probe;
+  /** how long that probe may take (default 10 s) */
+  probeTimeoutMs?: number;
 }
 
 interface Reserved {
@@ -201,6 +211,7 @@ export async function guard<T>(client: ApiSender, tool: string, args: unknown, f
     throw new IdemgateApiError(problem, key, 1);
   }
   const { executionId, token } = answer;
+  const started = Date.now();
   const settle = (action: "complete" | "release" | "heartbeat", body: Record<string, unknown>) =>
     client.send("POST", `/api/v1/executions/${encodeURIComponent(executionId)}/${action}`, tool, key, {
       headers: JSON_HEADERS,
@@ -286,7 +297,43 @@ export async function guard<T>(client: ApiSender, tool: string, args: unknown, f
       await complete(status, errorBody(err));
       throw err;
     }
-    const note = `the guarded function threw: ${err instanceof Error ? err.message : String(err)}`.slice(0, 1000);
+    const threw = `the guarded function threw: ${err instanceof Error ? err.message : String(err)}`;
+    let probed: string | null = null;
+    if (options.probe) {
+      // the function's own process asks the tool's system at once, before the key is held as unknown
+      const { answer: said, note: why } = await runProbe(
+        options.probe,
+        {
+          executionId,
+          tool,
+          key,
+          scope: "",
+          state: "running",
+          startedAt: new Date(started).toISOString(),
+          leaseUntil: answer.leaseUntil,
+          leaseEnded: false,
+          note: threw.slice(0, 1000),
+          arguments: args ?? {},
+        },
+        options.probeTimeoutMs ?? 10_000,
+      );
+      if (said?.applied) {
+        await complete(said.status ?? 200, said.result === undefined ? null : said.result);
+        if ((said.status ?? 200) >= 400) throw err;
+        return said.result as T;
+      }
+      if (said && !said.applied) {
+        const release = { outcome: "not_run", note: `the probe found it not applied after: ${threw}`.slice(0, 1000) };
+        try {
+          await settle("release", release);
+        } catch (failed) {
+          if (!later("release", release, failed, "the release (not run)")) throw failed;
+        }
+        throw err;
+      }
+      probed = why;
+    }
+    const note = (probed ? `${threw}; the probe: ${probed}` : threw).slice(0, 1000);
     try {
       await settle("release", { outcome: "unknown", note });
     } catch (failed) {

@@ -4,6 +4,7 @@ import { PendingSettles, type PendingSettle } from "./pending-settles";
 import { RETRIED_PROBLEM_TYPES } from "./problem-types";
 import { ClientReplayCache, replayDeadlineMs, type ReplayCacheOptions } from "./replay-cache";
 import { ReplayReporter } from "./replay-reports";
+import { Resolver, type Probe, type ResolverOptions } from "./resolver";
 import { DEFAULT_RETRY, parseRetryAfterMs, retryDelayMs, sleep, type RetryOptions } from "./retry";
 import { defaultTransport, fetchTransport, type Transport, type WireResponse } from "./transport";
 
@@ -290,6 +291,17 @@ export class IdemgateClient {
   async close(options: { timeoutMs?: number } = {}): Promise<void> {
     await this.flush(options);
     this.settles.abandonAll("the client was closed before the gateway could be reached");
+  }
+
+  /**
+   * Starts resolving the held calls (unknown, or stuck after a crash) of tools that run in this
+   * process: every few seconds their calls are listed, each is claimed (one process at a time), its
+   * tool's probe asked, and its answer sent (applied: the key is done with the result; not applied:
+   * freed; null or a failure: asked again later). Start it once per process, in as many processes
+   * as you like; `resolver.stop()` ends it.
+   */
+  startResolver(probes: Readonly<Record<string, Probe>>, options: ResolverOptions = {}): Resolver {
+    return new Resolver(this, probes, options);
   }
 
   /** guard()'s completions and releases not delivered yet: sent again in the background. */

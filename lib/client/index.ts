@@ -6,3 +6,4 @@ export { DEFAULT_RETRY, type RetryOptions } from "./retry";
 export { DEFAULT_REPLAY_CACHE_ENTRIES, type ReplayCacheOptions } from "./replay-cache";
 export { FinalResultError, guard, idempotent, NotAppliedError, type DoneAnswer, type GuardOptions, type GuardWarning } from "./guard";
 export { ACTION_KEY_PREFIX, actionKey, canonicalJson } from "./action-key";
+export { Resolver, runProbe, type HeldCall, type Probe, type ProbeAnswer, type ResolverDecision, type ResolverOptions } from "./resolver";

@@ -113,6 +113,24 @@ const TEXT: Record<string, Omit<ProblemDoc, "code" | "status" | "title">> = {
     todo: "Stop heartbeating: this caller no longer holds the key. Do not run the side effect again; an operator reconciles the late result in the console.",
     retry: "no",
   },
+  probe_claimed: {
+    happened:
+      "A probe of a held call was claimed while another process holds a live claim on it, or while the call is waiting out its backoff after a probe that could not tell; or an answer came with a claim that is no longer the call's (it lapsed and another process claimed the call). Nothing changed.",
+    todo: "Leave the call to the process that holds it; list held calls again later (Retry-After says when this one can be claimed).",
+    retry: "no",
+  },
+  not_held: {
+    happened:
+      "The call a probe was claimed or answered for is no longer held: an operator or another probe decided it, its own completion arrived, or a newer call holds the key. Nothing changed; an answer is kept in the audit trail as a late answer.",
+    todo: "Nothing to do for this call; move on to the next held call.",
+    retry: "no",
+  },
+  lease_running: {
+    happened:
+      "A probe answered \"not applied\" for a call whose lease has not ended: the call may still be running and apply its effect after the probe looked. Nothing changed; the claim is kept.",
+    todo: "Answer again once the call's lease has ended (leaseUntil in the listing, Retry-After), or answer \"unknown\" now so it is asked again later.",
+    retry: "no",
+  },
   method_not_allowed: {
     happened: "The path exists but does not take this HTTP method (a GET to an invoke route, say). Nothing ran.",
     todo: "Use the method the API reference gives for the path (GET /api/v1/openapi.json lists them).",

@@ -8,6 +8,7 @@ import { checkJsonHeaders, MAX_BODY_BYTES, parseJsonBytes } from "@/lib/http/rea
 import { getRuntime, type Runtime } from "@/lib/server/runtime";
 import { invokeTool, type GatewayRequest } from "./invoke-tool";
 import { recordClientReplays } from "./record-client-replays";
+import { answerProbe, claimProbe } from "./probes";
 import { reserveTool, settleExecution } from "./reservations";
 
 type Handler = (request: GatewayRequest, segment: string, principal: TokenPrincipal, runtime: Runtime) => Promise<HttpAnswer>;
@@ -20,6 +21,8 @@ const ROUTES: { path: RegExp; handler: Handler }[] = [
   { path: /^\/api\/v1\/executions\/([^/?#]+)\/release(?:\?[^#]*)?$/, handler: (r, id, p, rt) => settleExecution(r, id, "release", p, rt) },
   { path: /^\/api\/v1\/executions\/([^/?#]+)\/heartbeat(?:\?[^#]*)?$/, handler: (r, id, p, rt) => settleExecution(r, id, "heartbeat", p, rt) },
   { path: /^\/api\/v1\/replays(?:\?[^#]*)?$/, handler: recordClientReplays },
+  { path: /^\/api\/v1\/executions\/([^/?#]+)\/probe\/claim(?:\?[^#]*)?$/, handler: claimProbe },
+  { path: /^\/api\/v1\/executions\/([^/?#]+)\/probe\/answer(?:\?[^#]*)?$/, handler: answerProbe },
 ];
 
 /** What is read of a refused body before answering, so the client reads the answer; beyond it the connection closes. */
@@ -27,7 +30,7 @@ const DRAIN_LIMITS = { maxBytes: 8 * 1024 * 1024, maxMs: 5_000 };
 
 /**
  * POST /api/v1/tools/{tool}/invoke (and the reservation API: POST /api/v1/tools/{tool}/reservations,
- * /api/v1/executions/{executionId}/complete | release | heartbeat, and POST /api/v1/replays) answered straight from node:http: the same token check and
+ * /api/v1/executions/{executionId}/complete | release | heartbeat | probe/claim | probe/answer, and POST /api/v1/replays) answered straight from node:http: the same token check and
  * handler (invokeTool) as the App Router route (app/api/v1/tools/[tool]/invoke/route.ts), without
  * the framework's routing and without building Fetch requests and responses, which cost more than
  * the call itself (docs/benchmarks.md). The server (scripts/serve.mjs) offers every request here

@@ -23,6 +23,11 @@ export const OPERATION_PROBLEMS = {
     "conflict", "stuck", "outcome_unknown", "payload_too_large", "unsupported_media_type", "mismatch", "internal", "unavailable",
   ],
   settle: ["invalid_json", "invalid_request", "unauthorized", "forbidden", "not_found", "stale_token", "invalid_state", "payload_too_large", "unsupported_media_type", "internal", "unavailable"],
+  held: ["invalid_request", "invalid_cursor", "unauthorized", "forbidden", "unknown_tool", "internal", "unavailable"],
+  probe: [
+    "invalid_json", "invalid_request", "unauthorized", "forbidden", "not_found", "probe_claimed", "not_held", "lease_running", "payload_too_large",
+    "unsupported_media_type", "internal", "unavailable",
+  ],
   replays: ["invalid_json", "invalid_request", "unauthorized", "forbidden", "payload_too_large", "unsupported_media_type", "internal", "unavailable"],
 } as const satisfies Record<string, readonly string[]>;
 
@@ -281,6 +286,102 @@ function settlePaths(): Record<string, Record<string, unknown>> {
   };
 }
 
+const HELD_CALL_SCHEMA = {
+  type: "object",
+  required: ["executionId", "tool", "key", "scope", "state", "startedAt", "leaseUntil", "leaseEnded", "note", "arguments", "argumentsKept", "probe"],
+  properties: {
+    executionId: { type: "string", format: "uuid" },
+    tool: { type: "string" },
+    key: { type: "string" },
+    scope: { type: "string" },
+    state: { enum: ["unknown", "stuck"] },
+    startedAt: { type: "string", format: "date-time" },
+    leaseUntil: { type: "string", format: "date-time" },
+    leaseEnded: { type: "boolean", description: "false: the call may still be running; not_applied is refused until its lease ends" },
+    note: { type: ["string", "null"], description: "why its outcome is unknown" },
+    arguments: { description: "the call's arguments as its tool keeps them (redacted or in full); null when none are kept" },
+    argumentsKept: { type: ["string", "null"], enum: ["redacted", "full", null] },
+    probe: {
+      type: "object",
+      required: ["attempts", "claimedUntil", "nextProbeAt", "lastNote"],
+      properties: {
+        attempts: { type: "integer", minimum: 0, description: "probe answers that could not tell so far" },
+        claimedUntil: { type: ["string", "null"], format: "date-time", description: "a live claim by some process lasts until then" },
+        nextProbeAt: { type: ["string", "null"], format: "date-time", description: "not claimable before then (a live claim, or the backoff after an unknown answer); null: now" },
+        lastNote: { type: ["string", "null"] },
+      },
+    },
+  },
+};
+
+/** The probe API for held calls of client-run tools: list, claim, answer. */
+function probePaths(): Record<string, Record<string, unknown>> {
+  const idParam = { name: "executionId", in: "path", required: true, description: "from the held-call list", schema: { type: "string", format: "uuid" } };
+  const post = (operationId: string, summary: string, body: Record<string, unknown>, answer: Record<string, unknown>) => ({
+    post: {
+      operationId,
+      summary,
+      tags: ["probes"],
+      security: [{ bearer: [] }],
+      parameters: [idParam],
+      requestBody: { required: true, content: { "application/json": { schema: body } } },
+      responses: { "200": { description: "done", content: { "application/json": { schema: answer } } }, ...errorRefs("probe") },
+    },
+  });
+  const claim = { type: "string", format: "uuid", description: "from the claim's answer" };
+  return {
+    "/api/v1/executions/{executionId}/probe/claim": post(
+      "claim_probe",
+      "Claim the probe of a held call (unknown, or stuck past its lease) of a client-run tool, so only one process asks its provider at a time (across every server process). 409 probe_claimed while another claim lives or the call backs off after an unknown answer (Retry-After); 409 not_held when the call was decided or its key is held by a newer call.",
+      {
+        type: "object",
+        additionalProperties: false,
+        properties: { holder: { type: "string", minLength: 1, maxLength: 200, description: "the process claiming (host:pid), recorded with its answer" }, leaseMs: { type: "integer", minimum: 1000, maximum: 300000, default: 30000 } },
+      },
+      { type: "object", required: ["claim", "claimedUntil", "claimMs", "call"], properties: { claim, claimedUntil: { type: "string", format: "date-time" }, claimMs: { type: "integer" }, call: HELD_CALL_SCHEMA } },
+    ),
+    "/api/v1/executions/{executionId}/probe/answer": post(
+      "answer_probe",
+      "Answer a claimed probe: applied stores the result (the key is done, retries replay it), not_applied frees the key (refused with 409 lease_running while the call's lease lasts), unknown leaves it held and asked again after a backoff. Fenced by the call's token: 409 not_held when the call was decided meanwhile (the answer is kept in the audit trail as a late answer). Recorded as the probe's decision (its token and holder), never an operator's; closes the key's unknown-outcome anomalies.",
+      {
+        oneOf: [
+          { type: "object", additionalProperties: false, required: ["claim", "outcome", "body"], properties: { claim, outcome: { const: "applied" }, status: { type: "integer", minimum: 200, maximum: 499, default: 200 }, body: {} } },
+          { type: "object", additionalProperties: false, required: ["claim", "outcome"], properties: { claim, outcome: { const: "not_applied" }, note: { type: "string", maxLength: 1000 } } },
+          { type: "object", additionalProperties: false, required: ["claim", "outcome"], properties: { claim, outcome: { const: "unknown" }, note: { type: "string", maxLength: 1000 } } },
+        ],
+      },
+      {
+        type: "object",
+        required: ["decision", "state"],
+        properties: { decision: { enum: ["resolved", "released", "none"] }, state: { enum: ["done", "absent", "unknown", "stuck"] }, nextProbeAt: { type: "string", format: "date-time" } },
+      },
+    ),
+  };
+}
+
+/** GET /api/v1/tools/{tool}/held for a client-run tool. */
+function heldPath(tool: ToolDescription): Record<string, unknown> {
+  return {
+    get: {
+      operationId: `list_held_${tool.name.replace(/[^A-Za-z0-9_]/g, "_")}`,
+      summary: `The token's scope's held calls of ${tool.name} (unknown first, then stuck), with their kept arguments, for a probe where the tool runs. A page may be short or empty while nextCursor is set: page on until it is null.`,
+      tags: ["probes"],
+      security: [{ bearer: [] }],
+      parameters: [
+        { name: "limit", in: "query", required: false, schema: { type: "integer", minimum: 1, maximum: 100, default: 50 } },
+        { name: "cursor", in: "query", required: false, description: "the previous page's nextCursor", schema: { type: "string" } },
+      ],
+      responses: {
+        "200": {
+          description: "held calls",
+          content: { "application/json": { schema: { type: "object", required: ["items", "nextCursor"], properties: { items: { type: "array", items: HELD_CALL_SCHEMA }, nextCursor: { type: ["string", "null"] } } } } },
+        },
+        ...errorRefs("held"),
+      },
+    },
+  };
+}
+
 /** OpenAPI 3.1: one invoke path per tool plus the tool list; every schema comes from zod. */
 export function buildOpenApiDocument(tools: readonly ToolDescription[], baseUrl?: string): OpenApiDocument {
   const paths: Record<string, Record<string, unknown>> = {
@@ -299,10 +400,13 @@ export function buildOpenApiDocument(tools: readonly ToolDescription[], baseUrl?
   };
   // a tool run by its caller is never invoked through the gateway: it is reserved, run, settled
   for (const tool of tools) {
-    if (tool.source === "client") paths[`/api/v1/tools/${tool.name}/reservations`] = { post: reservation(tool) };
+    if (tool.source === "client") {
+      paths[`/api/v1/tools/${tool.name}/reservations`] = { post: reservation(tool) };
+      paths[`/api/v1/tools/${tool.name}/held`] = heldPath(tool);
+    }
     else paths[`/api/v1/tools/${tool.name}/invoke`] = { post: operation(tool) };
   }
-  if (tools.some((tool) => tool.source === "client")) Object.assign(paths, settlePaths(), replaysPath());
+  if (tools.some((tool) => tool.source === "client")) Object.assign(paths, settlePaths(), probePaths(), replaysPath());
 
   return {
     openapi: "3.1.0",

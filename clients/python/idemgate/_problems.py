@@ -34,14 +34,17 @@ PROBLEMS: Dict[str, ProblemInfo] = {
     "invalid_key": ProblemInfo("invalid_key", 400, "Invalid Idempotency-Key", "with changes", False),
     "invalid_request": ProblemInfo("invalid_request", 400, "Invalid request", "with changes", False),
     "invalid_state": ProblemInfo("invalid_state", 409, "Not allowed in this state", "no", False),
+    "lease_running": ProblemInfo("lease_running", 409, "Call may still be running", "no", False),
     "limit_reached": ProblemInfo("limit_reached", 409, "Limit reached", "with changes", False),
     "method_not_allowed": ProblemInfo("method_not_allowed", 405, "Method not allowed", "with changes", False),
     "mismatch": ProblemInfo("mismatch", 422, "Idempotency-Key reused with other arguments", "with changes", False),
     "missing_key": ProblemInfo("missing_key", 400, "Idempotency-Key required", "with changes", False),
     "name_taken": ProblemInfo("name_taken", 409, "Name already in use", "with changes", False),
     "not_found": ProblemInfo("not_found", 404, "Not found", "no", False),
+    "not_held": ProblemInfo("not_held", 409, "Call no longer held", "no", False),
     "outcome_unknown": ProblemInfo("outcome_unknown", 409, "Outcome unknown: the key is held", "no", False),
     "payload_too_large": ProblemInfo("payload_too_large", 413, "Request body too large", "with changes", False),
+    "probe_claimed": ProblemInfo("probe_claimed", 409, "Probe claimed by another process", "no", False),
     "runs_in_client": ProblemInfo("runs_in_client", 400, "Tool runs in its caller's process", "with changes", False),
     "stale_token": ProblemInfo("stale_token", 409, "Reservation no longer held", "no", False),
     "stuck": ProblemInfo("stuck", 409, "Key stuck: an operator must decide", "no", False),
@@ -128,6 +131,12 @@ class InvalidStateError(IdemgateError):
     problem_code = "invalid_state"
 
 
+class LeaseRunningError(IdemgateError):
+    """409 ``/problems/lease_running``: Call may still be running. Retry: no."""
+
+    problem_code = "lease_running"
+
+
 class LimitReachedError(IdemgateError):
     """409 ``/problems/limit_reached``: Limit reached. Retry: with changes."""
 
@@ -164,10 +173,22 @@ class NotFoundError(IdemgateError):
     problem_code = "not_found"
 
 
+class NotHeldError(IdemgateError):
+    """409 ``/problems/not_held``: Call no longer held. Retry: no."""
+
+    problem_code = "not_held"
+
+
 class PayloadTooLargeError(IdemgateError):
     """413 ``/problems/payload_too_large``: Request body too large. Retry: with changes."""
 
     problem_code = "payload_too_large"
+
+
+class ProbeClaimedError(IdemgateError):
+    """409 ``/problems/probe_claimed``: Probe claimed by another process. Retry: no."""
+
+    problem_code = "probe_claimed"
 
 
 class RunsInClientError(IdemgateError):
@@ -232,14 +253,17 @@ PROBLEM_CLASSES: Dict[str, Type[IdemgateError]] = {
     "invalid_key": InvalidKeyError,
     "invalid_request": InvalidRequestError,
     "invalid_state": InvalidStateError,
+    "lease_running": LeaseRunningError,
     "limit_reached": LimitReachedError,
     "method_not_allowed": MethodNotAllowedError,
     "mismatch": MismatchError,
     "missing_key": MissingKeyError,
     "name_taken": NameTakenError,
     "not_found": NotFoundError,
+    "not_held": NotHeldError,
     "outcome_unknown": OutcomeUnknownError,
     "payload_too_large": PayloadTooLargeError,
+    "probe_claimed": ProbeClaimedError,
     "runs_in_client": RunsInClientError,
     "stale_token": StaleTokenError,
     "stuck": StuckError,
@@ -267,13 +291,16 @@ __all__ = [
     "InvalidKeyError",
     "InvalidRequestError",
     "InvalidStateError",
+    "LeaseRunningError",
     "LimitReachedError",
     "MethodNotAllowedError",
     "MismatchError",
     "MissingKeyError",
     "NameTakenError",
     "NotFoundError",
+    "NotHeldError",
     "PayloadTooLargeError",
+    "ProbeClaimedError",
     "RunsInClientError",
     "StaleTokenError",
     "StuckError",

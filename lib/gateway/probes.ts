@@ -1,0 +1,336 @@
+import { randomUUID } from "node:crypto";
+import { z } from "zod";
+import type { Execution } from "@/generated/prisma/client";
+import type { TokenPrincipal } from "@/lib/auth/api-tokens";
+import { recordOperatorAction, recordSnapshot } from "@/lib/audit/operator-actions";
+import { ExecutionNotFoundError, InvalidCursorError, isIdemgateError } from "@/lib/idempotency/errors";
+import { FALLBACK_PREFIX } from "@/lib/idempotency/key-rules";
+import { stateOf, type KeyRecord } from "@/lib/idempotency/record";
+import type { HttpAnswer } from "@/lib/http/answer";
+import { badRequest, HttpError } from "@/lib/http/problem";
+import { closeKeyAnomalies } from "@/lib/operator/close-key-anomalies";
+import { cursorSeal } from "@/lib/operator/list-cursor";
+import { resultTtlMs } from "@/lib/operator/resolve-key";
+import type { Runtime } from "@/lib/server/runtime";
+import type { GatewayRequest } from "./invoke-tool";
+
+// Probes of held calls of tools that run in their caller's process (DESIGN.md § "Tools that run
+// where they live", "Probes where the tool lives"): only the application can ask its provider
+// whether such a call happened. Its resolver lists its tools' held calls, claims one at a time
+// (a claim shared by every server process: a column of the call's execution row), and answers
+// applied (the key is done with the result), not applied (released) or still unknown (asked again
+// after a backoff). Every answer is fenced by the execution's token and recorded as the probe's.
+
+const JSON_HEADERS = { "Content-Type": "application/json", "Cache-Control": "no-store" };
+const EXECUTION_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** How long a claim lasts unless the resolver asks for another (it answers well within it). */
+export const DEFAULT_CLAIM_MS = 30_000;
+export const MIN_CLAIM_MS = 1_000;
+export const MAX_CLAIM_MS = 300_000;
+/** After an "unknown" answer the call is not claimed again for 5 s · 2^(attempts-1), at most 5 min. */
+export const PROBE_BACKOFF_BASE_MS = 5_000;
+export const PROBE_BACKOFF_MAX_MS = 300_000;
+
+const HELD = ["unknown", "stuck"] as const;
+type HeldState = (typeof HELD)[number];
+
+export const claimBody = z.strictObject({
+  holder: z.string().min(1).max(200).optional().describe("which process claims (host:pid, a pod name): recorded with its answer"),
+  leaseMs: z.number().int().min(MIN_CLAIM_MS).max(MAX_CLAIM_MS).optional().describe(`how long the claim lasts (default ${DEFAULT_CLAIM_MS})`),
+});
+
+const claimId = z.string().uuid().describe("from the claim's answer");
+export const answerBody = z.discriminatedUnion("outcome", [
+  z.strictObject({
+    claim: claimId,
+    outcome: z.literal("applied"),
+    status: z.number().int().min(200).max(499).optional().describe("200 unless given; 400–499: a final error, stored and replayed like a result"),
+    body: z.unknown().describe("the result to store, any JSON; replayed to every retry"),
+  }),
+  z.strictObject({ claim: claimId, outcome: z.literal("not_applied"), note: z.string().max(1_000).optional() }),
+  z.strictObject({ claim: claimId, outcome: z.literal("unknown"), note: z.string().max(1_000).optional() }),
+]);
+
+function parsed<S extends z.ZodType>(schema: S, raw: unknown, what: string): z.output<S> {
+  const out = schema.safeParse(raw ?? {});
+  if (out.success) return out.data;
+  const summary = out.error.issues.map((i) => `${i.path.length ? i.path.join(".") : "(body)"}: ${i.message}`).join("; ");
+  throw badRequest("invalid_request", `invalid ${what} body: ${summary}`);
+}
+
+/** A held call as the probe API shows it. */
+export interface HeldCall {
+  executionId: string;
+  tool: string;
+  key: string;
+  scope: string;
+  state: HeldState;
+  startedAt: string;
+  leaseUntil: string | null;
+  leaseEnded: boolean;
+  note: string | null;
+  arguments: unknown;
+  argumentsKept: string | null;
+  probe: { attempts: number; claimedUntil: string | null; nextProbeAt: string | null; lastNote: string | null };
+}
+
+type ExecutionRow = Pick<Execution, "id" | "scope" | "key" | "tool" | "token" | "startedAt" | "leaseUntil" | "arguments" | "argumentsKept" | "probeClaim" | "probeUntil" | "probeAttempts" | "probeNote">;
+const ROW_SELECT = {
+  id: true, scope: true, key: true, tool: true, token: true, startedAt: true, leaseUntil: true, arguments: true, argumentsKept: true,
+  probeClaim: true, probeUntil: true, probeAttempts: true, probeNote: true,
+} as const;
+
+function heldCall(record: KeyRecord, row: ExecutionRow, state: HeldState, nowMs: number): HeldCall {
+  const until = row.probeUntil && row.probeUntil.getTime() > nowMs ? row.probeUntil.toISOString() : null;
+  const leaseUntilMs = record.leaseUntilMs ?? row.leaseUntil.getTime();
+  return {
+    executionId: row.id,
+    tool: record.tool,
+    key: record.key,
+    scope: record.scope,
+    state,
+    startedAt: row.startedAt.toISOString(),
+    leaseUntil: new Date(leaseUntilMs).toISOString(),
+    leaseEnded: leaseUntilMs <= nowMs,
+    note: record.status === "unknown" ? record.outcomeNote : null,
+    arguments: row.arguments ?? null,
+    argumentsKept: row.argumentsKept,
+    probe: { attempts: row.probeAttempts, claimedUntil: until && row.probeClaim ? until : null, nextProbeAt: until, lastNote: row.probeNote },
+  };
+}
+
+/** The state of a record still held by the call `row` stands for, or null when it is not (decided, released, taken). */
+function heldBy(record: KeyRecord | null, row: ExecutionRow, nowMs: number): HeldState | null {
+  if (!record || record.executionId !== row.id || BigInt(record.token) !== row.token) return null;
+  const state = stateOf(record, nowMs);
+  return state === "unknown" || state === "stuck" ? state : null;
+}
+
+/** GET /api/v1/tools/{tool}/held: the token's scope's held calls of a client-run tool, unknown first, then stuck. */
+export async function listHeldCalls(query: URLSearchParams, toolName: string, principal: TokenPrincipal, runtime: Runtime): Promise<HttpAnswer> {
+  const tool = runtime.registry.get(toolName);
+  if (tool.runs !== "client") {
+    throw badRequest("invalid_request", `${tool.name} is run by Idemgate, not by its caller: its held calls are probed by the server's reconciler (a statusUrl or a probe function)`);
+  }
+  const rawLimit = query.get("limit");
+  const limit = rawLimit === null ? 50 : Number(rawLimit);
+  if (!Number.isInteger(limit) || limit < 1 || limit > 100) throw badRequest("invalid_request", "limit: an integer from 1 to 100");
+  const filter = { scope: principal.scope, tool: tool.name, state: "held" };
+  const seal = cursorSeal(runtime.config);
+  let position: { state: HeldState; cursor: string | null } = { state: "unknown", cursor: null };
+  const rawCursor = query.get("cursor");
+  if (rawCursor) {
+    try {
+      const opened = JSON.parse(seal.open(rawCursor, filter)) as { state?: unknown; cursor?: unknown };
+      if (!HELD.includes(opened.state as HeldState) || (opened.cursor !== null && typeof opened.cursor !== "string")) throw new InvalidCursorError();
+      position = { state: opened.state as HeldState, cursor: opened.cursor as string | null };
+    } catch (err) {
+      if (isIdemgateError(err)) throw err;
+      throw new InvalidCursorError();
+    }
+  }
+  const nowMs = Date.now();
+  const page = await runtime.store.list({ state: position.state, tool: tool.name, scope: principal.scope, limit, cursor: position.cursor, nowMs });
+  const records = page.items.filter((r) => r.executionId !== null && !r.key.startsWith(FALLBACK_PREFIX));
+  const rows = records.length
+    ? await runtime.db.prisma.execution.findMany({ where: { id: { in: records.map((r) => r.executionId!) }, scope: principal.scope }, select: ROW_SELECT })
+    : [];
+  const byId = new Map(rows.map((r) => [r.id, r]));
+  const items: HeldCall[] = [];
+  for (const record of records) {
+    const row = byId.get(record.executionId!);
+    const state = row ? heldBy(record, row, nowMs) : null;
+    if (row && state) items.push(heldCall(record, row, state, nowMs));
+  }
+  let next: { state: HeldState; cursor: string | null } | null = page.nextCursor ? { state: position.state, cursor: page.nextCursor } : null;
+  if (!next && position.state === "unknown") next = { state: "stuck", cursor: null };
+  const nextCursor = next ? seal.seal(JSON.stringify(next), filter) : null;
+  return { status: 200, headers: JSON_HEADERS, body: JSON.stringify({ items, nextCursor }) };
+}
+
+/** The execution `executionId` of the token's scope; another scope's is not found, as one that does not exist. */
+async function executionOf(executionId: string, principal: TokenPrincipal, runtime: Runtime): Promise<ExecutionRow> {
+  if (!EXECUTION_ID.test(executionId)) throw new ExecutionNotFoundError();
+  const row = await runtime.db.prisma.execution.findUnique({ where: { id: executionId }, select: ROW_SELECT });
+  if (!row || row.scope !== principal.scope) throw new ExecutionNotFoundError();
+  return row;
+}
+
+/** The key's record (held again from the log when the key store lost it while the log holds the call open). */
+async function recordOf(row: ExecutionRow, runtime: Runtime): Promise<KeyRecord | null> {
+  return (await runtime.store.get(row.scope, row.key)) ?? (await runtime.engine.restoreHeld(row.scope, row.key));
+}
+
+const notHeld = (detail: string) => new HttpError("not_held", 409, detail);
+
+function claimedUntil(until: Date, nowMs: number, detail: string): HttpError {
+  const seconds = Math.max(1, Math.ceil((until.getTime() - nowMs) / 1000));
+  return new HttpError("probe_claimed", 409, detail, { "Retry-After": String(seconds) });
+}
+
+/** POST /api/v1/executions/{executionId}/probe/claim */
+export async function claimProbe(request: GatewayRequest, executionId: string, principal: TokenPrincipal, runtime: Runtime): Promise<HttpAnswer> {
+  const raw = await request.json();
+  const body = parsed(claimBody, raw, "claim");
+  const row = await executionOf(executionId, principal, runtime);
+  const nowMs = Date.now();
+  const record = await recordOf(row, runtime);
+  const state = heldBy(record, row, nowMs);
+  if (!record || !state) throw notHeld("this call is not held any more: it was completed, released, decided, or a newer call holds its key");
+  const tool = runtime.registry.has(row.tool) ? runtime.registry.get(row.tool) : null;
+  if (!tool || tool.runs !== "client") throw badRequest("invalid_request", `${row.tool} is not a tool run by its caller: the server's reconciler probes its calls`);
+  const claim = randomUUID();
+  const leaseMs = body.leaseMs ?? DEFAULT_CLAIM_MS;
+  const now = new Date(nowMs);
+  const until = new Date(nowMs + leaseMs);
+  // one live claim per execution, whichever server process is asked: a conditional update of its row
+  const taken = await runtime.db.prisma.execution.updateMany({
+    where: { id: row.id, scope: principal.scope, OR: [{ probeUntil: null }, { probeUntil: { lte: now } }] },
+    data: { probeClaim: claim, probeHolder: holderOf(principal, body.holder), probeUntil: until },
+  });
+  if (taken.count === 0) {
+    const current = await runtime.db.prisma.execution.findUnique({ where: { id: row.id }, select: { probeUntil: true, probeClaim: true } });
+    const at = current?.probeUntil ?? until;
+    throw claimedUntil(
+      at,
+      nowMs,
+      current?.probeClaim
+        ? `another process is probing this call (its claim lasts until ${at.toISOString()})`
+        : `this call's last probe could not tell; it is asked again from ${at.toISOString()}`,
+    );
+  }
+  const call = heldCall(record, { ...row, probeClaim: claim, probeUntil: until }, state, nowMs);
+  return { status: 200, headers: JSON_HEADERS, body: JSON.stringify({ claim, claimedUntil: until.toISOString(), claimMs: leaseMs, call }) };
+}
+
+function holderOf(principal: TokenPrincipal, holder: string | undefined): string {
+  return holder ?? "unnamed";
+}
+
+/** How the trail names a probe: the token it came with and the process that ran it, never an operator. */
+export function probeActor(tokenId: string, holder: string | null): string {
+  return `probe:token:${tokenId}@${holder ?? "unnamed"}`;
+}
+
+/** POST /api/v1/executions/{executionId}/probe/answer */
+export async function answerProbe(request: GatewayRequest, executionId: string, principal: TokenPrincipal, runtime: Runtime): Promise<HttpAnswer> {
+  const raw = await request.json();
+  const body = parsed(answerBody, raw, "answer");
+  if (body.outcome === "applied" && (typeof raw !== "object" || raw === null || !Object.hasOwn(raw, "body"))) {
+    throw badRequest("invalid_request", "invalid answer body: body: the result is required for applied (null for none)");
+  }
+  const row = await executionOf(executionId, principal, runtime);
+  const prisma = runtime.db.prisma;
+  const nowMs = Date.now();
+  if (row.probeClaim !== body.claim) {
+    throw claimedUntil(row.probeUntil ?? new Date(nowMs), nowMs, "this claim is not the call's claim any more: it lapsed and another process claimed the call; nothing changed");
+  }
+  const holder = (await prisma.execution.findUnique({ where: { id: row.id }, select: { probeHolder: true } }))?.probeHolder ?? null;
+  const actor = probeActor(principal.tokenId, holder);
+  const { scope, key, tool } = row;
+  const said = describe(tool, body);
+  const record = await recordOf(row, runtime);
+  const state = heldBy(record, row, nowMs);
+  const evidence = answerEvidence(body);
+
+  const late = async (why: string): Promise<never> => {
+    await prisma.execution.updateMany({ where: { id: row.id, probeClaim: body.claim }, data: { probeClaim: null, probeUntil: null } });
+    const current = await runtime.store.get(scope, key);
+    await recordOperatorAction(prisma, {
+      actor,
+      action: "probe_late",
+      reason: `late answer: ${said}; ${why}`,
+      scope,
+      key,
+      before: recordSnapshot(record),
+      after: { ...((recordSnapshot(current) as Record<string, unknown> | null) ?? { state: "absent" }), probe: evidence, executionId: row.id },
+    });
+    throw notHeld(`this call is not held any more (${why}); nothing changed, the answer is kept in the audit trail as a late answer`);
+  };
+  if (!record || !state) return late("it was decided, completed or released before the answer came, or a newer call holds its key");
+
+  const token = Number(row.token);
+  if (body.outcome === "unknown") {
+    const attempts = row.probeAttempts + 1;
+    const next = new Date(nowMs + Math.min(PROBE_BACKOFF_MAX_MS, PROBE_BACKOFF_BASE_MS * 2 ** (attempts - 1)));
+    await prisma.execution.updateMany({
+      where: { id: row.id, probeClaim: body.claim },
+      data: { probeClaim: null, probeUntil: next, probeAttempts: attempts, probeNote: body.note ?? null },
+    });
+    await recordOperatorAction(prisma, {
+      actor,
+      action: "probe",
+      reason: `${said}: the key stays ${state}`,
+      scope,
+      key,
+      before: recordSnapshot(record),
+      after: { ...(recordSnapshot(record) as Record<string, unknown>), probe: evidence, executionId: row.id },
+    });
+    return { status: 200, headers: JSON_HEADERS, body: JSON.stringify({ decision: "none", state, nextProbeAt: next.toISOString() }) };
+  }
+
+  let after: KeyRecord | null = null;
+  let decision: "resolved" | "released";
+  try {
+    if (body.outcome === "applied") {
+      const ttlMs = await resultTtlMs(runtime, scope, key);
+      after = (await runtime.engine.resolve({ scope, key, token, actor, reason: said, result: body.body ?? null, status: body.status, ttlMs })).after;
+      decision = "resolved";
+    } else {
+      const leaseUntilMs = record.leaseUntilMs ?? row.leaseUntil.getTime();
+      if (leaseUntilMs > nowMs) {
+        const seconds = Math.max(1, Math.ceil((leaseUntilMs - nowMs) / 1000));
+        throw new HttpError(
+          "lease_running",
+          409,
+          `this call's lease lasts until ${new Date(leaseUntilMs).toISOString()}: it may still be running, so "not applied" cannot free its key yet; answer again after that, or answer unknown`,
+          { "Retry-After": String(seconds) },
+        );
+      }
+      await runtime.engine.release({ scope, key, token, actor, reason: said });
+      decision = "released";
+    }
+  } catch (err) {
+    // the key changed since it was read (an operator, another probe, its own late completion)
+    if (!isIdemgateError(err, "invalid_state")) throw err;
+    return late(err.message);
+  }
+  await prisma.execution.updateMany({ where: { id: row.id }, data: { probeClaim: null, probeUntil: null } });
+  const reason = decision === "resolved" ? `${said}: resolved with its result` : `${said}: released, so the next call runs it`;
+  await recordOperatorAction(prisma, {
+    actor,
+    action: decision === "resolved" ? "resolve" : "release",
+    reason,
+    scope,
+    key,
+    before: recordSnapshot(record),
+    after: { ...((recordSnapshot(after) as Record<string, unknown> | null) ?? { state: "absent" }), probe: evidence, executionId: row.id },
+  });
+  await closeKeyAnomalies(prisma, { scope, key, actor, reason, decision });
+  return { status: 200, headers: JSON_HEADERS, body: JSON.stringify({ decision, state: decision === "resolved" ? "done" : "absent" }) };
+}
+
+type Answer = z.output<typeof answerBody>;
+
+function describe(tool: string, answer: Answer): string {
+  switch (answer.outcome) {
+    case "applied":
+      return `${tool}'s probe in its caller's process answered: applied (status ${answer.status ?? 200})`;
+    case "not_applied":
+      return `${tool}'s probe in its caller's process answered: not applied${answer.note ? ` (${answer.note})` : ""}`;
+    case "unknown":
+      return `${tool}'s probe in its caller's process answered: cannot tell${answer.note ? ` (${answer.note})` : ""}`;
+  }
+}
+
+function answerEvidence(answer: Answer) {
+  switch (answer.outcome) {
+    case "applied":
+      return { outcome: answer.outcome, status: answer.status ?? 200, source: "client" };
+    case "not_applied":
+      return { outcome: answer.outcome, note: answer.note ?? null, source: "client" };
+    case "unknown":
+      return { outcome: answer.outcome, note: answer.note ?? null, source: "client" };
+  }
+}
