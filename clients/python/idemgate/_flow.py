@@ -19,7 +19,7 @@ from urllib.parse import quote
 
 from ._background import Delivery, ReplayMemory
 from ._http import Answer, Outcome, Request, RetryPolicy, retry_after_seconds
-from ._probe import Applied, HeldCall, NotApplied, Probe, failed_probe, verdict_of
+from ._probe import Applied, HeldCall, NotApplied, Probe, failed_probe, parse_time, verdict_of
 from ._problems import PROBLEM_CLASSES, RETRIED_PROBLEM_TYPES
 from .errors import OUTCOME_UNKNOWN_PROBLEM_TYPE, FinalError, IdemgateError, NotAppliedError, OutcomeUnknownError
 
@@ -348,7 +348,8 @@ def guard_flow(
     """guard(): reserve; a stored result is returned (or its final error raised); a 201 runs the
     function (RunFunction), whose outcome is settled: see ``Idemgate.guard`` for the four outcomes.
     With ``probe``, an exception that would leave the outcome unknown is first put to the probe once
-    (AskProbe): applied stores its result, not applied releases the key; anything else holds it."""
+    (AskProbe): applied stores its result (returned), not applied releases the key (the exception is
+    raised again); anything else holds it as unknown."""
     if probe is not None and not callable(probe):
         raise TypeError(f"guard: probe must be a function of the held call, not {type(probe).__name__}")
     if not isinstance(args, Mapping):
@@ -431,7 +432,9 @@ def guard_flow(
     detail = f"the guarded function raised {type(error).__name__} after its reservation: {error}"[:NOTE_LIMIT]
     if probe is not None and not interrupted:
         # the tool's own word, asked at once (a payment SDK that timed out: ask the provider now)
-        call = HeldCall(tool, key, execution_id, dict(args), "running", started_at=started_at, lease_ended=False, note=detail, error=error, known=dict(body))
+        call = HeldCall(
+            tool, key, execution_id, dict(args), "running", started_at=started_at, lease_until=parse_time(body.get("leaseUntil")), lease_ended=False, note=detail, error=error, known=dict(body)
+        )
         asked = yield AskProbe(probe, call, settings.probe_timeout)
         if isinstance(asked, Raised) and not isinstance(asked.error, Exception):
             # interrupted while the probe ran (a cancelled task, Ctrl-C): held as unknown, in the background
@@ -447,9 +450,10 @@ def guard_flow(
             return verdict.result
         if isinstance(verdict, NotApplied):
             said = f": {verdict.note}" if verdict.note else ""
-            note = f"the probe said it did not happen{said} (the guarded function raised {type(error).__name__}: {error})"[:NOTE_LIMIT]
+            note = f"the probe found it not applied{said}, after: {detail}"[:NOTE_LIMIT]
             yield from deliver_flow(settle("release", {"outcome": "not_run", "note": note}), settings)
-            raise NotAppliedError(note) from error
+            # the key is free: the caller gets the function's own exception, and a retry runs it again
+            raise error
         detail = f"{detail}; {verdict.note}"[:NOTE_LIMIT]
     yield from _release_unknown(settle, detail, urgent=interrupted, settings=settings)
     if interrupted:

@@ -174,7 +174,13 @@ def probe_one_flow(tool: str, probe: Probe, item: Mapping[str, Any], options: Re
 
     answered = yield from _answer_flow(f"{base}/answer", claim, verdict, key, settings)
     if answered.status == 409 and _code(answered) == "/problems/lease_running" and isinstance(verdict, NotApplied):
-        # the call may still be running: "not applied" cannot be believed yet; asked again later
+        # the call's lease has not ended (it may still be running): "not applied" is taken only after
+        # it. A lease that ends soon is waited for, holding the claim; else the call stays held.
+        wait = _seconds_until(call.known.get("leaseUntil"), datetime.now(timezone.utc))
+        if wait <= options.claim_seconds / 3:
+            yield Sleep(max(0.25, wait + 0.25))
+            answered = yield from _answer_flow(f"{base}/answer", claim, verdict, key, settings)
+    if answered.status == 409 and _code(answered) == "/problems/lease_running" and isinstance(verdict, NotApplied):
         verdict = StillUnknown(f"the probe said not applied, but the call's lease had not ended (it may still be running){': ' + verdict.note if verdict.note else ''}")
         answered = yield from _answer_flow(f"{base}/answer", claim, verdict, key, settings)
     decision = answered.body.get("decision") if isinstance(answered.body, dict) else None

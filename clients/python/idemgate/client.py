@@ -116,7 +116,7 @@ class Idemgate:
            leave the outcome unknown is first put to the probe, once, at once (a payment SDK that timed
            out: ask the provider whether the charge exists). :class:`Applied` stores its result, which
            is returned (a 4xx ``status`` is raised as :class:`FinalError`); :class:`NotApplied` releases
-           the key and raises :class:`NotAppliedError` from the exception (a retry runs ``fn``); None,
+           the key and raises the function's exception again (a retry runs ``fn``); None,
            an exception or no answer within ``probe_timeout`` holds the key as unknown, as without it.
 
         A result that cannot be stored at once (Idemgate restarting) is still returned; the completion

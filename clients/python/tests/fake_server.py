@@ -236,8 +236,15 @@ class ProbeStore:
         self.claims_seen: list[tuple[str, Any]] = []
         self.backoff_seconds = 60.0
 
-    def hold(self, tool: str, key: str, arguments: Any = None, state: str = "unknown", lease_ended: bool = True, next_probe_at: Optional[str] = None) -> str:
+    def hold(
+        self, tool: str, key: str, arguments: Any = None, state: str = "unknown", lease_ended: bool = True, next_probe_at: Optional[str] = None, lease_ends_in: Optional[float] = None
+    ) -> str:
+        """A held call; ``lease_ends_in`` (seconds): its lease runs that much longer (``leaseUntil`` then says when)."""
         execution_id = str(uuid.uuid4())
+        lease_until = "2026-01-02T03:05:05.000Z"
+        if lease_ends_in is not None:
+            lease_ended = False
+            lease_until = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(time.time() + lease_ends_in)) + f".{int((time.time() + lease_ends_in) % 1 * 1000):03d}Z"
         with self.lock:
             self.calls[execution_id] = {
                 "executionId": execution_id,
@@ -246,7 +253,7 @@ class ProbeStore:
                 "scope": "tenant-a",
                 "state": state,
                 "startedAt": "2026-01-02T03:04:05.000Z",
-                "leaseUntil": "2026-01-02T03:05:05.000Z",
+                "leaseUntil": lease_until,
                 "leaseEnded": lease_ended,
                 "note": "the guarded function raised TimeoutError" if state == "unknown" else None,
                 "arguments": arguments,
@@ -254,6 +261,7 @@ class ProbeStore:
                 "probe": {"attempts": 0, "claimedUntil": None, "nextProbeAt": next_probe_at, "lastNote": None},
                 "_claim": None,
                 "_claim_until": 0.0,
+                "_lease_ends": time.monotonic() + lease_ends_in if lease_ends_in is not None else None,
             }
         return execution_id
 
@@ -300,6 +308,8 @@ class ProbeStore:
             if call["state"] not in ("unknown", "stuck"):
                 return problem(409, "not_held")
             outcome = body.get("outcome")
+            if call["_lease_ends"] is not None and time.monotonic() >= call["_lease_ends"]:
+                call["leaseEnded"] = True
             if outcome == "not_applied" and not call["leaseEnded"]:
                 return problem(409, "lease_running")
             call["_claim"] = None

@@ -64,12 +64,11 @@ def test_guard_probe_applied_stores_and_returns_the_probes_result(fake: FakeIdem
     assert call.note is not None and "TimeoutError" in call.note
 
 
-def test_guard_probe_not_applied_releases_the_key_and_raises_not_applied(fake: FakeIdemgate) -> None:
+def test_guard_probe_not_applied_releases_the_key_and_raises_the_functions_error(fake: FakeIdemgate) -> None:
     fake.on("/reservations", [reserved()])
     fake.on("/release", [ok()])
-    with sync_client(fake) as client, pytest.raises(NotAppliedError) as caught:
+    with sync_client(fake) as client, pytest.raises(TimeoutError, match="did not answer in 30 s"):
         client.guard("payments.charge", ARGS, timed_out, key="order-o-42", probe=lambda call: {"applied": False, "note": "no charge for o-42"})
-    assert isinstance(caught.value.__cause__, TimeoutError)
     (release,) = settled(fake)
     assert release["outcome"] == "not_run"
     assert "no charge for o-42" in release["note"] and "TimeoutError" in release["note"]
@@ -94,6 +93,25 @@ def test_guard_probe_that_cannot_tell_holds_the_key_as_unknown(fake: FakeIdemgat
     (release,) = settled(fake)
     assert release["outcome"] == "unknown"
     assert said in release["note"]
+
+
+def test_guard_probe_not_applied_then_the_retry_runs_once(fake: FakeIdemgate) -> None:
+    store = KeyStore()
+    store.mount(fake)
+    runs: list[int] = []
+
+    def flaky(_: Any) -> Any:
+        runs.append(1)
+        if len(runs) == 1:
+            raise TimeoutError("connect timed out")
+        return {"chargeId": "ch_2"}
+
+    with sync_client(fake) as client:
+        with pytest.raises(TimeoutError):
+            client.guard("payments.charge", ARGS, flaky, key="order-o-42", probe=lambda call: NotApplied())
+        assert client.guard("payments.charge", ARGS, flaky, key="order-o-42", probe=lambda call: NotApplied()) == {"chargeId": "ch_2"}
+        assert client.guard("payments.charge", ARGS, flaky, key="order-o-42") == {"chargeId": "ch_2"}
+    assert len(runs) == 2
 
 
 def test_guard_probe_that_does_not_answer_in_time_is_unknown(fake: FakeIdemgate) -> None:
@@ -190,7 +208,7 @@ async def test_async_decorator_with_a_sync_probe_that_says_not_applied(fake: Fak
         async def charge(order_id: str) -> Any:
             raise TimeoutError("read timed out")
 
-        with pytest.raises(NotAppliedError):
+        with pytest.raises(TimeoutError):
             await charge("o-1")
     (release,) = settled(fake)
     assert release["outcome"] == "not_run" and "no such charge" in release["note"]
@@ -282,11 +300,28 @@ def test_resolver_answers_unknown_when_not_applied_is_refused_while_the_lease_ru
     store.mount(fake)
     eid = store.hold("payments.charge", "running", {"orderId": "o-1"}, lease_ended=False)
     with sync_client(fake) as client, client.start_resolver({"payments.charge": lambda call: NotApplied()}, interval=0.05):
-        store.wait_for(lambda: len(store.answers) >= 2)
-    (first, second) = [body for _, body in store.answers][:2]
-    assert first["outcome"] == "not_applied"
-    assert second["outcome"] == "unknown" and "lease had not ended" in second["note"]
+        store.wait_for(lambda: any(body["outcome"] == "unknown" for _, body in store.answers))
+    outcomes = [body["outcome"] for _, body in store.answers]
+    assert outcomes[0] == "not_applied" and outcomes[-1] == "unknown"
+    assert "lease had not ended" in store.answers[-1][1]["note"]
     assert eid not in store.decided
+
+
+def test_resolver_holds_its_claim_until_a_lease_that_ends_soon_has_ended_then_releases(fake: FakeIdemgate) -> None:
+    store = ProbeStore()
+    store.mount(fake)
+    eid = store.hold("payments.charge", "ending", {"orderId": "o-1"}, lease_ends_in=1.0)
+    asked: list[HeldCall] = []
+
+    def probe(call: HeldCall) -> Any:
+        asked.append(call)
+        return NotApplied("no charge")
+
+    with sync_client(fake) as client, client.start_resolver({"payments.charge": probe}, interval=0.05):
+        store.wait_for(lambda: eid in store.decided)
+    assert store.decided == {eid: "not_applied"}
+    assert [body["outcome"] for _, body in store.answers] == ["not_applied", "not_applied"]
+    assert len(asked) == 1 and asked[0].lease_ended is False
 
 
 def test_resolver_probe_that_raises_or_hangs_is_still_unknown_and_the_resolver_goes_on(fake: FakeIdemgate) -> None:
