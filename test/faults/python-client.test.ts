@@ -44,7 +44,8 @@ describe.each(configurations)("the Python client on $name", (configuration) => {
 
   beforeAll(async () => {
     venvPython = await ensurePythonEnv({ quiet: true });
-    const env: Record<string, string> = { IDEMGATE_RECONCILE_INTERVAL_MS: "0" };
+    // a short demo lease: a probe's "not applied" is taken only after the call's lease has ended
+    const env: Record<string, string> = { IDEMGATE_RECONCILE_INTERVAL_MS: "0", IDEMGATE_DEMO_LEASE_MS: "8000" };
     if (configuration.servers) {
       pg = await createTestPostgres("fault_python");
       Object.assign(env, { DATABASE_URL: pg.url, REDIS_URL: REDIS_TEST_URL, IDEMGATE_REDIS_PREFIX: prefix });
@@ -73,6 +74,9 @@ describe.each(configurations)("the Python client on $name", (configuration) => {
     // the async client against the real server: an async def runs once per key, 50 tasks on one key run it once
     expect(result.output).toMatch(/test_live_async\.py::test_an_async_def_decorated_with_the_sync_client_runs_once_per_key PASSED/);
     expect(result.output).toMatch(/test_live_async\.py::test_fifty_concurrent_async_calls_of_one_key_run_it_once\[httpx\] PASSED/);
+    // probes: a guard's own, and resolvers (threads and an asyncio task) that resolve held calls by the provider's word
+    expect(result.output).toMatch(/test_live_probes\.py::test_the_resolver_resolves_held_calls_by_the_providers_word_and_retries_replay_or_run_once PASSED/);
+    expect(result.output).toMatch(/test_live_probes\.py::test_resolvers_in_threads_and_an_async_task_probe_each_call_once PASSED/);
   });
 
   // once, on the embedded server: what it checks is the package, not the stores

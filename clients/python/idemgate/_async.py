@@ -21,7 +21,7 @@ from ._ask import ask_probe_async
 from ._core import Core, check_guardable, log_stale
 from ._flow import AskProbe, Attempt, Flow, Handoff, Raised, Ran, RunFunction, Sleep, guard_flow, heartbeat_verdict, invoke_flow, list_tools_flow
 from ._http import AsyncTransport, Outcome, RetryPolicy, ThreadTransport, httpx_transport
-from ._probe import Probe
+from ._probe import HeldCall, Probe
 from ._resolver import AsyncResolver, resolver_options
 
 log = logging.getLogger("idemgate")
@@ -240,12 +240,13 @@ class AsyncIdemgate:
         claim_seconds: float = 30.0,
         probe_timeout: Optional[float] = None,
         holder: Optional[str] = None,
+        on_decision: Optional[Callable[[HeldCall, str, str], None]] = None,
     ) -> AsyncResolver:
         """:meth:`Idemgate.start_resolver` as a task of the running event loop (call it from async
         code); probes may be ``async def`` (awaited) or sync (run in a thread). ``await
         resolver.stop()`` (or ``aclose()``, or ``async with``) ends it after the probe in progress;
         ``aclose()`` of the client stops it too."""
-        options = resolver_options(probes, interval=interval, claim_seconds=claim_seconds, probe_timeout=probe_timeout, holder=holder, settings=self._core.settings)
+        options = resolver_options(probes, interval=interval, claim_seconds=claim_seconds, probe_timeout=probe_timeout, holder=holder, settings=self._core.settings, on_decision=on_decision)
         resolver = AsyncResolver(self._core, self._transport, options, on_stop=self._forget)
         self._resolvers.append(resolver)
         return resolver

@@ -31,7 +31,7 @@ from ._ask import ask_probe_async, ask_probe_sync
 from ._core import Core
 from ._flow import AskProbe, Attempt, Effect, Raised, Ran, Settings, Sleep, error_for, send_flow, transient
 from ._http import Answer, AsyncTransport, Request
-from ._probe import NOTE_LIMIT, Applied, NotApplied, Probe, StillUnknown, Verdict, failed_probe, held_call, parse_time, verdict_of
+from ._probe import NOTE_LIMIT, Applied, HeldCall, NotApplied, Probe, StillUnknown, Verdict, failed_probe, held_call, parse_time, verdict_of
 from .errors import IdemgateError
 
 log = logging.getLogger("idemgate")
@@ -77,6 +77,8 @@ class ResolverOptions:
     page_size: int = 50
     #: the longest pause while Idemgate cannot be reached (seconds); it starts at 1 s and doubles
     max_backoff: float = 30.0
+    #: told of every answer Idemgate took: (the call, what the probe said, what Idemgate did)
+    on_decision: Optional[Callable[[HeldCall, str, str], None]] = None
 
 
 def default_holder() -> str:
@@ -91,6 +93,7 @@ def resolver_options(
     probe_timeout: Optional[float],
     holder: Optional[str],
     settings: Settings,
+    on_decision: Optional[Callable[[HeldCall, str, str], None]] = None,
 ) -> ResolverOptions:
     """Checks what ``start_resolver`` was given (TypeError / ValueError before anything starts)."""
     if not isinstance(probes, Mapping) or not probes:
@@ -108,7 +111,9 @@ def resolver_options(
     claim = min(300.0, max(float(claim_seconds), timeout + 5.0, 1.0))
     if holder is not None and (not isinstance(holder, str) or not holder or len(holder) > 200):
         raise ValueError("start_resolver: holder must be a label of 1 to 200 characters")
-    return ResolverOptions(dict(probes), holder or default_holder(), float(interval), claim, timeout)
+    if on_decision is not None and not callable(on_decision):
+        raise TypeError(f"start_resolver: on_decision must be a function, not {type(on_decision).__name__}")
+    return ResolverOptions(dict(probes), holder or default_holder(), float(interval), claim, timeout, on_decision=on_decision)
 
 
 # ---- the decisions ---------------------------------------------------------------------------------
@@ -184,7 +189,9 @@ def probe_one_flow(tool: str, probe: Probe, item: Mapping[str, Any], options: Re
         verdict = StillUnknown(f"the probe said not applied, but the call's lease had not ended (it may still be running){': ' + verdict.note if verdict.note else ''}")
         answered = yield from _answer_flow(f"{base}/answer", claim, verdict, key, settings)
     decision = answered.body.get("decision") if isinstance(answered.body, dict) else None
+    said = "applied" if isinstance(verdict, Applied) else "not_applied" if isinstance(verdict, NotApplied) else "unknown"
     if answered.status == 200 and answered.problem is None:
+        _tell(options, call, said, decision if isinstance(decision, str) else "none")
         if decision == "resolved":
             stats.applied += 1
             stats.decisions[execution_id] = "applied"
@@ -199,6 +206,7 @@ def probe_one_flow(tool: str, probe: Probe, item: Mapping[str, Any], options: Re
         return True
     code = _code(answered)
     if code == "/problems/not_held":
+        _tell(options, call, said, "late")
         stats.late += 1
         stats.decisions[execution_id] = "late"
         log.info("idemgate: %s %s: decided meanwhile (an operator, another probe, its own completion); the probe's answer is kept as late", tool, key)
@@ -213,6 +221,15 @@ def probe_one_flow(tool: str, probe: Probe, item: Mapping[str, Any], options: Re
         )
         return True
     raise error_for(answered, key, f"the probe answer of execution {execution_id} was answered {answered.status}")
+
+
+def _tell(options: ResolverOptions, call: HeldCall, said: str, decision: str) -> None:
+    if options.on_decision is None:
+        return
+    try:
+        options.on_decision(call, said, decision)
+    except Exception:  # the application's callback must not stop the resolver
+        log.exception("idemgate: resolver: on_decision raised")
 
 
 def _answer_flow(path: str, claim: str, verdict: Verdict, key: str, settings: Settings) -> Generator[Effect, Any, Answer]:

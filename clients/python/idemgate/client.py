@@ -14,7 +14,7 @@ from ._core import Core, check_guardable, run_sync
 from ._flow import guard_flow, invoke_flow, list_tools_flow
 from ._http import AsyncTransport, RetryPolicy, ThreadTransport
 from ._keys import check_key
-from ._probe import Probe
+from ._probe import HeldCall, Probe
 from ._resolver import Resolver, resolver_options
 
 log = logging.getLogger("idemgate")
@@ -164,6 +164,7 @@ class Idemgate:
         claim_seconds: float = 30.0,
         probe_timeout: Optional[float] = None,
         holder: Optional[str] = None,
+        on_decision: Optional[Callable[[HeldCall, str, str], None]] = None,
     ) -> Resolver:
         """Starts resolving held calls of client-run tools with their probes, in a background thread.
 
@@ -178,10 +179,12 @@ class Idemgate:
         The resolver lists the tools' held calls (unknown and stuck), claims one at a time (a lease of
         ``claim_seconds`` kept by Idemgate, so resolvers in several processes never probe one call at
         once), asks its probe and answers; then sleeps ``interval`` seconds (sooner when there was
-        work). ``holder`` labels this process in the audit log (default ``host:pid``). Returns a
+        work). ``holder`` labels this process in the audit log (default ``host:pid``);
+        ``on_decision(call, said, decision)`` is told of every answer Idemgate took (``said``: applied,
+        not_applied or unknown; ``decision``: resolved, released, none or late). Returns a
         :class:`Resolver`: ``stop()`` ends it after the probe in progress; ``close()`` stops it too.
         """
-        options = resolver_options(probes, interval=interval, claim_seconds=claim_seconds, probe_timeout=probe_timeout, holder=holder, settings=self._core.settings)
+        options = resolver_options(probes, interval=interval, claim_seconds=claim_seconds, probe_timeout=probe_timeout, holder=holder, settings=self._core.settings, on_decision=on_decision)
         resolver = Resolver(self._core, options, on_stop=self._forget)
         self._resolvers.append(resolver)
         return resolver

@@ -254,7 +254,8 @@ def test_resolver_claims_asks_and_answers_each_held_call(fake: FakeIdemgate) -> 
             return NotApplied("the provider has no charge for it")
         return None
 
-    with sync_client(fake) as client, client.start_resolver({"payments.charge": probe}, interval=0.05, holder="worker-7") as resolver:
+    told: list[tuple[str, str, str]] = []
+    with sync_client(fake) as client, client.start_resolver({"payments.charge": probe}, interval=0.05, holder="worker-7", on_decision=lambda call, said, decision: told.append((call.key, said, decision))) as resolver:
         store.wait_for(lambda: len(store.answers) >= 3)
     assert not resolver.running
     assert store.decided == {ids["o-1"]: "applied", ids["o-2"]: "not_applied"}
@@ -268,6 +269,7 @@ def test_resolver_claims_asks_and_answers_each_held_call(fake: FakeIdemgate) -> 
     assert first.started_at == datetime(2026, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
     assert first.known["argumentsKept"] == "full"
     assert (resolver.stats.applied, resolver.stats.not_applied, resolver.stats.unknown) == (1, 1, 1)
+    assert sorted(told) == [("order-o-1", "applied", "resolved"), ("order-o-2", "not_applied", "released"), ("order-o-3", "unknown", "none")]
     # the third call backs off (nextProbeAt a minute away): not claimed again
     assert len(store.claims_seen) == 3
 
