@@ -142,7 +142,7 @@ def _settled(client: Idemgate, provider: Provider, account: str, key: str, resol
             break
         except OutcomeUnknownError:
             done.wait(0.1)  # still held: the resolver has not answered yet
-    assert done.is_set(), f"{key} was never decided ({resolver.stats})"
+    assert done.is_set(), f"{key} was never decided ({resolver.stats if resolver is not None else 'resolvers in threads and a task'})"
     return "ran" if provider.applications(account) > before else "replayed"
 
 
