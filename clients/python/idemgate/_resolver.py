@@ -21,7 +21,8 @@ import os
 import random
 import socket
 import threading
-from dataclasses import dataclass, field
+import time
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from types import TracebackType
 from typing import Any, Callable, Dict, Generator, Mapping, Optional, Type
@@ -169,21 +170,19 @@ def probe_one_flow(tool: str, probe: Probe, item: Mapping[str, Any], options: Re
     claim = str(body["claim"])
     call = held_call(body["call"] if isinstance(body.get("call"), Mapping) else item, tool)
 
-    stats.probed += 1
-    asked = yield AskProbe(probe, call, options.probe_timeout)
-    if isinstance(asked, Raised) and not isinstance(asked.error, Exception):
-        raise asked.error  # the resolver is being shut down (a cancelled task): the claim lapses
-    verdict = verdict_of(asked.value) if isinstance(asked, Ran) else failed_probe(asked.error, options.probe_timeout)
-    if isinstance(verdict, StillUnknown) and isinstance(asked, Raised):
-        log.warning("idemgate: the probe of %s %s (execution %s) %s; the call stays held and is asked again later", tool, key, execution_id, verdict.note)
-
+    claimed_at = time.monotonic()
+    verdict = yield from _ask_flow(probe, call, options, stats)
     answered = yield from _answer_flow(f"{base}/answer", claim, verdict, key, settings)
     if answered.status == 409 and _code(answered) == "/problems/lease_running" and isinstance(verdict, NotApplied):
-        # the call's lease has not ended (it may still be running): "not applied" is taken only after
-        # it. A lease that ends soon is waited for, holding the claim; else the call stays held.
+        # the call's lease has not ended (it may still be running and take effect yet): "not applied"
+        # counts only after it. A lease that ends while the claim still covers a second question is
+        # waited for, and the probe asked again (its first word may be stale by then); else the call
+        # stays held and comes back after Idemgate's backoff.
         wait = _seconds_until(call.known.get("leaseUntil"), datetime.now(timezone.utc))
-        if wait <= options.claim_seconds / 3:
+        left = options.claim_seconds - (time.monotonic() - claimed_at) - options.probe_timeout - 2.0
+        if wait + 0.25 <= left:
             yield Sleep(max(0.25, wait + 0.25))
+            verdict = yield from _ask_flow(probe, replace(call, lease_ended=True), options, stats)
             answered = yield from _answer_flow(f"{base}/answer", claim, verdict, key, settings)
     if answered.status == 409 and _code(answered) == "/problems/lease_running" and isinstance(verdict, NotApplied):
         verdict = StillUnknown(f"the probe said not applied, but the call's lease had not ended (it may still be running){': ' + verdict.note if verdict.note else ''}")
@@ -221,6 +220,18 @@ def probe_one_flow(tool: str, probe: Probe, item: Mapping[str, Any], options: Re
         )
         return True
     raise error_for(answered, key, f"the probe answer of execution {execution_id} was answered {answered.status}")
+
+
+def _ask_flow(probe: Probe, call: HeldCall, options: ResolverOptions, stats: ResolverStats) -> Generator[Effect, Any, Verdict]:
+    """Asks the probe once (AskProbe); whatever is not an answer is still unknown."""
+    stats.probed += 1
+    asked = yield AskProbe(probe, call, options.probe_timeout)
+    if isinstance(asked, Raised) and not isinstance(asked.error, Exception):
+        raise asked.error  # the resolver is being shut down (a cancelled task): the claim lapses
+    verdict = verdict_of(asked.value) if isinstance(asked, Ran) else failed_probe(asked.error, options.probe_timeout)
+    if isinstance(verdict, StillUnknown) and isinstance(asked, Raised):
+        log.warning("idemgate: the probe of %s %s (execution %s) %s; the call stays held and is asked again later", call.tool, call.key, call.execution_id, verdict.note)
+    return verdict
 
 
 def _tell(options: ResolverOptions, call: HeldCall, said: str, decision: str) -> None:

@@ -323,7 +323,27 @@ def test_resolver_holds_its_claim_until_a_lease_that_ends_soon_has_ended_then_re
         store.wait_for(lambda: eid in store.decided)
     assert store.decided == {eid: "not_applied"}
     assert [body["outcome"] for _, body in store.answers] == ["not_applied", "not_applied"]
-    assert len(asked) == 1 and asked[0].lease_ended is False
+    # asked again once the lease had ended: its first word could be stale by then
+    assert [call.lease_ended for call in asked] == [False, True]
+
+
+def test_resolver_asks_again_after_the_lease_and_takes_the_effect_that_came_meanwhile(fake: FakeIdemgate) -> None:
+    store = ProbeStore()
+    store.mount(fake)
+    eid = store.hold("payments.charge", "late-effect", {"orderId": "o-1"}, lease_ends_in=1.0)
+    charges: dict[str, Any] = {}
+
+    def probe(call: HeldCall) -> Any:
+        found = charges.get("o-1")
+        if found is None:
+            charges["o-1"] = {"chargeId": "ch_late"}  # the call, still running, takes effect just after
+            return NotApplied()
+        return Applied(found)
+
+    with sync_client(fake) as client, client.start_resolver({"payments.charge": probe}, interval=0.05):
+        store.wait_for(lambda: eid in store.decided)
+    assert store.decided == {eid: "applied"}
+    assert store.answers[-1][1]["body"] == {"chargeId": "ch_late"}
 
 
 def test_resolver_probe_that_raises_or_hangs_is_still_unknown_and_the_resolver_goes_on(fake: FakeIdemgate) -> None:
