@@ -1,5 +1,9 @@
 import { IdemgateApiError } from "./errors";
-import type { ApiSender } from "./guard";
+
+/** What the resolver needs of IdemgateClient: one API call with its retry rules. */
+export interface ResolverSender {
+  send<T>(method: "GET" | "POST", path: string, tool: string, key: string | null, request: { headers: Record<string, string>; body: string | undefined }): Promise<{ status: number; body: T }>;
+}
 
 /** A held call of a tool that runs in this process, as a probe gets it (GET /api/v1/tools/{tool}/held). */
 export interface HeldCall {
@@ -136,7 +140,7 @@ export class Resolver {
   private errors = 0;
 
   constructor(
-    private readonly client: ApiSender,
+    private readonly client: ResolverSender,
     private readonly probes: Readonly<Record<string, Probe>>,
     private readonly options: ResolverOptions = {},
   ) {

@@ -157,9 +157,13 @@ async function executionOf(executionId: string, principal: TokenPrincipal, runti
   return row;
 }
 
-/** The key's record (held again from the log when the key store lost it while the log holds the call open). */
+/**
+ * The key's record. A key the key store lost is not held again from the log here: the reconciler
+ * does that (its held-calls pass), and doing it here would race a decision that has just released
+ * the key and not yet closed its execution in the log, holding the key again.
+ */
 async function recordOf(row: ExecutionRow, runtime: Runtime): Promise<KeyRecord | null> {
-  return (await runtime.store.get(row.scope, row.key)) ?? (await runtime.engine.restoreHeld(row.scope, row.key));
+  return runtime.store.get(row.scope, row.key);
 }
 
 const notHeld = (detail: string) => new HttpError("not_held", 409, detail);

@@ -13,6 +13,8 @@ const warnings: string[] = [];
 
 async function effect(): Promise<unknown> {
   if (mode === "not_applied") throw new NotAppliedError("the service refused the connection: nothing happened");
+  // killed after the reservation, before the effect: the key is held (stuck) though nothing happened
+  if (mode === "crash_before") process.kill(process.pid, "SIGKILL");
   ran = true;
   const fd = openSync(env("LEDGER"), constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT, 0o644);
   writeSync(fd, JSON.stringify({ lang: "ts", pid: process.pid }) + "\n");
