@@ -33,8 +33,11 @@ class Provider:
     def __init__(self) -> None:
         self.entries: dict[str, list[dict[str, Any]]] = {}
         self.lock = threading.Lock()
-        #: execution id -> how many times a probe was asked about it
+        #: account -> how many times a probe was asked about its call
         self.asked: Counter[str] = Counter()
+        #: probes of one call that ran at the same time (claims must prevent it)
+        self.overlaps: list[str] = []
+        self._active: set[str] = set()
 
     def book(self, args: Any) -> dict[str, Any]:
         with self.lock:
@@ -59,9 +62,16 @@ class Provider:
             if account not in accounts:
                 return None
             with self.lock:
-                self.asked[call.execution_id] += 1
-            entry = self.lookup(account)
-            return Applied(entry) if entry is not None else NotApplied(f"no entry for {account}")
+                self.asked[account] += 1
+                if call.execution_id in self._active:
+                    self.overlaps.append(call.execution_id)
+                self._active.add(call.execution_id)
+            try:
+                entry = self.lookup(account)
+                return Applied(entry) if entry is not None else NotApplied(f"no entry for {account}")
+            finally:
+                with self.lock:
+                    self._active.discard(call.execution_id)
 
         return probe
 
@@ -127,7 +137,8 @@ def test_the_resolver_resolves_held_calls_by_the_providers_word_and_retries_repl
             assert outcome == ("replayed" if booked[account] else "ran"), (account, outcome, resolver.stats)
     for account in booked:
         assert provider.applications(account) == 1
-    assert set(provider.asked.values()) == {1}
+    assert provider.overlaps == []
+    _asked_as_expected(provider, booked)
     assert resolver.stats.applied >= 4 and resolver.stats.not_applied >= 4
 
 
@@ -183,5 +194,13 @@ def test_resolvers_in_threads_and_an_async_task_probe_each_call_once() -> None:
     assert not loop_thread.is_alive()
     for account in accounts:
         assert provider.applications(account) == 1
-    # each held call was put to a probe once, whichever process claimed it
-    assert len(provider.asked) == len(accounts) and set(provider.asked.values()) == {1}
+    # each held call was put to one probe at a time, whichever process claimed it
+    assert provider.overlaps == []
+    _asked_as_expected(provider, accounts)
+
+
+def _asked_as_expected(provider: Provider, booked: dict[str, bool]) -> None:
+    """A call that happened: asked once. One that did not: once, or twice when the first answer came
+    while its lease still ran (Idemgate refuses "not applied" then; the same claim asks again after it)."""
+    for account, happened in booked.items():
+        assert provider.asked[account] in ((1,) if happened else (1, 2)), (account, happened, provider.asked)
