@@ -54,7 +54,7 @@ async function effects(dir: string, key: string): Promise<number> {
 }
 
 /** The Python resolver process: started, ready once it says so; stop() sends SIGTERM and returns its stats and decisions. */
-async function startPythonResolver(env: Record<string, string>): Promise<{ stop: () => Promise<{ stats: Record<string, unknown>; decisions: { key: string; said: string; decision: string }[] }> }> {
+async function startPythonResolver(env: Record<string, string>): Promise<{ stop: () => Promise<{ stats: Record<string, unknown>; decisions: { key: string; said: string; decision: string }[]; log: string }> }> {
   const child: ChildProcess = spawn(PYTHON, [path.join(ROOT, "test", "support", "probe_resolver.py")], {
     cwd: ROOT,
     stdio: ["ignore", "pipe", "pipe"],
@@ -81,7 +81,7 @@ async function startPythonResolver(env: Record<string, string>): Promise<{ stop:
         .map((l) => JSON.parse(l) as Record<string, unknown>);
       const last = lines.at(-1) ?? {};
       if (!("stats" in last)) throw new Error(`the Python resolver ended without its stats (exit ${child.exitCode}):\n${stdout}\n${stderr.slice(-4000)}`);
-      return { stats: last.stats as Record<string, unknown>, decisions: lines.filter((l) => "decision" in l) as { key: string; said: string; decision: string }[] };
+      return { stats: last.stats as Record<string, unknown>, decisions: lines.filter((l) => "decision" in l) as { key: string; said: string; decision: string }[], log: stderr };
     },
   };
 }
@@ -233,6 +233,8 @@ describe.each(configurations)("held calls of Python guarded functions resolved b
     let healedAt = 0;
     let held: string[] = [];
     let stopped: Awaited<ReturnType<typeof resolver.stop>> | null = null;
+    let ratio = 0;
+    const unresolved: string[] = [];
     try {
       const results = await runActions(keys);
       healedAt = Date.now();
@@ -260,10 +262,19 @@ describe.each(configurations)("held calls of Python guarded functions resolved b
       }
       const tookMs = Date.now() - healedAt;
       summary.push(`${configuration.name} (${configuration.resolverMode} resolver): ${ACTIONS} actions, ${held.length} held after healing, ${resolved} resolved by the probe in ${(tookMs / 1000).toFixed(1)} s`);
-      expect(resolved / held.length).toBeGreaterThanOrEqual(0.95);
+      ratio = resolved / held.length;
+      for (const key of held) {
+        const state = await keyState(key);
+        if (state !== "done" && state !== "absent") unresolved.push(`${key}: ${state} (worker ${results.get(key)!.outcome}, ${await effects(dir, key)} effects)`);
+      }
     } finally {
       stopped = await resolver.stop();
     }
+    const told = (key: string) => stopped!.decisions.filter((d) => d.key === key.split(":")[0]).map((d) => `${d.said}/${d.decision}`);
+    // what was left, and what the resolver said of it, in the run's summary
+    for (const u of unresolved) summary.push(`  left held: ${u}; the resolver: ${told(u).join(", ") || "never answered"}`);
+    if (unresolved.length) summary.push(`  resolver stats: ${JSON.stringify(stopped!.stats)}; its log:\n${stopped!.log.slice(-3000)}`);
+    expect(ratio, `unresolved:\n${unresolved.map((u) => `${u} resolver: ${told(u).join(", ") || "never answered"}`).join("\n")}\nresolver stats: ${JSON.stringify(stopped!.stats)}\nresolver log:\n${stopped!.log.slice(-6000)}`).toBeGreaterThanOrEqual(0.95);
 
     // none wrongly: done (applied) has exactly one effect, released (not applied) none
     for (const key of held) {

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 import signal
 import sys
@@ -34,6 +35,8 @@ INTERVAL = float(os.environ.get("INTERVAL", "0.5"))
 PROBE_TIMEOUT = float(os.environ.get("PROBE_TIMEOUT", "5"))
 HOLDER = os.environ.get("HOLDER") or f"python-resolver:{os.getpid()}"
 
+# the resolver's warnings (a gateway it cannot reach, a probe that failed) on stderr, with the time
+logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="%(asctime)s %(message)s")
 out_lock = threading.Lock()
 
 

@@ -22,7 +22,7 @@ import random
 import socket
 import threading
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from types import TracebackType
 from typing import Any, Callable, Dict, Generator, Mapping, Optional, Type
@@ -62,8 +62,6 @@ class ResolverStats:
     #: requests to Idemgate that failed (the sweep went on with the next tool, or backed off)
     errors: int = 0
     last_error: Optional[str] = None
-    #: execution id -> the decision taken here ("applied", "not_applied", "unknown", "late")
-    decisions: Dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -193,21 +191,17 @@ def probe_one_flow(tool: str, probe: Probe, item: Mapping[str, Any], options: Re
         _tell(options, call, said, decision if isinstance(decision, str) else "none")
         if decision == "resolved":
             stats.applied += 1
-            stats.decisions[execution_id] = "applied"
             log.info("idemgate: %s %s: the probe said it happened; the result is stored and retries replay it", tool, key)
         elif decision == "released":
             stats.not_applied += 1
-            stats.decisions[execution_id] = "not_applied"
             log.info("idemgate: %s %s: the probe said it did not happen; the key is released and the next retry runs", tool, key)
         else:
             stats.unknown += 1
-            stats.decisions[execution_id] = "unknown"
         return True
     code = _code(answered)
     if code == "/problems/not_held":
         _tell(options, call, said, "late")
         stats.late += 1
-        stats.decisions[execution_id] = "late"
         log.info("idemgate: %s %s: decided meanwhile (an operator, another probe, its own completion); the probe's answer is kept as late", tool, key)
         return True
     if code == "/problems/probe_claimed":
