@@ -1,6 +1,6 @@
 import { spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { ensurePythonEnv } from "@/scripts/python-env.mjs";
@@ -28,6 +28,24 @@ function run(command: string, args: string[], options: { env?: Record<string, st
   return new Promise((resolve) => child.once("close", (code) => resolve({ code, output })));
 }
 
+const PROBE_TOOL = "shop.charge_card";
+const PROBE_TOOL_YAML = `
+tools:
+  - name: ${PROBE_TOOL}
+    kind: write
+    runs: client
+    description: A card charge through a payment provider, guarded in the caller's process (the Python probe tests)
+    inputSchema:
+      type: object
+      required: [orderId, amountCents]
+      additionalProperties: false
+      properties:
+        orderId: { type: string, minLength: 1 }
+        amountCents: { type: integer, minimum: 1 }
+    leaseMs: 4000
+    arguments: full
+`;
+
 const configurations = [
   { name: "embedded (PGlite)", port: testPort(3176), servers: false },
   { name: "Redis and PostgreSQL", port: testPort(3177), servers: true },
@@ -41,11 +59,16 @@ describe.each(configurations)("the Python client on $name", (configuration) => {
   let token: string;
 
   let venvPython: string;
+  let configDir: string | null = null;
 
   beforeAll(async () => {
     venvPython = await ensurePythonEnv({ quiet: true });
-    // a short demo lease: a probe's "not applied" is taken only after the call's lease has ended
-    const env: Record<string, string> = { IDEMGATE_RECONCILE_INTERVAL_MS: "0", IDEMGATE_DEMO_LEASE_MS: "8000" };
+    // the probe tests' own client-run tool (test_live_probes.py): a short lease, since a probe's "not
+    // applied" is taken only after the call's lease has ended, and its arguments kept in full
+    configDir = await mkdtemp(path.join(os.tmpdir(), "idemgate-py-config-"));
+    const config = path.join(configDir, "tools.yaml");
+    await writeFile(config, PROBE_TOOL_YAML);
+    const env: Record<string, string> = { IDEMGATE_RECONCILE_INTERVAL_MS: "0", IDEMGATE_CONFIG: config };
     if (configuration.servers) {
       pg = await createTestPostgres("fault_python");
       Object.assign(env, { DATABASE_URL: pg.url, REDIS_URL: REDIS_TEST_URL, IDEMGATE_REDIS_PREFIX: prefix });
@@ -60,12 +83,13 @@ describe.each(configurations)("the Python client on $name", (configuration) => {
     await deleteRedisPrefix(prefix);
     await pg?.drop();
     await removeDataDir(dataDir);
+    if (configDir) await rm(configDir, { recursive: true, force: true });
   });
 
   it("pytest runs the live tests and they pass, none skipped", async () => {
     const result = await run(venvPython, ["-m", "pytest", "-v", "-m", "live", "-p", "no:cacheprovider", path.join(CLIENT_DIR, "tests")], {
       cwd: CLIENT_DIR,
-      env: { IDEMGATE_URL: server.url, IDEMGATE_TOKEN: token, PYTHONDONTWRITEBYTECODE: "1" },
+      env: { IDEMGATE_URL: server.url, IDEMGATE_TOKEN: token, IDEMGATE_PROBE_TOOL: PROBE_TOOL, PYTHONDONTWRITEBYTECODE: "1" },
     });
     expect(result.code, `${result.output}\n--- server ---\n${server.output()}`).toBe(0);
     expect(result.output).toMatch(/ passed/);
