@@ -8,8 +8,10 @@ import { createClient } from "@redis/client";
 import { IdemgateClient } from "@/lib/client/index";
 import { POSTGRES_ADMIN_URL, REDIS_TEST_URL } from "@/test/support/databases";
 import { deleteRedisPrefix } from "@/test/support/stores";
-import { admin, BUILD_LOCK, killGroup, NEXT_BIN, SERVE, spawnGroup, waitFor } from "./gateway-bench";
-import { medianRound, timeConcurrent, type LoadRound, type Row } from "./stats";
+import http from "node:http";
+import pg from "pg";
+import { admin, bareServerSource, BUILD_LOCK, killGroup, NEXT_BIN, SERVE, spawnGroup, waitFor } from "./gateway-bench";
+import { medianRound, quantile, timeConcurrent, type LoadRound, type Row } from "./stats";
 
 export interface ClientOptions {
   /** calls per round, by callers */
@@ -17,6 +19,8 @@ export interface ClientOptions {
   rounds: number;
   build: boolean;
   port: number;
+  /** the client floor's bare node:http server */
+  barePort?: number;
 }
 
 const TOOL = "ledger.record";
@@ -65,6 +69,10 @@ export async function benchClient(options: ClientOptions): Promise<Row[]> {
   };
   const start = `exec node ${SERVE} -p ${options.port} -H 127.0.0.1`;
   const server = spawnGroup("flock", [BUILD_LOCK, "sh", "-c", options.build ? `node ${NEXT_BIN} build >&2 && ${start}` : start], env);
+  const barePort = options.barePort ?? options.port + 1;
+  const bare = spawnGroup(process.execPath, ["-e", bareServerSource(barePort, JSON.stringify({ ok: true }))], process.env);
+  const floorDb = new pg.Client({ connectionString: dbUrl.toString() });
+  const floorAgent = new http.Agent({ keepAlive: true, maxSockets: 1 });
   let powertools: Awaited<ReturnType<typeof powertoolsWrapper>> | null = null;
   let powertoolsLocal: Awaited<ReturnType<typeof powertoolsWrapper>> | null = null;
   try {
@@ -72,6 +80,39 @@ export async function benchClient(options: ClientOptions): Promise<Row[]> {
     await waitFor(`${base}/api/health`, server, options.build ? 600_000 : 120_000);
     const token = /API token:\s*(\S+)/.exec(await readFile(path.join(dataDir, "credentials.txt"), "utf8"))?.[1];
     if (!token) throw new Error("no API token in credentials.txt");
+    // the client floor: what a guarded first execution cannot do without, by bare means: two
+    // keep-alive round trips to a bare node:http server (reserve, complete) and one committed
+    // single-row INSERT (the intent), from this process, in sequence
+    await waitFor(`http://127.0.0.1:${barePort}/`, bare, 10_000);
+    await floorDb.connect();
+    await floorDb.query(`CREATE TABLE bench_floor (id text PRIMARY KEY, scope text, key text, started_at timestamptz)`);
+    const floorBody = JSON.stringify({ arguments: ARGS });
+    const post = () =>
+      new Promise<void>((resolve, reject) => {
+        const req = http.request(
+          { host: "127.0.0.1", port: barePort, method: "POST", path: "/", agent: floorAgent, headers: { "content-type": "application/json", "content-length": Buffer.byteLength(floorBody) } },
+          (res) => {
+            res.resume();
+            res.on("end", resolve);
+          },
+        );
+        req.on("error", reject);
+        req.setNoDelay(true);
+        req.end(floorBody);
+      });
+    const floorParts = { trip: [] as number[], insert: [] as number[] };
+    const part = async (into: number[], fn: () => Promise<unknown>) => {
+      const t0 = performance.now();
+      await fn();
+      into.push(performance.now() - t0);
+    };
+    const floor = async () => {
+      await part(floorParts.trip, post);
+      await part(floorParts.insert, () => floorDb.query(`INSERT INTO bench_floor VALUES ($1, 'bench', 'k', now())`, [randomUUID()]));
+      await part(floorParts.trip, post);
+    };
+    await timeConcurrent(300, 1, floor);
+    floorParts.trip.length = floorParts.insert.length = 0;
     const client = new IdemgateClient({ baseUrl: base, token });
     const uncached = new IdemgateClient({ baseUrl: base, token, replayCache: false });
     const overFetch = new IdemgateClient({ baseUrl: base, token, replayCache: false, fetch: globalThis.fetch.bind(globalThis) });
@@ -106,6 +147,7 @@ export async function benchClient(options: ClientOptions): Promise<Row[]> {
     ] as const;
     for (let round = 0; round < options.rounds; round++) {
       const tag = `${round}-${randomUUID().slice(0, 6)}`;
+      push("floor", await timeConcurrent(options.calls.one, 1, floor));
       for (const [label, callers, calls] of shapes) {
         for (const [n, c] of contenders.entries()) {
           // the Idemgate contenders share the server: a first execution's key is each one's own
@@ -143,6 +185,28 @@ export async function benchClient(options: ClientOptions): Promise<Row[]> {
     // its local cache (as the target was set) and with it; the uncached guard() beside them
     const first = added.get(`first execution|1|${IDEMGATE}`)!;
     const firstFetch = added.get(`first execution|1|${IDEMGATE_FETCH}`)!;
+    const floorRound = medianRound(results.get("floor")!);
+    rows.push(
+      {
+        section: "client",
+        name: "client floor: two keep-alive round trips to a bare node:http server + one committed INSERT, 1 caller",
+        value: floorRound.throughput,
+        unit: "calls/s",
+        p50: floorRound.p50,
+        tail: { label: "p99", ms: floorRound.p99 },
+        note: `a round trip p50 ${quantile(floorParts.trip, 0.5).toFixed(2)} ms, the committed INSERT p50 ${quantile(floorParts.insert, 0.5).toFixed(2)} ms`,
+      },
+      {
+        section: "client",
+        name: "target: first execution, 1 caller, durable: added p50 of client.guard() against the client floor",
+        value: first.p50,
+        unit: "ms",
+        baseline: "client floor p50",
+        ratio: first.p50 / floorRound.p50,
+        target: "≤ 2.0×",
+        note: `${first.p50 <= 2 * floorRound.p50 ? "met" : "not met"}; floor p50 ${floorRound.p50.toFixed(2)} ms`,
+      },
+    );
     rows.push({
       section: "client",
       name: "target: first execution, 1 caller, durable: added p50 of client.guard()",
@@ -180,6 +244,9 @@ export async function benchClient(options: ClientOptions): Promise<Row[]> {
     await powertools?.close().catch(() => {});
     await powertoolsLocal?.close().catch(() => {});
     await killGroup(server);
+    await killGroup(bare);
+    floorAgent.destroy();
+    await floorDb.end().catch(() => {});
     await deleteRedisPrefix(prefix);
     await admin(`DROP DATABASE IF EXISTS "${dbName}" WITH (FORCE)`).catch(() => {});
     await rm(dataDir, { recursive: true, force: true });

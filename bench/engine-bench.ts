@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { Redis } from "ioredis";
+import pgDriver from "pg";
 import { PrismaAuditWriter, type AuditMode } from "@/lib/audit/audit-writer";
 import { Engine } from "@/lib/idempotency/engine";
 import { ReplayCache } from "@/lib/idempotency/replay-cache";
@@ -51,16 +52,45 @@ async function benchEngineSequential(options: { iterations: number; rounds: numb
     async: new PrismaAuditWriter(pg.db.prisma, { mode: "async", execute: pg.db.execute }),
     durable: new PrismaAuditWriter(pg.db.prisma, { mode: "durable", execute: pg.db.execute }),
   };
+  // the durable engine's parts, timed where they are awaited: the begin script, the intent's
+  // commit, the complete script (the same store and writer, wrapped)
+  const spans: Record<"begin" | "intent" | "complete", number[]> = { begin: [], intent: [], complete: [] };
+  const timed = <A extends unknown[], R>(span: keyof typeof spans, fn: (...a: A) => Promise<R>) =>
+    async (...a: A): Promise<R> => {
+      const t0 = process.hrtime.bigint();
+      try {
+        return await fn(...a);
+      } finally {
+        spans[span].push(Number(process.hrtime.bigint() - t0) / 1_000);
+      }
+    };
+  // every other member is the original's, bound to it
+  const wrap = <T extends object>(target: T, own: Partial<T>): T =>
+    new Proxy(target, {
+      get: (t, name) => {
+        if (name in own) return own[name as keyof T];
+        const v = Reflect.get(t, name, t) as unknown;
+        return typeof v === "function" ? v.bind(t) : v;
+      },
+    });
+  const timedStore = wrap(store, { begin: timed("begin", store.begin.bind(store)), complete: timed("complete", store.complete.bind(store)) });
+  const timedAudit = wrap(writers.durable, { intent: timed("intent", writers.durable.intent.bind(writers.durable)) });
   const engines = {
     async: new Engine({ store, audit: writers.async }),
     durable: new Engine({ store, audit: writers.durable }),
+    spans: new Engine({ store: timedStore, audit: timedAudit }),
     // as the server runs it: done keys this process has seen are replayed without the store
     cached: new Engine({ store, audit: writers.async, replayCache: new ReplayCache() }),
     // replays through the begin script, as for a tool whose calls are mostly new keys
     script: new Engine({ store, audit: writers.async, replayReads: "never" }),
   };
   const n = options.iterations;
-  const results: Record<string, number[]> = { pair: [], get: [], firstAsync: [], firstDurable: [], replay: [], replayScript: [], replayCached: [] };
+  const results: Record<string, number[]> = { pair: [], get: [], firstAsync: [], firstDurable: [], pgWrite: [], firstSpans: [], begin: [], intent: [], complete: [], rest: [], replay: [], replayScript: [], replayCached: [] };
+  // the durable write a first execution adds: one committed single-row INSERT, issued bare through
+  // the same driver (pg's pool), as the audit writer issues it; measured in every round, beside the
+  // engine, since a commit's time is the machine's WAL flush and moves with the load
+  await pg.db.execute(`CREATE TABLE bench_bare_insert (id text PRIMARY KEY, scope text, key text, started_at timestamptz)`, []);
+  const bareInsert = () => pg.db.execute(`INSERT INTO bench_bare_insert VALUES ($1, 'bench', 'k', now())`, [randomUUID()]);
   try {
     // warm up: scripts loaded, connections open, JIT; then past the first seconds of the store's
     // epoch, in which every first execution also reads the audit log (see Engine.mayRecover)
@@ -83,6 +113,13 @@ async function benchEngineSequential(options: { iterations: number; rounds: numb
       );
       results.firstAsync.push(median(await timeSequential(n, (i) => engines.async.invoke(tool, noop, { scope: "bench", key: `a:${tag}:${i}`, args: ARGS }))));
       results.firstDurable.push(median(await timeSequential(n, (i) => engines.durable.invoke(tool, noop, { scope: "bench", key: `d:${tag}:${i}`, args: ARGS }))));
+      results.pgWrite.push(median(await timeSequential(n, bareInsert)));
+      for (const span of Object.values(spans)) span.length = 0;
+      const totals = await timeSequential(n, (i) => engines.spans.invoke(tool, noop, { scope: "bench", key: `s:${tag}:${i}`, args: ARGS }));
+      results.firstSpans.push(median(totals));
+      for (const span of ["begin", "intent", "complete"] as const) results[span].push(median(spans[span]));
+      // what the three parts leave of each call (one of each per first execution)
+      results.rest.push(median(totals.map((t, i) => t - spans.begin[i] - spans.intent[i] - spans.complete[i])));
       results.get.push(median(await timeSequential(n, () => redis.get(`${prefix}:replay-bare`))));
       results.replay.push(median(await timeSequential(n, () => engines.async.invoke(tool, noop, { scope: "bench", key: "replayed", args: ARGS }))));
       results.replayScript.push(median(await timeSequential(n, () => engines.script.invoke(tool, noop, { scope: "bench", key: "replayed", args: ARGS }))));
@@ -90,18 +127,31 @@ async function benchEngineSequential(options: { iterations: number; rounds: numb
       await writers.async.flush();
     }
     const m = Object.fromEntries(Object.entries(results).map(([k, v]) => [k, median(v)]));
-    // the durable write a first execution adds: one committed single-row INSERT, issued bare
-    // through the same driver (pg's pool), as the audit writer issues it
-    await pg.db.prisma.$executeRawUnsafe(`CREATE TABLE bench_bare_insert (id text PRIMARY KEY, scope text, key text, started_at timestamptz)`);
-    const pgWrite = median(
-      await timeSequential(n, () => pg.db.execute(`INSERT INTO bench_bare_insert VALUES ($1, 'bench', 'k', now())`, [randomUUID()])),
-    );
+    const pgWrite = m.pgWrite;
+    const statement = await intentStatementCost(pg.url, n);
     return [
       { section: "engine", name: "bare SET NX PX + SET (2 round trips)", value: m.pair, unit: "µs" },
       { section: "engine", name: "engine first execution, audit async, sequential p50", value: m.firstAsync, unit: "µs", baseline: "bare pair", ratio: m.firstAsync / m.pair, target: "≤ 2.0×" },
       { section: "engine", name: "engine first execution, audit durable", value: m.firstDurable, unit: "µs", baseline: "bare pair", ratio: m.firstDurable / m.pair },
       { section: "engine", name: "bare committed INSERT into PostgreSQL", value: pgWrite, unit: "µs" },
       { section: "engine", name: "durable − async (extra per first execution)", value: m.firstDurable - m.firstAsync, unit: "µs", baseline: "bare INSERT", ratio: (m.firstDurable - m.firstAsync) / pgWrite, target: "≤ 1 write round trip" },
+      {
+        section: "engine",
+        name: "durable first execution's parts (p50 of each): store.begin, audit.intent (the intent's commit), store.complete, the rest",
+        value: m.firstSpans,
+        unit: "µs",
+        note: `begin ${m.begin.toFixed(0)} µs, intent ${m.intent.toFixed(0)} µs, complete ${m.complete.toFixed(0)} µs, the rest of each call (engine, fingerprint, tool, queueing the outcome) ${m.rest.toFixed(0)} µs`,
+      },
+      { section: "engine", name: "audit.intent, the intent's commit, p50", value: m.intent, unit: "µs", baseline: "bare INSERT", ratio: m.intent / pgWrite, target: "≤ 1.5×" },
+      {
+        section: "engine",
+        name: "the intent's statement (prepared, as the audit writer sends it) without its commit wait (synchronous_commit off), p50",
+        value: statement.intent,
+        unit: "µs",
+        baseline: "bare INSERT, same",
+        ratio: statement.intent / statement.bare,
+        note: `bare INSERT ${statement.bare.toFixed(0)} µs; the same intent parsed and planned on every call (unnamed) ${statement.unprepared.toFixed(0)} µs; without kept arguments ${statement.noArguments.toFixed(0)} µs`,
+      },
       { section: "engine", name: "bare GET", value: m.get, unit: "µs" },
       { section: "engine", name: "engine replay from the key store (another process's key; replay cache off), sequential p50", value: m.replay, unit: "µs", baseline: "bare GET", ratio: m.replay / m.get, target: "≤ 1.5×", note: "a stream of duplicates: the engine reads the key (one GET) before reserving it" },
       { section: "engine", name: "engine replay from the key store through the begin script (a tool whose calls are mostly new keys)", value: m.replayScript, unit: "µs", baseline: "bare GET", ratio: m.replayScript / m.get },
@@ -116,6 +166,44 @@ async function benchEngineSequential(options: { iterations: number; rounds: numb
   }
 }
 
+
+/**
+ * What the intent's INSERT costs PostgreSQL apart from waiting for its commit's WAL flush (which on
+ * a shared machine is most of a commit, and noisy): the intent as the audit writer sends it (a named
+ * statement, kept prepared on the connection), the same parsed and planned on every call (unnamed,
+ * as before the writer named it), the same without kept arguments, and a bare one-index INSERT,
+ * each on a connection with synchronous_commit off, rounds interleaved.
+ */
+async function intentStatementCost(url: string, n: number): Promise<{ bare: number; intent: number; unprepared: number; noArguments: number }> {
+  const client = new pgDriver.Client({ connectionString: url });
+  await client.connect();
+  try {
+    await client.query("SET synchronous_commit = off");
+    const fp = "f".repeat(64);
+    const args = JSON.stringify(ARGS);
+    const text = `INSERT INTO executions (id, scope, key, tool, fingerprint, token, session, caller, transport, fallback, started_at, lease_until, arguments, arguments_kept)
+      VALUES ($1, $2, $3, $4, $5, $6::bigint, $7, $8, $9, $10::boolean, $11::timestamptz AT TIME ZONE 'UTC', $12::timestamptz AT TIME ZONE 'UTC', $13::jsonb, $14)`;
+    const intent = (kept: string | null, name?: string) => (i: number) => {
+      const now = Date.now();
+      const values = [randomUUID(), "stmt", `k-${randomUUID()}`, "bench.write", fp, String(i + 1), null, "bench", "http", false,
+        new Date(now).toISOString(), new Date(now + 60_000).toISOString(), kept, kept === null ? null : "redacted"];
+      return name ? client.query({ name, text, values }) : client.query(text, values);
+    };
+    const bare = () => client.query({ name: "bare", text: `INSERT INTO bench_bare_insert VALUES ($1, 'bench', 'k', now())`, values: [randomUUID()] });
+    const out = { bare: [] as number[], intent: [] as number[], unprepared: [] as number[], noArguments: [] as number[] };
+    for (let round = 0; round < 4; round++) {
+      out.bare.push(median(await timeSequential(n, bare)));
+      out.intent.push(median(await timeSequential(n, intent(args, "intent"))));
+      out.unprepared.push(median(await timeSequential(n, intent(args))));
+      out.noArguments.push(median(await timeSequential(n, intent(null, "intent"))));
+    }
+    // the first round warms the connection and the statements
+    const m = (v: number[]) => median(v.slice(1));
+    return { bare: m(out.bare), intent: m(out.intent), unprepared: m(out.unprepared), noArguments: m(out.noArguments) };
+  } finally {
+    await client.end();
+  }
+}
 
 /**
  * Redis memory per done record without its result: MEMORY USAGE of sampled done records minus

@@ -1,6 +1,7 @@
 import os from "node:os";
 import { benchClient } from "./client-bench";
 import { benchConsole } from "./console-bench";
+import { compare } from "./compare";
 import { benchEngine } from "./engine-bench";
 import { benchGateway } from "./gateway-bench";
 import { benchPeers } from "./peers-bench";
@@ -17,6 +18,9 @@ import { printTable, type Row } from "./stats";
  *                rows (10000000 takes several minutes to seed, so it is off by default)
  *   --search-scale N  executions (with kept arguments) for the search by argument value; default 1000000 (quick 100000)
  *   --no-build   serve the existing .next build instead of running `next build` first
+ *   --compare REF  a quick bench of commit REF (a temporary worktree) and of this tree in one run,
+ *                side by side with their ratios (bench/compare.ts; --only defaults to engine,peers,
+ *                --rounds N per tree, --full for full-length runs)
  */
 const argv = process.argv.slice(2);
 const quick = argv.includes("--quick");
@@ -73,7 +77,7 @@ async function main(): Promise<void> {
   console.log(`\ntotal ${((performance.now() - started) / 1000).toFixed(0)} s`);
 }
 
-main().then(
+(argv.includes("--compare") ? compare(argv) : main()).then(
   () => process.exit(0),
   (err) => {
     console.error(err);

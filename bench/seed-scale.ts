@@ -96,9 +96,13 @@ export async function seedRedis(redis: Redis, prefix: string, n: number, nowMs: 
       const b = bucketOf(r.scope, r.key);
       pipeline.set(ks.record(r.scope, r.key), recordValue(r));
       const member = memberOf(r.scope, r.key);
+      // every index addToIndexes (includes/record.lua) puts a record in: the bucket's and its scope's
       add(ks.byStatus(b, r.status), r.deadlineMs, member);
       add(ks.byCreated(b), r.createdAtMs, member);
       add(ks.byKeyLex(b), 0, lexMemberOf(r.scope, r.key, r.createdAtMs));
+      add(ks.scopeStatus(b, r.scope, r.status), r.deadlineMs, member);
+      add(ks.scopeCreated(b, r.scope), r.createdAtMs, member);
+      add(ks.scopeLex(b, r.scope), 0, lexMemberOf(r.scope, r.key, r.createdAtMs));
     }
     for (const [index, args] of zsets) pipeline.zadd(index, ...args);
     await pipeline.exec();

@@ -119,6 +119,8 @@ test("the console opens a key holding such characters from its list and releases
     // opened by its address
     await page.goto(`/keys/demo/${encodeURIComponent(key)}`);
     await expect(page.getByTestId("key-name")).toHaveText(key);
+    // the window's title names the same key (Next.js hands metadata its params decoded already)
+    await expect(page).toHaveTitle(`Key ${key} · Idemgate`);
     // the list links to the key page, each segment encoded once
     await page.goto(`/keys?prefix=${encodeURIComponent(key)}`);
     await page.getByRole("link", { name: key, exact: true }).click();

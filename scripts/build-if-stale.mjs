@@ -19,6 +19,8 @@ const SOURCE_FILES = [
 ];
 // dist/ is what `npm pack` builds of lib/client for its tarball, not a source of the app
 const SKIP = new Set(["node_modules", ".next", ".data", ".git", "dist"]);
+// and the tarball `npm pack` leaves beside lib/client's package.json (idemgate-client-0.1.0.tgz)
+const isArtifact = (name) => name.endsWith(".tgz");
 
 /**
  * The newest modification time (ms) of any file under `dir` (or of `dir` itself when it is a file;
@@ -35,7 +37,7 @@ export function newestMtimeMs(dir) {
     return 0;
   }
   for (const entry of entries) {
-    if (SKIP.has(entry.name)) continue;
+    if (SKIP.has(entry.name) || (entry.isFile() && isArtifact(entry.name))) continue;
     const full = path.join(dir, entry.name);
     if (entry.isDirectory()) newest = Math.max(newest, newestMtimeMs(full));
     else if (entry.isFile()) newest = Math.max(newest, statSync(full).mtimeMs);

@@ -47,8 +47,10 @@ export function answerClientError(err, socket) {
   const [status, body] =
     err.code === "HPE_HEADER_OVERFLOW"
       ? [431, problem("headers_too_large", "Request header fields too large", 431, "the request's header fields are larger than the server reads; nothing was read or run")]
-      : [400, problem("invalid_request", "Invalid request", 400, "the request could not be parsed as HTTP/1.1")];
-  const reason = status === 431 ? "Request Header Fields Too Large" : "Bad Request";
+      : err.code === "ERR_HTTP_REQUEST_TIMEOUT"
+        ? [408, problem("request_timeout", "Request timeout", 408, "the request did not arrive whole in the time the server allows; nothing was run")]
+        : [400, problem("invalid_request", "Invalid request", 400, "the request could not be parsed as HTTP/1.1")];
+  const reason = status === 431 ? "Request Header Fields Too Large" : status === 408 ? "Request Timeout" : "Bad Request";
   const headers = { ...SECURITY_HEADERS, "Content-Type": "application/problem+json", "Cache-Control": "no-store", "Content-Length": Buffer.byteLength(body), Connection: "close" };
   socket.end(`HTTP/1.1 ${status} ${reason}\r\n${Object.entries(headers).map(([k, v]) => `${k}: ${v}`).join("\r\n")}\r\n\r\n${body}`);
 }

@@ -9,6 +9,7 @@ import { SECURITY_HEADERS } from "../lib/http/security-headers.mjs";
 import { setForwardedProto, trustedProxyCount } from "./forwarded-proto.mjs";
 import { answerUndecodablePath, undecodablePath } from "./request-path.mjs";
 import { answerClientError, problemFor405 } from "./problem-answers.mjs";
+import { applyConnectionLimits, connectionLimitsFromEnv, serverOptions } from "./connection-limits.mjs";
 
 let values;
 try {
@@ -16,6 +17,13 @@ try {
 } catch (err) {
   console.error(`idemgate: ${err.message}\nusage: node scripts/serve.mjs [-p port] [-H hostname]`);
   process.exit(2);
+}
+let limits;
+try {
+  limits = connectionLimitsFromEnv();
+} catch (err) {
+  console.error(`idemgate: ${err.message}`);
+  process.exit(1);
 }
 const port = Number(values.port ?? process.env.PORT ?? 3000);
 if (!Number.isInteger(port) || port < 1 || port > 65535) {
@@ -36,7 +44,10 @@ const handle = app.getRequestHandler();
 await app.prepare();
 
 const trustedProxies = trustedProxyCount();
-const server = http.createServer((req, res) => {
+
+const server = http.createServer(serverOptions(limits), (req, res) => {
+  // over the connection cap: answered 503; a body that stalls is answered 408 (scripts/connection-limits.mjs)
+  if (!admit(req, res)) return;
   // the gateway's fast path reads no X-Forwarded-Proto (and setting it would build node's headers object)
   const fastInvoke = globalThis.__idemgateFastInvoke;
   if (fastInvoke?.(req, res)) return;
@@ -56,9 +67,12 @@ const server = http.createServer((req, res) => {
 // An idle kept-alive connection stays open for 65 s (Node's default is 5 s): a client or a load
 // balancer that reuses a connection after a few idle seconds (the common 60 s of proxies) must not
 // send its request just as the server closes it, which the client sees as a reset it cannot tell
-// from a crash. headersTimeout stays above it, as Node requires.
+// from a crash. headersTimeout (66 s, serverOptions) stays above it.
 server.keepAliveTimeout = 65_000;
-server.headersTimeout = 66_000;
+// A request must arrive whole within IDEMGATE_REQUEST_TIMEOUT_MS (120 s; Node's default is 300 s),
+// its head within 66 s, and its body may not stall for IDEMGATE_BODY_IDLE_TIMEOUT_MS (10 s): 408.
+// At most IDEMGATE_MAX_CONNECTIONS (1,000) connections are served at once; one more is answered 503.
+const admit = applyConnectionLimits(server, limits);
 
 // header fields too large (431) and unparsable requests (400) get a problem body too
 server.on("clientError", answerClientError);

@@ -23,6 +23,8 @@ export function reconcileCommand(): Command {
       }
       const { executions, suppressions, effects } = report.examined;
       console.log(`Examined ${executions} executions, ${suppressions} replays and ${effects} side effects; filled in ${report.backfilled} lost outcomes; held ${report.restored} keys again whose record the key store had lost.`);
+      if (report.finished > 0) console.log(`Carried out ${report.finished} decisions whose process stopped before recording them.`);
+      if (report.settled > 0) console.log(`Closed ${report.settled} anomalies whose key needs nobody any more.`);
       if (report.probed.length > 0) {
         const n = (action: string) => report.probed.filter((p) => p.action === action).length;
         console.log(`Asked the tools about ${report.probed.length} unknown or stuck keys: ${n("resolved")} resolved, ${n("released")} released, ${n("none")} left as they are.`);

@@ -70,6 +70,24 @@ export const TYPE_INFO = {
       "Compare the two executions below (sessions, callers, results). If the caller meant one action, it is a duplicate that got through: reverse the second side effect (for a charge: refund it), have the caller reuse its key when it retries (or send model-minted keys with Idemgate-Key-Source: model, so identical calls within the window are answered as duplicates), and choose A duplicate that got through. If the caller really meant the same action twice, choose A genuine repeat.",
     orphan: false,
   },
+  result_over_scope_limit: {
+    label: "Result over the tenant's limit",
+    explanation:
+      "A tenant's stored results reached their limit (IDEMGATE_SCOPE_RESULT_BYTES): its completions are done, but their results are stored as a placeholder, so its retries get the placeholder, not the result.",
+    watches: "completions stored as a placeholder because their scope held its limit of stored result bytes",
+    todo:
+      "Look at the tenant's figure in idemgate_scope_result_bytes: a tool answering far more than it needs to (trim its answers), a tenant storing results long (shorten the tool's ttlMs), or a limit too low for its traffic (raise IDEMGATE_SCOPE_RESULT_BYTES). The calls are done and never run again either way.",
+    orphan: false,
+  },
+  key_store_loss: {
+    label: "Key-store loss",
+    explanation:
+      "The key store lost done records (a restart without persistence, a flush, a failover). One incident per loss: records whose result the audit log gives back need nobody; the others are listed, each with an anomaly of its own.",
+    watches: "done records missing from the key store within their TTL, grouped by loss",
+    todo:
+      "If every record was restored, retries get their results back and nothing runs again: find why the store lost its data (persistence, eviction, failover) and fix that, then resolve this incident. Otherwise open each key listed as not restored and decide it as its own anomaly says.",
+    orphan: true,
+  },
 } as const satisfies Record<AnomalyType, AnomalyTypeInfo>;
 
 export const TYPES = Object.keys(TYPE_INFO) as AnomalyType[];

@@ -200,7 +200,7 @@ function rowsFor(a: AnomalyView, nowMs: number): { rows: Row[]; used: string[] }
     }
     case "orphan_lost_completion":
       return {
-        used: ["executionId", "finishedAt", "expiresAt", "resultStatus", "keyState", "keyHeldBy", "error", "retry"],
+        used: ["executionId", "finishedAt", "expiresAt", "resultStatus", "keyState", "keyHeldBy", "error", "retry", "incident"],
         rows: [
           { label: "Succeeded", value: <Time at={e.finishedAt} note={formatRelative(str(e.finishedAt), nowMs)} /> },
           { label: "Result", value: num(e.resultStatus) !== null ? <>HTTP <span className="font-mono">{num(e.resultStatus)}</span></> : <Faint>unknown</Faint> },
@@ -211,6 +211,7 @@ function rowsFor(a: AnomalyView, nowMs: number): { rows: Row[]; used: string[] }
           executionRow(e),
           keyStateRow(e),
           ...(str(e.retry) ? [{ label: "A retry", testId: "evidence-retry", value: LOST_COMPLETION_RETRY[str(e.retry)!] ?? str(e.retry) } satisfies Row] : []),
+          ...(str(e.incident) ? [{ label: "Lost", value: "with the key store's data: see the key-store loss incident in the list" } satisfies Row] : []),
           ...(str(e.error) ? [{ label: "Note", value: str(e.error) } satisfies Row] : []),
         ],
       };
@@ -310,6 +311,50 @@ function rowsFor(a: AnomalyView, nowMs: number): { rows: Row[]; used: string[] }
           },
           { label: "Same arguments", value: <span className="text-muted">identical arguments (fingerprint <span className="font-mono text-[12px] text-fg">{(str(e.fingerprint) ?? "").slice(0, 16)}…</span>), two keys</span> },
           { label: "Executions", testId: "evidence-fresh-key", value: <TwoExecutions scope={a.scope} original={original} duplicate={duplicate} /> },
+        ],
+      };
+    }
+    case "key_store_loss": {
+      const records = num(e.records) ?? 0;
+      const notRestored = num(e.notRestored) ?? 0;
+      const keys = Array.isArray(e.notRestoredKeys) ? e.notRestoredKeys.map(obj) : [];
+      return {
+        used: ["firstFoundAt", "lastFoundAt", "storeHoldsDataSince", "records", "restored", "notRestored", "notRestoredKeys", "incident"],
+        rows: [
+          { label: "Found", value: <Time at={e.firstFoundAt} note={formatRelative(str(e.firstFoundAt), nowMs)} /> },
+          { label: "Last found", value: <Time at={e.lastFoundAt} note={formatRelative(str(e.lastFoundAt), nowMs)} /> },
+          {
+            label: "Store holds data since",
+            value: str(e.storeHoldsDataSince) ? <Time at={e.storeHoldsDataSince} note={formatRelative(str(e.storeHoldsDataSince), nowMs)} /> : <Faint>nothing written there since the loss</Faint>,
+          },
+          { label: "Done records lost", testId: "evidence-loss-records", value: records },
+          {
+            label: "Restored from the audit log",
+            testId: "evidence-loss-restored",
+            value: notRestored === 0 ? `all ${num(e.restored) ?? 0}: retries get their results back, nothing runs again` : `${num(e.restored) ?? 0} of ${records}`,
+          },
+          ...(notRestored > 0
+            ? [
+                {
+                  label: "Not restored",
+                  testId: "evidence-loss-not-restored",
+                  value: (
+                    <span className="inline-flex flex-col gap-1">
+                      <span className="text-unknown">{notRestored}, each an open anomaly of its own{keys.length < notRestored ? ` (the first ${keys.length} below)` : ""}</span>
+                      {keys.map((k) => {
+                        const scope = str(k.scope);
+                        const key = str(k.key);
+                        return scope && key ? (
+                          <Link key={`${scope}\n${key}`} href={keyHref(scope, key)} className="font-mono text-accent hover:underline">
+                            {scope}/{key}
+                          </Link>
+                        ) : null;
+                      })}
+                    </span>
+                  ),
+                } satisfies Row,
+              ]
+            : []),
         ],
       };
     }

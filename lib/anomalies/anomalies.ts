@@ -2,6 +2,7 @@ import { Prisma, type Anomaly, type PrismaClient } from "@/generated/prisma/clie
 import { recordOperatorAction, requireReason } from "@/lib/audit/operator-actions";
 import { newestFirstPageSql } from "@/lib/db/newest-first-page";
 import { InvalidStateError, NotFoundError } from "@/lib/idempotency/errors";
+import { redactValue } from "@/lib/idempotency/redaction";
 import { anomalyArguments } from "./anomaly-arguments";
 
 export const ANOMALY_STATUSES = ["open", "acknowledged", "resolved"] as const;
@@ -67,7 +68,8 @@ export async function flaggedFreshKeyDuplicates(prisma: PrismaClient, input: { t
 export async function getAnomaly(prisma: PrismaClient, id: string) {
   const row = await prisma.anomaly.findUnique({ where: { id } });
   if (!row) throw new NotFoundError(`no anomaly ${id}`);
-  return { ...row, arguments: await anomalyArguments(prisma, row) };
+  // evidence quotes results and answers: shown without the secrets they may hold
+  return { ...row, evidence: redactValue(row.evidence) as typeof row.evidence, arguments: await anomalyArguments(prisma, row) };
 }
 
 const ALLOWED: Record<AnomalyStatus, AnomalyStatus[]> = {

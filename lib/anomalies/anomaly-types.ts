@@ -7,6 +7,8 @@ export const ANOMALY_TYPES = [
   "orphan_unrecorded_effect",
   "stale_suppression",
   "fresh_key_duplicate",
+  "result_over_scope_limit",
+  "key_store_loss",
 ] as const;
 export type AnomalyType = (typeof ANOMALY_TYPES)[number];
 
@@ -52,6 +54,38 @@ export interface LostCompletionEvidence extends KeyAtDetection {
   error: string | null;
   /** absent in findings stored before it was recorded */
   retry?: LostCompletionRetry;
+  /** the dedupe key of the key-store loss this record was lost in (absent: not lost with the store) */
+  incident?: string;
+}
+
+/** A done record the key store lost whose result the audit log does not give back: a person must look. */
+export interface LossNotRestored {
+  scope: string;
+  key: string;
+  executionId: string;
+  retry: LostCompletionRetry;
+}
+
+/**
+ * The key store lost done records (a restart without persistence, a flush, a failover): one
+ * incident per loss, however many records, rather than one anomaly per key. Records whose result
+ * the audit log gives back to a retry need nobody (their per-key findings are stored resolved);
+ * the others stay open per key and are listed here.
+ */
+export interface KeyStoreLossEvidence {
+  /** when the reconciler first and last found a record lost in it */
+  firstFoundAt: Iso;
+  lastFoundAt: Iso;
+  /** the earliest time the store says it holds data since, of the keys found (null: none written there since) */
+  storeHoldsDataSince: Iso | null;
+  /** done records found lost (each execution once) */
+  records: number;
+  /** of those, whose result the audit log gives back to a retry: nothing runs again */
+  restored: number;
+  /** the others, each an open per-key anomaly */
+  notRestored: number;
+  /** the first of those (at most LOSS_LISTED) */
+  notRestoredKeys: LossNotRestored[];
 }
 
 export interface LateCompletionEvidence {
@@ -122,6 +156,18 @@ export interface FreshKeyDuplicateEvidence {
   samples: number;
 }
 
+/** A completion stored as a placeholder: its scope's stored results were at their limit. */
+export interface ResultOverScopeLimitEvidence {
+  /** the first such completion of the scope that day */
+  executionId: string;
+  key: string;
+  finishedAt: Iso;
+  /** the result's size, which was not kept */
+  resultBytes: number | null;
+  /** IDEMGATE_SCOPE_RESULT_BYTES when it was stored */
+  limitBytes: number | null;
+}
+
 export interface EvidenceByType {
   orphan_unknown_outcome: UnknownOutcomeEvidence;
   orphan_lost_completion: LostCompletionEvidence;
@@ -129,6 +175,8 @@ export interface EvidenceByType {
   orphan_unrecorded_effect: UnrecordedEffectEvidence;
   stale_suppression: StaleSuppressionEvidence;
   fresh_key_duplicate: FreshKeyDuplicateEvidence;
+  result_over_scope_limit: ResultOverScopeLimitEvidence;
+  key_store_loss: KeyStoreLossEvidence;
 }
 
 /** A finding of one check, stored once by its dedupe key; the evidence's shape follows its type. */

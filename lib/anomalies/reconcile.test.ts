@@ -65,6 +65,8 @@ describe("reconciler", () => {
     expect(anomaly.evidence).toMatchObject({ cause: "reported", keyState: "unknown", note: expect.stringMatching(/simulated exception after the side effect/) });
     expect(anomaly.evidence.keyHeldBy).toBe(anomaly.evidence.executionId);
     expect(anomaly.summary).toMatch(/ended without knowing whether its side effect happened/);
+    // the note is the caller's text (a reservation's release note): quoted, so the summary says where it starts and ends
+    expect(anomaly.summary).toMatch(/\(its note: \u201c[^\u201d]*simulated exception after the side effect[^\u201d]*\u201d\)/);
     expect(ofScope(await pass(), scope)).toEqual([]);
   });
 
@@ -374,8 +376,10 @@ describe("the reconciler's scans continue where the previous pass left them", ()
     expect(within.flagged).toEqual([]);
     offsetMs += 15 * 60_000 + 1;
     const nextRound = await pass();
-    const lost = nextRound.flagged.filter((a) => a.type === "orphan_lost_completion").map((a) => a.key);
-    expect(lost).toContain("k");
+    // the log restores it: stored resolved, counted in the key-store loss incident
+    const lost = await t.db.prisma.anomaly.findMany({ where: { type: "orphan_lost_completion", key: "k" } });
+    expect(lost.map((a) => [a.status, (a.evidence as { retry?: string }).retry])).toContainEqual(["resolved", "restored_from_audit_log"]);
+    expect(nextRound.flagged.some((a) => a.type === "key_store_loss")).toBe(true);
     expect(nextRound.examined.executions).toBeGreaterThan(1);
   });
 });

@@ -9,8 +9,11 @@ import { retryGapsOf, type AuditRecovery, type CheckContext, type CheckResult } 
 import { findFreshKeyDuplicates } from "./checks/fresh-key-duplicates";
 import { restoreHeldCalls } from "./checks/held-calls";
 import { findLateCompletions } from "./checks/late-completions";
+import { lossIncident } from "./checks/key-store-loss";
 import { findLostCompletions, LOST_COMPLETION_ROUND_MS } from "./checks/lost-completions";
+import { closeSettledAnomalies } from "./checks/settled-anomalies";
 import { probeHeldKeys, type ProbedKey, type ProbeOptions, type ReconcileProbes } from "./checks/probe-keys";
+import { findResultsOverLimit } from "./checks/results-over-limit";
 import { findStaleSuppressions } from "./checks/stale-suppressions";
 import { findUnknownOutcomes } from "./checks/unknown-outcomes";
 import { findUnrecordedEffects } from "./checks/unrecorded-effects";
@@ -33,6 +36,11 @@ export interface ReconcileDeps {
   listEffects?: ListEffects;
   /** the tools' status probes: unknown and stuck keys of tools that have one are asked about */
   probes?: ReconcileProbes;
+  /**
+   * carries out the decisions about held keys written before a time and never recorded (their
+   * process stopped half-way: lib/operator/key-decisions.ts); returns how many
+   */
+  finishDecisions?: (before: Date) => Promise<number>;
   /**
    * called with the anomalies a pass opens, inside the transaction that stores them (the webhook
    * outbox: an event is queued exactly when its anomaly is, whichever process found it)
@@ -64,11 +72,15 @@ export interface ReconcileReport {
   backfilled: number;
   /** calls the log holds open whose record the key store had lost: held again as unknown */
   restored: number;
+  /** decisions about held keys whose process stopped before recording them, carried out */
+  finished: number;
   flagged: NewAnomaly[];
   /** of those, how many were not known already */
   created: number;
   /** keys whose tool was asked, with its answer and what was done */
   probed: ProbedKey[];
+  /** open anomalies closed because their key needs nobody any more (decided, done, restored) */
+  settled: number;
 }
 
 /**
@@ -81,7 +93,8 @@ export interface ReconcileReport {
  * answered as a duplicate. Fresh-key duplicates: the opposite, a duplicate run as a new action
  * because its caller sent it under another key.
  *
- * Before the checks, calls the log holds open whose key the key store lost (a Redis loss) are held
+ * Before the checks, decisions about held keys whose process stopped before recording them are
+ * carried out (lib/operator/key-decisions.ts), and calls the log holds open whose key the key store lost (a Redis loss) are held
  * in the store again as unknown (checks/held-calls.ts), so lists, counts, probes and decisions
  * cover them as a retry would.
  *
@@ -104,7 +117,7 @@ export async function reconcile(deps: ReconcileDeps, options: ReconcileOptions =
     cursor: (name: ScanName) => cursors.get(name),
     retryGaps: retryGapsOf(deps.prisma, nowMs),
   };
-  const report: ReconcileReport = { examined: { executions: 0, suppressions: 0, effects: 0, keys: 0 }, backfilled: 0, restored: 0, flagged: [], created: 0, probed: [] };
+  const report: ReconcileReport = { examined: { executions: 0, suppressions: 0, effects: 0, keys: 0 }, backfilled: 0, restored: 0, finished: 0, flagged: [], created: 0, probed: [], settled: 0 };
 
   const keep = async (result: CheckResult): Promise<number> => {
     report.flagged.push(...result.flagged);
@@ -114,17 +127,30 @@ export async function reconcile(deps: ReconcileDeps, options: ReconcileOptions =
     return result.examined;
   };
 
-  // First, so the checks and the probes below see every held key in the store, as a retry would.
+  // First, so a decided call is not held again below as if nobody had decided it.
+  if (deps.finishDecisions) report.finished = await deps.finishDecisions(ctx.settledAt);
+
+  // Then, so the checks and the probes below see every held key in the store, as a retry would.
   const held = await restoreHeldCalls(ctx);
   report.restored = held.restored;
   await saveCursor(deps.prisma, "held_calls", held.cursor, nowMs);
 
   report.examined.executions += await keep(await findUnknownOutcomes(ctx));
   report.examined.executions += await keep(await findLateCompletions(ctx));
-  report.examined.executions += await keep(await findLostCompletions(ctx, options.lostCompletionRoundMs ?? LOST_COMPLETION_ROUND_MS));
+  const lost = await findLostCompletions(ctx, options.lostCompletionRoundMs ?? LOST_COMPLETION_ROUND_MS);
+  report.examined.executions += await keep(lost);
+  if (lost.incident) {
+    // after its open findings are stored, so it counts them
+    const incident = await lossIncident(ctx, lost.incident.dedupeKey, lost.incident.keys);
+    if (incident) {
+      report.flagged.push(incident);
+      report.created += await storeAnomalies(deps.prisma, [incident], nowMs, deps.onOpened);
+    }
+  }
   if (deps.listEffects) report.examined.effects += await keep(await findUnrecordedEffects(ctx, deps.listEffects, options.effectGraceMs ?? 30_000));
   report.examined.suppressions += await keep(await findStaleSuppressions(ctx));
   report.examined.executions += await keep(await findFreshKeyDuplicates(ctx));
+  report.examined.executions += await keep(await findResultsOverLimit(ctx));
 
   // Last, so an unknown outcome is on record before its tool's answer settles it (and closes it).
   if (deps.probes) {
@@ -132,6 +158,11 @@ export async function reconcile(deps: ReconcileDeps, options: ReconcileOptions =
     report.examined.keys = asked.examined;
     report.probed = asked.probed;
   }
+
+  // After the probes, so an anomaly flagged this pass about a key decided meanwhile is closed now.
+  const settled = await closeSettledAnomalies(ctx);
+  report.settled = settled.closed;
+  await saveCursor(deps.prisma, "settled_anomalies", settled.cursor, nowMs);
   return report;
 }
 

@@ -11,7 +11,10 @@ import type { PrismaClient } from "@/generated/prisma/client";
  * - fresh_key_duplicates: executions, by (started_at, id): each compared with the identical calls
  *   before it within its tool's retry window;
  * - held_calls: executions the log holds open, by (lease_until, id), round and round: a key the
- *   key store lost is held again (checks/held-calls.ts).
+ *   key store lost is held again (checks/held-calls.ts);
+ * - results_over_limit: results stored as a placeholder over their scope's limit, by (finished_at, id).
+ * - settled_anomalies: open per-key anomalies, by (detected_at, id), round and round: those whose
+ *   key needs nobody any more are closed (checks/settled-anomalies.ts).
  */
 export const SCANS = [
   "silent_executions",
@@ -22,6 +25,8 @@ export const SCANS = [
   "stale_suppressions",
   "fresh_key_duplicates",
   "held_calls",
+  "results_over_limit",
+  "settled_anomalies",
 ] as const;
 export type ScanName = (typeof SCANS)[number];
 

@@ -6,6 +6,7 @@ export const AUDIT_ACTIONS = [
   "release",
   "resolve",
   "probe",
+  "probe_late",
   "bulk_release",
   "acknowledge_anomaly",
   "resolve_anomaly",

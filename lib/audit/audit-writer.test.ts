@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import type { Database } from "@/lib/db/database";
+import { openDatabase, type Database } from "@/lib/db/database";
 import { createTestPglite, createTestPostgres, type TestPostgres } from "@/test/support/databases";
 import { PrismaAuditWriter, type AuditWriterOptions } from "./audit-writer";
 
@@ -281,5 +281,44 @@ describe("audit writer bound, on PostgreSQL", () => {
     expect(errors.length).toBeGreaterThan(0);
     await writer.close();
     expect(await server.db.prisma.execution.count({ where: { scope: "refused" } })).toBe(5);
+  });
+});
+
+describe("audit writer statements on a PostgreSQL server", () => {
+  let server: TestPostgres;
+  let one: Database;
+  beforeAll(async () => {
+    server = await createTestPostgres("audit_prepared");
+    // one pooled connection, so what it has prepared can be asked of it
+    one = await openDatabase({ url: server.url, poolSize: 1, migrate: false });
+  });
+  afterAll(async () => {
+    await one?.close();
+    await server?.drop();
+  });
+
+  it("keeps the intent, the batch and the latest-execution lookup prepared on the connection: parsed and planned once, not per call", async () => {
+    const writer = new PrismaAuditWriter(one.prisma, { mode: "durable", execute: one.execute, query: one.query, flushIntervalMs: 60_000 });
+    const startedAt = new Date();
+    const intent = (key: string) => ({
+      id: randomUUID(), scope: "prep", key, tool: "t", fingerprint: "f", token: 1, session: null, caller: null, fallback: false,
+      startedAt, leaseUntil: new Date(startedAt.getTime() + 60_000), arguments: JSON.stringify({ customerId: `cus_${key}` }), argumentsKept: "full" as const,
+    });
+    const first = intent("a");
+    const second = intent("b");
+    await writer.intent(first);
+    await writer.intent(second);
+    writer.outcome({ id: first.id, outcome: "succeeded", finishedAt: new Date(), durationMs: 1, resultStatus: 200, resultBody: "{}", resultFinal: false, expiresAt: new Date(Date.now() + 60_000), error: null });
+    await writer.flush();
+    expect(await writer.priorExecution("prep", "a", new Date(0))).toMatchObject({ id: first.id, outcome: "succeeded" });
+    const prepared = (await one.query("SELECT name FROM pg_prepared_statements ORDER BY name", [])).map((r) => r.name);
+    expect(prepared).toEqual(["idemgate_audit_batch", "idemgate_audit_intent", "idemgate_audit_latest_execution"]);
+    // the second intent went through the prepared statement, with its arguments kept
+    const rows = await one.query("SELECT key, arguments FROM executions WHERE scope = 'prep' ORDER BY key", []);
+    expect(rows).toEqual([
+      { key: "a", arguments: { customerId: "cus_a" } },
+      { key: "b", arguments: { customerId: "cus_b" } },
+    ]);
+    await writer.close();
   });
 });

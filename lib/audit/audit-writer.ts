@@ -1,4 +1,5 @@
 import type { PrismaClient } from "@/generated/prisma/client";
+import type { StatementOptions } from "@/lib/db/database";
 import { isUniqueViolation } from "@/lib/db/errors";
 import { COMPLETION_NOT_STORED, OPEN_CALL_RECOVERY_MS, OpenExecutionError, type AuditWriter, type ClosedOutcome, type ExecutionOutcome, type ExecutionRow, type IntentEntry, type OutcomeEntry, type PriorExecution, type SuppressionEntry } from "@/lib/idempotency/audit-port";
 import { GroupCommit, type ItemResults } from "./group-commit";
@@ -44,15 +45,17 @@ export interface AuditWriterOptions {
   /**
    * Runs the writer's statements (intents, batches) through the database driver itself
    * (`Database.execute`) instead of Prisma's query pipeline, which costs more CPU than the
-   * statements. Same SQL either way; without it they go through `$executeRawUnsafe`.
+   * statements. Same SQL either way; without it they go through `$executeRawUnsafe`. The writer
+   * names its statements (`prepare`): a server keeps them prepared on each pooled connection, so
+   * an intent is not parsed and planned again on every call (about half its statement's cost).
    */
-  execute?: (sql: string, params: readonly unknown[]) => Promise<number>;
+  execute?: (sql: string, params: readonly unknown[], options?: StatementOptions) => Promise<number>;
   /**
    * Runs the writer's hot-path reads (a key's latest execution, which a reservation asks for in
    * a key store's first seconds and after it lost data) through the driver itself (`Database.query`);
    * without it they go through `$queryRawUnsafe`. Same SQL either way.
    */
-  query?: (sql: string, params: readonly unknown[]) => Promise<Record<string, unknown>[]>;
+  query?: (sql: string, params: readonly unknown[], options?: StatementOptions) => Promise<Record<string, unknown>[]>;
 }
 
 /**
@@ -89,8 +92,8 @@ export class PrismaAuditWriter implements AuditWriter {
   private readonly maxQueued: number;
   private readonly closeTimeoutMs: number;
   private readonly onError: (err: unknown) => void;
-  private readonly execute: (sql: string, params: readonly unknown[]) => Promise<number>;
-  private readonly query: (sql: string, params: readonly unknown[]) => Promise<Record<string, unknown>[]>;
+  private readonly execute: (sql: string, params: readonly unknown[], options?: StatementOptions) => Promise<number>;
+  private readonly query: (sql: string, params: readonly unknown[], options?: StatementOptions) => Promise<Record<string, unknown>[]>;
   private readonly intentCommits: GroupCommit<IntentEntry>;
 
   constructor(
@@ -160,7 +163,7 @@ export class PrismaAuditWriter implements AuditWriter {
   private async insertIntents(entries: IntentEntry[]): Promise<ItemResults | void> {
     if (entries.length === 1) return this.insertIntent(entries[0]);
     try {
-      await this.execute(INSERT_INTENTS, [JSON.stringify(entries.map(intentJson))]);
+      await this.execute(INSERT_INTENTS, [JSON.stringify(entries.map(intentJson))], { prepare: "idemgate_audit_intents" });
     } catch (err) {
       if (!isUniqueViolation(err)) throw err;
       return Promise.allSettled(entries.map((e) => this.insertIntent(e)));
@@ -173,7 +176,7 @@ export class PrismaAuditWriter implements AuditWriter {
     await this.execute(INSERT_INTENT, [
       i.id, i.scope, i.key, i.tool, i.fingerprint, String(i.token), i.session, i.caller, i.transport, i.fallback, i.started_at, i.lease_until,
       i.arguments, i.arguments_kept,
-    ]);
+    ], { prepare: "idemgate_audit_intent" });
   }
 
   outcome(entry: OutcomeEntry): void {
@@ -206,7 +209,7 @@ export class PrismaAuditWriter implements AuditWriter {
     const sameKey = (e: { scope: string; key: string }) => e.scope === scope && e.key === key;
     const queuedIntents = [...this.writing.intents, ...this.intents].filter((i) => sameKey(i) && i.startedAt >= since);
     const queuedOutcomes = [...this.writing.outcomes, ...this.outcomes];
-    const [row] = await this.query(LATEST_EXECUTION, [scope, key, since.toISOString()]);
+    const [row] = await this.query(LATEST_EXECUTION, [scope, key, since.toISOString()], { prepare: "idemgate_audit_latest_execution" });
     let prior: PriorExecution | null = row ? priorFromSql(row) : null;
     for (const i of queuedIntents) {
       if (!prior || i.startedAt >= prior.startedAt) {
@@ -285,6 +288,9 @@ export class PrismaAuditWriter implements AuditWriter {
     reason: string,
     result?: { status: number; body: string; final: boolean; expiresAt: Date },
   ): Promise<boolean> {
+    // The fault suite's crash point: a process that stops after the key store carried a decision
+    // and before the audit log recorded it (test/faults/decisions.test.ts). Never set in production.
+    if (process.env.IDEMGATE_TEST_EXIT_BEFORE_DECISION_LOG === "1" && outcome !== "retried") process.exit(70);
     // an intent still queued here (async mode) goes in first, or this decision would match nothing
     const queued = (i: IntentEntry) => i.id === executionId;
     if (this.intents.some(queued) || this.writing.intents.some(queued)) await this.flush();
@@ -414,7 +420,7 @@ export class PrismaAuditWriter implements AuditWriter {
         JSON.stringify([...rows.values()]),
         JSON.stringify(updates.map(outcomeJson)),
         JSON.stringify(suppressions.map(suppressionJson)),
-      ]);
+      ], { prepare: "idemgate_audit_batch" });
       if (this.droppedUnreported > 0 && this.queued < this.maxQueued / 2) {
         console.warn(`idemgate: the audit log caught up; ${this.droppedUnreported} suppression rows were dropped meanwhile`);
         this.droppedUnreported = 0;

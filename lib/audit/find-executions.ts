@@ -44,46 +44,42 @@ export async function findExecutionById(db: Db, id: string, scope: string | unde
 /** How many matches a search reads before sorting them by time: a value almost every call has stops here. */
 export const ARGUMENT_MATCHES_READ = 10_000;
 
+/** The array of a kept call's top-level values, as migration 20261206000000 indexes it. */
+export const TOP_LEVEL_VALUES = `jsonb_path_query_array(arguments, '$.*')`;
+
 /**
- * Executions whose kept arguments contain any of `documents` (JSON texts), newest first: `@>` on the
- * GIN index executions_arguments_path_ops_idx (jsonb_path_ops), so the time depends on the matches,
- * not on the number of executions. The matches are read first (MATERIALIZED) and sorted after:
- * left to itself the planner walks the time index backwards hoping for 50 matches soon, which reads
- * every execution when a value has none. `capped`: more than ARGUMENT_MATCHES_READ matched, and the
- * newest of those read are shown.
+ * Executions whose kept arguments contain any of `documents` (JSON texts), newest first; with
+ * `within: "top-level values"`, whose array of top-level values contains any of them (`["cus_42"]`:
+ * the value under any name). `@>` on a GIN index (jsonb_path_ops: executions_arguments_path_ops_idx,
+ * executions_argument_values_idx), so the time depends on the matches, not on the number of
+ * executions. The matches are read first (MATERIALIZED) and sorted after: left to itself the planner
+ * walks the time index backwards hoping for 50 matches soon, which reads every execution when a
+ * value has none. `capped`: more than ARGUMENT_MATCHES_READ matched, and the newest of those read are
+ * shown.
  */
 export async function findExecutionsByArguments(
   db: Db,
   documents: readonly string[],
   scope: string | undefined,
   limit: number,
+  within: "arguments" | "top-level values" = "arguments",
 ): Promise<{ found: FoundExecution[]; capped: boolean }> {
   if (documents.length === 0) return { found: [], capped: false };
-  // OR of one containment per document: each is an index condition (`@> ANY(array)` would not be)
-  const contains = documents.map((_, i) => `arguments @> $${i + 4}::jsonb`).join(" OR ");
-  const rows = (await db.query(
-    `WITH matched AS MATERIALIZED (
-       SELECT ${COLUMNS} FROM executions WHERE (${contains}) AND ($1::text IS NULL OR scope = $1) LIMIT $3
-     )
-     SELECT ${COLUMNS}, (SELECT count(*) FROM matched) AS n FROM matched ORDER BY started_at DESC LIMIT $2`,
-    [scope ?? null, limit, ARGUMENT_MATCHES_READ, ...documents],
-  )) as unknown as (Row & { n: string | number })[];
+  const { sql, params } = argumentSearchSql(documents, scope, limit, within);
+  const rows = (await db.query(sql, params)) as unknown as (Row & { n: string | number })[];
   return { found: rows.map((r) => present(r, "arguments")), capped: rows.length > 0 && Number(rows[0].n) >= ARGUMENT_MATCHES_READ };
 }
 
-/**
- * The top-level argument names of the latest kept calls (in `scope`), which a bare search value is
- * tried under: names come from the calls themselves, so a new tool's fields are searchable at once.
- */
-export async function recentArgumentNames(db: Db, scope: string | undefined, sample = 1_000, max = 40): Promise<string[]> {
-  const rows = (await db.query(
-    `SELECT DISTINCT name FROM (
-       SELECT arguments FROM executions
-       WHERE arguments IS NOT NULL AND jsonb_typeof(arguments) = 'object' AND ($1::text IS NULL OR scope = $1)
-       ORDER BY started_at DESC LIMIT $2
-     ) e, jsonb_object_keys(e.arguments) AS name
-     ORDER BY name LIMIT $3`,
-    [scope ?? null, sample, max],
-  )) as { name: string }[];
-  return rows.map((r) => r.name);
+/** The query findExecutionsByArguments runs (lib/audit/query-plans.test.ts EXPLAINs it). */
+export function argumentSearchSql(documents: readonly string[], scope: string | undefined, limit: number, within: "arguments" | "top-level values") {
+  const subject = within === "arguments" ? "arguments" : TOP_LEVEL_VALUES;
+  // OR of one containment per document: each is an index condition (`@> ANY(array)` would not be)
+  const contains = documents.map((_, i) => `${subject} @> $${i + 4}::jsonb`).join(" OR ");
+  return {
+    sql: `WITH matched AS MATERIALIZED (
+       SELECT ${COLUMNS} FROM executions WHERE (${contains}) AND ($1::text IS NULL OR scope = $1) LIMIT $3
+     )
+     SELECT ${COLUMNS}, (SELECT count(*) FROM matched) AS n FROM matched ORDER BY started_at DESC LIMIT $2`,
+    params: [scope ?? null, limit, ARGUMENT_MATCHES_READ, ...documents] as unknown[],
+  };
 }

@@ -1,8 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { Prisma } from "@/generated/prisma/client";
+import { Prisma } from "@/generated/prisma/client";
 import { anomaliesSql, listAnomalies, openAnomalyCountsSql } from "@/lib/anomalies/anomalies";
 import { freshKeyScanSql, freshKeyTwinsSql, type ScannedExecution } from "@/lib/anomalies/checks/fresh-key-duplicates";
 import { createTestPostgres, type TestPostgres } from "@/test/support/databases";
+import { OVER_LIMIT_PREFIX } from "@/lib/idempotency/scope-result-limit";
+import { argumentSearchSql } from "./find-executions";
 import { keyAuditTrailSql, readKeyAuditTrail } from "./key-audit-trail";
 import { operatorActionFacets, operatorActionFacetsSql } from "./operator-action-facets";
 import { listOperatorActions, operatorActionsSql } from "./operator-actions";
@@ -35,9 +37,10 @@ beforeAll(async () => {
   // spread over the last 7 days, 5 tools, 2 000 keys; row i is older the larger i is
   const at = (i: string) => `(to_timestamp((${NOW}::float8 - ${i}::float8 * ${(7 * DAY) / ROWS}) / 1000) AT TIME ZONE 'UTC')`;
   await prisma.$executeRawUnsafe(`
-    INSERT INTO executions (id, scope, key, tool, fingerprint, token, fallback, started_at, lease_until, outcome, finished_at, duration_ms)
+    INSERT INTO executions (id, scope, key, tool, fingerprint, token, fallback, started_at, lease_until, outcome, finished_at, duration_ms, arguments)
     SELECT 'e-' || i, 'scope-' || (i % 10), 'key-' || (i % 2000), 'tool-' || (i % 5), md5(i::text), i, false, ${at("i")},
-      ${at("i")} + interval '1 minute', CASE WHEN i % 50 = 0 THEN 'failed' ELSE 'succeeded' END, ${at("i")} + interval '50 ms', i % 500
+      ${at("i")} + interval '1 minute', CASE WHEN i % 50 = 0 THEN 'failed' ELSE 'succeeded' END, ${at("i")} + interval '50 ms', i % 500,
+      jsonb_build_object('customerId', 'cus_' || (i % 4000), 'amountCents', i % 700, 'note', 'n' || i)
     FROM generate_series(1, ${ROWS}) AS i`);
   await prisma.$executeRawUnsafe(`
     INSERT INTO suppressions (id, scope, key, tool, kind, fallback, gap_ms, at)
@@ -244,5 +247,35 @@ describe("reconciler", () => {
     // a later page, from a cursor inside the log
     const later = rows[rows.length - 1];
     expect(await indexBacked(freshKeyScanSql({ at: later.startedAt, id: later.id }, new Date(NOW), 5_000))).toEqual(["executions_started_at_idx"]);
+  });
+});
+
+describe("search by an argument value", () => {
+  // the query with its parameters written in, as EXPLAIN needs them
+  const inlined = ({ sql, params }: { sql: string; params: unknown[] }) =>
+    Prisma.raw(sql.replace(/\$(\d+)/g, (_, n: string) => {
+      const v = params[Number(n) - 1];
+      return v === null ? "NULL" : typeof v === "number" ? String(v) : `'${String(v).replace(/'/g, "''")}'`;
+    }));
+
+  it("finds a bare value under any top-level name through the index of top-level values, in every scope or one", async () => {
+    for (const scope of [undefined, "scope-3"]) {
+      const q = argumentSearchSql(['["cus_42"]', '["n7"]'], scope, 50, "top-level values");
+      expect(await indexBacked(inlined(q))).toEqual(expect.arrayContaining(["executions_argument_values_idx"]));
+    }
+  });
+
+  it("finds name:value through the index of the arguments", async () => {
+    const q = argumentSearchSql(['{"customerId":"cus_42"}'], undefined, 50, "arguments");
+    expect(await indexBacked(inlined(q))).toEqual(expect.arrayContaining(["executions_arguments_path_ops_idx"]));
+  });
+});
+
+describe("the reconciler's scan of results stored over their scope's limit", () => {
+  it("reads the partial index of placeholders only", async () => {
+    const q = Prisma.sql`SELECT id, scope, key, tool, finished_at, result_body FROM executions
+      WHERE result_body LIKE ${Prisma.raw(`'${OVER_LIMIT_PREFIX}%'`)} AND (finished_at, id) > (${new Date(NOW - DAY)}, ${""})
+      ORDER BY finished_at, id LIMIT 5000`;
+    expect(await indexBacked(q)).toEqual(["executions_result_over_limit_idx"]);
   });
 });

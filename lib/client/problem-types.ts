@@ -2,4 +2,4 @@
 // lib/docs/problem-docs.ts): do not edit. `npm test` fails when it differs from what the script writes.
 
 /** The gateway's problem types a client sends again with the same key: nothing ran, or the key is still held. */
-export const RETRIED_PROBLEM_TYPES: ReadonlySet<string> = new Set(["/problems/conflict", "/problems/internal", "/problems/tool_failed", "/problems/unavailable"]);
+export const RETRIED_PROBLEM_TYPES: ReadonlySet<string> = new Set(["/problems/conflict", "/problems/internal", "/problems/request_timeout", "/problems/server_busy", "/problems/tool_failed", "/problems/unavailable"]);

@@ -11,3 +11,12 @@ export function pageParam(segment: string): string | null {
     return null;
   }
 }
+
+/**
+ * A dynamic segment as generateMetadata receives it: Next.js (16.2 on) hands metadata its params
+ * decoded already, unlike the page itself, so a title decodes nothing again ("order%2541" in the
+ * address is the key "order%41", not "orderA").
+ */
+export function metadataParam(segment: string): string {
+  return segment;
+}

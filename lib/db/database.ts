@@ -5,6 +5,10 @@ import { PrismaClient } from "@/generated/prisma/client";
 import { redactUrl } from "@/lib/db/redact-url";
 import { acquireDataDirLock, type DataDirLock } from "./lock";
 import { applyMigrations, type SqlConnection } from "./migrate";
+import { tightenModes } from "./private-files";
+
+/** how often the embedded database's files are narrowed to the owner while it is open */
+const KEEP_PRIVATE_INTERVAL_MS = 60_000;
 
 export type DatabaseKind = "postgres" | "pglite";
 
@@ -19,9 +23,9 @@ export interface Database {
    * One statement with `$n` parameters straight through the driver, around Prisma's query pipeline:
    * for the audit log's hot-path writes. Resolves to the number of rows it changed.
    */
-  execute(sql: string, params: readonly unknown[]): Promise<number>;
+  execute(sql: string, params: readonly unknown[], options?: StatementOptions): Promise<number>;
   /** One read statement with `$n` parameters straight through the driver: its rows. */
-  query(sql: string, params: readonly unknown[]): Promise<Record<string, unknown>[]>;
+  query(sql: string, params: readonly unknown[], options?: StatementOptions): Promise<Record<string, unknown>[]>;
   /** one session of the raw driver, for multi-statement SQL and session locks (migrations) */
   withSession<T>(fn: (conn: SqlConnection) => Promise<T>): Promise<T>;
   /**
@@ -30,6 +34,15 @@ export interface Database {
    */
   newConnection?(): pg.Client;
   close(): Promise<void>;
+}
+
+export interface StatementOptions {
+  /**
+   * A name under which a server keeps the statement prepared on each pooled connection (parsed and
+   * planned once per connection instead of on every call): for constant SQL on a hot path only,
+   * one name per SQL text. The embedded database ignores it.
+   */
+  prepare?: string;
 }
 
 export interface DatabaseOptions {
@@ -43,14 +56,15 @@ export interface DatabaseOptions {
 }
 
 export async function openDatabase(options: DatabaseOptions): Promise<Database> {
-  const db = options.url ? await openServer(options.url, options.poolSize ?? 10) : await openEmbedded(options.dataDir ?? ".data/pglite");
-  if (options.migrate !== false) {
-    try {
-      db.appliedMigrations = await db.withSession((conn) => applyMigrations(conn));
-    } catch (err) {
-      await db.close();
-      throw err;
-    }
+  const dataDir = options.dataDir ?? ".data/pglite";
+  const db = options.url ? await openServer(options.url, options.poolSize ?? 10) : await openEmbedded(dataDir);
+  try {
+    if (options.migrate !== false) db.appliedMigrations = await db.withSession((conn) => applyMigrations(conn));
+    // the files a first start unpacks (0666) and those the migrations wrote: the owner's only
+    if (!options.url) await tightenModes(dataDir);
+  } catch (err) {
+    await db.close();
+    throw err;
   }
   return db;
 }
@@ -78,11 +92,13 @@ async function openServer(url: string, poolSize: number): Promise<Database> {
     location: redactUrl(url),
     prisma,
     appliedMigrations: [],
-    async execute(sql, params) {
-      return (await pool.query(sql, params as unknown[])).rowCount ?? 0;
+    async execute(sql, params, options) {
+      const values = params as unknown[];
+      return (await (options?.prepare ? pool.query({ name: options.prepare, text: sql, values }) : pool.query(sql, values))).rowCount ?? 0;
     },
-    async query(sql, params) {
-      return (await pool.query(sql, params as unknown[])).rows;
+    async query(sql, params, options) {
+      const values = params as unknown[];
+      return (await (options?.prepare ? pool.query({ name: options.prepare, text: sql, values }) : pool.query(sql, values))).rows;
     },
     newConnection() {
       const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 5_000, keepAlive: true });
@@ -127,6 +143,11 @@ async function openEmbedded(dataDir: string): Promise<Database> {
       },
     };
     const prisma = new PrismaClient({ adapter: new PrismaPGlite(pglite) });
+    // PGlite sets the modes of files it writes later itself (lib/db/private-files.ts): narrowed now and then
+    const sweep = () => tightenModes(dataDir).catch((err) => console.error(`idemgate: cannot narrow the modes under ${dataDir}: ${(err as Error).message}`));
+    let sweeping: Promise<unknown> = Promise.resolve();
+    const keepPrivate = setInterval(() => (sweeping = sweep()), KEEP_PRIVATE_INTERVAL_MS);
+    keepPrivate.unref();
     return {
       kind: "pglite",
       location: dataDir,
@@ -140,9 +161,13 @@ async function openEmbedded(dataDir: string): Promise<Database> {
       },
       withSession: (fn) => fn(raw),
       async close() {
+        clearInterval(keepPrivate);
         try {
           await prisma.$disconnect();
           await pglite.close();
+          // what it wrote on the way out (its statistics, a checkpoint)
+          await sweeping;
+          await sweep();
         } finally {
           // the lock goes last: another process may open the directory as soon as it is free
           await lock.release();

@@ -1,7 +1,7 @@
 import { closeSync, constants, ftruncateSync, openSync, readFileSync, writeSync } from "node:fs";
-import { mkdir } from "node:fs/promises";
 import path from "node:path";
 import { tryLock, unlock } from "fs-native-extensions";
+import { makePrivateDir } from "./private-files";
 
 /**
  * PGlite takes no lock of its own, and two processes writing one data directory corrupt it without
@@ -52,7 +52,7 @@ function readHolderPid(file: string): number | null {
  */
 export async function acquireDataDirLock(dataDir: string): Promise<DataDirLock> {
   const file = lockFileOf(dataDir);
-  await mkdir(path.dirname(file), { recursive: true });
+  await makePrivateDir(path.dirname(file));
   // A plain descriptor, not a FileHandle: a FileHandle is closed when it is garbage collected, which
   // would drop the lock while the database is still open. Node opens files close-on-exec, so child
   // processes do not inherit it.

@@ -14,6 +14,6 @@ describe("the clients' generated problem tables", () => {
   });
 
   it("the retried types are the ones the problem pages say to retry", () => {
-    expect(renderTsRetryList()).toContain('new Set(["/problems/conflict", "/problems/internal", "/problems/tool_failed", "/problems/unavailable"])');
+    expect(renderTsRetryList()).toContain('new Set(["/problems/conflict", "/problems/internal", "/problems/request_timeout", "/problems/server_busy", "/problems/tool_failed", "/problems/unavailable"])');
   });
 });

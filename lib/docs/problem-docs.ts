@@ -136,6 +136,16 @@ const TEXT: Record<string, Omit<ProblemDoc, "code" | "status" | "title">> = {
     todo: "Use the method the API reference gives for the path (GET /api/v1/openapi.json lists them).",
     retry: "with changes",
   },
+  request_timeout: {
+    happened: "The request did not arrive in time: its body sent nothing for the server's idle limit (10 s by default), or the whole request took longer than the server allows (120 s). The connection is closed; nothing was run.",
+    todo: "Send the body as one piece once the request starts; a client on a slow link sends smaller bodies.",
+    retry: "yes",
+  },
+  server_busy: {
+    happened: "The server already holds as many connections as it is configured to (IDEMGATE_MAX_CONNECTIONS). The connection is closed; nothing was run.",
+    todo: "Retry shortly with the same key, with backoff; reuse connections (keep-alive) rather than opening one per call. Operators: raise the limit or add an instance.",
+    retry: "yes",
+  },
   payload_too_large: {
     happened: "The request body is larger than the gateway accepts (1 MiB). Nothing was read or run.",
     todo: "Send smaller arguments; large payloads belong in storage with a reference in the arguments.",

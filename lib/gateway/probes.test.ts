@@ -230,6 +230,20 @@ for (const kind of ["postgres", "redis"] as const) {
       expect(kept?.stateAfter).toMatchObject({ state: "absent", probe: { outcome: "applied" } });
     });
 
+    it("a call held again from the audit log after the key store lost it is listed, claimed and resolved", async () => {
+      if (!under.loseData) return expect(kind).toBe("postgres");
+      const held = await unknownCall("probe.charge", { orderId: "o-lost", amountCents: 5 });
+      await runtime.audit.flush();
+      await under.loseData();
+      // the reconciler's held-calls pass holds it again (under a new reservation token) for the same execution
+      expect(await runtime.engine.restoreHeld("tenant-a", held.key)).toMatchObject({ status: "unknown", executionId: held.executionId });
+      expect((await listAll("probe.charge")).map((i) => i.executionId)).toContain(held.executionId);
+      const c = await claim(held.executionId);
+      expect(c.status).toBe(200);
+      expect(await answer(held.executionId, { claim: c.body.claim, outcome: "applied", body: { chargeId: "ch_lost" } })).toMatchObject({ status: 200, body: { decision: "resolved" } });
+      expect(await client().guard("probe.charge", { orderId: "o-lost", amountCents: 5 }, () => ({ ran: true }), { key: held.key })).toEqual({ chargeId: "ch_lost" });
+    });
+
     it("refuses bad bodies with a problem and changes nothing", async () => {
       const held = await unknownCall("probe.charge", { orderId: "o-12", amountCents: 1200 });
       expect((await claim(held.executionId, { leaseMs: 5 })).body.type).toBe("/problems/invalid_request");

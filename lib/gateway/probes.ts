@@ -9,6 +9,7 @@ import { stateOf, type KeyRecord } from "@/lib/idempotency/record";
 import type { HttpAnswer } from "@/lib/http/answer";
 import { badRequest, HttpError } from "@/lib/http/problem";
 import { closeKeyAnomalies } from "@/lib/operator/close-key-anomalies";
+import { carryOutDecision, recordDecided, writeDecision } from "@/lib/operator/key-decisions";
 import { cursorSeal } from "@/lib/operator/list-cursor";
 import { resultTtlMs } from "@/lib/operator/resolve-key";
 import type { Runtime } from "@/lib/server/runtime";
@@ -75,10 +76,10 @@ export interface HeldCall {
   probe: { attempts: number; claimedUntil: string | null; nextProbeAt: string | null; lastNote: string | null };
 }
 
-type ExecutionRow = Pick<Execution, "id" | "scope" | "key" | "tool" | "token" | "startedAt" | "leaseUntil" | "arguments" | "argumentsKept" | "probeClaim" | "probeUntil" | "probeAttempts" | "probeNote">;
+type ExecutionRow = Pick<Execution, "id" | "scope" | "key" | "tool" | "token" | "startedAt" | "leaseUntil" | "arguments" | "argumentsKept" | "probeClaim" | "probeHolder" | "probeUntil" | "probeAttempts" | "probeNote">;
 const ROW_SELECT = {
   id: true, scope: true, key: true, tool: true, token: true, startedAt: true, leaseUntil: true, arguments: true, argumentsKept: true,
-  probeClaim: true, probeUntil: true, probeAttempts: true, probeNote: true,
+  probeClaim: true, probeHolder: true, probeUntil: true, probeAttempts: true, probeNote: true,
 } as const;
 
 function heldCall(record: KeyRecord, row: ExecutionRow, state: HeldState, nowMs: number): HeldCall {
@@ -100,9 +101,15 @@ function heldCall(record: KeyRecord, row: ExecutionRow, state: HeldState, nowMs:
   };
 }
 
-/** The state of a record still held by the call `row` stands for, or null when it is not (decided, released, taken). */
+/**
+ * The state of a record still held by the call `row` stands for, or null when it is not (decided,
+ * released, taken over). The record names its execution: a call held again from the audit log after
+ * a key-store loss keeps its execution under a new reservation token, and a takeover is another
+ * execution. Decisions then act on the record's token as read (Engine.resolve / release are fenced
+ * by it), so a key that changes meanwhile is refused, never decided for another call.
+ */
 function heldBy(record: KeyRecord | null, row: ExecutionRow, nowMs: number): HeldState | null {
-  if (!record || record.executionId !== row.id || BigInt(record.token) !== row.token) return null;
+  if (!record || record.executionId !== row.id) return null;
   const state = stateOf(record, nowMs);
   return state === "unknown" || state === "stuck" ? state : null;
 }
@@ -191,7 +198,7 @@ export async function claimProbe(request: GatewayRequest, executionId: string, p
   // one live claim per execution, whichever server process is asked: a conditional update of its row
   const taken = await runtime.db.prisma.execution.updateMany({
     where: { id: row.id, scope: principal.scope, OR: [{ probeUntil: null }, { probeUntil: { lte: now } }] },
-    data: { probeClaim: claim, probeHolder: holderOf(principal, body.holder), probeUntil: until },
+    data: { probeClaim: claim, probeHolder: body.holder ?? null, probeUntil: until },
   });
   if (taken.count === 0) {
     const current = await runtime.db.prisma.execution.findUnique({ where: { id: row.id }, select: { probeUntil: true, probeClaim: true } });
@@ -204,12 +211,8 @@ export async function claimProbe(request: GatewayRequest, executionId: string, p
         : `this call's last probe could not tell; it is asked again from ${at.toISOString()}`,
     );
   }
-  const call = heldCall(record, { ...row, probeClaim: claim, probeUntil: until }, state, nowMs);
+  const call = heldCall(record, { ...row, probeClaim: claim, probeHolder: body.holder ?? null, probeUntil: until }, state, nowMs);
   return { status: 200, headers: JSON_HEADERS, body: JSON.stringify({ claim, claimedUntil: until.toISOString(), claimMs: leaseMs, call }) };
-}
-
-function holderOf(principal: TokenPrincipal, holder: string | undefined): string {
-  return holder ?? "unnamed";
 }
 
 /** How the trail names a probe: the token it came with and the process that ran it, never an operator. */
@@ -230,8 +233,7 @@ export async function answerProbe(request: GatewayRequest, executionId: string, 
   if (row.probeClaim !== body.claim) {
     throw claimedUntil(row.probeUntil ?? new Date(nowMs), nowMs, "this claim is not the call's claim any more: it lapsed and another process claimed the call; nothing changed");
   }
-  const holder = (await prisma.execution.findUnique({ where: { id: row.id }, select: { probeHolder: true } }))?.probeHolder ?? null;
-  const actor = probeActor(principal.tokenId, holder);
+  const actor = probeActor(principal.tokenId, row.probeHolder);
   const { scope, key, tool } = row;
   const said = describe(tool, body);
   const record = await recordOf(row, runtime);
@@ -254,7 +256,7 @@ export async function answerProbe(request: GatewayRequest, executionId: string, 
   };
   if (!record || !state) return late("it was decided, completed or released before the answer came, or a newer call holds its key");
 
-  const token = Number(row.token);
+  const token = record.token;
   if (body.outcome === "unknown") {
     const attempts = row.probeAttempts + 1;
     const next = new Date(nowMs + Math.min(PROBE_BACKOFF_MAX_MS, PROBE_BACKOFF_BASE_MS * 2 ** (attempts - 1)));
@@ -276,10 +278,16 @@ export async function answerProbe(request: GatewayRequest, executionId: string, 
 
   let after: KeyRecord | null = null;
   let decision: "resolved" | "released";
+  let reason: string;
+  // the decision goes to the audit log before the key store acts on it (lib/operator/key-decisions.ts)
+  let decided: string | null = null;
   try {
     if (body.outcome === "applied") {
       const ttlMs = await resultTtlMs(runtime, scope, key);
-      after = (await runtime.engine.resolve({ scope, key, token, actor, reason: said, result: body.body ?? null, status: body.status, ttlMs })).after;
+      const status = body.status ?? 200;
+      reason = `${said}: resolved with its result`;
+      decided = await writeDecision(runtime, { scope, key, decision: "resolved", actor, reason, result: { status, body: body.body ?? null, ttlMs } });
+      after = (await carryOutDecision(prisma, decided, () => runtime.engine.resolve({ scope, key, token, actor, reason: said, result: body.body ?? null, status, ttlMs }))).after;
       decision = "resolved";
     } else {
       const leaseUntilMs = record.leaseUntilMs ?? row.leaseUntil.getTime();
@@ -292,7 +300,9 @@ export async function answerProbe(request: GatewayRequest, executionId: string, 
           { "Retry-After": String(seconds) },
         );
       }
-      await runtime.engine.release({ scope, key, token, actor, reason: said });
+      reason = `${said}: released, so the next call runs it`;
+      decided = await writeDecision(runtime, { scope, key, decision: "released", actor, reason });
+      await carryOutDecision(prisma, decided, () => runtime.engine.release({ scope, key, token, actor, reason: said }));
       decision = "released";
     }
   } catch (err) {
@@ -301,8 +311,7 @@ export async function answerProbe(request: GatewayRequest, executionId: string, 
     return late(err.message);
   }
   await prisma.execution.updateMany({ where: { id: row.id }, data: { probeClaim: null, probeUntil: null } });
-  const reason = decision === "resolved" ? `${said}: resolved with its result` : `${said}: released, so the next call runs it`;
-  await recordOperatorAction(prisma, {
+  await recordDecided(prisma, decided, {
     actor,
     action: decision === "resolved" ? "resolve" : "release",
     reason,

@@ -127,6 +127,23 @@ describe("the reservation API on the fast path", () => {
     expectDocumented("/api/v1/executions/{executionId}/complete", 409, other.body);
   });
 
+  it("complete sent again with its keys in another order: 200 replaying; a status outside 200–299 and 400–499 is 400 and changes nothing", async () => {
+    const key = randomUUID();
+    const r = (await reserve(key)).body;
+    for (const status of [302, 100, 199, 300, 399, 500, 503]) {
+      const refused = await settle(r.executionId, "complete", { token: r.token, status, body: { ok: true } });
+      expect(refused, `status ${status}`).toMatchObject({ status: 400, body: { type: "/problems/invalid_request" } });
+      expect(refused.headers.get("content-type")).toMatch(/^application\/problem\+json/);
+      expectDocumented("/api/v1/executions/{executionId}/complete", 400, refused.body);
+    }
+    expect(await gateway.runtime.store.get("tenant-rv", key)).toMatchObject({ status: "inflight", token: r.token });
+    const first = await post(`/api/v1/executions/${r.executionId}/complete`, `{"token":${r.token},"status":201,"body":{"id":"inv_1","lines":[{"sku":"a","qty":1}]}}`);
+    expect(first).toMatchObject({ status: 200, body: { state: "done", status: 201 } });
+    const reordered = await post(`/api/v1/executions/${r.executionId}/complete`, `{"body":{"lines":[{"qty":1,"sku":"a"}],"id":"inv_1"},"status":201,"token":${r.token}}`);
+    expect(reordered).toMatchObject({ status: 200, body: { state: "done", status: 201, body: { id: "inv_1", lines: [{ sku: "a", qty: 1 }] } } });
+    expect(reordered.headers.get("idempotent-replayed")).toBe("true");
+  });
+
   it("an unknown execution id and another tenant's are the same 404; a wrong token is 409 stale_token and changes nothing", async () => {
     const key = randomUUID();
     const r = (await reserve(key)).body;

@@ -20,7 +20,12 @@ const reserveBody = z.strictObject({ arguments: z.record(z.string(), z.unknown()
 const token = z.number().int().nonnegative().describe("the token the reservation was given");
 export const completeBody = z.strictObject({
   token,
-  status: z.number().int().min(200).max(499).optional().describe("200 unless given; 400–499: a final error (a declined card), stored and replayed like a result"),
+  status: z
+    .number()
+    .int()
+    .refine((s) => (s >= 200 && s <= 299) || (s >= 400 && s <= 499), "a result's status is 200–299, or 400–499 for a final error")
+    .optional()
+    .describe("200 unless given; 400–499: a final error (a declined card), stored and replayed like a result"),
   body: z.unknown().describe("the result, any JSON; replayed to every duplicate"),
 });
 export const releaseBody = z.strictObject({

@@ -17,16 +17,30 @@ export function parseExportFormat(raw: string | null | undefined): ExportFormat 
   return format;
 }
 
+/** A text a spreadsheet reads as a formula: one starting with = + - @, a tab or a carriage return. */
+const FORMULA_START = /^[=+\-@\t\r]/;
+
 /**
- * RFC 4180: a field with a comma, quote or line break is quoted, its quotes doubled. A text that a
- * spreadsheet would read as a formula (a key or a summary a caller chose, starting with = + - @, a
- * tab or a carriage return) is written with a leading ' so it stays text (OWASP's CSV injection rule).
+ * The same inside a text: after a character some spreadsheet starts a new cell at (the `;` of a
+ * locale whose list separator it is, a comma or tab read unquoted, a line break), spaces allowed.
+ */
+const FORMULA_AFTER_SEPARATOR = /([,;\t\r\n] *)([=+\-@])/g;
+
+/**
+ * RFC 4180: a field with a comma, quote or line break is quoted, its quotes doubled; one with a `;`
+ * or a tab too, so a spreadsheet splitting at those keeps it one cell. A text that a spreadsheet
+ * would read as a formula (a key or a summary a caller chose, starting with = + - @, a tab or a
+ * carriage return, or with one of these after a separator) gets a ' before it so it stays text
+ * (OWASP's CSV injection rule).
  */
 export function csvField(value: unknown): string {
   if (value === null || value === undefined) return "";
   let s = value instanceof Date ? value.toISOString() : String(value);
-  if (typeof value === "string" && /^[=+\-@\t\r]/.test(s)) s = `'${s}`;
-  return /[",\r\n]/.test(s) ? `"${s.replaceAll('"', '""')}"` : s;
+  if (typeof value === "string") {
+    if (FORMULA_START.test(s)) s = `'${s}`;
+    s = s.replace(FORMULA_AFTER_SEPARATOR, "$1'$2");
+  }
+  return /[",;\t\r\n]/.test(s) ? `"${s.replaceAll('"', '""')}"` : s;
 }
 
 /**

@@ -84,6 +84,7 @@ const PROBLEMS: Record<string, ProblemType> = {
   lease_running: { status: 409, title: "Call may still be running" },
   limit_reached: { status: 409, title: "Limit reached" },
   method_not_allowed: { status: 405, title: "Method not allowed" },
+  request_timeout: { status: 408, title: "Request timeout" },
   payload_too_large: { status: 413, title: "Request body too large" },
   unsupported_media_type: { status: 415, title: "Unsupported media type" },
   mismatch: { status: 422, title: "Idempotency-Key reused with other arguments" },
@@ -91,6 +92,7 @@ const PROBLEMS: Record<string, ProblemType> = {
   abandoned: { status: 500, title: "Call abandoned" },
   internal: { status: 500, title: "Internal error" },
   tool_failed: { status: 502, title: "Tool failed" },
+  server_busy: { status: 503, title: "Server busy" },
   unavailable: {
     status: 503,
     title: "Service unavailable",

@@ -87,6 +87,18 @@ describe.each(STORE_KINDS)("reservations on the %s store", (kind) => {
     expect(await other.completeExecution(target(s, r), { status: 201, body: { n: 1 } })).toMatchObject({ replayed: true });
   });
 
+  it("answers a completion sent again with the same JSON in another key order as the first time, with the body as first stored", async () => {
+    const s = scope();
+    const r = await reserved(s, "reordered");
+    await t.engine.completeExecution(target(s, r), { status: 200, body: { entryId: "e1", amount: { cents: 500, currency: "EUR" }, tags: ["a", "b"] } });
+    const again = await t.engine.completeExecution(target(s, r), { status: 200, body: { tags: ["a", "b"], amount: { currency: "EUR", cents: 500 }, entryId: "e1" } });
+    expect(again).toMatchObject({ state: "done", replayed: true, body: '{"entryId":"e1","amount":{"cents":500,"currency":"EUR"},"tags":["a","b"]}' });
+    // an array's order is part of the result
+    await expect(t.engine.completeExecution(target(s, r), { status: 200, body: { entryId: "e1", amount: { cents: 500, currency: "EUR" }, tags: ["b", "a"] } })).rejects.toBeInstanceOf(
+      InvalidStateError,
+    );
+  });
+
   it("stores a final error (4xx) as the result; not_run frees the key, unknown holds it", async () => {
     const s = scope();
     const declined = await reserved(s, "declined");
@@ -297,6 +309,45 @@ describe.each(STORE_KINDS)("reservations on the %s store", (kind) => {
       }
       await t.audit.flush();
       expect(await t.db.prisma.execution.findUnique({ where: { id: restored.executionId } })).toMatchObject({ outcome: "succeeded" });
+    });
+
+    it("after a key-store loss, the same completion sent twice at once (a retry while the first is still answered) is stored once and answered as stored to both", async () => {
+      const s = scope();
+      const calls = await Promise.all(Array.from({ length: 5 }, (_, i) => reserved(s, `twice-${i}`)));
+      clock.ms += ledger.leaseMs * 3;
+      await t.loseData!();
+      const one = new Engine({ store: t.store, audit: t.audit, now: clock.now });
+      const two = new Engine({ store: t.store, audit: t.audit, now: clock.now });
+      for (const [i, r] of calls.entries()) {
+        const body = { entryId: `e-${i}` };
+        const answers = await Promise.allSettled([one.completeExecution(target(s, r), { status: 200, body }), two.completeExecution(target(s, r), { status: 200, body })]);
+        // stored by one; the other is told so, or asked to retry (never "released or taken over")
+        for (const a of answers) {
+          if (a.status === "rejected") expect(a.reason).toBeInstanceOf(ConflictError);
+        }
+        expect(answers.filter((a) => a.status === "fulfilled" && a.value.state === "done" && !a.value.replayed)).toHaveLength(1);
+        expect(await two.completeExecution(target(s, r), { status: 200, body })).toMatchObject({ state: "done", replayed: true });
+        expect(await t.store.get(s, `twice-${i}`)).toMatchObject({ status: "done", executionId: r.executionId });
+      }
+      await t.audit.flush();
+      for (const r of calls) expect(await t.db.prisma.execution.findUnique({ where: { id: r.executionId } })).toMatchObject({ outcome: "succeeded" });
+    });
+
+    it("after a key-store loss, the same unknown sent twice at once is recorded once and answered as recorded to both", async () => {
+      const s = scope();
+      const calls = await Promise.all(Array.from({ length: 5 }, (_, i) => reserved(s, `unknown-twice-${i}`)));
+      clock.ms += ledger.leaseMs * 3;
+      await t.loseData!();
+      const one = new Engine({ store: t.store, audit: t.audit, now: clock.now });
+      const two = new Engine({ store: t.store, audit: t.audit, now: clock.now });
+      for (const [i, r] of calls.entries()) {
+        const answers = await Promise.allSettled([one.releaseExecution(target(s, r), "unknown", "the SDK threw"), two.releaseExecution(target(s, r), "unknown", "the SDK threw")]);
+        for (const a of answers) {
+          if (a.status === "rejected") expect(a.reason).toBeInstanceOf(ConflictError);
+          else expect(a.value).toEqual({ state: "unknown" });
+        }
+        expect(await t.store.get(s, `unknown-twice-${i}`)).toMatchObject({ status: "unknown", executionId: r.executionId });
+      }
     });
 
     it("after a key-store loss, never stores a completion against a decision: an operator's release or resolve, or the caller's own unknown", async () => {

@@ -18,13 +18,15 @@ import {
   UnavailableError,
   UnknownOutcomeKeyError,
 } from "./errors";
-import { fingerprint as fingerprintOf } from "./fingerprint";
+import { canonicalJson, fingerprint as fingerprintOf } from "./fingerprint";
 import { keptArguments, type KeptArguments } from "./kept-arguments";
+import { redactAnswerText } from "./redaction";
 import { FALLBACK_PREFIX, fallbackKey, PASS_THROUGH_PREFIX, passThroughKey, validateKey } from "./key-rules";
 import { exceptionNote, noteWithDetail, PUBLIC_THREW_NOTE } from "./outcome-note";
 import type { KeyRecord, StoredResult } from "./record";
 import { DuplicateRate } from "./duplicate-rate";
 import type { ReplayCache } from "./replay-cache";
+import { isOverLimitResult, type ScopeResultLimit } from "./scope-result-limit";
 import { DEFAULT_POLICY, isAbandonCall, isFinalToolError, isNotRunError, isOutcomeUnknown, leaseMarginMs, type RunTool, type ToolPolicy, type ToolResult } from "./tool";
 
 export interface InvokeRequest {
@@ -108,6 +110,8 @@ export interface EngineOptions {
    * either way: a read that finds no replay goes on to reserve.
    */
   replayReads?: "adaptive" | "always" | "never";
+  /** the per-scope limit on stored result bytes: a result over it is stored as a placeholder */
+  scopeResultLimit?: ScopeResultLimit | null;
 }
 
 /** A replay a client answered from its own cache of done results, reported afterwards for the audit log. */
@@ -150,6 +154,19 @@ function serialize(body: unknown): string {
 }
 
 /**
+ * Whether two stored bodies (JSON texts) are the same JSON: a completion sent again by a client
+ * that serialises its keys in another order is the same result.
+ */
+function sameJson(a: string, b: string): boolean {
+  if (a === b) return true;
+  try {
+    return canonicalJson(JSON.parse(a)) === canonicalJson(JSON.parse(b));
+  } catch {
+    return false;
+  }
+}
+
+/**
  * Runs tool calls exactly once per (scope, key): reserve, record the intent, run, complete, record
  * the outcome — in that order, failing closed when the key store or the audit log cannot be written.
  */
@@ -168,8 +185,10 @@ export class Engine {
   private readonly scopeWaiters = new Map<string, number>();
   private readonly replayReads: "adaptive" | "always" | "never";
   private readonly duplicateRate = new DuplicateRate();
+  private readonly scopeResultLimit: ScopeResultLimit | null;
 
   constructor(options: EngineOptions) {
+    this.scopeResultLimit = options.scopeResultLimit ?? null;
     this.maxWaiters = options.maxWaiters ?? DEFAULT_MAX_WAITERS;
     this.maxWaitersPerScope = Math.min(this.maxWaiters, options.maxWaitersPerScope ?? Math.max(1, Math.floor(this.maxWaiters * SCOPE_WAITERS_SHARE)));
     this.store = options.store;
@@ -613,8 +632,18 @@ export class Engine {
     }
   }
 
-  private async complete(call: CallContext, token: number, stored: StoredResult, durationMs: number): Promise<InvokeResult> {
+  /**
+   * The result to store: over its scope's limit on stored bytes, a placeholder (the call is done all
+   * the same). A count that cannot be read or written keeps the result: it is not worth losing one.
+   */
+  private async withinScopeLimit(scope: string, stored: StoredResult, ttlMs: number, nowMs: number): Promise<StoredResult> {
+    if (!this.scopeResultLimit) return stored;
+    return this.scopeResultLimit.admit(scope, stored, ttlMs, nowMs).catch(() => stored);
+  }
+
+  private async complete(call: CallContext, token: number, result: StoredResult, durationMs: number): Promise<InvokeResult> {
     const completedMs = this.now();
+    const stored = await this.withinScopeLimit(call.scope, result, call.ttlMs, completedMs);
     const t = performance.now();
     let late = false;
     let completionError: string | null = null;
@@ -650,7 +679,8 @@ export class Engine {
       error: late ? "completion refused: the reservation was released or taken over while the tool ran" : completionError,
     });
     this.onCall({ tool: call.tool.name, result: stored.final ? "final_error" : "executed", storeMs: call.storeMs, auditMs: call.auditMs });
-    return { kind: "executed", status: stored.status, body: stored.body, key: call.key, executionId: call.executionId, fallback: call.fallback, lateCompletion: late };
+    // the caller gets its result even when only a placeholder of it was stored
+    return { kind: "executed", status: result.status, body: result.body, key: call.key, executionId: call.executionId, fallback: call.fallback, lateCompletion: late };
   }
 
   /**
@@ -993,8 +1023,9 @@ export class Engine {
    */
   async completeExecution(target: SettleTarget, result: { status: number; body: unknown }): Promise<SettleResult> {
     const call = await this.heldCall(target);
-    const stored: StoredResult = { status: result.status, body: serialize(result.body), final: result.status >= 400 };
+    const offered: StoredResult = { status: result.status, body: serialize(result.body), final: result.status >= 400 };
     const completedMs = this.now();
+    const stored = await this.withinScopeLimit(call.scope, offered, call.ttlMs, completedMs);
     const t = performance.now();
     let done: Awaited<ReturnType<KeyStore["complete"]>>;
     try {
@@ -1027,9 +1058,10 @@ export class Engine {
     if (current && current.executionId === call.executionId && current.status === "done" && current.result) {
       // this execution's result is stored (under this reservation, or under the one that held the
       // key again for it after a key-store loss): the same result sent again is answered as the first time
-      if (current.result.status === stored.status && current.result.body === stored.body) {
+      // (a result stored as its scope's over-limit placeholder cannot be compared: the resend is answered with it)
+      if (current.result.status === stored.status && (sameJson(current.result.body, offered.body) || isOverLimitResult(current.result.body))) {
         this.held.delete(call.executionId);
-        return { state: "done", status: stored.status, body: stored.body, replayed: true, expiresAtMs: current.expiresAtMs, executionId: call.executionId };
+        return { state: "done", status: current.result.status, body: current.result.body, replayed: true, expiresAtMs: current.expiresAtMs, executionId: call.executionId };
       }
     }
     if (current && current.executionId === call.executionId && current.token === target.token) {
@@ -1074,7 +1106,15 @@ export class Engine {
     if (current !== null && (current.executionId !== call.executionId || current.status !== "unknown")) return null;
     if (current === null) {
       const token = await this.holdAgain(call, completedMs);
-      if (token === null) return null;
+      if (token === null) {
+        // the same completion sent again while the first was still being answered (another process
+        // may hold the key again for this execution meanwhile): answered from what that one left,
+        // or asked to retry while it is storing; never "released or taken over"
+        const now = await this.storeCall(() => this.store.get(call.scope, call.key));
+        if (now === null || now.executionId !== call.executionId) return null;
+        if (now.status === "inflight") throw new ConflictError(now);
+        return { ok: false, reason: "stale_token", current: now };
+      }
       const done = await this.storeCall(() => this.store.complete(call.scope, call.key, token, stored, call.ttlMs, completedMs, { executionId: call.executionId }));
       if (!done.ok) await this.store.abandon(call.scope, call.key, token).catch(() => {});
       return done.ok ? done : null;
@@ -1241,7 +1281,13 @@ export class Engine {
   private async markHeldAgain(call: CallContext, current: KeyRecord | null, note: string): Promise<boolean> {
     if (current !== null) return current.executionId === call.executionId && current.status === "unknown" && (await this.openInLog(call));
     const token = await this.holdAgain(call, this.now());
-    if (token === null) return false;
+    if (token === null) {
+      // the same report sent again while the first was still being answered: as for a completion
+      const now = await this.storeCall(() => this.store.get(call.scope, call.key));
+      if (now === null || now.executionId !== call.executionId) return false;
+      if (now.status === "inflight") throw new ConflictError(now);
+      return now.status === "unknown";
+    }
     const marked = await this.storeCall(() => this.store.markUnknown(call.scope, call.key, token, note, this.now(), { executionId: call.executionId }));
     if (!marked.ok) await this.store.abandon(call.scope, call.key, token).catch(() => {});
     return marked.ok;
@@ -1357,6 +1403,16 @@ export class Engine {
     }
     return { before: out.before, after: out.after };
   }
+
+  /**
+   * A decision the key store carries already while the audit log still holds its call open (the
+   * process that decided stopped in between): the execution is closed in the log as decided, so a
+   * key-store loss restores the decision rather than the held call. Only an open or unknown
+   * execution is changed; returns whether it was.
+   */
+  async recordDecided(executionId: string, outcome: "released" | "resolved", reason: string, result?: StoredResult & { expiresAt: Date }): Promise<boolean> {
+    return this.audit.closeOpenExecution(executionId, outcome, reason, result);
+  }
 }
 
 /**
@@ -1428,6 +1484,9 @@ export const MAX_KEPT_ANSWER_BYTES = 8 * 1024;
 /** A service's answer as an unknown outcome keeps it: its body cut to MAX_KEPT_ANSWER_BYTES (a cut body is not JSON any more). */
 function keptAnswer(answer: { status: number; body: string } | undefined): { status: number; body: string } | null {
   if (!answer) return null;
+  // for operators only (never replayed): secrets in it are not kept (lib/idempotency/redaction.ts)
+  // (read whole when it may be whole JSON; a longer one is cut anyway, and read as text)
+  answer = { status: answer.status, body: redactAnswerText(answer.body.length <= 1024 * 1024 ? answer.body : answer.body.slice(0, 4 * MAX_KEPT_ANSWER_BYTES)) };
   const cut = Buffer.byteLength(answer.body) <= MAX_KEPT_ANSWER_BYTES ? answer.body : Buffer.from(answer.body).subarray(0, MAX_KEPT_ANSWER_BYTES).toString("utf8").replace(/\uFFFD$/, "");
   // PostgreSQL refuses U+0000 in text (and in the batch's JSON): one such body would hold back every audit row behind it
   return { status: answer.status, body: cut.replace(/\u0000/g, "\uFFFD") };

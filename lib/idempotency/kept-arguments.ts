@@ -1,4 +1,7 @@
 import { canonicalJson } from "./fingerprint";
+import { pointerParts, REDACTED, redactPattern, redactValue } from "./redaction";
+
+export { looksSecret, REDACTED } from "./redaction";
 
 /**
  * How much of a call's arguments its execution keeps for operators (DESIGN.md § Arguments kept for
@@ -11,12 +14,14 @@ export interface ArgumentRetention {
   keep: ArgumentsPolicy;
   /** JSON pointers (RFC 6901) of values to redact besides the secret-looking names; for `redacted` only */
   redact: string[];
+  /**
+   * the paths of the arguments' schema's `writeOnly` properties, never kept whatever the policy: JSON
+   * pointers whose member `*` stands for every array item or member (`/cards/*\/number`)
+   */
+  writeOnly?: string[];
 }
 
 export const DEFAULT_ARGUMENT_RETENTION: ArgumentRetention = Object.freeze({ keep: "redacted", redact: Object.freeze([]) as unknown as string[] });
-
-/** What replaces a redacted value. */
-export const REDACTED = "[redacted]";
 
 /** The most a `redacted` execution keeps of its arguments (canonical JSON, UTF-8). */
 export const MAX_KEPT_ARGUMENTS_BYTES = 8 * 1024;
@@ -33,45 +38,6 @@ export interface KeptArguments {
   kept: "redacted" | "full";
 }
 
-/**
- * Words that make a member's name a secret's: `password`, `client_secret`, `accessToken`, `cvc`,
- * `iban`. A name is split into words at case changes and non-alphanumerics; `max_tokens` (a count)
- * is not `token`.
- */
-const SECRET_WORDS = new Set(["password", "passwd", "passphrase", "pwd", "secret", "cvc", "cvv", "cvc2", "cvv2", "csc", "iban", "pin", "authorization", "apikey", "credential", "credentials"]);
-/** Two words in a row that name a secret: `card_number`, `cardNumber`, and `number` inside a `card` object. */
-const SECRET_PAIRS = new Set(["card number", "card num", "card no", "api key", "private key", "access key", "security code"]);
-/** Names written as one word that hold one: `cardnumber`, `clientsecret`. */
-const SECRET_PARTS = ["password", "passwd", "secret", "cardnumber", "apikey", "privatekey", "accesskey"];
-
-function wordsOf(name: string): string[] {
-  return name
-    .replace(/([a-z0-9])([A-Z])/g, "$1 $2")
-    .replace(/([A-Z]+)([A-Z][a-z])/g, "$1 $2")
-    .toLowerCase()
-    .split(/[^a-z0-9]+/)
-    .filter(Boolean);
-}
-
-/** Whether a member's name looks like it holds a secret; `parent` is the name of the object it is in. */
-export function looksSecret(name: string, parent: string | null = null): boolean {
-  const words = wordsOf(name);
-  if (words.some((w) => SECRET_WORDS.has(w) || w.endsWith("token"))) return true;
-  const joined = words.join("");
-  if (SECRET_PARTS.some((p) => joined.includes(p))) return true;
-  const withParent = parent === null ? words : [...wordsOf(parent).slice(-1), ...words];
-  for (let i = 0; i + 1 < withParent.length; i++) if (SECRET_PAIRS.has(`${withParent[i]} ${withParent[i + 1]}`)) return true;
-  return false;
-}
-
-/** A pointer's member names, unescaped (`~1` is `/`, `~0` is `~`). */
-function pointerParts(pointer: string): string[] {
-  return pointer
-    .split("/")
-    .slice(1)
-    .map((p) => p.replace(/~1/g, "/").replace(/~0/g, "~"));
-}
-
 /** Replaces the value at the pointer, when there is one. */
 function redactAt(root: unknown, pointer: string): void {
   const parts = pointerParts(pointer);
@@ -85,15 +51,6 @@ function redactAt(root: unknown, pointer: string): void {
     if (i === parts.length - 1) container[part as never] = REDACTED as never;
     else at = container[part as never];
   }
-}
-
-/** A copy with the values under secret-looking names replaced. */
-function redactNames(value: unknown, parent: string | null): unknown {
-  if (Array.isArray(value)) return value.map((v) => redactNames(v, parent));
-  if (value === null || typeof value !== "object") return value;
-  const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(value)) out[k] = looksSecret(k, parent) ? REDACTED : redactNames(v, k);
-  return out;
 }
 
 const bytes = (text: string) => Buffer.byteLength(text, "utf8");
@@ -163,16 +120,19 @@ function fitWithin(value: unknown, budget: number): unknown {
 
 /**
  * The arguments as the tool's policy keeps them, as canonical JSON; null when it keeps none.
- * `redacted`: the values at its pointers and under secret-looking names are `"[redacted]"`, and
- * the whole is cut to MAX_KEPT_ARGUMENTS_BYTES. `full`: as they were sent.
+ * `redacted`: the values at its pointers, under secret-looking names and those that are secrets by
+ * their form (lib/idempotency/redaction.ts) are `"[redacted]"`, and the whole is cut to
+ * MAX_KEPT_ARGUMENTS_BYTES. `full`: as they were sent. Under either, the schema's writeOnly
+ * properties are never kept.
  */
 export function keptArguments(args: unknown, retention: ArgumentRetention = DEFAULT_ARGUMENT_RETENTION): KeptArguments | null {
   if (retention.keep === "none") return null;
   // a copy: the call goes on with the arguments as they were sent
   const copy = withoutNul(JSON.parse(canonicalJson(args ?? {})) as unknown);
+  for (const path of retention.writeOnly ?? []) redactPattern(copy, path);
   if (retention.keep === "full") return { json: canonicalJson(copy), kept: "full" };
   for (const pointer of retention.redact) redactAt(copy, pointer);
-  let redacted = redactNames(copy, null);
+  let redacted = redactValue(copy, null);
   let json = canonicalJson(redacted);
   if (bytes(json) > MAX_KEPT_ARGUMENTS_BYTES) {
     redacted = fit(redacted, MAX_KEPT_ARGUMENTS_BYTES);

@@ -1,4 +1,5 @@
 import type { KeyRecord, KeyState, StoredResult } from "@/lib/idempotency/record";
+import type { ResultBytesCounter } from "./scope-result-limit";
 
 export interface BeginInput {
   scope: string;
@@ -108,6 +109,8 @@ export type StateCounts = Record<KeyState, number>;
 
 export interface KeyStore {
   readonly kind: "redis" | "postgres" | "pglite";
+  /** each scope's stored result bytes, which its limit is checked against (lib/idempotency/scope-result-limit.ts) */
+  readonly resultBytes?: ResultBytesCounter;
   begin(input: BeginInput): Promise<BeginOutcome>;
   /**
    * Optional, for a store where a read costs less than begin: the record of (scope, key) when

@@ -1,5 +1,6 @@
 import { createHash } from "node:crypto";
 import type { Anomaly } from "@/generated/prisma/client";
+import { CALLER_TEXT_LIMITS, plainCallerText, slackCallerCode, slackCode } from "./caller-text";
 import type { WebhookEventType, WebhookFormat } from "./webhook-config";
 
 /** An event as Idemgate sends it (format `idemgate`), and as the outbox keeps it. */
@@ -69,24 +70,35 @@ const HEADLINE: Record<WebhookEventType, string> = {
   "anomaly.opened": "An anomaly was opened",
 };
 
-/** Slack's mrkdwn treats these three as markup. */
-function slackEscape(text: string): string {
-  return text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
-}
-
-/** The request body for an endpoint's format; the signature is computed over exactly these bytes. */
+/**
+ * The request body for an endpoint's format; the signature is computed over exactly these bytes.
+ * Scopes, keys and summaries (which carry a call's note) are the callers' text: the Slack message
+ * shows each as an inert code span, labelled, cut to a few hundred characters
+ * ({@link slackCallerCode}); Idemgate's JSON keeps the key and scope exact (receivers match on them)
+ * and the summary on one line, cut the same way.
+ */
 export function renderEventBody(event: WebhookEvent, format: WebhookFormat): string {
-  if (format === "idemgate") return JSON.stringify(event);
+  if (format === "idemgate") return JSON.stringify({ ...event, data: { ...event.data, summary: plainCallerText(event.data.summary, CALLER_TEXT_LIMITS.summary) } });
   const d = event.data;
-  const where = d.key !== null ? ` — \`${slackEscape(d.tool)}\` key \`${slackEscape(d.key)}\` in scope \`${slackEscape(d.scope ?? "")}\`` : ` — \`${slackEscape(d.tool)}\``;
+  const tool = slackCode(d.tool);
+  const where =
+    d.key !== null
+      ? ` — ${tool} key ${slackCallerCode(d.key, CALLER_TEXT_LIMITS.key)} in scope ${slackCallerCode(d.scope ?? "", CALLER_TEXT_LIMITS.scope)} (key and scope as the caller sent them)`
+      : ` — ${tool}`;
   const text = `${HEADLINE[event.type]}${where}`;
+  const summary = `summary (may quote the caller): ${slackCallerCode(d.summary, CALLER_TEXT_LIMITS.summary)}`;
   return JSON.stringify({
     text,
     blocks: [
-      { type: "section", text: { type: "mrkdwn", text: `*${slackEscape(HEADLINE[event.type])}*${where}\n${slackEscape(d.summary)}` } },
+      { type: "section", text: { type: "mrkdwn", text: `*${HEADLINE[event.type]}*${where}\n${summary}` } },
       {
         type: "context",
-        elements: [{ type: "mrkdwn", text: `event \`${event.id}\` · anomaly \`${slackEscape(d.anomaly.id)}\` (${slackEscape(d.anomaly.type)}) · console ${slackEscape(d.keyPath ?? d.anomaly.path)}` }],
+        elements: [
+          {
+            type: "mrkdwn",
+            text: `event \`${event.id}\` · anomaly ${slackCode(d.anomaly.id)} (${slackCode(d.anomaly.type)}) · console ${slackCallerCode(d.keyPath ?? d.anomaly.path, 400)}`,
+          },
+        ],
       },
     ],
   });

@@ -84,6 +84,22 @@ describe("export keys", () => {
     expect(csvField(-3)).toBe("-3");
   });
 
+  it("writes a formula after a character a spreadsheet may start a new cell at (; , tab, line break) as text, in one quoted field", () => {
+    expect(csvField("a;=HYPERLINK(1)")).toBe(`"a;'=HYPERLINK(1)"`);
+    for (const separator of [";", ",", "\t", "\n", "\r\n", "; ", ",  "]) {
+      for (const start of ["=", "+", "-", "@"]) {
+        const field = csvField(`order${separator}${start}1+1`);
+        expect(field, JSON.stringify(separator + start)).toBe(`"order${separator}'${start}1+1"`);
+      }
+    }
+    expect(csvField("=1;=2")).toBe(`"'=1;'=2"`);
+    // a `;` or a tab alone is quoted (one cell whatever the separator), its text unchanged
+    expect(csvField("a;b")).toBe(`"a;b"`);
+    expect(csvField("a\tb")).toBe(`"a\tb"`);
+    expect(csvField("a-b;c")).toBe(`"a-b;c"`);
+    expect(csvField("2026-12-06")).toBe("2026-12-06");
+  });
+
   it("refuses a bad format, state or another scope with a problem", async () => {
     for (const [query, status, said] of [
       ["format=xlsx", 400, /format=xlsx is not an export format/],

@@ -2,6 +2,7 @@ import type { Execution, OperatorAction } from "@/generated/prisma/client";
 import { readKeyAuditTrail } from "@/lib/audit/key-audit-trail";
 import type { KeyRecord, KeyState } from "@/lib/idempotency/record";
 import { stateOf } from "@/lib/idempotency/record";
+import { redactAnswerText, redactText, redactValue } from "@/lib/idempotency/redaction";
 import type { Runtime } from "@/lib/server/runtime";
 
 export type TimelineEvent =
@@ -82,24 +83,25 @@ export async function getKeyDetail(runtime: Runtime, scope: string, key: string)
     });
     if (!e.outcome || !e.finishedAt) continue;
     if (!CLOSED.has(e.outcome)) {
-      timeline.push({ type: "outcome", at: e.finishedAt, executionId: e.id, outcome: e.outcome, durationMs: e.durationMs, resultStatus: e.resultStatus, error: e.error });
+      timeline.push({ type: "outcome", at: e.finishedAt, executionId: e.id, outcome: e.outcome, durationMs: e.durationMs, resultStatus: e.resultStatus, error: redactedNote(e.error) });
       continue;
     }
     // closed by a decision: a call that had ended unknown keeps that outcome (its duration and note)
     const endedUnknown = e.durationMs !== null;
     if (endedUnknown) {
       const note = e.error?.startsWith(`${e.outcome}: `) ? null : e.error; // rows closed before the note was kept
-      timeline.push({ type: "outcome", at: new Date(e.startedAt.getTime() + e.durationMs!), executionId: e.id, outcome: "unknown", durationMs: e.durationMs, resultStatus: null, error: note });
+      timeline.push({ type: "outcome", at: new Date(e.startedAt.getTime() + e.durationMs!), executionId: e.id, outcome: "unknown", durationMs: e.durationMs, resultStatus: null, error: redactedNote(note) });
     }
     if (!decided.has(Number(e.token))) {
-      timeline.push({ type: "closed", at: e.finishedAt, executionId: e.id, decision: e.outcome, note: endedUnknown ? null : e.error });
+      timeline.push({ type: "closed", at: e.finishedAt, executionId: e.id, decision: e.outcome, note: endedUnknown ? null : redactedNote(e.error) });
     }
   }
   for (const s of suppressions) {
     timeline.push({ type: "suppression", at: s.at, kind: s.kind, gapMs: s.gapMs, session: s.session, caller: s.caller, originalSession: s.originalSession, fallback: s.fallback });
   }
   for (const a of actions) {
-    timeline.push({ type: "operator", at: a.at, action: a.action, actor: a.actor, reason: a.reason, before: a.stateBefore, after: a.stateAfter });
+    // the records it acted on hold results, and a probe's answer: secrets in them are not shown
+    timeline.push({ type: "operator", at: a.at, action: a.action, actor: a.actor, reason: a.reason, before: redactValue(a.stateBefore), after: redactValue(a.stateAfter) });
   }
   timeline.sort((a, b) => a.at.getTime() - b.at.getTime());
   // the trail is newest first: the record's own execution, else the latest
@@ -117,6 +119,11 @@ export async function getKeyDetail(runtime: Runtime, scope: string, key: string)
   };
 }
 
+/** An outcome's note (an exception's or a service's message) without the secrets it may quote. */
+function redactedNote(note: string | null): string | null {
+  return note === null ? null : redactText(note);
+}
+
 function keptOf(kept: string | null): KeyArguments["kept"] {
   return kept === "redacted" || kept === "full" ? kept : null;
 }
@@ -131,10 +138,10 @@ function prefillFor(record: KeyRecord, execution: Execution | undefined, actions
     const probe = (a.stateAfter as { probe?: { candidate?: { status?: unknown; body?: unknown } } } | null)?.probe;
     if (!probe?.candidate || before?.token !== record.token) continue;
     const status = typeof probe.candidate.status === "number" ? probe.candidate.status : 200;
-    return { source: "probe", status, body: JSON.stringify(probe.candidate.body ?? null, null, 2), at: a.at };
+    return { source: "probe", status, body: JSON.stringify(redactValue(probe.candidate.body ?? null), null, 2), at: a.at };
   }
   if (execution && execution.answerBody !== null && execution.answerStatus !== null) {
-    return { source: "upstream", status: execution.answerStatus, body: prettyIfJson(execution.answerBody), at: execution.finishedAt ?? execution.startedAt };
+    return { source: "upstream", status: execution.answerStatus, body: prettyIfJson(redactAnswerText(execution.answerBody)), at: execution.finishedAt ?? execution.startedAt };
   }
   return null;
 }

@@ -11,7 +11,9 @@ import { createTestPostgres, type TestPostgres } from "@/test/support/databases"
 import { installTestRuntime, invokeTool } from "@/test/support/runtime";
 import { getKeyDetail } from "./get-key-detail";
 import { probeKey } from "./probe-key";
+import { presentKey } from "./present-key";
 import { presentKeyDetail } from "./present-key-detail";
+import { search } from "./search";
 
 const keyRoute = await import("@/app/api/v1/keys/[scope]/[key]/route");
 
@@ -41,6 +43,20 @@ const charge = defineTool({
     return { outcome: "unknown", note: "no charge under this key", candidate: { status: 200, body: { chargeId: "ch_found_by_customer", amountCents: 1999 } } };
   },
 });
+/** a service that echoes what it was sent in its 500, and a write-only field in its schema */
+const echo = defineTool({
+  name: "psp.echo",
+  kind: "write",
+  description: "echoes the request in its error",
+  schema: z.looseObject({}),
+  inputSchema: { type: "object", properties: { hint: { type: "string", writeOnly: true } } },
+  async run(args) {
+    // (a write-only field is the arguments' schema's word; an answer is read by names and forms only)
+    const { hint: _hint, ...echoed } = args as Record<string, unknown>;
+    const body = JSON.stringify({ error: "upstream failed", request: echoed, debug: "retry with Authorization: Bearer tok9f8e7d6c5b4a" });
+    throw new OutcomeUnknown("the service answered 500", false, undefined, { status: 500, body });
+  },
+});
 const fullTool = defineTool({ name: "psp.full", kind: "write", description: "keeps everything", schema: z.looseObject({}), arguments: "full", run: async () => ({ body: { ok: true } }) });
 const noneTool = defineTool({ name: "psp.none", kind: "write", description: "keeps nothing", schema: z.looseObject({}), arguments: "none", run: async () => ({ body: { ok: true } }) });
 
@@ -60,7 +76,7 @@ describe("arguments kept for operators", () => {
 
   beforeAll(async () => {
     pg = await createTestPostgres("key_arguments");
-    runtime = installTestRuntime({ db: pg.db, store: new SqlKeyStore(pg.db), registry: new ToolRegistry([charge, fullTool, noneTool]) });
+    runtime = installTestRuntime({ db: pg.db, store: new SqlKeyStore(pg.db), registry: new ToolRegistry([charge, fullTool, noneTool, echo]) });
     for (const scope of ["tenant-a", "tenant-b"]) tokens[scope] = (await createApiToken(pg.db.prisma, { scope, actor: "test" })).token;
   }, 120_000);
 
@@ -129,6 +145,35 @@ describe("arguments kept for operators", () => {
     await expect(call("tenant-a", "psp.charge", "nul-answer", ARGS)).rejects.toBeInstanceOf(OutcomeUnknownError);
     await runtime.audit.flush();
     expect((await getKeyDetail(runtime, "tenant-a", "nul-answer")).prefill).toMatchObject({ source: "upstream", status: 500, body: "crash\uFFFDdump" });
+  });
+
+  it("keeps no secret by name, by form or by the schema's writeOnly, in the arguments or the service's answer; a search by value finds none", async () => {
+    const args = { orderId: "ord_9", card: "4000056655665556", tokens: ["tok_live_a1"], passcode: "8812", auth: "Basic dXNlcjpzM2NyZXQ=", stripe_key: "sk_live_51H8abcdefGHIJKLmnop", hint: "my cat's name", author: "Ada" };
+    const secrets = ["4000056655665556", "tok_live_a1", "8812", "dXNlcjpzM2NyZXQ=", "sk_live_51H8abcdefGHIJKLmnop", "my cat's name", "tok9f8e7d6c5b4a"];
+    await expect(call("tenant-a", "psp.echo", "echo-1", args)).rejects.toBeInstanceOf(OutcomeUnknownError);
+    await runtime.audit.flush();
+    const detail = presentKeyDetail(await getKeyDetail(runtime, "tenant-a", "echo-1"));
+    expect(detail.arguments?.value).toEqual({ orderId: "ord_9", card: "[redacted]", tokens: "[redacted]", passcode: "[redacted]", auth: "[redacted]", stripe_key: "[redacted]", hint: "[redacted]", author: "Ada" });
+    expect(detail.prefill).toMatchObject({ source: "upstream", status: 500 });
+    expect(JSON.parse(detail.prefill!.body)).toMatchObject({ error: "upstream failed", request: { orderId: "ord_9", author: "Ada", card: "[redacted]" } });
+    const page = JSON.stringify(detail);
+    for (const secret of secrets) expect(page, secret).not.toContain(secret);
+    // nor in the audit log itself: what is not kept cannot leak from a backup or a search
+    const row = await pg.db.prisma.execution.findFirst({ where: { scope: "tenant-a", key: "echo-1" } });
+    const stored = JSON.stringify(row, (_k, v) => (typeof v === "bigint" ? String(v) : v));
+    for (const secret of secrets) expect(stored, secret).not.toContain(secret);
+    for (const secret of ["4000056655665556", "8812"]) expect((await search(runtime, secret)).executions, secret).toEqual([]);
+    expect((await search(runtime, "ord_9")).executions.map((e) => e.id)).toEqual([row!.id]);
+  });
+
+  it("shows a stored result to operators without the secrets it holds; its tenant gets it as stored", async () => {
+    await call("tenant-a", "psp.full", "full-secret", { note: "x" });
+    await runtime.audit.flush();
+    const record = await runtime.store.get("tenant-a", "full-secret");
+    const withSecret = { ...record!, result: { ...record!.result!, body: JSON.stringify({ ok: true, password: "hunter2", echoed: "ghp_1234567890abcdefghijABCDEFGHIJ123456" }) } };
+    const operator = presentKey(withSecret, Date.now(), true);
+    expect(operator.result?.body).toEqual({ ok: true, password: "[redacted]", echoed: "[redacted]" });
+    expect(presentKey(withSecret, Date.now(), true, "tenant").result?.body).toMatchObject({ password: "hunter2" });
   });
 
   it("has nothing to start from when the call ended with no answer", async () => {

@@ -7,7 +7,7 @@ import { badRequest } from "@/lib/http/problem";
  *   the keys list with those filters;
  * - one term: a key or key prefix, an execution id, and an argument value of a kept call. A term
  *   `name:value` (`customerId:cus_42`, `customer.id:cus_42` for a nested field) looks for that
- *   argument only; a bare value is looked for under every top-level argument name seen lately.
+ *   argument only; a bare value is looked for under any top-level argument name.
  */
 export type SearchQuery =
   | { kind: "filter"; state?: KeyState; tool?: string; scope?: string; prefix?: string }
@@ -51,11 +51,12 @@ export function parseSearch(raw: string | null | undefined): SearchQuery {
 }
 
 /**
- * The JSON documents a kept call's arguments must contain (`@>`) for a term to match: `name:value`
- * under that path; a bare value under each of `names`. A value that reads as a JSON number or boolean
- * is also looked for as one (`amountCents:1999` finds 1999 and "1999").
+ * The JSON documents a term must be contained in (`@>`) to match: `name:value`, the kept arguments
+ * hold the value under that path; a bare value, the array of their top-level values holds it
+ * (`["cus_42"]`, whatever name it was given). A value that reads as a JSON number or boolean is also
+ * looked for as one (`amountCents:1999` finds 1999 and "1999").
  */
-export function argumentCandidates(query: Extract<SearchQuery, { kind: "term" }>, names: readonly string[]): string[] {
+export function argumentCandidates(query: Extract<SearchQuery, { kind: "term" }>): string[] {
   const values = (v: string): unknown[] => {
     const out: unknown[] = [v];
     if (v === "true" || v === "false") out.push(v === "true");
@@ -65,6 +66,6 @@ export function argumentCandidates(query: Extract<SearchQuery, { kind: "term" }>
   const nest = (path: readonly string[], value: unknown): unknown => path.reduceRight<unknown>((inner, name) => ({ [name]: inner }), value);
   const docs = query.argument
     ? values(query.argument.value).map((v) => nest(query.argument!.path, v))
-    : names.flatMap((name) => values(query.term).map((v) => ({ [name]: v })));
+    : values(query.term).map((v) => [v]);
   return docs.map((d) => JSON.stringify(d));
 }

@@ -1,3 +1,4 @@
+import { redactValue } from "@/lib/idempotency/redaction";
 import { PUBLIC_THREW_NOTE, publicOutcomeNote } from "@/lib/idempotency/outcome-note";
 import { stateOf, type KeyRecord, type KeyState } from "@/lib/idempotency/record";
 
@@ -62,7 +63,9 @@ export function presentKey(record: KeyRecord, nowMs: number, withResult = false,
     unknownAt: iso(record.unknownAtMs ?? null),
   };
   if (withResult) {
-    view.result = record.result ? { status: record.result.status, final: record.result.final, body: parseBody(record.result.body) } : null;
+    // a tenant reads its own results; operators see them without the secrets they may hold
+    const body = (text: string) => (audience === "operator" ? redactValue(parseBody(text)) : parseBody(text));
+    view.result = record.result ? { status: record.result.status, final: record.result.final, body: body(record.result.body) } : null;
   }
   return view;
 }

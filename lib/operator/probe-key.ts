@@ -1,6 +1,7 @@
 import type { Prisma } from "@/generated/prisma/client";
 import { closeKeyAnomalies } from "@/lib/operator/close-key-anomalies";
-import { recordOperatorAction, recordSnapshot } from "@/lib/audit/operator-actions";
+import { recordSnapshot } from "@/lib/audit/operator-actions";
+import { carryOutDecision, recordDecided, writeDecision } from "./key-decisions";
 import { InvalidStateError, isIdemgateError, NotFoundError } from "@/lib/idempotency/errors";
 import { FALLBACK_PREFIX } from "@/lib/idempotency/key-rules";
 import { stateOf, type KeyRecord } from "@/lib/idempotency/record";
@@ -37,6 +38,7 @@ export async function probeKey(
   input: { scope: string; key: string; actor: string; nowMs?: number; timeoutMs?: number },
 ): Promise<ProbeKeyResult> {
   const { scope, key, actor } = input;
+  const prisma = runtime.db.prisma;
   // a key the store lost while the audit log holds its call open is held again first (as a retry would)
   const before = (await runtime.store.get(scope, key)) ?? (await runtime.engine.restoreHeld(scope, key, input.nowMs));
   if (!before) throw new NotFoundError(`there is no record under ${scope}/${key}`);
@@ -63,19 +65,25 @@ export async function probeKey(
   let action: ProbeKeyResult["action"] = "none";
   let record: KeyRecord | null = before;
   let refused: string | null = null;
+  // the decision goes to the audit log before the key store acts on it (key-decisions.ts)
+  let decided: string | null = null;
   try {
     if (answer.outcome === "applied") {
       const ttlMs = await resultTtlMs(runtime, scope, key);
-      record = (await runtime.engine.resolve({ scope, key, token, actor, reason: said, result: answer.body, status: answer.status, ttlMs })).after;
+      const reason = `${said}: resolved with its result`;
+      decided = await writeDecision(runtime, { scope, key, decision: "resolved", actor, reason, result: { status: answer.status, body: answer.body, ttlMs } });
+      record = (await carryOutDecision(prisma, decided, () => runtime.engine.resolve({ scope, key, token, actor, reason: said, result: answer.body, status: answer.status, ttlMs }))).after;
       action = "resolved";
     } else if (answer.outcome === "not_applied") {
-      await runtime.engine.release({ scope, key, token, actor, reason: said });
+      decided = await writeDecision(runtime, { scope, key, decision: "released", actor, reason: `${said}: released, so the next call runs it` });
+      await carryOutDecision(prisma, decided, () => runtime.engine.release({ scope, key, token, actor, reason: said }));
       record = null;
       action = "released";
     }
   } catch (err) {
     // the key changed while the tool was asked (a late completion, an operator, another probe)
     if (!isIdemgateError(err, "invalid_state")) throw err;
+    decided = null;
     refused = err.message;
     record = await runtime.store.get(scope, key);
   }
@@ -88,7 +96,7 @@ export async function probeKey(
         : refused
           ? `${said}, but the key was left as it is: ${refused}`
           : `${said}: the key stays ${state}`;
-  const actionId = await recordOperatorAction(runtime.db.prisma, {
+  const actionId = await recordDecided(prisma, decided, {
     actor,
     action: action === "resolved" ? "resolve" : action === "released" ? "release" : "probe",
     reason,
@@ -97,8 +105,9 @@ export async function probeKey(
     before: recordSnapshot(before),
     after: { ...((recordSnapshot(record) as Record<string, unknown> | null) ?? { state: "absent" }), probe: answerEvidence(answer) },
   });
-  if (action !== "none") await closeKeyAnomalies(runtime.db.prisma, { scope, key, actor, reason, decision: action });
-  return { answer, action, record, actionId };
+  if (action !== "none") await closeKeyAnomalies(prisma, { scope, key, actor, reason, decision: action });
+  // null: the reconciler recorded the decision first (this process took longer than it waits)
+  return { answer, action, record, actionId: actionId ?? "" };
 }
 
 /**

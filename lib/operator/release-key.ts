@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { closeKeyAnomalies } from "@/lib/operator/close-key-anomalies";
-import { recordOperatorAction, recordSnapshot, requireReason } from "@/lib/audit/operator-actions";
+import { recordSnapshot, requireReason } from "@/lib/audit/operator-actions";
+import { carryOutDecision, recordDecided, writeDecision } from "./key-decisions";
 import type { KeyRecord } from "@/lib/idempotency/record";
 import type { Runtime } from "@/lib/server/runtime";
 
@@ -19,6 +20,7 @@ export type KeyRuntime = Pick<Runtime, "db" | "store" | "engine" | "registry">;
  * its call may still complete. With `token` (the record's, as the operator saw it), only while that
  * reservation still holds the key: a key another call took since is refused. Recorded with the
  * actor, the reason and the state before; the key's open unknown-outcome anomalies are closed by it.
+ * The decision is in the audit log before the key store acts on it (key-decisions.ts).
  */
 export async function releaseKey(
   runtime: KeyRuntime,
@@ -26,8 +28,11 @@ export async function releaseKey(
 ): Promise<KeyRecord> {
   const reason = requireReason(input.reason);
   const force = input.force ?? false;
-  const { before } = await runtime.engine.release({ scope: input.scope, key: input.key, actor: input.actor, reason, force, token: input.token });
-  await recordOperatorAction(runtime.db.prisma, {
+  const decided = await writeDecision(runtime, { scope: input.scope, key: input.key, decision: "released", actor: input.actor, reason, force });
+  const { before } = await carryOutDecision(runtime.db.prisma, decided, () =>
+    runtime.engine.release({ scope: input.scope, key: input.key, actor: input.actor, reason, force, token: input.token }),
+  );
+  await recordDecided(runtime.db.prisma, decided, {
     actor: input.actor,
     action: "release",
     reason,

@@ -1,5 +1,6 @@
 import { closeKeyAnomalies } from "@/lib/operator/close-key-anomalies";
-import { recordOperatorAction, recordSnapshot } from "@/lib/audit/operator-actions";
+import { recordSnapshot } from "@/lib/audit/operator-actions";
+import { carryOutDecision, recordDecided, writeDecision } from "./key-decisions";
 import { InvalidArgumentsError } from "@/lib/idempotency/errors";
 import type { KeyRecord } from "@/lib/idempotency/record";
 import { DEFAULT_POLICY } from "@/lib/idempotency/tool";
@@ -10,7 +11,8 @@ import type { KeyRuntime } from "./release-key";
  * The operator confirmed the side effect happened: the key becomes done with the result they
  * supply, and duplicates get that result from now on. Stuck and unknown keys; a running one only
  * with `force`; with `token`, only while that reservation still holds the key (as releaseKey). The
- * key's open unknown-outcome anomalies are closed by it.
+ * key's open unknown-outcome anomalies are closed by it. The decision is in the audit log before the
+ * key store acts on it (key-decisions.ts).
  */
 export async function resolveKey(
   runtime: KeyRuntime,
@@ -23,18 +25,12 @@ export async function resolveKey(
     throw new InvalidArgumentsError("status must be a whole number from 200 to 499", [{ path: "status", message: "out of range" }]);
   }
   const force = input.force ?? false;
-  const { before, after } = await runtime.engine.resolve({
-    scope: input.scope,
-    key: input.key,
-    actor: input.actor,
-    reason,
-    result: input.result,
-    status,
-    ttlMs: await resultTtlMs(runtime, input.scope, input.key),
-    force,
-    token: input.token,
-  });
-  await recordOperatorAction(runtime.db.prisma, {
+  const ttlMs = await resultTtlMs(runtime, input.scope, input.key);
+  const decided = await writeDecision(runtime, { scope: input.scope, key: input.key, decision: "resolved", actor: input.actor, reason, force, result: { status, body: input.result, ttlMs } });
+  const { before, after } = await carryOutDecision(runtime.db.prisma, decided, () =>
+    runtime.engine.resolve({ scope: input.scope, key: input.key, actor: input.actor, reason, result: input.result, status, ttlMs, force, token: input.token }),
+  );
+  await recordDecided(runtime.db.prisma, decided, {
     actor: input.actor,
     action: "resolve",
     reason,

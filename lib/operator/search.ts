@@ -1,4 +1,4 @@
-import { findExecutionById, findExecutionsByArguments, recentArgumentNames, type FoundExecution } from "@/lib/audit/find-executions";
+import { findExecutionById, findExecutionsByArguments, type FoundExecution } from "@/lib/audit/find-executions";
 import type { Runtime } from "@/lib/server/runtime";
 import { listKeys } from "./list-keys";
 import { argumentCandidates, parseSearch, type SearchQuery } from "./parse-search";
@@ -14,7 +14,7 @@ export interface SearchAnswer {
   moreKeys: boolean;
   /** the execution with the term as its id, then executions whose kept arguments hold the value */
   executions: FoundExecution[];
-  /** the argument names a bare value was tried under (or the one `name:value` named) */
+  /** the argument `name:value` named (empty for a bare value, which is looked for under any top-level name) */
   argumentNames: string[];
   /** so many calls hold the value that only the newest of the first 10,000 found are listed */
   argumentMatchesCapped: boolean;
@@ -49,26 +49,12 @@ export async function search(
   };
 }
 
-/** Argument names change when a tool does: they are read again after this long, not on every search. */
-const NAMES_TTL_MS = 30_000;
-const namesRead = new WeakMap<object, Map<string, { names: Promise<string[]>; atMs: number }>>();
-
-function argumentNames(db: Runtime["db"], scope: string | undefined): Promise<string[]> {
-  let perScope = namesRead.get(db);
-  if (!perScope) namesRead.set(db, (perScope = new Map()));
-  const at = scope ?? "\u0000every scope";
-  const hit = perScope.get(at);
-  if (hit && Date.now() - hit.atMs < NAMES_TTL_MS) return hit.names;
-  const names = recentArgumentNames(db, scope);
-  perScope.set(at, { names, atMs: Date.now() });
-  names.catch(() => perScope.delete(at));
-  return names;
-}
-
 async function argumentSearch(runtime: Pick<Runtime, "db">, query: Extract<SearchQuery, { kind: "term" }>, scope: string | undefined) {
-  const names = query.argument ? [query.argument.path.join(".")] : await argumentNames(runtime.db, scope);
-  const { found, capped } = await findExecutionsByArguments(runtime.db, argumentCandidates(query, names), scope, EXECUTIONS_SHOWN);
-  return { names, found, capped };
+  // a bare value is looked for among every kept call's top-level values, under any name: a list of
+  // names to try it under would be chosen by the calls, and one tenant's calls could crowd out another's
+  const within = query.argument ? "arguments" : "top-level values";
+  const { found, capped } = await findExecutionsByArguments(runtime.db, argumentCandidates(query), scope, EXECUTIONS_SHOWN, within);
+  return { names: query.argument ? [query.argument.path.join(".")] : [], found, capped };
 }
 
 async function searchFilter(

@@ -3,6 +3,7 @@ import { purgeAuditRows } from "@/lib/audit/purge-audit";
 import { purgeLoginFailures } from "@/lib/auth/login-limiter";
 import { describeError } from "@/lib/process/health";
 import { probeKey } from "@/lib/operator/probe-key";
+import { finishKeyDecisions } from "@/lib/operator/key-decisions";
 import type { Runtime } from "@/lib/server/runtime";
 import { webhookEndpoints } from "@/lib/notifications/endpoints";
 import { eventsForOpenedAnomalies } from "@/lib/notifications/events";
@@ -30,6 +31,7 @@ export function reconcileDeps(runtime: Pick<Runtime, "db" | "store" | "engine" |
     prisma: db,
     store: runtime.store,
     engine: runtime.engine,
+    finishDecisions: (before) => finishKeyDecisions(runtime, before),
     listEffects: (prisma, since) => registry.listEffects(prisma, since),
     probes: {
       tools: registry.list().filter((tool) => tool.kind === "write" && registry.proberFor(tool, db) !== null).map((tool) => tool.name),
@@ -62,6 +64,8 @@ export async function reconcileOnDemand(runtime: Runtime, actor: string): Promis
       created: report.created,
       backfilled: report.backfilled,
       restored: report.restored,
+      finished: report.finished,
+      settled: report.settled,
       probed: report.probed.length,
       resolved: report.probed.filter((p) => p.action === "resolved").length,
       released: report.probed.filter((p) => p.action === "released").length,
@@ -92,7 +96,9 @@ export function startBackgroundJobs(runtime: Runtime): () => void {
     running = true;
     try {
       await runtime.audit.flush();
-      await reconcileRuntime(runtime);
+      const report = await reconcileRuntime(runtime);
+      // rare and worth a line: a process stopped half-way through a decision (key-decisions.ts)
+      if (report.finished > 0) console.log(`idemgate: carried out ${report.finished} decision${report.finished === 1 ? "" : "s"} about held keys whose process stopped before recording them`);
       await runtime.store.purge(Date.now() - runtime.config.retentionMs, 1_000);
       await purgeAuditRows(runtime.db.prisma, new Date(Date.now() - runtime.config.auditRetentionMs));
       await purgeDeliveries(runtime.db.prisma, new Date(Date.now() - runtime.config.auditRetentionMs));

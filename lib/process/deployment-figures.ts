@@ -12,15 +12,17 @@ import { checkHealth } from "./health";
  * down and its figures left out, so a scrape never fails because a store does.
  */
 export async function readDeploymentFigures(runtime: Runtime): Promise<DeploymentFigures> {
-  const [health, counts, anomalies] = await Promise.all([
+  const [health, counts, anomalies, resultBytes] = await Promise.all([
     checkHealth(runtime),
     runtime.store.counts(Date.now()).catch(() => null),
     countOpenAnomalies(runtime.db.prisma).catch(() => null),
+    runtime.store.resultBytes ? runtime.store.resultBytes.all(Date.now()).catch(() => null) : Promise.resolve(null),
   ]);
   return {
     up: { key_store: health.keyStore.ok && counts !== null, audit_log: health.database.ok && anomalies !== null },
     keys: counts && Object.fromEntries(KEY_STATES.map((state) => [state, counts[state] ?? 0])),
     openAnomalies: anomalies && Object.fromEntries(ANOMALY_TYPES.map((type) => [type, anomalies[type] ?? 0])),
+    scopeResultBytes: resultBytes && Object.fromEntries(resultBytes),
   };
 }
 

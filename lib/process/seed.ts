@@ -46,7 +46,7 @@ async function seedFirstOperator(runtime: Runtime): Promise<{ created: boolean; 
     `  API token: ${token.token}   (scope "${DEMO_SCOPE}")`,
     "",
   ].join("\n");
-  await mkdir(runtime.config.dataDir, { recursive: true });
+  await mkdir(runtime.config.dataDir, { recursive: true, mode: 0o700 });
   await writeFile(path.join(runtime.config.dataDir, "credentials.txt"), credentials, { mode: 0o600 });
   return { created: true, credentials };
 }

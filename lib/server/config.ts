@@ -1,6 +1,7 @@
 import { z } from "zod";
 import type { AuditMode } from "@/lib/audit/audit-writer";
 import { DEFAULT_REPLAY_CACHE } from "@/lib/idempotency/replay-cache";
+import { DEFAULT_SCOPE_RESULT_BYTES } from "@/lib/idempotency/scope-result-limit";
 
 const EnvSchema = z.object({
   REDIS_URL: z.string().url().optional(),
@@ -27,6 +28,8 @@ const EnvSchema = z.object({
   IDEMGATE_REPLAY_CACHE_ENTRIES: z.coerce.number().int().min(0).default(DEFAULT_REPLAY_CACHE.maxEntries),
   /** bytes of results the replay cache keeps at most */
   IDEMGATE_REPLAY_CACHE_BYTES: z.coerce.number().int().min(1024).default(DEFAULT_REPLAY_CACHE.maxBytes),
+  /** bytes of stored results each scope (tenant) may hold; a result over it is stored as a placeholder; 0 turns the limit off */
+  IDEMGATE_SCOPE_RESULT_BYTES: z.coerce.number().int().min(0).default(DEFAULT_SCOPE_RESULT_BYTES),
   /** the bearer token Prometheus scrapes /api/metrics with (its figures span every tenant: API tokens may not) */
   IDEMGATE_METRICS_TOKEN: z.string().min(32, "IDEMGATE_METRICS_TOKEN must be at least 32 characters").optional(),
   /** reverse proxies in front of the server that append the client's address to X-Forwarded-For; 0: none, the header is not trusted */
@@ -65,6 +68,8 @@ export interface Config {
   webhookPollMs: number;
   /** null: no replay cache */
   replayCache: { maxEntries: number; maxBytes: number } | null;
+  /** bytes of stored results each scope may hold (IDEMGATE_SCOPE_RESULT_BYTES); null: no limit */
+  scopeResultBytes: number | null;
   /** the bearer token that may read /api/metrics besides a signed-in operator (IDEMGATE_METRICS_TOKEN); null: none */
   metricsToken: string | null;
   /** how many reverse proxies in front of the server to trust for X-Forwarded-For (0: none) */
@@ -101,6 +106,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     reconcileIntervalMs: e.IDEMGATE_RECONCILE_INTERVAL_MS,
     webhookPollMs: e.IDEMGATE_WEBHOOK_POLL_MS,
     replayCache: e.IDEMGATE_REPLAY_CACHE_ENTRIES === 0 ? null : { maxEntries: e.IDEMGATE_REPLAY_CACHE_ENTRIES, maxBytes: e.IDEMGATE_REPLAY_CACHE_BYTES },
+    scopeResultBytes: e.IDEMGATE_SCOPE_RESULT_BYTES === 0 ? null : e.IDEMGATE_SCOPE_RESULT_BYTES,
     metricsToken: e.IDEMGATE_METRICS_TOKEN ?? null,
     trustedProxies: e.IDEMGATE_TRUSTED_PROXY,
     mcpAllowedOrigins: e.IDEMGATE_MCP_ALLOWED_ORIGINS ?? [],

@@ -10,6 +10,7 @@ interface Metrics {
   auditSeconds: Histogram<"tool">;
   keys: Gauge<"state">;
   openAnomalies: Gauge<"type">;
+  scopeResultBytes: Gauge<"scope">;
   up: Gauge<"component">;
 }
 
@@ -22,6 +23,8 @@ export interface DeploymentFigures {
   up: { key_store: boolean; audit_log: boolean };
   keys: Record<string, number> | null;
   openAnomalies: Record<string, number> | null;
+  /** stored result bytes by scope, which IDEMGATE_SCOPE_RESULT_BYTES limits */
+  scopeResultBytes: Record<string, number> | null;
 }
 
 const holder = globalThis as unknown as { __idemgateMetrics?: Metrics };
@@ -56,6 +59,12 @@ export function metrics(): Metrics {
     auditSeconds: new Histogram({ name: "idemgate_audit_seconds", help: "Synchronous audit log time per call (intent writes)", labelNames: ["tool"], buckets: BUCKETS, registers: [registry] }),
     keys: new Gauge({ name: "idemgate_keys", help: "Keys in the key store by state, read when scraped (deployment-wide: the same from every process)", labelNames: ["state"], registers: [registry] }),
     openAnomalies: new Gauge({ name: "idemgate_anomalies_open", help: "Open anomalies by type, read when scraped (deployment-wide)", labelNames: ["type"], registers: [registry] }),
+    scopeResultBytes: new Gauge({
+      name: "idemgate_scope_result_bytes",
+      help: "Bytes of stored results each scope (tenant) holds, counted until the hour their keys expire, read when scraped (deployment-wide); IDEMGATE_SCOPE_RESULT_BYTES limits it",
+      labelNames: ["scope"],
+      registers: [registry],
+    }),
     up: new Gauge({ name: "idemgate_up", help: "1 when the component (key_store, audit_log) answered this scrape's ping, else 0", labelNames: ["component"], registers: [registry] }),
   };
   return holder.__idemgateMetrics;
@@ -80,4 +89,6 @@ export function setDeploymentFigures(figures: DeploymentFigures): void {
   for (const [state, n] of Object.entries(figures.keys ?? {})) m.keys.set({ state }, n);
   m.openAnomalies.reset();
   for (const [type, n] of Object.entries(figures.openAnomalies ?? {})) m.openAnomalies.set({ type }, n);
+  m.scopeResultBytes.reset();
+  for (const [scope, n] of Object.entries(figures.scopeResultBytes ?? {})) m.scopeResultBytes.set({ scope }, n);
 }

@@ -2,8 +2,10 @@ import path from "node:path";
 import { PrismaAuditWriter } from "@/lib/audit/audit-writer";
 import { loadConfig, type Config } from "@/lib/server/config";
 import { openDatabase, type Database } from "@/lib/db/database";
+import { securePrivateDataDir } from "@/lib/db/private-files";
 import { Engine, type CallEvent } from "@/lib/idempotency/engine";
 import { ReplayCache } from "@/lib/idempotency/replay-cache";
+import { ScopeResultLimit } from "@/lib/idempotency/scope-result-limit";
 import type { KeyStore } from "@/lib/idempotency/key-store";
 import { recordCall } from "@/lib/server/metrics";
 import { createRedisClusterKeyStore, createRedisKeyStore, RedisKeyStore } from "@/lib/store/redis/redis-key-store";
@@ -27,10 +29,14 @@ export interface Runtime {
 export interface OpenRuntimeOptions {
   config?: Config;
   onCall?: (event: CallEvent) => void;
+  /** told when the data directory was found open to other users and narrowed (the server logs it; a CLI command stays quiet) */
+  onDataDirNarrowed?: (line: string) => void;
 }
 
 export async function openRuntime(options: OpenRuntimeOptions = {}): Promise<Runtime> {
   const config = options.config ?? loadConfig();
+  // the owner's only: created so, or narrowed (and said) when an earlier version or a copy left it open
+  await securePrivateDataDir(config.dataDir, { create: !config.databaseUrl, log: options.onDataDirNarrowed ?? (() => {}) });
   const db = await openDatabase({
     url: config.databaseUrl ?? undefined,
     dataDir: path.join(config.dataDir, "pglite"),
@@ -51,7 +57,8 @@ export async function openRuntime(options: OpenRuntimeOptions = {}): Promise<Run
   if (store instanceof RedisKeyStore) await store.waitUntilReady(STORE_CONNECT_WAIT_MS);
   const audit = new PrismaAuditWriter(db.prisma, { mode: config.auditMode, execute: db.execute, query: db.query });
   const replayCache = config.replayCache ? new ReplayCache(config.replayCache) : null;
-  const engine = new Engine({ store, audit, onCall: options.onCall, replayCache });
+  const scopeResultLimit = config.scopeResultBytes !== null && store.resultBytes ? new ScopeResultLimit(store.resultBytes, config.scopeResultBytes) : null;
+  const engine = new Engine({ store, audit, onCall: options.onCall, replayCache, scopeResultLimit });
   return {
     config,
     db,
@@ -78,7 +85,7 @@ export function getRuntime(): Promise<Runtime> {
   if (process.env.NEXT_PHASE === "phase-production-build") {
     throw new Error("the runtime was asked for during `next build`; mark the page dynamic");
   }
-  holder.__idemgateRuntime ??= openRuntime({ onCall: recordCall }).catch((err) => {
+  holder.__idemgateRuntime ??= openRuntime({ onCall: recordCall, onDataDirNarrowed: (line) => console.error(line) }).catch((err) => {
     holder.__idemgateRuntime = undefined;
     throw err;
   });

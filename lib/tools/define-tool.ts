@@ -3,7 +3,9 @@ import type { PrismaClient } from "@/generated/prisma/client";
 import { argumentRetentionProblem, type ArgumentsPolicy } from "@/lib/idempotency/kept-arguments";
 import { DEFAULT_POLICY, leaseMarginMs, type ProbeAnswer, type ProbeContext, type ToolContext, type ToolPolicy, type ToolResult } from "@/lib/idempotency/tool";
 import type { SideEffect } from "./effects";
+import { toJsonSchema } from "./api-schemas";
 import { urlTemplateProblem } from "./url-template";
+import { writeOnlyPaths } from "./write-only-paths";
 
 /** Dotted lower-case segments: `payments.charge`, `crm.contacts.upsert`. They appear in URLs unescaped. */
 export const TOOL_NAME_PATTERN = /^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)*$/;
@@ -236,8 +238,14 @@ export function defineTool<S extends ArgsSchema>(input: ToolInput<S>): ToolDefin
     stuckPolicy: input.stuckPolicy ?? DEFAULT_POLICY.stuckPolicy,
     fallbackTtlMs,
     dedupes: dedupes ?? DEFAULT_POLICY.dedupes,
-    argumentRetention: { keep: keep ?? "redacted", redact: [...(redact ?? [])] },
+    argumentRetention: { keep: keep ?? "redacted", redact: [...(redact ?? [])], ...writeOnlyOf(input) },
   } as ToolDefinition<S>;
+}
+
+/** The paths its arguments' schema marks writeOnly (never kept for operators), when there are any. */
+function writeOnlyOf(input: { schema: ArgsSchema; inputSchema?: Record<string, unknown> }): { writeOnly?: string[] } {
+  const paths = writeOnlyPaths(input.inputSchema ?? toJsonSchema(input.schema));
+  return paths.length > 0 ? { writeOnly: paths } : {};
 }
 
 /** The tool list of lib/tools/config.ts; names must be unique. */

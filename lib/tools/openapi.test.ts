@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
+import { GET as openApiRoute } from "@/app/api/v1/openapi.json/route";
 import { POST as invokeRoute } from "@/app/api/v1/tools/[tool]/invoke/route";
 import { createApiToken } from "@/lib/auth/api-tokens";
 import { PROBLEM_CODES } from "@/lib/http/problem";
@@ -109,6 +110,39 @@ describe("the API reference states what the gateway answers", () => {
 
     const invalid = await call({ n: "one" }, { "Idempotency-Key": "drift-3" });
     expect((await expectDocumented(doc, "ledger.hold", invalid)).code).toBe("invalid_arguments");
+  });
+
+  it("GET /api/v1/openapi.json renders the served tools once per tool set, again when the set changes", async () => {
+    const rendered: string[] = [];
+    class CountingRegistry extends ToolRegistry {
+      override describe(tool: Parameters<ToolRegistry["describe"]>[0]) {
+        rendered.push(tool.name);
+        return super.describe(tool);
+      }
+    }
+    const tool = (name: string) => defineTool({ name, kind: "write", description: name, schema: z.object({ n: z.number() }), run: async () => ({ body: {} }) });
+    const before = runtime.registry;
+    try {
+      runtime.registry = new CountingRegistry([tool("ledger.one")]);
+      const get = async () => {
+        const res = await openApiRoute(new Request("http://idemgate.test/api/v1/openapi.json"));
+        expect(res.status).toBe(200);
+        expect(res.headers.get("content-type")).toBe("application/json");
+        return (await res.json()) as OpenApiDocument;
+      };
+      const first = await get();
+      const second = await get();
+      expect(Object.keys(first.paths)).toContain("/api/v1/tools/ledger.one/invoke");
+      expect(second).toEqual(first);
+      expect(rendered).toEqual(["ledger.one"]);
+      // a reload (or an MCP server's changed list) swaps the registry: the new set is what is served
+      runtime.registry = new CountingRegistry([tool("ledger.one"), tool("ledger.two")]);
+      const third = await get();
+      expect(Object.keys(third.paths)).toContain("/api/v1/tools/ledger.two/invoke");
+      expect(rendered).toEqual(["ledger.one", "ledger.one", "ledger.two"]);
+    } finally {
+      runtime.registry = before;
+    }
   });
 
   it("names only problem types that have a page, and every status of each", () => {

@@ -266,8 +266,8 @@ function settlePaths(): Record<string, Record<string, unknown>> {
   return {
     "/api/v1/executions/{executionId}/complete": op(
       "complete",
-      "Store the result of a reserved call (a status of 400–499 is a final error, stored the same way). Sent again with the same result: answered as the first time (Idempotent-Replayed); with another: 409 invalid_state. After the key was released or taken over: 409 stale_token, the result kept as a late completion.",
-      { type: "object", additionalProperties: false, required: ["token", "body"], properties: { token: TOKEN_SCHEMA, status: { type: "integer", minimum: 200, maximum: 499, default: 200 }, body: {} } },
+      "Store the result of a reserved call (status 200–299, or 400–499 for a final error, stored the same way; anything else is 400). Sent again with the same result (the same JSON, whatever the order of its keys): answered as the first time (Idempotent-Replayed); with another: 409 invalid_state. After the key was released or taken over: 409 stale_token, the result kept as a late completion.",
+      { type: "object", additionalProperties: false, required: ["token", "body"], properties: { token: TOKEN_SCHEMA, status: { type: "integer", anyOf: [{ minimum: 200, maximum: 299 }, { minimum: 400, maximum: 499 }], default: 200 }, body: {} } },
       DONE_SCHEMA,
       { headers: { "Idempotent-Replayed": { description: "`true` when this completion was already stored", schema: { type: "string", enum: ["true"] } } } },
     ),

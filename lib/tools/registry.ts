@@ -20,11 +20,15 @@ function issuePath(path: readonly PropertyKey[]): string {
   return path.length === 0 ? "(arguments)" : path.map((p) => (typeof p === "number" ? `[${p}]` : String(p))).join(".").replaceAll(".[", "[");
 }
 
+/** Origins whose OpenAPI text one registry keeps (the oldest goes first). */
+const OPENAPI_ORIGINS_KEPT = 8;
+
 /** The configured tools: lookup, argument validation, runners and their documentation. */
 export class ToolRegistry {
   private readonly tools: ReadonlyMap<string, ToolDefinition>;
   private readonly fetchImpl: typeof fetch | undefined;
   private readonly runners = new WeakMap<PrismaClient, WeakMap<ToolDefinition, RunTool>>();
+  private readonly openApiCache = new Map<string, string>();
 
   constructor(tools: readonly ToolDefinition[], options: RegistryOptions = {}) {
     this.tools = new Map(defineTools(tools).map((t) => [t.name, t]));
@@ -135,5 +139,21 @@ export class ToolRegistry {
       this.list().map((t) => this.describe(t)),
       baseUrl,
     );
+  }
+
+  /**
+   * The OpenAPI document as JSON text, rendered once per registry and origin. A registry's tools
+   * never change (a config reload or an MCP server's list_changed builds a new registry), so the
+   * cache lives and ends with it. Few origins are kept: the origin comes from the request's Host.
+   */
+  openApiJson(baseUrl?: string): string {
+    const key = baseUrl ?? "";
+    let json = this.openApiCache.get(key);
+    if (json === undefined) {
+      json = JSON.stringify(this.openApiDocument(baseUrl));
+      if (this.openApiCache.size >= OPENAPI_ORIGINS_KEPT) this.openApiCache.delete(this.openApiCache.keys().next().value!);
+      this.openApiCache.set(key, json);
+    }
+    return json;
   }
 }

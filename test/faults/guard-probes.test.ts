@@ -21,8 +21,9 @@ import { CuttableProxy } from "@/test/support/tcp-proxy";
 // must be resolved without an operator within 60 s, none wrongly (applied: exactly one effect; not
 // applied: none), and a retry of each resolved key must replay its result or run once.
 //
-// Another resolver (the Python client's) is checked the same way by passing another `startResolver`
-// to `runFaultedActions` below: a function that starts it (a subprocess) and returns { stop }.
+// Each resolver in RESOLVERS below is checked the same way, on both configurations: another
+// client's resolver (the Python one) is one more entry whose start() runs it in a subprocess that
+// probes the same ledger files, and returns { stop }.
 // Ports 3188, 3189, 6388 and 5488 are this file's (moved by IDEMGATE_TEST_PORT_BASE).
 
 type Mode = "ok" | "crash" | "crash_before" | "throw";
@@ -64,6 +65,23 @@ export function ledgerProbe(dir: string) {
     return call.leaseEnded ? { applied: false as const } : null;
   };
 }
+
+/** A resolver under test, started in a process that survives every fault, probing the ledger files in `ledgerDir`. */
+interface ResolverUnderTest {
+  name: string;
+  start(context: { url: string; token: string; ledgerDir: string }): Promise<{ stop(): Promise<void> }>;
+}
+
+const RESOLVERS: ResolverUnderTest[] = [
+  {
+    name: "TypeScript",
+    async start({ url, token, ledgerDir }) {
+      const client = new IdemgateClient({ baseUrl: url, token, replayCache: false, retry: { maxAttempts: 3, baseDelayMs: 100, maxDelayMs: 1_000 } });
+      const resolver: Resolver = client.startResolver({ "ledger.record": ledgerProbe(ledgerDir) }, { holder: "survivor-ts", intervalMs: 500, probeTimeoutMs: 2_000, onError: () => {} });
+      return { stop: () => resolver.stop() };
+    },
+  },
+];
 
 describe.each(configurations)("held calls of guarded functions resolved by a probe, on $name", (configuration) => {
   const dataDir = `.data/fault-probes-${configuration.port}`;
@@ -193,15 +211,12 @@ describe.each(configurations)("held calls of guarded functions resolved by a pro
     return results;
   }
 
-  it("a resolver in a surviving process resolves >= 95% of the held keys within 60 s of healing, none wrongly, and every retry replays or runs once", async () => {
+  it.each(RESOLVERS)("the $name resolver in a surviving process resolves >= 95% of the held keys within 60 s of healing, none wrongly, and every retry replays or runs once", async (under) => {
     const modes: Mode[] = ["crash", "crash", "crash_before", "throw", "ok"];
     const keys = Array.from({ length: ACTIONS }, (_, i) => ({ key: `probe-${i}-${randomUUID()}`, mode: modes[i % modes.length] }));
     const client = new IdemgateClient({ baseUrl: server.url, token, replayCache: false, retry: { maxAttempts: 3, baseDelayMs: 100, maxDelayMs: 1_000 } });
-    const decisions: string[] = [];
-    // started before the faults, in this process, which survives them: it keeps going through each
-    const startResolver = (): Resolver =>
-      client.startResolver({ "ledger.record": ledgerProbe(dir) }, { holder: "survivor", intervalMs: 500, probeTimeoutMs: 2_000, onError: () => {}, onDecision: (d) => decisions.push(d.decision) });
-    const resolver = startResolver();
+    // started before the faults, in a process that survives them: it keeps going through each
+    const resolver = await under.start({ url: server.url, token, ledgerDir: dir });
     let healedAt = 0;
     let held: string[] = [];
     try {
@@ -230,7 +245,7 @@ describe.each(configurations)("held calls of guarded functions resolved by a pro
         resolved = await decided();
       }
       const tookMs = Date.now() - healedAt;
-      summary.push(`${configuration.name}: ${ACTIONS} actions, ${held.length} held after healing, ${resolved} resolved by the probe in ${(tookMs / 1000).toFixed(1)} s`);
+      summary.push(`${configuration.name}, ${under.name} resolver: ${ACTIONS} actions, ${held.length} held after healing, ${resolved} resolved by the probe in ${(tookMs / 1000).toFixed(1)} s`);
       expect(resolved / held.length).toBeGreaterThanOrEqual(0.95);
     } finally {
       await resolver.stop();
@@ -246,7 +261,8 @@ describe.each(configurations)("held calls of guarded functions resolved by a pro
     // every decision was the probe's (no operator acted): the trail names its token and process
     if (pg) {
       const decisionsLogged = await pg.db.prisma.operatorAction.findMany({ where: { key: { in: held }, action: { in: ["resolve", "release"] } } });
-      for (const d of decisionsLogged) expect(d.actor).toMatch(/^probe:token:.+@survivor$/);
+      expect(decisionsLogged.length).toBeGreaterThan(0);
+      for (const d of decisionsLogged) expect(d.actor).toMatch(/^probe:token:.+@.+$/);
     }
     // a retry of each resolved key replays its result or runs once
     for (const key of held) {
@@ -261,6 +277,5 @@ describe.each(configurations)("held calls of guarded functions resolved by a pro
       expect(ran, key).toBe(state === "done" ? 0 : 1);
       expect(await effects(dir, key), key).toBe(1);
     }
-    expect(decisions.length).toBeGreaterThan(0);
   });
 });

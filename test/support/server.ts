@@ -32,6 +32,8 @@ export interface ServerOptions {
   host?: string;
   /** how the address is given: `-H` (default) or the HOST variable, as `npm start` passes it */
   hostFrom?: "flag" | "env";
+  /** the umask the server starts with (default: this process's), set by a shell that then execs it */
+  umask?: number;
 }
 
 let migratedEmbedded: string | undefined;
@@ -69,7 +71,10 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   // an embedded server's first start (no database in its data directory yet) from the run's migrated one
   const database = path.resolve(ROOT, options.dataDir, "pglite");
   if (!options.env?.DATABASE_URL && migratedEmbedded && !existsSync(database)) await cp(migratedEmbedded, database, { recursive: true });
-  const child = spawn(process.execPath, [serve, "-p", String(options.port), ...hostArgs], {
+  const args = [serve, "-p", String(options.port), ...hostArgs];
+  const [command, argv] =
+    options.umask === undefined ? [process.execPath, args] : ["/bin/sh", ["-c", `umask ${options.umask.toString(8).padStart(3, "0")} && exec "$0" "$@"`, process.execPath, ...args]];
+  const child = spawn(command, argv, {
     cwd: ROOT,
     detached: true,
     stdio: ["ignore", "pipe", "pipe"],

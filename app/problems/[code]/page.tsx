@@ -2,7 +2,7 @@ import type { Metadata } from "next";
 import Link from "next/link";
 import { notFound } from "next/navigation";
 import clsx from "clsx";
-import { pageParam } from "@/lib/console/page-param";
+import { metadataParam, pageParam } from "@/lib/console/page-param";
 import { allProblemDocs, problemDoc, RETRY_LABELS } from "@/lib/docs/problem-docs";
 
 // Public, like the problem `type` URIs that point here: a caller reading an error needs no account.
@@ -11,8 +11,7 @@ export const dynamic = "force-dynamic";
 type Props = { params: Promise<{ code: string }> };
 
 export async function generateMetadata({ params }: Props): Promise<Metadata> {
-  const code = pageParam((await params).code);
-  const doc = code === null ? null : problemDoc(code);
+  const doc = problemDoc(metadataParam((await params).code));
   return { title: doc ? `${doc.title} (${doc.status})` : "Unknown problem type" };
 }
 

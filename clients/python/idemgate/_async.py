@@ -23,6 +23,7 @@ from ._flow import AskProbe, Attempt, Flow, Handoff, Raised, Ran, RunFunction, S
 from ._http import AsyncTransport, Outcome, RetryPolicy, ThreadTransport, httpx_transport
 from ._probe import HeldCall, Probe
 from ._resolver import AsyncResolver, resolver_options
+from .errors import NETWORK_PROBLEM_TYPE, IdemgateError
 
 log = logging.getLogger("idemgate")
 
@@ -70,15 +71,20 @@ async def _attempt(core: Core, transport: AsyncTransport, effect: Attempt) -> Ou
         on_cancel = effect.on_cancel
 
         def settle_late(done: asyncio.Future[Outcome]) -> None:
-            outcome: Optional[Outcome] = None if done.cancelled() or done.exception() is not None else done.result()
-            if outcome is None:
-                return
+            # the request itself cancelled too (the event loop shutting down cancels every task) or
+            # failed: no answer, which leaves a completion or release to the background all the same
+            outcome: Outcome = no_answer(done) if done.cancelled() or done.exception() is not None else done.result()
             delivery = on_cancel(outcome)
             if delivery is not None:
                 core.outbox.put(delivery)
 
         task.add_done_callback(settle_late)
         raise
+
+
+def no_answer(done: asyncio.Future[Outcome]) -> Outcome:
+    reason = "the request was cancelled" if done.cancelled() else f"{type(done.exception()).__name__}: {done.exception()}"
+    return IdemgateError({"type": NETWORK_PROBLEM_TYPE, "title": "No answer", "status": 0, "detail": reason})
 
 
 async def _run_function(transport: AsyncTransport, effect: RunFunction, fn: Callable[[Mapping[str, Any]], Any], args: Mapping[str, Any]) -> Union[Ran, Raised]:

@@ -15,7 +15,7 @@ from ._context import current_action
 from ._flow import AskProbe, Attempt, Flow, Handoff, Raised, Ran, RunFunction, Settings, Sleep, heartbeat_verdict, settle_verdict
 from ._http import Request, RetryPolicy, Transport
 from ._keys import check_key
-from .errors import NotAppliedError
+from .errors import NETWORK_PROBLEM_TYPE, IdemgateError, NotAppliedError
 
 log = logging.getLogger("idemgate")
 
@@ -150,9 +150,23 @@ def run_sync(core: Core, flow: Flow, fn: Optional[Callable[[Mapping[str, Any]], 
         except StopIteration as stop:
             return stop.value
         if isinstance(effect, Attempt):
-            value = core.transport.send_once(effect.request)
+            try:
+                value = core.transport.send_once(effect.request)
+            except BaseException:
+                # interrupted (Ctrl-C) with the request sent or not: no answer, which leaves a
+                # completion or release to the background, as for a cancelled async caller
+                if effect.on_cancel is not None:
+                    delivery = effect.on_cancel(IdemgateError({"type": NETWORK_PROBLEM_TYPE, "title": "No answer", "status": 0, "detail": "interrupted"}))
+                    if delivery is not None:
+                        core.outbox.put(delivery)
+                raise
         elif isinstance(effect, Sleep):
-            core.sleep(effect.seconds)
+            try:
+                core.sleep(effect.seconds)
+            except BaseException:
+                if effect.settlement is not None:
+                    core.outbox.put(effect.settlement)
+                raise
             value = None
         elif isinstance(effect, Handoff):
             core.outbox.put(effect.delivery)
@@ -173,9 +187,10 @@ def call_sync(fn: Callable[[Mapping[str, Any]], Any], args: Mapping[str, Any]) -
     except BaseException as exc:  # every way out of the function settles the key
         return Raised(exc)
     if inspect.isawaitable(result):
-        close = getattr(result, "close", None)
-        if callable(close):
-            close()  # never awaited: it did not run
+        if not inspect.iscoroutine(result):
+            # a task or future is running already, on its own: its side effect may happen
+            return Raised(TypeError(f"the guarded function returned {type(result).__name__}, work already scheduled that a sync guard cannot wait for; it may still happen: guard it with AsyncIdemgate or @idempotent"))
+        result.close()  # never awaited: it did not run
         return Raised(NotAwaitedError("the guarded function returned an awaitable, which a sync guard cannot await: it never ran; guard it with AsyncIdemgate or @idempotent"))
     return Ran(result)
 

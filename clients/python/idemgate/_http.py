@@ -107,12 +107,21 @@ def network_error(url: str, reason: object) -> IdemgateError:
     return IdemgateError({"type": NETWORK_PROBLEM_TYPE, "title": "Network error", "status": 0, "detail": f"{url}: {reason}"})
 
 
+class _NoRedirects(urllib.request.HTTPRedirectHandler):
+    """Idemgate's API never redirects: a 3xx is the answer (the call fails closed), and the bearer
+    token is never sent on to wherever it points (urllib would, to another host too)."""
+
+    def redirect_request(self, req: urllib.request.Request, fp: Any, code: int, msg: str, headers: Any, newurl: str) -> None:
+        return None
+
+
 class Transport:
     """Sends one request at a time to one Idemgate server with urllib (standard library only)."""
 
     def __init__(self, url: str, token: str) -> None:
         self.url = url.rstrip("/")
         self.token = token
+        self._opener = urllib.request.build_opener(_NoRedirects())
 
     def headers(self, request: Request) -> Dict[str, str]:
         headers = {"Accept": "application/json, application/problem+json", "Authorization": f"Bearer {self.token}"}
@@ -125,7 +134,7 @@ class Transport:
         data = request.body.encode("utf-8") if request.body is not None else None
         req = urllib.request.Request(self.url + request.path, data=data, method=request.method, headers=self.headers(request))
         try:
-            with urllib.request.urlopen(req, timeout=request.timeout) as response:
+            with self._opener.open(req, timeout=request.timeout) as response:
                 return read_answer(response.status, {k.lower(): v for k, v in response.headers.items()}, response.read())
         except urllib.error.HTTPError as err:
             with err:
@@ -199,7 +208,8 @@ def httpx_transport(transport: Transport) -> Optional[AsyncTransport]:
                 )
             except httpx.TimeoutException:
                 return timeout_error(transport.url, request.timeout)
-            except (httpx.TransportError, OSError) as err:
+            except (httpx.HTTPError, OSError) as err:
+                # a transport failure, or an answer that cannot be read (a proxy's broken encoding): no answer
                 return network_error(transport.url, err)
             return read_answer(response.status_code, {k.lower(): v for k, v in response.headers.items()}, response.content)
 

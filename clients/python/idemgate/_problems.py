@@ -45,7 +45,9 @@ PROBLEMS: Dict[str, ProblemInfo] = {
     "outcome_unknown": ProblemInfo("outcome_unknown", 409, "Outcome unknown: the key is held", "no", False),
     "payload_too_large": ProblemInfo("payload_too_large", 413, "Request body too large", "with changes", False),
     "probe_claimed": ProblemInfo("probe_claimed", 409, "Probe claimed by another process", "no", False),
+    "request_timeout": ProblemInfo("request_timeout", 408, "Request timeout", "yes", True),
     "runs_in_client": ProblemInfo("runs_in_client", 400, "Tool runs in its caller's process", "with changes", False),
+    "server_busy": ProblemInfo("server_busy", 503, "Server busy", "yes", True),
     "stale_token": ProblemInfo("stale_token", 409, "Reservation no longer held", "no", False),
     "stuck": ProblemInfo("stuck", 409, "Key stuck: an operator must decide", "no", False),
     "tool_failed": ProblemInfo("tool_failed", 502, "Tool failed", "yes", True),
@@ -56,7 +58,7 @@ PROBLEMS: Dict[str, ProblemInfo] = {
 }
 
 #: the problem types the client sends again with the same key (nothing ran, or the key is still held)
-RETRIED_PROBLEM_TYPES: FrozenSet[str] = frozenset({"/problems/conflict", "/problems/internal", "/problems/tool_failed", "/problems/unavailable"})
+RETRIED_PROBLEM_TYPES: FrozenSet[str] = frozenset({"/problems/conflict", "/problems/internal", "/problems/request_timeout", "/problems/server_busy", "/problems/tool_failed", "/problems/unavailable"})
 
 
 class AbandonedError(IdemgateError):
@@ -191,10 +193,22 @@ class ProbeClaimedError(IdemgateError):
     problem_code = "probe_claimed"
 
 
+class RequestTimeoutError(IdemgateError):
+    """408 ``/problems/request_timeout``: Request timeout. Retry: yes."""
+
+    problem_code = "request_timeout"
+
+
 class RunsInClientError(IdemgateError):
     """400 ``/problems/runs_in_client``: Tool runs in its caller's process. Retry: with changes."""
 
     problem_code = "runs_in_client"
+
+
+class ServerBusyError(IdemgateError):
+    """503 ``/problems/server_busy``: Server busy. Retry: yes."""
+
+    problem_code = "server_busy"
 
 
 class StaleTokenError(IdemgateError):
@@ -264,7 +278,9 @@ PROBLEM_CLASSES: Dict[str, Type[IdemgateError]] = {
     "outcome_unknown": OutcomeUnknownError,
     "payload_too_large": PayloadTooLargeError,
     "probe_claimed": ProbeClaimedError,
+    "request_timeout": RequestTimeoutError,
     "runs_in_client": RunsInClientError,
+    "server_busy": ServerBusyError,
     "stale_token": StaleTokenError,
     "stuck": StuckError,
     "tool_failed": ToolFailedError,
@@ -301,7 +317,9 @@ __all__ = [
     "NotHeldError",
     "PayloadTooLargeError",
     "ProbeClaimedError",
+    "RequestTimeoutError",
     "RunsInClientError",
+    "ServerBusyError",
     "StaleTokenError",
     "StuckError",
     "ToolFailedError",

@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pytest
-from fake_server import FakeIdemgate, KeyStore, Seen, done, ok, problem, reserved
+from fake_server import FakeIdemgate, KeyStore, Raw, Seen, done, ok, problem, reserved
 
 import idemgate
 from idemgate import AsyncIdemgate, FinalError, Idemgate, NotAppliedError, OutcomeUnknownError, RetryPolicy, idempotent
@@ -278,6 +278,42 @@ async def test_cancelled_while_the_result_is_being_stored_still_stores_it(fake: 
     assert bodies == [{"token": 7, "status": 200, "body": {"n": 1}}] * len(bodies)
 
 
+async def test_a_completion_in_flight_when_the_loop_shuts_down_is_still_delivered(fake: FakeIdemgate, client: AsyncIdemgate) -> None:
+    # asyncio.run cancels every task left when its main coroutine ends (Ctrl-C included): the
+    # request carrying the result is cancelled too, and the completion must go to the background
+    arrived = threading.Event()
+    answer = threading.Event()
+    completes = iter([True])
+
+    def complete(_: Seen) -> Any:
+        if next(completes, False):
+            arrived.set()
+            answer.wait(10)
+            return problem(503, "unavailable")
+        return ok()
+
+    fake.on("/reservations", [reserved("exec-c5")])
+    fake.on("/complete", complete)
+
+    async def fn(_: Any) -> dict[str, int]:
+        return {"n": 5}
+
+    task = asyncio.ensure_future(client.guard("t", {}, fn, key="c5"))
+    await asyncio.to_thread(arrived.wait, 10)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    for other in asyncio.all_tasks():
+        if other is not asyncio.current_task():
+            other.cancel()
+    await asyncio.sleep(0)
+    answer.set()
+    await asyncio.to_thread(fake.wait_for, lambda seen: len([s for s in seen if s.path.endswith("/complete")]) >= 2)
+    assert await client.flush(timeout=5)
+    bodies = [s.body for s in fake.seen if s.path.endswith("/complete")]
+    assert bodies == [{"token": 7, "status": 200, "body": {"n": 5}}] * len(bodies)
+
+
 async def test_cancelled_during_the_reservations_backoff_reserves_nothing(fake: FakeIdemgate, client: AsyncIdemgate) -> None:
     conflict = (409, {"type": "/problems/conflict", "title": "c", "status": 409}, {"Content-Type": "application/problem+json", "Retry-After": "5"})
     fake.on("/reservations", [conflict])
@@ -376,3 +412,25 @@ async def test_a_replayed_done_answer_is_returned_without_running(fake: FakeIdem
 
     replay: Any = await client.guard("t", {}, fn, key="r")
     assert replay == {"chargeId": "ch_first"}
+
+
+async def test_an_answer_httpx_cannot_decode_is_no_answer_the_result_is_returned_and_stored_later(fake: FakeIdemgate) -> None:
+    # a proxy's broken gzip: httpx raises DecodingError, not a TransportError; the result must not be lost
+    broken = (200, Raw("not gzip at all"), {"Content-Type": "application/json", "Content-Encoding": "gzip"})
+    answers = iter([broken, broken])
+
+    def complete(seen: Seen) -> Any:
+        return next(answers, None) or ok({"state": "done", "status": 200, "body": seen.body.get("body"), "executionId": "exec-g"})
+
+    fake.on("/reservations", [reserved("exec-g")])
+    fake.on("/complete", complete)
+    async with AsyncIdemgate(fake.url, "idg_test", timeout=5, retry=RetryPolicy(max_attempts=4, base_delay=0.01), flush_timeout=5, use_httpx=True) as client:
+
+        async def fn(_: Any) -> dict[str, int]:
+            return {"n": 9}
+
+        assert await client.guard("t", {}, fn, key="gzip") == {"n": 9}
+        assert await client.flush(timeout=5)
+    bodies = [s.body for s in fake.seen if s.path.endswith("/complete")]
+    assert len(bodies) == 3
+    assert bodies == [{"token": 7, "status": 200, "body": {"n": 9}}] * 3

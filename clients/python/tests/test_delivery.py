@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import os
 import pathlib
+import signal
 import subprocess
 import sys
 import threading
@@ -16,6 +17,7 @@ from typing import Any
 import pytest
 from fake_server import FakeIdemgate, Reply, Seen, ok, reserved
 
+import idemgate
 from idemgate import AsyncIdemgate, Idemgate, RetryPolicy
 
 CLIENT_DIR = pathlib.Path(__file__).resolve().parent.parent
@@ -137,3 +139,61 @@ def test_a_process_exiting_normally_flushes_what_it_still_has_to_store(fake: Fak
     assert completes(fake)[-1].body == {"token": 7, "status": 200, "body": {"charged": 1}}
     assert "storing 1 completion(s) or release(s) not yet delivered" in err, err
     assert "every pending completion and release is stored" in err, err
+
+
+def test_an_interrupt_while_the_result_is_sent_leaves_it_to_the_background(fake: FakeIdemgate) -> None:
+    # Ctrl-C (SIGINT in the calling thread) while the completion's request waits for its answer: the
+    # caller gets the KeyboardInterrupt, and the result still lands, with the same token
+    first = threading.Event()
+    interrupted = threading.Event()
+    main = threading.main_thread().ident
+    assert main == threading.get_ident()
+
+    def complete(seen: Seen) -> Reply:
+        if not first.is_set():
+            first.set()
+            signal.pthread_kill(main, signal.SIGINT)
+            interrupted.wait(10)  # no answer before the caller has been interrupted
+            return None, None, {}
+        return ok({"state": "done", "status": 200, "body": seen.body.get("body"), "executionId": "exec-i"})
+
+    fake.on("/reservations", [reserved("exec-i")])
+    fake.on("/complete", complete)
+    client = Idemgate(fake.url, "idg_test", timeout=10, retry=RetryPolicy(max_attempts=3, base_delay=0.01), flush_timeout=5)
+    # Ctrl-C raises KeyboardInterrupt here even when this process was started with SIGINT ignored
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            client.guard("t", {}, lambda _: {"n": 1}, key="interrupted")
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        interrupted.set()
+    fake.wait_for(lambda seen: len([s for s in seen if s.path.endswith("/complete")]) >= 2)
+    assert client.close(timeout=5)
+    bodies = [s.body for s in fake.seen if s.path.endswith("/complete")]
+    assert bodies == [{"token": 7, "status": 200, "body": {"n": 1}}] * len(bodies)
+
+
+def test_work_already_scheduled_by_a_sync_function_is_held_as_unknown_not_released(fake: FakeIdemgate) -> None:
+    # a task is running on its own: a retry must not run the function again
+    import asyncio
+
+    fake.on("/reservations", [reserved("exec-t")])
+    fake.on("/release", [ok()])
+    effects: list[int] = []
+
+    async def send() -> None:
+        effects.append(1)
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        with Idemgate(fake.url, "idg_test", timeout=5, retry=RetryPolicy(max_attempts=3, base_delay=0.01), flush_timeout=2) as client:
+            with pytest.raises(Exception) as raised:
+                client.guard("t", {}, lambda _: loop.create_task(send()), key="scheduled")
+            assert not isinstance(raised.value, idemgate.NotAppliedError)
+        await asyncio.sleep(0)
+
+    asyncio.run(main())
+    release = next(s for s in fake.seen if s.path.endswith("/release"))
+    assert release.body["outcome"] == "unknown"
+    assert effects == [1]

@@ -108,7 +108,7 @@ async def test_the_async_client_invokes_and_lists_too(fake: FakeIdemgate, aclien
 
 
 def test_the_problem_table_is_the_servers() -> None:
-    assert idemgate.RETRIED_PROBLEM_TYPES == {"/problems/conflict", "/problems/unavailable", "/problems/internal", "/problems/tool_failed"}
+    assert idemgate.RETRIED_PROBLEM_TYPES == {"/problems/conflict", "/problems/unavailable", "/problems/internal", "/problems/tool_failed", "/problems/request_timeout", "/problems/server_busy"}
     assert idemgate.PROBLEMS["conflict"].retry == "after Retry-After"
     assert idemgate.PROBLEM_CLASSES["outcome_unknown"] is OutcomeUnknownError
     assert all(issubclass(c, idemgate.IdemgateError) for c in idemgate.PROBLEM_CLASSES.values())

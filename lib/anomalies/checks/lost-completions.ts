@@ -4,6 +4,7 @@ import { stateOf, type KeyRecord } from "@/lib/idempotency/record";
 import type { AnomalyOf, LostCompletionRetry } from "../anomaly-types";
 import { advance, rowsAfter, startOf } from "../scan-cursor";
 import { iso, positionOf, recordKey, storeRecords, type CheckContext, type CheckResult } from "./context";
+import { currentLossIncident, storeRestoredFindings } from "./key-store-loss";
 
 /** A round of the lost-completion scan starts at most this often (default). */
 export const LOST_COMPLETION_ROUND_MS = 15 * 60_000;
@@ -15,8 +16,12 @@ export const LOST_COMPLETION_ROUND_MS = 15 * 60_000;
  * lookback window in rounds: each pass continues after the last row it examined (by start time);
  * once a round has caught up and began at least `roundMs` ago, the next pass starts a new round
  * from the beginning of the window. Between rounds a pass reads only new rows.
+ * Records lost with the store's data belong to one key-store loss incident (key-store-loss.ts).
  */
-export async function findLostCompletions(ctx: CheckContext, roundMs = LOST_COMPLETION_ROUND_MS): Promise<CheckResult> {
+export async function findLostCompletions(
+  ctx: CheckContext,
+  roundMs = LOST_COMPLETION_ROUND_MS,
+): Promise<CheckResult & { incident?: { dedupeKey: string; keys: { scope: string; key: string }[] } }> {
   const stored = ctx.cursor("lost_completions");
   const now = new Date(ctx.nowMs);
   const newRound = !stored?.roundStartedAt || (stored.caughtUp && ctx.nowMs - stored.roundStartedAt.getTime() >= roundMs);
@@ -39,7 +44,17 @@ export async function findLostCompletions(ctx: CheckContext, roundMs = LOST_COMP
     if (!intact) flagged.push(lostCompletion(e, record, ctx.nowMs, await retryAnswer(ctx, e, record)));
   }
   const next = advance(start, positionOf(rows, (e) => e.startedAt), rows.length, ctx.batch, ctx.settledAt);
-  return { examined: rows.length, flagged, cursors: { lost_completions: { ...next, roundStartedAt } } };
+  const cursors = { lost_completions: { ...next, roundStartedAt } };
+
+  // Records lost with the store's data are one incident, not one anomaly each: those whose result
+  // the log gives back need nobody and are stored resolved; the others stay open per key.
+  const lost = flagged.filter((a) => a.evidence.keyState === "absent" || a.evidence.retry === "restored_from_audit_log");
+  if (lost.length === 0) return { examined: rows.length, flagged, cursors };
+  const incident = await currentLossIncident(ctx);
+  for (const a of lost) a.evidence.incident = incident;
+  const restored = lost.filter((a) => a.evidence.retry === "restored_from_audit_log");
+  await storeRestoredFindings(ctx, restored);
+  return { examined: rows.length, flagged: flagged.filter((a) => !restored.includes(a)), cursors, incident: { dedupeKey: incident, keys: lost.map((a) => ({ scope: a.scope!, key: a.key! })) } };
 }
 
 /**

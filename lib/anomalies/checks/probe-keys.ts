@@ -139,11 +139,20 @@ export async function probeHeldKeys(ctx: CheckContext, probes: ReconcileProbes, 
   return { examined: targets.length, probed };
 }
 
-/** Keys the reconciler asked about recently whose tool could not tell (the trail is stamped with the wall clock). */
+/**
+ * Keys not to ask about this pass: those the reconciler asked about recently whose tool could not
+ * tell (the trail is stamped with the wall clock), and those with a decision written and not yet
+ * recorded (being carried out, or left by a process that stopped: the pass carries it out), which
+ * a probe's answer must not decide a second time.
+ */
 async function recentlyAsked(ctx: CheckContext, withinMs: number): Promise<Set<string>> {
   const rows = await ctx.prisma.operatorAction.findMany({
     where: { actor: RECONCILER_ACTOR, action: "probe", at: { gte: new Date(Date.now() - withinMs) } },
     select: { scope: true, key: true },
   });
-  return new Set(rows.filter((r) => r.scope !== null && r.key !== null).map((r) => recordKey({ scope: r.scope!, key: r.key! })));
+  const deciding = await ctx.prisma.keyDecision.findMany({ select: { scope: true, key: true } });
+  return new Set([
+    ...rows.filter((r) => r.scope !== null && r.key !== null).map((r) => recordKey({ scope: r.scope!, key: r.key! })),
+    ...deciding.map((d) => recordKey(d)),
+  ]);
 }

@@ -1,6 +1,7 @@
 import type { Execution } from "@/generated/prisma/client";
 import { PASS_THROUGH_PREFIX } from "@/lib/idempotency/key-rules";
 import { stateOf, type KeyRecord } from "@/lib/idempotency/record";
+import { plainCallerText } from "@/lib/notifications/caller-text";
 import type { AnomalyOf } from "../anomaly-types";
 import { advance, rowsAfter, startOf } from "../scan-cursor";
 import { iso, positionOf, recordKey, storeRecords, type CheckContext, type CheckResult } from "./context";
@@ -92,7 +93,7 @@ function unknownOutcome(e: Execution, record: KeyRecord | null, nowMs: number, c
     key: e.key,
     summary:
       cause === "reported"
-        ? `${e.tool} ended without knowing whether its side effect happened (${e.error ?? "no note"}); its key is held until the tool's status probe or an operator decides`
+        ? `${e.tool} ended without knowing whether its side effect happened (${e.error === null ? "no note" : `its note: \u201c${plainCallerText(e.error, 300)}\u201d`}); its key is held until the tool's status probe or an operator decides`
         : `${e.tool} started at ${e.startedAt.toISOString()} and never reported an outcome; its lease passed, so the side effect may or may not have happened`,
     evidence: {
       executionId: e.id,

@@ -27,6 +27,20 @@ export class KeySpace {
     return `{${this.prefix}:${bucket}}:`;
   }
 
+  /**
+   * A scope's stored result bytes by the hour their records expire (field: the hour's number, see
+   * lib/idempotency/scope-result-limit.ts): one small hash per scope, under a hash tag of their own
+   * (each is read and written on its own, never with a record).
+   */
+  resultBytes(scope: string): string {
+    return `{${this.prefix}:rb}:s:${scope}`;
+  }
+
+  /** The scopes that have a resultBytes hash: the metric reads each. */
+  resultBytesScopes(): string {
+    return `{${this.prefix}:rb}:scopes`;
+  }
+
   record(scope: string, key: string): string {
     return `${this.base(bucketOf(scope, key))}r:${scope}:${key}`;
   }

@@ -1,4 +1,5 @@
 import { Cluster, Redis, type ClusterNode, type ClusterOptions, type RedisOptions } from "ioredis";
+import { currentBucket, expiryBucket, type ResultBytesCounter } from "@/lib/idempotency/scope-result-limit";
 import { KEY_STATES, STORED_STATUSES, stateOf, type KeyRecord, type KeyState, type StoredResult, type StoredStatus } from "@/lib/idempotency/record";
 import type {
   BeginInput,
@@ -428,6 +429,41 @@ export class RedisKeyStore implements KeyStore {
       ),
     );
     return counts;
+  }
+
+  readonly resultBytes: ResultBytesCounter = {
+    add: async (scope, bytes, expiresAtMs) => {
+      await Promise.all([
+        this.redis.hincrby(this.keys.resultBytes(scope), String(expiryBucket(expiresAtMs)), bytes),
+        this.redis.sadd(this.keys.resultBytesScopes(), scope),
+      ]);
+    },
+    usage: async (scope, nowMs) => this.scopeResultBytes(scope, nowMs),
+    all: async (nowMs) => {
+      const scopes = await this.redis.smembers(this.keys.resultBytesScopes());
+      const out = new Map<string, number>();
+      for (const scope of scopes) {
+        const bytes = await this.scopeResultBytes(scope, nowMs);
+        if (bytes > 0) out.set(scope, bytes);
+        else await this.redis.srem(this.keys.resultBytesScopes(), scope);
+      }
+      return out;
+    },
+  };
+
+  /** Sums the hours still to come, and drops those past. */
+  private async scopeResultBytes(scope: string, nowMs: number): Promise<number> {
+    const key = this.keys.resultBytes(scope);
+    const hours = await this.redis.hgetall(key);
+    const now = currentBucket(nowMs);
+    let total = 0;
+    const past: string[] = [];
+    for (const [hour, bytes] of Object.entries(hours)) {
+      if (Number(hour) >= now) total += Number(bytes);
+      else past.push(hour);
+    }
+    if (past.length > 0) await this.redis.hdel(key, ...past);
+    return total;
   }
 
   async purge(olderThanMs: number, batch: number = DEFAULT_PURGE_BATCH): Promise<number> {

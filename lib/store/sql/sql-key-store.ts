@@ -2,6 +2,7 @@ import { EventEmitter } from "node:events";
 import { Prisma } from "@/generated/prisma/client";
 import type { Database } from "@/lib/db/database";
 import { InvalidCursorError } from "@/lib/idempotency/errors";
+import { currentBucket, expiryBucket, type ResultBytesCounter } from "@/lib/idempotency/scope-result-limit";
 import { STORED_STATUSES, stateOf, type KeyRecord, type KeyState, type StoredResult, type StoredStatus } from "@/lib/idempotency/record";
 import type {
   BeginInput,
@@ -597,6 +598,24 @@ export class SqlKeyStore implements KeyStore {
   }
 
   /** deletes done rows only: inflight and unknown keys stay whatever their age */
+  readonly resultBytes: ResultBytesCounter = {
+    add: async (scope, bytes, expiresAtMs) => {
+      await this.prisma.$executeRaw`
+        INSERT INTO scope_result_bytes (scope, expires_hour, bytes) VALUES (${scope}, ${expiryBucket(expiresAtMs)}::bigint, ${bytes}::bigint)
+        ON CONFLICT (scope, expires_hour) DO UPDATE SET bytes = scope_result_bytes.bytes + EXCLUDED.bytes`;
+    },
+    usage: async (scope, nowMs) => {
+      const rows = await this.prisma.$queryRaw<{ bytes: bigint | number | null }[]>`
+        SELECT sum(bytes) AS bytes FROM scope_result_bytes WHERE scope = ${scope} AND expires_hour >= ${currentBucket(nowMs)}::bigint`;
+      return Number(rows[0]?.bytes ?? 0);
+    },
+    all: async (nowMs) => {
+      const rows = await this.prisma.$queryRaw<{ scope: string; bytes: bigint | number }[]>`
+        SELECT scope, sum(bytes) AS bytes FROM scope_result_bytes WHERE expires_hour >= ${currentBucket(nowMs)}::bigint GROUP BY scope HAVING sum(bytes) > 0`;
+      return new Map(rows.map((r) => [r.scope, Number(r.bytes)]));
+    },
+  };
+
   async purge(olderThanMs: number, batch = DEFAULT_PURGE_BATCH): Promise<number> {
     const size = Math.max(1, Math.trunc(batch));
     const before = ms(olderThanMs);
@@ -611,6 +630,8 @@ export class SqlKeyStore implements KeyStore {
       total += deleted;
       if (deleted < size) break;
     }
+    // the hours of stored result bytes that have passed count nothing any more
+    await this.prisma.$executeRaw`DELETE FROM scope_result_bytes WHERE expires_hour < ${currentBucket(Date.now())}::bigint`;
     // counter rows at zero count nothing; rows a writer holds are left for the next purge
     for (const table of ["key_counts", "key_deadline_counts"]) {
       const t = Prisma.raw(table);

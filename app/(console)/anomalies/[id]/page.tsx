@@ -6,7 +6,7 @@ import { typeInfo, type AnomalyView } from "@/components/anomalies/anomaly-types
 import { getAnomaly } from "@/lib/anomalies/anomalies";
 import { requireOperator } from "@/lib/auth/require-operator";
 import { can } from "@/lib/auth/roles";
-import { pageParam } from "@/lib/console/page-param";
+import { metadataParam, pageParam } from "@/lib/console/page-param";
 import { isIdemgateError } from "@/lib/idempotency/errors";
 import { stateOf } from "@/lib/idempotency/record";
 import { getRuntime, type Runtime } from "@/lib/server/runtime";
@@ -26,8 +26,8 @@ async function load(runtime: Runtime, id: string | null) {
 }
 
 export async function generateMetadata({ params }: { params: Promise<Params> }): Promise<Metadata> {
-  const id = pageParam((await params).id);
-  const row = id === null ? null : await getAnomaly((await getRuntime()).db.prisma, id).catch(() => null);
+  const id = metadataParam((await params).id);
+  const row = await getAnomaly((await getRuntime()).db.prisma, id).catch(() => null);
   return { title: row ? `${typeInfo(row.type).label} · ${row.tool}` : "Anomaly" };
 }
 

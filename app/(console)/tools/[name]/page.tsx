@@ -19,7 +19,7 @@ import { requireOperator } from "@/lib/auth/require-operator";
 import { can } from "@/lib/auth/roles";
 import { exampleFromSchema } from "@/lib/docs/json-schema";
 import { formatCount, formatDuration } from "@/lib/console/format";
-import { pageParam } from "@/lib/console/page-param";
+import { metadataParam, pageParam } from "@/lib/console/page-param";
 import { mcpToolOrigin, recentPassThroughCalls, type McpToolOrigin } from "@/lib/mcp/upstream/console-view";
 import { getRuntime } from "@/lib/server/runtime";
 import type { ToolDescription } from "@/lib/tools";
@@ -30,7 +30,7 @@ export const dynamic = "force-dynamic";
 type Props = { params: Promise<{ name: string }>; searchParams: Promise<{ window?: string | string[] }> };
 
 export async function generateMetadata({ params }: Props): Promise<Metadata> {
-  return { title: pageParam((await params).name) ?? "Tool" };
+  return { title: metadataParam((await params).name) };
 }
 
 export default async function ToolPage({ params, searchParams }: Props) {

@@ -7,7 +7,7 @@ import { listKeyAnomalies } from "@/lib/anomalies/key-anomalies";
 import { countKeyOperatorActions } from "@/lib/audit/operator-actions";
 import { requireOperator } from "@/lib/auth/require-operator";
 import { can } from "@/lib/auth/roles";
-import { pageParam } from "@/lib/console/page-param";
+import { metadataParam, pageParam } from "@/lib/console/page-param";
 import { getKeyDetail } from "@/lib/operator/get-key-detail";
 import { presentKeyDetail } from "@/lib/operator/present-key-detail";
 import { getRuntime } from "@/lib/server/runtime";
@@ -20,8 +20,7 @@ type Params = { scope: string; key: string };
 const AUDIT_CAP = 100;
 
 export async function generateMetadata({ params }: { params: Promise<Params> }): Promise<Metadata> {
-  const key = pageParam((await params).key);
-  return { title: key === null ? "Key" : `Key ${key}` };
+  return { title: `Key ${metadataParam((await params).key)}` };
 }
 
 export default async function KeyPage({ params }: { params: Promise<Params> }) {

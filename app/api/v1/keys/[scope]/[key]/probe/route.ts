@@ -1,5 +1,6 @@
 import { withPrincipal } from "@/lib/auth/guard";
 import { actorOf } from "@/lib/auth/actor";
+import { redactValue } from "@/lib/idempotency/redaction";
 import { presentKey } from "@/lib/operator/present-key";
 import { probeKey } from "@/lib/operator/probe-key";
 
@@ -14,5 +15,5 @@ export const POST = withPrincipal<{ scope: string; key: string }>("resolve", asy
     key: params.key,
     actor: actorOf(principal),
   });
-  return Response.json({ answer: out.answer, action: out.action, record: out.record ? presentKey(out.record, Date.now(), true) : null });
+  return Response.json({ answer: redactValue(out.answer), action: out.action, record: out.record ? presentKey(out.record, Date.now(), true) : null });
 });
