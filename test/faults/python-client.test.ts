@@ -1,6 +1,6 @@
 import { spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { ensurePythonEnv } from "@/scripts/python-env.mjs";
@@ -28,6 +28,24 @@ function run(command: string, args: string[], options: { env?: Record<string, st
   return new Promise((resolve) => child.once("close", (code) => resolve({ code, output })));
 }
 
+const PROBE_TOOL = "shop.charge_card";
+const PROBE_TOOL_YAML = `
+tools:
+  - name: ${PROBE_TOOL}
+    kind: write
+    runs: client
+    description: A card charge through a payment provider, guarded in the caller's process (the Python probe tests)
+    inputSchema:
+      type: object
+      required: [orderId, amountCents]
+      additionalProperties: false
+      properties:
+        orderId: { type: string, minLength: 1 }
+        amountCents: { type: integer, minimum: 1 }
+    leaseMs: 4000
+    arguments: full
+`;
+
 const configurations = [
   { name: "embedded (PGlite)", port: testPort(3176), servers: false },
   { name: "Redis and PostgreSQL", port: testPort(3177), servers: true },
@@ -41,10 +59,16 @@ describe.each(configurations)("the Python client on $name", (configuration) => {
   let token: string;
 
   let venvPython: string;
+  let configDir: string | null = null;
 
   beforeAll(async () => {
     venvPython = await ensurePythonEnv({ quiet: true });
-    const env: Record<string, string> = { IDEMGATE_RECONCILE_INTERVAL_MS: "0" };
+    // the probe tests' own client-run tool (test_live_probes.py): a short lease, since a probe's "not
+    // applied" is taken only after the call's lease has ended, and its arguments kept in full
+    configDir = await mkdtemp(path.join(os.tmpdir(), "idemgate-py-config-"));
+    const config = path.join(configDir, "tools.yaml");
+    await writeFile(config, PROBE_TOOL_YAML);
+    const env: Record<string, string> = { IDEMGATE_RECONCILE_INTERVAL_MS: "0", IDEMGATE_CONFIG: config };
     if (configuration.servers) {
       pg = await createTestPostgres("fault_python");
       Object.assign(env, { DATABASE_URL: pg.url, REDIS_URL: REDIS_TEST_URL, IDEMGATE_REDIS_PREFIX: prefix });
@@ -59,12 +83,13 @@ describe.each(configurations)("the Python client on $name", (configuration) => {
     await deleteRedisPrefix(prefix);
     await pg?.drop();
     await removeDataDir(dataDir);
+    if (configDir) await rm(configDir, { recursive: true, force: true });
   });
 
   it("pytest runs the live tests and they pass, none skipped", async () => {
     const result = await run(venvPython, ["-m", "pytest", "-v", "-m", "live", "-p", "no:cacheprovider", path.join(CLIENT_DIR, "tests")], {
       cwd: CLIENT_DIR,
-      env: { IDEMGATE_URL: server.url, IDEMGATE_TOKEN: token, PYTHONDONTWRITEBYTECODE: "1" },
+      env: { IDEMGATE_URL: server.url, IDEMGATE_TOKEN: token, IDEMGATE_PROBE_TOOL: PROBE_TOOL, PYTHONDONTWRITEBYTECODE: "1" },
     });
     expect(result.code, `${result.output}\n--- server ---\n${server.output()}`).toBe(0);
     expect(result.output).toMatch(/ passed/);
@@ -73,6 +98,9 @@ describe.each(configurations)("the Python client on $name", (configuration) => {
     // the async client against the real server: an async def runs once per key, 50 tasks on one key run it once
     expect(result.output).toMatch(/test_live_async\.py::test_an_async_def_decorated_with_the_sync_client_runs_once_per_key PASSED/);
     expect(result.output).toMatch(/test_live_async\.py::test_fifty_concurrent_async_calls_of_one_key_run_it_once\[httpx\] PASSED/);
+    // probes: a guard's own, and resolvers (threads and an asyncio task) that resolve held calls by the provider's word
+    expect(result.output).toMatch(/test_live_probes\.py::test_the_resolver_resolves_held_calls_by_the_providers_word_and_retries_replay_or_run_once PASSED/);
+    expect(result.output).toMatch(/test_live_probes\.py::test_resolvers_in_threads_and_an_async_task_probe_each_call_once PASSED/);
   });
 
   // once, on the embedded server: what it checks is the package, not the stores

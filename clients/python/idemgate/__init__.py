@@ -11,20 +11,28 @@ from ._canonical import action_key, canonical_json
 from ._context import Action, action, current_action
 from ._core import NotAwaitedError
 from ._http import RetryPolicy
+from ._probe import Applied, HeldCall, NotApplied
 from ._problems import *  # noqa: F403 - the problem types' exception classes, generated
 from ._problems import __all__ as _problem_names
+from ._resolver import AsyncResolver, Resolver, ResolverStats
 from .client import Idemgate, idempotent
 from .errors import FinalError, IdemgateError, NotAppliedError, OutcomeUnknownError
 
 __all__ = [
     "Action",
+    "Applied",
     "AsyncIdemgate",
+    "AsyncResolver",
     "FinalError",
+    "HeldCall",
     "Idemgate",
     "IdemgateError",
+    "NotApplied",
     "NotAppliedError",
     "NotAwaitedError",
     "OutcomeUnknownError",
+    "Resolver",
+    "ResolverStats",
     "RetryPolicy",
     "action",
     "action_key",

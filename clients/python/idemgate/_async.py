@@ -17,9 +17,12 @@ import time
 from types import TracebackType
 from typing import Any, Callable, Coroutine, Dict, List, Mapping, Optional, Type, TypeVar, Union, cast, overload
 
+from ._ask import ask_probe_async
 from ._core import Core, check_guardable, log_stale
-from ._flow import Attempt, Flow, Handoff, Raised, Ran, RunFunction, Sleep, guard_flow, heartbeat_verdict, invoke_flow, list_tools_flow
+from ._flow import AskProbe, Attempt, Flow, Handoff, Raised, Ran, RunFunction, Sleep, guard_flow, heartbeat_verdict, invoke_flow, list_tools_flow
 from ._http import AsyncTransport, Outcome, RetryPolicy, ThreadTransport, httpx_transport
+from ._probe import HeldCall, Probe
+from ._resolver import AsyncResolver, resolver_options
 from .errors import NETWORK_PROBLEM_TYPE, IdemgateError
 
 log = logging.getLogger("idemgate")
@@ -51,6 +54,8 @@ async def run_async(core: Core, transport: AsyncTransport, flow: Flow, fn: Optio
         elif isinstance(effect, RunFunction):
             assert fn is not None and args is not None
             value = await _run_function(transport, effect, fn, args)
+        elif isinstance(effect, AskProbe):
+            value = await ask_probe_async(effect)
         else:  # pragma: no cover - every effect is handled above
             raise AssertionError(f"unknown effect {effect!r}")
 
@@ -139,15 +144,26 @@ class AsyncIdemgate:
         retry: Optional[RetryPolicy] = None,
         replay_cache: Union[bool, int] = True,
         flush_timeout: float = 10.0,
+        probe_timeout: float = 10.0,
         use_httpx: Optional[bool] = None,
     ) -> None:
         self._core = Core(
-            url, token, timeout=timeout, wait_seconds=wait_seconds, session=session, retry=retry, replay_cache=replay_cache, flush_timeout=flush_timeout, sleep=time.sleep
+            url,
+            token,
+            timeout=timeout,
+            wait_seconds=wait_seconds,
+            session=session,
+            retry=retry,
+            replay_cache=replay_cache,
+            flush_timeout=flush_timeout,
+            sleep=time.sleep,
+            probe_timeout=probe_timeout,
         )
         transport = httpx_transport(self._core.transport) if use_httpx is not False else None
         if use_httpx and transport is None:
             raise ImportError("AsyncIdemgate(use_httpx=True) needs httpx: pip install 'idemgate[httpx]'")
         self._transport: AsyncTransport = transport if transport is not None else ThreadTransport(self._core.transport)
+        self._resolvers: List[AsyncResolver] = []
 
     @property
     def url(self) -> str:
@@ -167,6 +183,7 @@ class AsyncIdemgate:
         key: Optional[str] = None,
         session: Optional[str] = None,
         key_source: Optional[str] = None,
+        probe: Optional[Probe] = None,
     ) -> T: ...
 
     @overload
@@ -179,6 +196,7 @@ class AsyncIdemgate:
         key: Optional[str] = None,
         session: Optional[str] = None,
         key_source: Optional[str] = None,
+        probe: Optional[Probe] = None,
     ) -> T: ...
 
     async def guard(
@@ -190,11 +208,13 @@ class AsyncIdemgate:
         key: Optional[str] = None,
         session: Optional[str] = None,
         key_source: Optional[str] = None,
+        probe: Optional[Probe] = None,
     ) -> Any:
-        """:meth:`Idemgate.guard`, awaited: ``fn`` runs once after the reservation (awaited if it is async)."""
+        """:meth:`Idemgate.guard`, awaited: ``fn`` runs once after the reservation (awaited if it is async);
+        ``probe`` (sync or async) is asked once before an unknown outcome is reported."""
         check_guardable(fn, "guard")
         key, session = self._core.guard_key(key, session, "guard")
-        flow = guard_flow(tool, args, key, session, key_source, self._core.settings, self._core.memory)
+        flow = guard_flow(tool, args, key, session, key_source, self._core.settings, self._core.memory, probe)
         return await run_async(self._core, self._transport, flow, fn, args)
 
     async def invoke(
@@ -218,6 +238,29 @@ class AsyncIdemgate:
                 self._core.kinds[tool["name"]] = tool["kind"]
         return tools
 
+    def start_resolver(
+        self,
+        probes: Mapping[str, Probe],
+        *,
+        interval: float = 5.0,
+        claim_seconds: float = 30.0,
+        probe_timeout: Optional[float] = None,
+        holder: Optional[str] = None,
+        on_decision: Optional[Callable[[HeldCall, str, str], None]] = None,
+    ) -> AsyncResolver:
+        """:meth:`Idemgate.start_resolver` as a task of the running event loop (call it from async
+        code); probes may be ``async def`` (awaited) or sync (run in a thread). ``await
+        resolver.stop()`` (or ``aclose()``, or ``async with``) ends it after the probe in progress;
+        ``aclose()`` of the client stops it too."""
+        options = resolver_options(probes, interval=interval, claim_seconds=claim_seconds, probe_timeout=probe_timeout, holder=holder, settings=self._core.settings, on_decision=on_decision)
+        resolver = AsyncResolver(self._core, self._transport, options, on_stop=self._forget)
+        self._resolvers.append(resolver)
+        return resolver
+
+    def _forget(self, resolver: AsyncResolver) -> None:
+        if resolver in self._resolvers:
+            self._resolvers.remove(resolver)
+
     @property
     def pending_deliveries(self) -> int:
         return self._core.outbox.pending
@@ -228,7 +271,10 @@ class AsyncIdemgate:
         return await asyncio.to_thread(self._core.outbox.flush, timeout) and reported
 
     async def aclose(self, timeout: Optional[float] = None) -> bool:
-        """Delivers what is pending (bounded, logged), stops the background work and closes connections."""
+        """Stops the resolvers started here, delivers what is pending (bounded, logged), stops the
+        background work and closes connections."""
+        for resolver in list(self._resolvers):
+            await resolver.stop(timeout if timeout is not None else self._core.outbox.flush_timeout)
         try:
             return await asyncio.to_thread(self._core.close, timeout)
         finally:

@@ -9,9 +9,10 @@ import time
 import uuid
 from typing import Any, Callable, Dict, Mapping, Optional, Tuple, Union
 
+from ._ask import ask_probe_sync
 from ._background import Outbox, ReplayMemory, ReplayReporter
 from ._context import current_action
-from ._flow import Attempt, Flow, Handoff, Raised, Ran, RunFunction, Settings, Sleep, heartbeat_verdict, settle_verdict
+from ._flow import AskProbe, Attempt, Flow, Handoff, Raised, Ran, RunFunction, Settings, Sleep, heartbeat_verdict, settle_verdict
 from ._http import Request, RetryPolicy, Transport
 from ._keys import check_key
 from .errors import NETWORK_PROBLEM_TYPE, IdemgateError, NotAppliedError
@@ -39,11 +40,14 @@ class Core:
         replay_cache: Union[bool, int],
         flush_timeout: float,
         sleep: Callable[[float], None],
+        probe_timeout: float = 10.0,
     ) -> None:
         if not isinstance(url, str) or not url.startswith(("http://", "https://")):
             raise ValueError(f"Idemgate: url must be an http:// or https:// URL, not {url!r}")
         self.transport = Transport(url, token)
-        self.settings = Settings(timeout=timeout, wait_seconds=int(wait_seconds), session=session, retry=retry or RetryPolicy())
+        if not isinstance(probe_timeout, (int, float)) or isinstance(probe_timeout, bool) or probe_timeout <= 0:
+            raise ValueError(f"Idemgate: probe_timeout must be a positive number of seconds, not {probe_timeout!r}")
+        self.settings = Settings(timeout=timeout, wait_seconds=int(wait_seconds), session=session, retry=retry or RetryPolicy(), probe_timeout=float(probe_timeout))
         self.sleep = sleep
         # the background's backoff: the client's, without a limit on attempts
         policy = self.settings.retry
@@ -171,6 +175,8 @@ def run_sync(core: Core, flow: Flow, fn: Optional[Callable[[Mapping[str, Any]], 
             assert fn is not None and args is not None
             with Heartbeat(core.transport, effect.execution_id, effect.heartbeat, effect.interval):
                 value = call_sync(fn, args)
+        elif isinstance(effect, AskProbe):
+            value = ask_probe_sync(effect)
         else:  # pragma: no cover - every effect is handled above
             raise AssertionError(f"unknown effect {effect!r}")
 

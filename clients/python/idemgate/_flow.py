@@ -13,12 +13,13 @@ import json
 import logging
 import time
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timezone
 from typing import Any, Callable, Dict, Generator, List, Mapping, Optional, Union, cast
 from urllib.parse import quote
 
 from ._background import Delivery, ReplayMemory
 from ._http import Answer, Outcome, Request, RetryPolicy, retry_after_seconds
+from ._probe import Applied, HeldCall, NotApplied, Probe, failed_probe, parse_time, verdict_of
 from ._problems import PROBLEM_CLASSES, RETRIED_PROBLEM_TYPES
 from .errors import OUTCOME_UNKNOWN_PROBLEM_TYPE, FinalError, IdemgateError, NotAppliedError, OutcomeUnknownError
 
@@ -68,7 +69,17 @@ class Handoff:
     delivery: Delivery
 
 
-Effect = Union[Attempt, Sleep, RunFunction, Handoff]
+@dataclass(frozen=True)
+class AskProbe:
+    """Ask ``probe`` about ``call`` (awaited if it is async), for at most ``timeout`` seconds; send
+    back Ran with what it answered, or Raised (a TimeoutError when it did not answer in time)."""
+
+    probe: Probe
+    call: HeldCall
+    timeout: float
+
+
+Effect = Union[Attempt, Sleep, RunFunction, Handoff, AskProbe]
 Flow = Generator[Effect, Any, Any]
 
 
@@ -225,6 +236,8 @@ class Settings:
     wait_seconds: int
     session: Optional[str]
     retry: RetryPolicy
+    #: how long a probe may take to answer (seconds) before it counts as "still unknown"
+    probe_timeout: float = 10.0
 
 
 def reservation_is_granted(answer: Answer) -> bool:
@@ -322,9 +335,23 @@ def _leave_to_background(delivery: Delivery, why: str) -> Generator[Effect, Any,
     return None
 
 
-def guard_flow(tool: str, args: Mapping[str, Any], key: str, session: Optional[str], key_source: Optional[str], settings: Settings, memory: Optional[ReplayMemory]) -> Flow:
+def guard_flow(
+    tool: str,
+    args: Mapping[str, Any],
+    key: str,
+    session: Optional[str],
+    key_source: Optional[str],
+    settings: Settings,
+    memory: Optional[ReplayMemory],
+    probe: Optional[Probe] = None,
+) -> Flow:
     """guard(): reserve; a stored result is returned (or its final error raised); a 201 runs the
-    function (RunFunction), whose outcome is settled: see ``Idemgate.guard`` for the four outcomes."""
+    function (RunFunction), whose outcome is settled: see ``Idemgate.guard`` for the four outcomes.
+    With ``probe``, an exception that would leave the outcome unknown is first put to the probe once
+    (AskProbe): applied stores its result (returned), not applied releases the key (the exception is
+    raised again); anything else holds it as unknown."""
+    if probe is not None and not callable(probe):
+        raise TypeError(f"guard: probe must be a function of the held call, not {type(probe).__name__}")
     if not isinstance(args, Mapping):
         raise TypeError(f"guard: args must be a mapping of the tool's arguments, not {type(args).__name__}")
     arguments_text = _json({"arguments": dict(args)})
@@ -355,6 +382,7 @@ def guard_flow(tool: str, args: Mapping[str, Any], key: str, session: Optional[s
 
     body = answer.body
     execution_id, token = str(body["executionId"]), body["token"]
+    started_at = datetime.now(timezone.utc)
     lease = lease_seconds(body)
     heartbeat = Request("POST", f"/api/v1/executions/{quote(execution_id, safe='')}/heartbeat", _json({"token": token}), {}, max(1.0, min(settings.timeout, lease / 3)))
     outcome = yield RunFunction(execution_id, heartbeat, heartbeat_interval(body))
@@ -402,6 +430,31 @@ def guard_flow(tool: str, args: Mapping[str, Any], key: str, session: Optional[s
     # Ctrl-C) is not held up by the report: the background delivers it.
     interrupted = not isinstance(error, Exception)
     detail = f"the guarded function raised {type(error).__name__} after its reservation: {error}"[:NOTE_LIMIT]
+    if probe is not None and not interrupted:
+        # the tool's own word, asked at once (a payment SDK that timed out: ask the provider now)
+        call = HeldCall(
+            tool, key, execution_id, dict(args), "running", started_at=started_at, lease_until=parse_time(body.get("leaseUntil")), lease_ended=False, note=detail, error=error, known=dict(body)
+        )
+        asked = yield AskProbe(probe, call, settings.probe_timeout)
+        if isinstance(asked, Raised) and not isinstance(asked.error, Exception):
+            # interrupted while the probe ran (a cancelled task, Ctrl-C): held as unknown, in the background
+            yield from _release_unknown(settle, f"{detail}; interrupted while its probe ran"[:NOTE_LIMIT], urgent=True, settings=settings)
+            raise asked.error
+        verdict = verdict_of(asked.value) if isinstance(asked, Ran) else failed_probe(cast(Raised, asked).error, settings.probe_timeout)
+        if isinstance(verdict, Applied):
+            stored = yield from deliver_flow(settle("complete", {"status": verdict.status, "body": verdict.result}), settings)
+            if stored is not None and memory is not None and _is_done(stored):
+                memory.keep(tool, key, arguments_text, stored.body)
+            if verdict.status >= 400:
+                raise FinalError(verdict.status, verdict.result) from error
+            return verdict.result
+        if isinstance(verdict, NotApplied):
+            said = f": {verdict.note}" if verdict.note else ""
+            note = f"the probe found it not applied{said}, after: {detail}"[:NOTE_LIMIT]
+            yield from deliver_flow(settle("release", {"outcome": "not_run", "note": note}), settings)
+            # the key is free: the caller gets the function's own exception, and a retry runs it again
+            raise error
+        detail = f"{detail}; {verdict.note}"[:NOTE_LIMIT]
     yield from _release_unknown(settle, detail, urgent=interrupted, settings=settings)
     if interrupted:
         raise error

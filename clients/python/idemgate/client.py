@@ -14,6 +14,8 @@ from ._core import Core, check_guardable, run_sync
 from ._flow import guard_flow, invoke_flow, list_tools_flow
 from ._http import AsyncTransport, RetryPolicy, ThreadTransport
 from ._keys import check_key
+from ._probe import HeldCall, Probe
+from ._resolver import Resolver, resolver_options
 
 log = logging.getLogger("idemgate")
 
@@ -34,7 +36,9 @@ class Idemgate:
     sets the size, False turns it off) answers a call this process has seen done from memory until the
     key's TTL ends, less a margin; each such replay is still reported to the audit log, in batches.
     ``flush_timeout`` bounds how long ``close()`` (and a normal exit) waits for completions that could
-    not be delivered at once and are being retried in the background.
+    not be delivered at once and are being retried in the background. ``probe_timeout`` (seconds) is how
+    long a probe (``guard(probe=...)``, :meth:`start_resolver`) may take before its call counts as
+    still unknown.
     """
 
     def __init__(
@@ -48,12 +52,23 @@ class Idemgate:
         retry: Optional[RetryPolicy] = None,
         replay_cache: Union[bool, int] = True,
         flush_timeout: float = 10.0,
+        probe_timeout: float = 10.0,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self._core = Core(
-            url, token, timeout=timeout, wait_seconds=wait_seconds, session=session, retry=retry, replay_cache=replay_cache, flush_timeout=flush_timeout, sleep=sleep
+            url,
+            token,
+            timeout=timeout,
+            wait_seconds=wait_seconds,
+            session=session,
+            retry=retry,
+            replay_cache=replay_cache,
+            flush_timeout=flush_timeout,
+            sleep=sleep,
+            probe_timeout=probe_timeout,
         )
         self._threads: Optional[ThreadTransport] = None
+        self._resolvers: List[Resolver] = []
 
     @property
     def url(self) -> str:
@@ -76,6 +91,7 @@ class Idemgate:
         key: Optional[str] = None,
         session: Optional[str] = None,
         key_source: Optional[str] = None,
+        probe: Optional[Probe] = None,
     ) -> T:
         """Run ``fn(args)`` at most once for ``key``, and return its result, or the stored one.
 
@@ -96,6 +112,12 @@ class Idemgate:
            retry runs ``fn`` again. Anything else (a result that is not JSON included): the key is held
            as unknown and :class:`OutcomeUnknownError` is raised from the exception; ``fn`` never runs
            again with this key until a probe or an operator decides.
+        4. With ``probe`` (a function of a :class:`HeldCall`, sync or async), an exception that would
+           leave the outcome unknown is first put to the probe, once, at once (a payment SDK that timed
+           out: ask the provider whether the charge exists). :class:`Applied` stores its result, which
+           is returned (a 4xx ``status`` is raised as :class:`FinalError`); :class:`NotApplied` releases
+           the key and raises the function's exception again (a retry runs ``fn``); None,
+           an exception or no answer within ``probe_timeout`` holds the key as unknown, as without it.
 
         A result that cannot be stored at once (Idemgate restarting) is still returned; the completion
         is retried in the background with the same token, and logged.
@@ -104,7 +126,7 @@ class Idemgate:
         if inspect.iscoroutinefunction(fn):
             raise TypeError("guard: fn is an async function: await it through AsyncIdemgate.guard or @idempotent (a sync guard cannot await it)")
         key, session = self._core.guard_key(key, session, "guard")
-        return cast(T, run_sync(self._core, guard_flow(tool, args, key, session, key_source, self._core.settings, self._core.memory), fn, args))
+        return cast(T, run_sync(self._core, guard_flow(tool, args, key, session, key_source, self._core.settings, self._core.memory, probe), fn, args))
 
     def invoke(
         self,
@@ -134,6 +156,43 @@ class Idemgate:
                 self._core.kinds[tool["name"]] = tool["kind"]
         return tools
 
+    def start_resolver(
+        self,
+        probes: Mapping[str, Probe],
+        *,
+        interval: float = 5.0,
+        claim_seconds: float = 30.0,
+        probe_timeout: Optional[float] = None,
+        holder: Optional[str] = None,
+        on_decision: Optional[Callable[[HeldCall, str, str], None]] = None,
+    ) -> Resolver:
+        """Starts resolving held calls of client-run tools with their probes, in a background thread.
+
+        ``probes`` maps each tool name to its probe: a function (sync or ``async def``) of a
+        :class:`HeldCall` that asks the service whether the call happened, and answers
+        :class:`Applied` (``Applied(result)`` or ``{"applied": True, "result": ...}``: the key becomes
+        done with that result and retries replay it), :class:`NotApplied` (``{"applied": False}``: the
+        key is released; the next retry runs the function) or None (still unknown: asked again later,
+        with Idemgate's backoff). A probe that raises or takes longer than ``probe_timeout`` (default:
+        the client's) is still unknown.
+
+        The resolver lists the tools' held calls (unknown and stuck), claims one at a time (a lease of
+        ``claim_seconds`` kept by Idemgate, so resolvers in several processes never probe one call at
+        once), asks its probe and answers; then sleeps ``interval`` seconds (sooner when there was
+        work). ``holder`` labels this process in the audit log (default ``host:pid``);
+        ``on_decision(call, said, decision)`` is told of every answer Idemgate took (``said``: applied,
+        not_applied or unknown; ``decision``: resolved, released, none or late). Returns a
+        :class:`Resolver`: ``stop()`` ends it after the probe in progress; ``close()`` stops it too.
+        """
+        options = resolver_options(probes, interval=interval, claim_seconds=claim_seconds, probe_timeout=probe_timeout, holder=holder, settings=self._core.settings, on_decision=on_decision)
+        resolver = Resolver(self._core, options, on_stop=self._forget)
+        self._resolvers.append(resolver)
+        return resolver
+
+    def _forget(self, resolver: Resolver) -> None:
+        if resolver in self._resolvers:
+            self._resolvers.remove(resolver)
+
     @property
     def pending_deliveries(self) -> int:
         """Completions and releases not yet delivered, being retried in the background."""
@@ -145,7 +204,10 @@ class Idemgate:
         return self._core.outbox.flush(timeout) and reported
 
     def close(self, timeout: Optional[float] = None) -> bool:
-        """Delivers what is pending (bounded, logged) and stops the background work; True when all landed."""
+        """Stops the resolvers started here, delivers what is pending (bounded, logged) and stops the
+        background work; True when all landed."""
+        for resolver in list(self._resolvers):
+            resolver.stop(timeout if timeout is not None else self._core.outbox.flush_timeout)
         try:
             return self._core.close(timeout)
         finally:
@@ -193,6 +255,7 @@ def idempotent(
     session: Optional[str] = None,
     key_source: Optional[str] = None,
     arguments: Optional[Callable[..., Mapping[str, Any]]] = None,
+    probe: Optional[Probe] = None,
 ) -> Callable[[F], F]:
     """Decorate a function so each call runs at most once per key, through the client's guard.
 
@@ -206,9 +269,12 @@ def idempotent(
     raises or returns anything else is a TypeError before anything is reserved. Without ``key`` the
     key comes from the action context (``with idemgate.action(key=...)``). The arguments sent to
     Idemgate (and fingerprinted there) are the function's bound arguments, defaults applied, unless
-    ``arguments`` (called like ``key``) picks them.
+    ``arguments`` (called like ``key``) picks them. ``probe`` is asked once before an unknown outcome
+    is reported, as :meth:`Idemgate.guard`'s; it gets those arguments as ``call.arguments``.
     """
     core: Core = client._core
+    if probe is not None and not callable(probe):
+        raise TypeError(f"@idempotent({tool!r}): probe must be a function of the held call, not {type(probe).__name__}")
 
     def decorate(fn: F) -> F:
         check_guardable(fn, "@idempotent")
@@ -242,7 +308,7 @@ def idempotent(
                 async def run(_: Mapping[str, Any]) -> Any:
                     return await cast(Callable[..., Awaitable[Any]], fn)(*args, **kwargs)
 
-                flow = guard_flow(tool, sent, chosen, picked_session, key_source, core.settings, core.memory)
+                flow = guard_flow(tool, sent, chosen, picked_session, key_source, core.settings, core.memory, probe)
                 return await run_async(core, client._async_transport(), flow, run, sent)
 
             return cast(F, async_wrapper)
@@ -250,7 +316,7 @@ def idempotent(
         @functools.wraps(fn)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
             sent, chosen, picked_session = prepare(args, kwargs)
-            flow = guard_flow(tool, sent, chosen, picked_session, key_source, core.settings, core.memory)
+            flow = guard_flow(tool, sent, chosen, picked_session, key_source, core.settings, core.memory, probe)
             return run_sync(core, flow, lambda _: fn(*args, **kwargs), sent)
 
         return cast(F, wrapper)

@@ -219,3 +219,114 @@ class KeyStore:
                     status, body, headers = problem(409, "conflict", state="inflight")
                     return status, body, {**headers, "Retry-After": "1"}
                 self.cond.wait(left)
+
+
+class ProbeStore:
+    """The probe API for one scope, in memory, as PROBE semantics say: held calls listed page by page
+    (``GET /api/v1/tools/{tool}/held``), one live claim per call (``.../probe/claim``), answers fenced
+    by the claim (``.../probe/answer``); "unknown" answers back off the call. ``probed`` counts the
+    answers per execution; ``decided`` keeps each call's decision."""
+
+    def __init__(self, page_size: int = 2, claim_conflicts: int = 0) -> None:
+        self.calls: dict[str, dict[str, Any]] = {}
+        self.lock = threading.Condition()
+        self.page_size = page_size
+        self.answers: list[tuple[str, dict[str, Any]]] = []
+        self.decided: dict[str, str] = {}
+        self.claims_seen: list[tuple[str, Any]] = []
+        self.backoff_seconds = 60.0
+
+    def hold(
+        self, tool: str, key: str, arguments: Any = None, state: str = "unknown", lease_ended: bool = True, next_probe_at: Optional[str] = None, lease_ends_in: Optional[float] = None
+    ) -> str:
+        """A held call; ``lease_ends_in`` (seconds): its lease runs that much longer (``leaseUntil`` then says when)."""
+        execution_id = str(uuid.uuid4())
+        lease_until = "2026-01-02T03:05:05.000Z"
+        if lease_ends_in is not None:
+            lease_ended = False
+            lease_until = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(time.time() + lease_ends_in)) + f".{int((time.time() + lease_ends_in) % 1 * 1000):03d}Z"
+        with self.lock:
+            self.calls[execution_id] = {
+                "executionId": execution_id,
+                "tool": tool,
+                "key": key,
+                "scope": "tenant-a",
+                "state": state,
+                "startedAt": "2026-01-02T03:04:05.000Z",
+                "leaseUntil": lease_until,
+                "leaseEnded": lease_ended,
+                "note": "the guarded function raised TimeoutError" if state == "unknown" else None,
+                "arguments": arguments,
+                "argumentsKept": "full" if arguments is not None else None,
+                "probe": {"attempts": 0, "claimedUntil": None, "nextProbeAt": next_probe_at, "lastNote": None},
+                "_claim": None,
+                "_claim_until": 0.0,
+                "_lease_ends": time.monotonic() + lease_ends_in if lease_ends_in is not None else None,
+            }
+        return execution_id
+
+    def mount(self, fake: FakeIdemgate) -> None:
+        for suffix in ("/held", "/probe/claim", "/probe/answer"):
+            fake.on(suffix, self.route)
+
+    @staticmethod
+    def public(call: dict[str, Any]) -> dict[str, Any]:
+        return {k: v for k, v in call.items() if not k.startswith("_")}
+
+    def route(self, seen: Seen) -> Reply:
+        path, _, query = seen.path.partition("?")
+        if path.endswith("/held"):
+            tool = path.split("/")[-2]
+            params = dict(p.split("=", 1) for p in query.split("&") if "=" in p)
+            start = int(params.get("cursor", "0"))
+            with self.lock:
+                held = [self.public(c) for c in self.calls.values() if c["tool"] == tool and c["state"] in ("unknown", "stuck")]
+            page = held[start : start + self.page_size]
+            more = start + self.page_size < len(held)
+            return 200, {"items": page, "nextCursor": str(start + self.page_size) if more else None}, {}
+        execution_id = path.split("/")[-3]
+        with self.lock:
+            call = self.calls.get(execution_id)
+            if call is None:
+                return problem(404, "not_found")
+            now = time.monotonic()
+            if path.endswith("/claim"):
+                self.claims_seen.append((execution_id, seen.body))
+                if call["state"] not in ("unknown", "stuck"):
+                    return problem(409, "not_held")
+                if call["_claim"] is not None and call["_claim_until"] > now:
+                    status, body, headers = problem(409, "probe_claimed")
+                    return status, body, {**headers, "Retry-After": "1"}
+                call["_claim"] = str(uuid.uuid4())
+                call["_claim_until"] = now + seen.body.get("leaseMs", 30000) / 1000
+                return 200, {"claim": call["_claim"], "claimedUntil": "2099-01-01T00:00:00Z", "claimMs": seen.body.get("leaseMs", 30000), "call": self.public(call)}, {}
+            body = seen.body
+            if body.get("claim") != call["_claim"]:
+                return problem(409, "probe_claimed")
+            self.answers.append((execution_id, body))
+            self.lock.notify_all()
+            if call["state"] not in ("unknown", "stuck"):
+                return problem(409, "not_held")
+            outcome = body.get("outcome")
+            if call["_lease_ends"] is not None and time.monotonic() >= call["_lease_ends"]:
+                call["leaseEnded"] = True
+            if outcome == "not_applied" and not call["leaseEnded"]:
+                return problem(409, "lease_running")
+            call["_claim"] = None
+            if outcome == "applied":
+                call["state"] = "done"
+                self.decided[execution_id] = "applied"
+                return 200, {"decision": "resolved", "state": "done"}, {}
+            if outcome == "not_applied":
+                call["state"] = "absent"
+                self.decided[execution_id] = "not_applied"
+                return 200, {"decision": "released", "state": "absent"}, {}
+            call["probe"]["attempts"] += 1
+            call["probe"]["lastNote"] = body.get("note")
+            call["probe"]["nextProbeAt"] = time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime(time.time() + self.backoff_seconds))
+            return 200, {"decision": "none", "state": call["state"], "nextProbeAt": call["probe"]["nextProbeAt"]}, {}
+
+    def wait_for(self, predicate: Callable[[], bool], timeout: float = 20.0) -> None:
+        with self.lock:
+            if not self.lock.wait_for(predicate, timeout):
+                raise AssertionError(f"the probe store never got what the test waited for; answers: {self.answers}")
