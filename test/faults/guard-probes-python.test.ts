@@ -217,6 +217,18 @@ describe.each(configurations)("held calls of Python guarded functions resolved b
     return results;
   }
 
+  // A key with no record was released by a probe's "not applied", or (Redis and PostgreSQL) lost with
+  // Redis and not held again yet: only the first is a decision, read from the operator trail.
+  async function releasedByProbe(key: string): Promise<boolean> {
+    if (!pg) return true;
+    return (await pg.db.prisma.operatorAction.count({ where: { key, action: "release" } })) > 0;
+  }
+
+  async function isDecided(key: string): Promise<boolean> {
+    const state = await keyState(key);
+    return state === "done" || (state === "absent" && (await releasedByProbe(key)));
+  }
+
   it("a Python resolver in a surviving process resolves >= 95% of the held keys within 60 s of healing, none wrongly, and every retry replays or runs once", async () => {
     const modes: Mode[] = ["crash", "crash", "crash_before", "throw", "ok"];
     const keys = Array.from({ length: ACTIONS }, (_, i) => ({ key: `probe-py-${i}-${randomUUID()}`, mode: modes[i % modes.length] }));
@@ -252,7 +264,7 @@ describe.each(configurations)("held calls of Python guarded functions resolved b
       // wait for the resolver: until every held key is decided, 60 s at most
       const decided = async () => {
         let n = 0;
-        for (const key of held) if (["done", "absent"].includes(await keyState(key))) n++;
+        for (const key of held) if (await isDecided(key)) n++;
         return n;
       };
       let resolved = await decided();
@@ -265,7 +277,7 @@ describe.each(configurations)("held calls of Python guarded functions resolved b
       ratio = resolved / held.length;
       for (const key of held) {
         const state = await keyState(key);
-        if (state !== "done" && state !== "absent") unresolved.push(`${key}: ${state} (worker ${results.get(key)!.outcome}, ${await effects(dir, key)} effects)`);
+        if (!(await isDecided(key))) unresolved.push(`${key}: ${state} (worker ${results.get(key)!.outcome}, ${await effects(dir, key)} effects)`);
       }
     } finally {
       stopped = await resolver.stop();
@@ -281,7 +293,7 @@ describe.each(configurations)("held calls of Python guarded functions resolved b
       const state = await keyState(key);
       const counted = await effects(dir, key);
       if (state === "done") expect(counted, `${key} resolved applied`).toBe(1);
-      if (state === "absent") expect(counted, `${key} released as not applied`).toBe(0);
+      if (state === "absent" && (await releasedByProbe(key))) expect(counted, `${key} released as not applied`).toBe(0);
     }
     // every decision was the probe's (no operator acted): the trail names its token and process
     if (pg) {
