@@ -18,6 +18,7 @@ from types import TracebackType
 from typing import Any, Callable, Coroutine, Dict, List, Mapping, Optional, Type, TypeVar, Union, cast, overload
 
 from ._ask import ask_probe_async
+from ._context import consumed
 from ._core import Core, check_guardable, log_stale
 from ._flow import AskProbe, Attempt, Flow, Handoff, Raised, Ran, RunFunction, Sleep, guard_flow, heartbeat_verdict, invoke_flow, list_tools_flow
 from ._http import AsyncTransport, Outcome, RetryPolicy, ThreadTransport, httpx_transport
@@ -91,13 +92,15 @@ async def _run_function(transport: AsyncTransport, effect: RunFunction, fn: Call
     stopped = asyncio.Event()
     beat = asyncio.ensure_future(_heartbeat(transport, effect, stopped))
     try:
-        if inspect.iscoroutinefunction(fn):
-            result = await fn(args)
-        else:
-            # a sync function must not block the event loop (nor this call's heartbeats)
-            result = await asyncio.to_thread(fn, args)
-            if inspect.isawaitable(result):
-                result = await result
+        # in this task (and the thread, which copies this task's context): set and reset here
+        with consumed():
+            if inspect.iscoroutinefunction(fn):
+                result = await fn(args)
+            else:
+                # a sync function must not block the event loop (nor this call's heartbeats)
+                result = await asyncio.to_thread(fn, args)
+                if inspect.isawaitable(result):
+                    result = await result
         return Ran(result)
     except BaseException as exc:  # every way out of the function settles the key
         return Raised(exc)

@@ -11,7 +11,7 @@ from typing import Any, Callable, Dict, Mapping, Optional, Tuple, Union
 
 from ._ask import ask_probe_sync
 from ._background import Outbox, ReplayMemory, ReplayReporter
-from ._context import current_action
+from ._context import consumed, current_action
 from ._flow import AskProbe, Attempt, Flow, Handoff, Raised, Ran, RunFunction, Settings, Sleep, heartbeat_verdict, settle_verdict
 from ._http import Request, RetryPolicy, Transport
 from ._keys import check_key
@@ -183,7 +183,8 @@ def run_sync(core: Core, flow: Flow, fn: Optional[Callable[[Mapping[str, Any]], 
 
 def call_sync(fn: Callable[[Mapping[str, Any]], Any], args: Mapping[str, Any]) -> Union[Ran, Raised]:
     try:
-        result = fn(args)
+        with consumed():
+            result = fn(args)
     except BaseException as exc:  # every way out of the function settles the key
         return Raised(exc)
     if inspect.isawaitable(result):
