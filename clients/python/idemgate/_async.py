@@ -12,20 +12,18 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import logging
 import time
 from types import TracebackType
 from typing import Any, Callable, Coroutine, Dict, List, Mapping, Optional, Type, TypeVar, Union, cast, overload
 
 from ._ask import ask_probe_async
-from ._core import Core, check_guardable, log_stale
-from ._flow import AskProbe, Attempt, Flow, Handoff, Raised, Ran, RunFunction, Sleep, guard_flow, heartbeat_verdict, invoke_flow, list_tools_flow
+from ._context import consumed
+from ._core import ClientShell, Core, check_guardable, heard
+from ._flow import AskProbe, Attempt, Flow, Handoff, Raised, Ran, RunFunction, Sleep, guard_flow, invoke_flow, list_tools_flow
 from ._http import AsyncTransport, Outcome, RetryPolicy, ThreadTransport, httpx_transport
 from ._probe import HeldCall, Probe
 from ._resolver import AsyncResolver, resolver_options
 from .errors import NETWORK_PROBLEM_TYPE, IdemgateError
-
-log = logging.getLogger("idemgate")
 
 T = TypeVar("T")
 
@@ -91,13 +89,15 @@ async def _run_function(transport: AsyncTransport, effect: RunFunction, fn: Call
     stopped = asyncio.Event()
     beat = asyncio.ensure_future(_heartbeat(transport, effect, stopped))
     try:
-        if inspect.iscoroutinefunction(fn):
-            result = await fn(args)
-        else:
-            # a sync function must not block the event loop (nor this call's heartbeats)
-            result = await asyncio.to_thread(fn, args)
-            if inspect.isawaitable(result):
-                result = await result
+        # in this task (and the thread, which copies this task's context): set and reset here
+        with consumed():
+            if inspect.iscoroutinefunction(fn):
+                result = await fn(args)
+            else:
+                # a sync function must not block the event loop (nor this call's heartbeats)
+                result = await asyncio.to_thread(fn, args)
+                if inspect.isawaitable(result):
+                    result = await result
         return Ran(result)
     except BaseException as exc:  # every way out of the function settles the key
         return Raised(exc)
@@ -112,19 +112,13 @@ async def _heartbeat(transport: AsyncTransport, effect: RunFunction, stopped: as
         while True:
             await asyncio.sleep(effect.interval)
             outcome = await transport.send_once(effect.heartbeat)
-            verdict = heartbeat_verdict(outcome, stopped.is_set())
-            if verdict == "ignore":
+            if heard(effect.execution_id, outcome, stopped.is_set()) in ("ignore", "stale"):
                 return
-            if verdict == "stale":
-                log_stale(effect.execution_id, outcome)
-                return
-            if verdict == "lost":
-                log.warning("idemgate: heartbeat for execution %s got no answer (%s); trying again", effect.execution_id, outcome)
     except asyncio.CancelledError:
         return
 
 
-class AsyncIdemgate:
+class AsyncIdemgate(ClientShell[AsyncResolver]):
     """The async twin of :class:`Idemgate`: the same options, the same methods as coroutines.
 
     ``await client.guard(tool, args, fn, key=...)`` runs ``fn`` (``async def`` or sync, a sync one in a
@@ -164,14 +158,6 @@ class AsyncIdemgate:
             raise ImportError("AsyncIdemgate(use_httpx=True) needs httpx: pip install 'idemgate[httpx]'")
         self._transport: AsyncTransport = transport if transport is not None else ThreadTransport(self._core.transport)
         self._resolvers: List[AsyncResolver] = []
-
-    @property
-    def url(self) -> str:
-        return self._core.url
-
-    @property
-    def session(self) -> Optional[str]:
-        return self._core.settings.session
 
     @overload
     async def guard(
@@ -232,11 +218,7 @@ class AsyncIdemgate:
 
     async def list_tools(self) -> List[Dict[str, Any]]:
         """:meth:`Idemgate.list_tools`, awaited."""
-        tools = cast(List[Dict[str, Any]], await run_async(self._core, self._transport, list_tools_flow(self._core.settings)))
-        for tool in tools:
-            if isinstance(tool.get("name"), str) and isinstance(tool.get("kind"), str):
-                self._core.kinds[tool["name"]] = tool["kind"]
-        return tools
+        return self._core.learn_kinds(cast(List[Dict[str, Any]], await run_async(self._core, self._transport, list_tools_flow(self._core.settings))))
 
     def start_resolver(
         self,
@@ -256,14 +238,6 @@ class AsyncIdemgate:
         resolver = AsyncResolver(self._core, self._transport, options, on_stop=self._forget)
         self._resolvers.append(resolver)
         return resolver
-
-    def _forget(self, resolver: AsyncResolver) -> None:
-        if resolver in self._resolvers:
-            self._resolvers.remove(resolver)
-
-    @property
-    def pending_deliveries(self) -> int:
-        return self._core.outbox.pending
 
     async def flush(self, timeout: Optional[float] = None) -> bool:
         """Waits (at most ``timeout``) for background deliveries and replay reports."""

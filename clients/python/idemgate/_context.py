@@ -38,6 +38,20 @@ def action(key: str, session: Optional[str] = None) -> Iterator[Action]:
         _current.reset(token)
 
 
+@contextmanager
+def consumed() -> Iterator[None]:
+    """Clears the action context for the block: a guarded function runs in it, its key taken by that call.
+
+    Calls the function makes itself without a key (``invoke()``, another guarded call) must not take
+    the key again: they would wait on the reservation held for the function and leave it unknown.
+    """
+    token = _current.set(None)
+    try:
+        yield
+    finally:
+        _current.reset(token)
+
+
 def current_action() -> Optional[Action]:
     """The innermost ``action(...)`` this code runs in, or None."""
     return _current.get()

@@ -7,11 +7,11 @@ import logging
 import threading
 import time
 import uuid
-from typing import Any, Callable, Dict, Mapping, Optional, Tuple, Union
+from typing import Any, Callable, Dict, Generic, List, Mapping, Optional, Tuple, TypeVar, Union
 
 from ._ask import ask_probe_sync
 from ._background import Outbox, ReplayMemory, ReplayReporter
-from ._context import current_action
+from ._context import consumed, current_action
 from ._flow import AskProbe, Attempt, Flow, Handoff, Raised, Ran, RunFunction, Settings, Sleep, heartbeat_verdict, settle_verdict
 from ._http import Request, RetryPolicy, Transport
 from ._keys import check_key
@@ -90,10 +90,44 @@ class Core:
             return context.session
         return self.settings.session
 
+    def learn_kinds(self, tools: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
+        """Keeps each listed tool's kind (for invoke()'s default key) and returns the list."""
+        for tool in tools:
+            if isinstance(tool.get("name"), str) and isinstance(tool.get("kind"), str):
+                self.kinds[tool["name"]] = tool["kind"]
+        return tools
+
     def close(self, timeout: Optional[float] = None) -> bool:
         """Sends queued replay reports and delivers pending completions (bounded); True when all landed."""
         reported = self.reporter.flush(timeout if timeout is not None else 5.0)
         return self.outbox.close(timeout) and reported
+
+
+R = TypeVar("R")
+
+
+class ClientShell(Generic[R]):
+    """What the sync and the async client share around their :class:`Core` and their resolvers (``R``)."""
+
+    _core: Core
+    _resolvers: List[R]
+
+    @property
+    def url(self) -> str:
+        return self._core.url
+
+    @property
+    def session(self) -> Optional[str]:
+        return self._core.settings.session
+
+    @property
+    def pending_deliveries(self) -> int:
+        """Completions and releases not yet delivered, being retried in the background."""
+        return self._core.outbox.pending
+
+    def _forget(self, resolver: R) -> None:
+        if resolver in self._resolvers:
+            self._resolvers.remove(resolver)
 
 
 class Heartbeat:
@@ -118,17 +152,23 @@ class Heartbeat:
         while not self._stop.wait(self.interval):
             # one request per beat, no retries: the next beat is the retry
             outcome = self.transport.send_once(self.request)
-            verdict = heartbeat_verdict(outcome, self._stop.is_set())
-            if verdict == "ignore":
+            verdict = heard(self.execution_id, outcome, self._stop.is_set())
+            if verdict in ("ignore", "stale"):
+                self.stale = verdict == "stale"
                 return
-            if verdict == "stale":
-                self.stale = True
-                log_stale(self.execution_id, outcome)
-                return
-            if verdict == "lost":
-                log.warning("idemgate: heartbeat for execution %s got no answer (%s); trying again", self.execution_id, outcome)
-                continue
-            self.beats += 1
+            if verdict == "ok":
+                self.beats += 1
+
+
+def heard(execution_id: str, outcome: Any, stopped: bool) -> str:
+    """A heartbeat's answer judged (``heartbeat_verdict``), with a stale key or a lost beat logged;
+    heartbeats end on ``ignore`` and ``stale``."""
+    verdict = heartbeat_verdict(outcome, stopped)
+    if verdict == "stale":
+        log_stale(execution_id, outcome)
+    elif verdict == "lost":
+        log.warning("idemgate: heartbeat for execution %s got no answer (%s); trying again", execution_id, outcome)
+    return verdict
 
 
 def log_stale(execution_id: str, outcome: Any) -> None:
@@ -183,7 +223,8 @@ def run_sync(core: Core, flow: Flow, fn: Optional[Callable[[Mapping[str, Any]], 
 
 def call_sync(fn: Callable[[Mapping[str, Any]], Any], args: Mapping[str, Any]) -> Union[Ran, Raised]:
     try:
-        result = fn(args)
+        with consumed():
+            result = fn(args)
     except BaseException as exc:  # every way out of the function settles the key
         return Raised(exc)
     if inspect.isawaitable(result):

@@ -14,7 +14,7 @@ import logging
 import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any, Callable, Dict, Generator, List, Mapping, Optional, Union, cast
+from typing import Any, Callable, Dict, Generator, List, Mapping, Optional, Tuple, Union, cast
 from urllib.parse import quote
 
 from ._background import Delivery, ReplayMemory
@@ -360,15 +360,7 @@ def guard_flow(
         if cached is not None:
             return replayed(cached.status, json.loads(cached.body), key)
 
-    headers = {"Idempotency-Key": key_header(key)}
-    if settings.wait_seconds > 0:
-        headers["Prefer"] = f"wait={int(settings.wait_seconds)}"
-    if session:
-        headers["Idemgate-Session"] = session
-    if key_source:
-        headers["Idemgate-Key-Source"] = key_source
-    # a held request answers within wait_seconds: the timeout must outlast it
-    timeout = max(settings.timeout, settings.wait_seconds + 5.0)
+    headers, timeout = _call_headers(key, session, key_source, settings)
     request = Request("POST", f"/api/v1/tools/{quote(tool, safe='')}/reservations", arguments_text, headers, timeout)
     answer = yield from send_flow(request, settings.retry, transient, key, on_cancel=lambda outcome: release_for_cancelled_reservation(outcome, tool, key, settings))
     if _is_done(answer):
@@ -473,12 +465,8 @@ def _release_unknown(settle: Any, note: str, *, urgent: bool, settings: Settings
     yield from deliver_flow(delivery, settings)
 
 
-def invoke_flow(tool: str, args: Mapping[str, Any], key: Optional[str], session: Optional[str], key_source: Optional[str], settings: Settings) -> Flow:
-    """invoke(): POST /api/v1/tools/{tool}/invoke with the retry rules; the tool's answer is returned
-    (a 4xx final answer, such as a declined card, raised as FinalError; ``replayed`` says whether it was
-    a stored one)."""
-    if not isinstance(args, Mapping):
-        raise TypeError(f"invoke: args must be a mapping of the tool's arguments, not {type(args).__name__}")
+def _call_headers(key: Optional[str], session: Optional[str], key_source: Optional[str], settings: Settings) -> Tuple[Dict[str, str], float]:
+    """The headers and timeout of a reservation or an invocation (a keyed call waits on a duplicate)."""
     headers: Dict[str, str] = {}
     if key is not None:
         headers["Idempotency-Key"] = key_header(key)
@@ -488,7 +476,18 @@ def invoke_flow(tool: str, args: Mapping[str, Any], key: Optional[str], session:
             headers["Idemgate-Key-Source"] = key_source
     if session:
         headers["Idemgate-Session"] = session
+    # a held request answers within wait_seconds: the timeout must outlast it
     timeout = max(settings.timeout, settings.wait_seconds + 5.0) if key is not None else settings.timeout
+    return headers, timeout
+
+
+def invoke_flow(tool: str, args: Mapping[str, Any], key: Optional[str], session: Optional[str], key_source: Optional[str], settings: Settings) -> Flow:
+    """invoke(): POST /api/v1/tools/{tool}/invoke with the retry rules; the tool's answer is returned
+    (a 4xx final answer, such as a declined card, raised as FinalError; ``replayed`` says whether it was
+    a stored one)."""
+    if not isinstance(args, Mapping):
+        raise TypeError(f"invoke: args must be a mapping of the tool's arguments, not {type(args).__name__}")
+    headers, timeout = _call_headers(key, session, key_source, settings)
     request = Request("POST", f"/api/v1/tools/{quote(tool, safe='')}/invoke", _json(dict(args)), headers, timeout)
     answer = yield from send_flow(request, settings.retry, transient, key)
     if answer.problem is not None or transient(answer):

@@ -10,7 +10,7 @@ from types import TracebackType
 from typing import Any, Awaitable, Callable, Dict, List, Mapping, Optional, Type, TypeVar, Union, cast
 
 from ._async import AsyncIdemgate, run_async
-from ._core import Core, check_guardable, run_sync
+from ._core import ClientShell, Core, check_guardable, run_sync
 from ._flow import guard_flow, invoke_flow, list_tools_flow
 from ._http import AsyncTransport, RetryPolicy, ThreadTransport
 from ._keys import check_key
@@ -23,7 +23,7 @@ T = TypeVar("T")
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-class Idemgate:
+class Idemgate(ClientShell[Resolver]):
     """A client for Idemgate (sync; :class:`AsyncIdemgate` is its async twin, with the same options).
 
     ``url`` is where Idemgate is served (``http://127.0.0.1:3000``), ``token`` an API token (``idg_…``),
@@ -69,14 +69,6 @@ class Idemgate:
         )
         self._threads: Optional[ThreadTransport] = None
         self._resolvers: List[Resolver] = []
-
-    @property
-    def url(self) -> str:
-        return self._core.url
-
-    @property
-    def session(self) -> Optional[str]:
-        return self._core.settings.session
 
     @property
     def wait_seconds(self) -> int:
@@ -150,11 +142,7 @@ class Idemgate:
 
     def list_tools(self) -> List[Dict[str, Any]]:
         """``GET /api/v1/tools``: the tools, as Idemgate describes them (``runs`` says where each runs)."""
-        tools = cast(List[Dict[str, Any]], run_sync(self._core, list_tools_flow(self._core.settings)))
-        for tool in tools:
-            if isinstance(tool.get("name"), str) and isinstance(tool.get("kind"), str):
-                self._core.kinds[tool["name"]] = tool["kind"]
-        return tools
+        return self._core.learn_kinds(cast(List[Dict[str, Any]], run_sync(self._core, list_tools_flow(self._core.settings))))
 
     def start_resolver(
         self,
@@ -188,15 +176,6 @@ class Idemgate:
         resolver = Resolver(self._core, options, on_stop=self._forget)
         self._resolvers.append(resolver)
         return resolver
-
-    def _forget(self, resolver: Resolver) -> None:
-        if resolver in self._resolvers:
-            self._resolvers.remove(resolver)
-
-    @property
-    def pending_deliveries(self) -> int:
-        """Completions and releases not yet delivered, being retried in the background."""
-        return self._core.outbox.pending
 
     def flush(self, timeout: Optional[float] = None) -> bool:
         """Waits (at most ``timeout``, default ``flush_timeout``) for background deliveries and replay reports."""

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
+from typing import Any
 
 import pytest
-from fake_server import FakeIdemgate, Seen, html, ok, problem
+from fake_server import FakeIdemgate, KeyStore, Seen, html, ok, problem
 
 import idemgate
 from idemgate import AsyncIdemgate, FinalError, Idemgate, OutcomeUnknownError, RetryPolicy
@@ -60,6 +61,48 @@ def test_the_key_given_or_from_the_action_context(fake: FakeIdemgate, client: Id
     first, second = invokes(fake)
     assert (first.headers["idempotency-key"], first.headers["idemgate-key-source"]) == ("mine", "model")
     assert (second.headers["idempotency-key"], second.headers["idemgate-session"]) == ("from-context", "run-9")
+
+
+def test_calls_made_by_a_guarded_function_do_not_take_the_key_it_consumed(fake: FakeIdemgate, client: Idemgate) -> None:
+    KeyStore().mount(fake)
+    fake.on("/invoke", [ok({"sent": True})])
+    inside: list[object] = []
+
+    def notify(_: Any) -> Any:
+        inside.append(idemgate.current_action())
+        return client.invoke("mail.send", {})
+
+    with idemgate.action(key="step-1", session="run-9"):
+        assert client.guard("orders.place", {}, notify) == {"sent": True}
+        assert idemgate.current_action() == idemgate.Action("step-1", "run-9")
+    assert inside == [None]
+    reservation, invoke = (s for s in fake.seen if s.path.endswith(("/reservations", "/invoke")))
+    assert reservation.headers["idempotency-key"] == "step-1"
+    assert invoke.headers["idempotency-key"] != "step-1"
+    assert [s.path.rsplit("/", 1)[-1] for s in fake.seen][-1] == "complete"
+
+
+@pytest.mark.parametrize("kind", ["async", "sync"])
+async def test_calls_made_by_an_async_guarded_function_do_not_take_the_key_it_consumed(fake: FakeIdemgate, aclient: AsyncIdemgate, kind: str) -> None:
+    KeyStore().mount(fake)
+    fake.on("/invoke", [ok({"sent": True})])
+    inside: list[object] = []
+
+    async def notify(_: Any) -> Any:
+        inside.append(idemgate.current_action())
+        return await aclient.invoke("mail.send", {})
+
+    def notify_in_thread(_: Any) -> Any:  # run in a thread; what it returns is awaited in the caller's task
+        inside.append(idemgate.current_action())
+        return aclient.invoke("mail.send", {})
+
+    with idemgate.action(key="step-1", session="run-9"):
+        assert await aclient.guard("orders.place", {}, notify if kind == "async" else notify_in_thread) == {"sent": True}
+        assert idemgate.current_action() == idemgate.Action("step-1", "run-9")
+    assert inside == [None]
+    reservation, invoke = (s for s in fake.seen if s.path.endswith(("/reservations", "/invoke")))
+    assert reservation.headers["idempotency-key"] == "step-1"
+    assert invoke.headers["idempotency-key"] != "step-1"
 
 
 def test_list_tools_teaches_which_tools_are_reads_they_get_no_key(fake: FakeIdemgate, client: Idemgate) -> None:
