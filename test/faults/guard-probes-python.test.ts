@@ -6,6 +6,7 @@ import path from "node:path";
 import { testPort } from "@/scripts/test-ports.mjs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestPostgres } from "@/test/support/databases";
+import { probeDecisions } from "@/test/support/probe-decisions";
 import { RedisProcess } from "@/test/support/redis-process";
 import { removeDataDir, ROOT, startServer, type RunningServer } from "@/test/support/server";
 import { CuttableProxy } from "@/test/support/tcp-proxy";
@@ -217,19 +218,10 @@ describe.each(configurations)("held calls of Python guarded functions resolved b
     return results;
   }
 
-  // A key with no record was released by a probe's "not applied", or (Redis and PostgreSQL) lost with
-  // Redis: after the probe's "applied" (the log restores it: a retry replays), or before any decision
-  // (not held again yet: undecided). The operator trail tells which.
-  async function probeDecision(key: string): Promise<"resolve" | "release" | null> {
-    if (!pg) return "release";
-    const rows = await pg.db.prisma.operatorAction.findMany({ where: { key, action: { in: ["resolve", "release"] } }, orderBy: { at: "desc" }, take: 1 });
-    return (rows[0]?.action as "resolve" | "release" | undefined) ?? null;
-  }
+  const decisions = () => probeDecisions(pg, keyState);
+  const probeDecision = (key: string) => decisions().probeDecision(key);
+  const isDecided = (key: string) => decisions().isDecided(key);
 
-  async function isDecided(key: string): Promise<boolean> {
-    const state = await keyState(key);
-    return state === "done" || (state === "absent" && (await probeDecision(key)) !== null);
-  }
 
 
   it("a Python resolver in a surviving process resolves >= 95% of the held keys within 60 s of healing, none wrongly, and every retry replays or runs once", async () => {
