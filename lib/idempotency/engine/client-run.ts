@@ -1,3 +1,7 @@
+/**
+ * Calls run in their caller's process (a tool declared `runs: client`): the reservation handed to
+ * the caller, then its settle (complete, release) through finish, and its heartbeats meanwhile.
+ */
 import type { ExecutionRow } from "../audit-port";
 import { ExecutionNotFoundError, InvalidStateError, StaleTokenError } from "../errors";
 import { canonicalJson } from "../fingerprint";
@@ -6,7 +10,7 @@ import type { CompleteOutcome } from "../key-store";
 import type { KeyRecord, StoredResult } from "../record";
 import { isOverLimitResult } from "../scope-result-limit";
 import { DEFAULT_POLICY } from "../tool";
-import { CallTrace, serialize, type CallContext } from "./call";
+import { CallTrace, serialize, type CallContext, type Ended } from "./call";
 import { logCall, storeCall, type EngineCore } from "./core";
 import { completeHeldAgain, markHeldAgain, releaseHeldAgain } from "./held-again";
 import { finish, withinScopeLimit } from "./settle";
@@ -39,7 +43,7 @@ export async function completeHeld(core: EngineCore, target: SettleTarget, resul
     let done: CompleteOutcome = await storeCall(() => core.store.complete(call.scope, call.key, target.token, stored, call.ttlMs, completedMs));
     if (!done.ok) done = (await completeHeldAgain(core, call, stored, completedMs, done.current)) ?? done;
     call.trace.storeMs += performance.now() - t;
-    const ended = { class: "done", stored, atMs: completedMs, durationMs: Math.max(0, completedMs - call.arrivedMs) } as const;
+    const ended: Ended = { class: "done", stored, atMs: completedMs, durationMs: Math.max(0, completedMs - call.arrivedMs) };
     if (done.ok) {
       core.replayCache?.remember(done.record, completedMs);
       await finish(core, call, ended);

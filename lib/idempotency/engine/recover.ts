@@ -1,3 +1,7 @@
+/**
+ * Recovery from the audit log: what a key store that can lose data (Redis without persistence, a
+ * flush, a failover) lost is read back from the log, which still knows every execution and result.
+ */
 import { OPEN_CALL_RECOVERY_MS, type PriorExecution } from "../audit-port";
 import { UnavailableError } from "../errors";
 import { FALLBACK_PREFIX, PASS_THROUGH_PREFIX } from "../key-rules";

@@ -1,3 +1,7 @@
+/**
+ * Steps 1 and 2 of the write order: the key reserved in the key store, then the execution's intent
+ * written to the audit log; a duplicate answered by the record in the way, or held while it runs.
+ */
 import type { KeyRecord } from "../record";
 import type { BeginOutcome } from "../key-store";
 import { isIdemgateError, LeasePassedError, UnavailableError } from "../errors";
