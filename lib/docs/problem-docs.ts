@@ -186,6 +186,12 @@ const TEXT: Record<string, Omit<ProblemDoc, "code" | "status" | "title">> = {
     todo: "Do not retry with a new key: the action may have happened. The tool's status probe (when it has one) or an operator decides: resolved, retries get the result; released, the next retry runs it.",
     retry: "no",
   },
+  tool_paused: {
+    happened:
+      "An operator paused this write tool (`reason` says why, `pausedAt` since when): its new calls are refused before anything is reserved, so nothing ran and the key is as it was. A retry of a key that already has a result still gets it; reads go on.",
+    todo: "Treat the call as not applied: do not run the action another way. Send it again with the same key once the tool is resumed (an operator resumes it from the console, the API or `idemgate tool resume`).",
+    retry: "no",
+  },
   unavailable: {
     happened: "The key store or the audit log could not be reached. Idemgate fails closed: nothing ran, so no side effect can happen without its record.",
     todo: "Retry later with the same key, with backoff. Operators: see the Status page.",

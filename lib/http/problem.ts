@@ -1,5 +1,6 @@
 import { CONFLICT_RETRY_AFTER_MS, IdemgateError, isIdemgateError, type SuppressionError } from "@/lib/idempotency/errors";
 import { stateOf } from "@/lib/idempotency/record";
+import { PAUSED_RETRY_AFTER_SECONDS } from "@/lib/idempotency/paused-tools";
 import { isConnectionFailure } from "@/lib/db/errors";
 import { toResponse, type HttpAnswer } from "./answer";
 
@@ -103,6 +104,16 @@ const PROBLEMS: Record<string, ProblemType> = {
       },
     },
   },
+  tool_paused: {
+    status: 503,
+    title: "Tool paused by an operator",
+    headers: {
+      "Retry-After": {
+        value: String(PAUSED_RETRY_AFTER_SECONDS),
+        description: `always ${PAUSED_RETRY_AFTER_SECONDS} (seconds): nothing ran and nothing was reserved; an operator paused the tool (\`reason\` says why) and resumes it when it is safe, so a client does not retry on its own`,
+      },
+    },
+  },
 };
 
 export const PROBLEM_CODES = Object.keys(PROBLEMS);
@@ -187,6 +198,14 @@ export function problemAnswer(err: unknown, instance?: string): HttpAnswer {
     body.state = stateOf(r, Date.now());
     body.startedAt = new Date(r.createdAtMs).toISOString();
     if (r.leaseUntilMs !== null) body.leaseUntil = new Date(r.leaseUntilMs).toISOString();
+  }
+  if (known.code === "tool_paused") {
+    const pause = (known as { pause?: { tool: string; reason: string; pausedAtMs: number | null } }).pause;
+    if (pause) {
+      body.tool = pause.tool;
+      body.reason = pause.reason;
+      if (pause.pausedAtMs !== null) body.pausedAt = new Date(pause.pausedAtMs).toISOString();
+    }
   }
   const executionId = (known as { executionId?: unknown }).executionId;
   if (typeof executionId === "string") {

@@ -14,13 +14,13 @@ export const OPERATION_PROBLEMS = {
   write: [
     "missing_key", "invalid_key", "invalid_arguments", "invalid_json", "invalid_header", "unauthorized", "forbidden", "unknown_tool",
     "conflict", "stuck", "outcome_unknown", "payload_too_large", "unsupported_media_type", "mismatch", "abandoned", "internal",
-    "tool_failed", "unavailable",
+    "tool_failed", "unavailable", "tool_paused",
   ],
   read: ["invalid_arguments", "invalid_json", "invalid_header", "unauthorized", "forbidden", "unknown_tool", "payload_too_large", "unsupported_media_type", "internal", "unavailable"],
   list: ["unauthorized", "forbidden"],
   reserve: [
     "missing_key", "invalid_key", "invalid_arguments", "invalid_json", "invalid_header", "invalid_request", "unauthorized", "forbidden", "unknown_tool",
-    "conflict", "stuck", "outcome_unknown", "payload_too_large", "unsupported_media_type", "mismatch", "internal", "unavailable",
+    "conflict", "stuck", "outcome_unknown", "payload_too_large", "unsupported_media_type", "mismatch", "internal", "unavailable", "tool_paused",
   ],
   settle: ["invalid_json", "invalid_request", "unauthorized", "forbidden", "not_found", "stale_token", "invalid_state", "payload_too_large", "unsupported_media_type", "internal", "unavailable"],
   held: ["invalid_request", "invalid_cursor", "unauthorized", "forbidden", "unknown_tool", "internal", "unavailable"],
@@ -53,11 +53,19 @@ function problemsByStatus(kind: OperationKind): Map<number, string[]> {
 function errorResponses(kind: OperationKind): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const [status, codes] of problemsByStatus(kind)) {
-    const headers: Record<string, unknown> = {};
+    // a header several types of one status send (Retry-After of 503 unavailable and tool_paused) is
+    // described once per type, its schema the values they send
+    const sent = new Map<string, { code: string; value: string; description: string }[]>();
     for (const code of codes) {
-      for (const [name, h] of Object.entries(problemInfo(code)!.headers ?? {})) {
-        headers[name] = { description: codes.length > 1 ? `with /problems/${code}: ${h.description}` : h.description, schema: headerSchema(h.value) };
-      }
+      for (const [name, h] of Object.entries(problemInfo(code)!.headers ?? {})) sent.set(name, [...(sent.get(name) ?? []), { code, ...h }]);
+    }
+    const headers: Record<string, unknown> = {};
+    for (const [name, all] of sent) {
+      const values = [...new Set(all.map((h) => h.value))];
+      headers[name] = {
+        description: codes.length > 1 ? all.map((h) => `with /problems/${h.code}: ${h.description}`).join("; ") : all[0].description,
+        schema: values.length === 1 ? headerSchema(values[0]) : { type: "integer", enum: values.map(Number) },
+      };
     }
     out[`${kind}${status}`] = {
       description: codes.map((c) => `${problemInfo(c)!.title} (/problems/${c})`).join("; "),
@@ -80,8 +88,8 @@ function parameters(tool: ToolDescription): unknown[] {
     name: "Idemgate-Session",
     in: "header",
     required: false,
-    description: "the caller's run or conversation; recorded with every execution and suppression",
-    schema: { type: "string", maxLength: 255 },
+    description: "the caller's run or conversation (1–200 visible ASCII characters; anything else is 400 invalid_header and nothing is reserved); recorded with every execution and suppression, read back with GET /api/v1/runs/{session}",
+    schema: { type: "string", pattern: "^[\\x21-\\x7e]{1,200}$" },
   };
   if (tool.kind === "read") return [session];
   const key = {
@@ -155,7 +163,7 @@ function reservation(tool: ToolDescription) {
     security: [{ bearer: [] }],
     parameters: [
       key,
-      headerParam("Idemgate-Session", "the caller's run or conversation; recorded with every execution and suppression", { type: "string", maxLength: 255 }),
+      headerParam("Idemgate-Session", "the caller's run or conversation (1–200 visible ASCII characters); recorded with every execution and suppression", { type: "string", pattern: "^[\\x21-\\x7e]{1,200}$" }),
       headerParam("Idemgate-Key-Source", "`model`: the key was minted by a model (advisory, also checked by the arguments)", { type: "string", enum: ["model", "orchestrator"] }),
       headerParam("Prefer", "`wait=N` (N ≤ 60): a duplicate of a running call is held until it ends", { type: "string" }),
     ],

@@ -10,6 +10,7 @@ import { InvokeForm } from "@/components/tools/invoke-form";
 import { KeyBadge, KindBadge } from "@/components/tools/kind-badge";
 import { McpOriginBadge } from "@/components/tools/mcp-origin-badge";
 import { PassThroughCalls } from "@/components/tools/pass-through-calls";
+import { PausePanel } from "@/components/tools/pause-panel";
 import { SuppressionLog } from "@/components/tools/suppression-log";
 import { WindowPicker } from "@/components/tools/window-picker";
 import { fmt } from "@/lib/audit/retry-gaps";
@@ -23,6 +24,7 @@ import { executionsNote, formatCount, formatDuration } from "@/lib/console/forma
 import { metadataParam, pageParam } from "@/lib/console/page-param";
 import { mcpToolOrigin, recentPassThroughCalls, type McpToolOrigin } from "@/lib/mcp/upstream/console-view";
 import { getRuntime } from "@/lib/server/runtime";
+import { toolPause } from "@/lib/operator/pause-tool";
 import type { ToolDescription } from "@/lib/tools";
 import { effectiveDeclaration, type EffectiveDeclaration } from "@/lib/tools/declaration";
 
@@ -84,6 +86,8 @@ export default async function ToolPage({ params, searchParams }: Props) {
           {write && <WindowPicker basePath={basePath} current={window} />}
         </div>
       </div>
+
+      {write && <PausePanel state={await toolPause(runtime, name)} canPause={can(operator.role, "pause_tools")} />}
 
       {stats ? (
         <>
