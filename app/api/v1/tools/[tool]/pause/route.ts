@@ -9,5 +9,5 @@ export const dynamic = "force-dynamic";
 // POST /api/v1/tools/{tool}/pause – { reason }: refuse the write tool's new first executions (503 tool_paused) in every server process
 export const POST = withPrincipal<{ tool: string }>("pause_tools", async (request, { params, principal, runtime }) => {
   const { reason } = await parseBody(request, z.object({ reason: z.string().optional() }));
-  return Response.json(await pauseTool(runtime, { tool: decodeURIComponent(params.tool), actor: actorOf(principal), reason }));
+  return Response.json(await pauseTool(runtime, { tool: params.tool, actor: actorOf(principal), reason }));
 });
