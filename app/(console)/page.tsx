@@ -5,6 +5,8 @@ import { HealthPill } from "@/components/health-pill";
 import { StateBadge } from "@/components/keys/state-badge";
 import { ToolActivity } from "@/components/overview/tool-activity";
 import { PausedTools } from "@/components/overview/paused-tools";
+import { HeldRuns } from "@/components/overview/held-runs";
+import { listRecentRuns } from "@/lib/console/get-run";
 import { requireOperator } from "@/lib/auth/require-operator";
 import { formatCount, formatTimestamp } from "@/lib/console/format";
 import { getOverview } from "@/lib/console/get-overview";
@@ -25,7 +27,11 @@ const STATES = [
 export default async function OverviewPage() {
   await requireOperator();
   const runtime = await getRuntime();
-  const overview = await getOverview(runtime);
+  const [overview, heldRuns] = await Promise.all([
+    getOverview(runtime),
+    // a held call waits for a decision however old its run: a week of runs
+    listRecentRuns(runtime, { heldOnly: true, windowMs: 7 * 24 * 60 * 60 * 1000, limit: 10 }).catch(() => []),
+  ]);
   const { counts, activity, openAnomalies, health } = overview;
 
   return (
@@ -39,6 +45,7 @@ export default async function OverviewPage() {
       </div>
 
       <PausedTools tools={pausedToolsNow(runtime)} />
+      <HeldRuns runs={heldRuns} />
 
       <section aria-labelledby="keys-heading">
         <h2 id="keys-heading" className="mb-3 text-xs font-medium tracking-wide text-muted uppercase">

@@ -28,6 +28,7 @@ export const OPERATION_PROBLEMS = {
     "invalid_json", "invalid_request", "unauthorized", "forbidden", "not_found", "probe_claimed", "not_held", "lease_running", "payload_too_large",
     "unsupported_media_type", "internal", "unavailable",
   ],
+  run: ["invalid_request", "invalid_cursor", "unauthorized", "forbidden", "not_found", "internal", "unavailable"],
   replays: ["invalid_json", "invalid_request", "unauthorized", "forbidden", "payload_too_large", "unsupported_media_type", "internal", "unavailable"],
 } as const satisfies Record<string, readonly string[]>;
 
@@ -390,6 +391,64 @@ function heldPath(tool: ToolDescription): Record<string, unknown> {
   };
 }
 
+const RUN_CALL_SCHEMA = {
+  type: "object",
+  required: ["id", "source", "at", "tool", "key", "happened", "outcome", "durationMs", "resultStatus", "suppression", "executionId", "keyPath"],
+  properties: {
+    id: { type: "string", description: "the execution's or the suppression's id" },
+    source: { enum: ["execution", "suppression"] },
+    at: { type: "string", format: "date-time" },
+    tool: { type: "string" },
+    key: { type: "string" },
+    happened: {
+      enum: ["ran", "not_run", "running", "held_stuck", "held_unknown", "decided", "resent", "replayed", "refused_duplicate", "refused_held", "refused_mismatch"],
+      description: "ran: executed with a result stored; not_run: the tool said nothing happened; held_*: waiting for a probe or an operator; decided: released or resolved by one; replayed / refused_*: a duplicate that ran nothing",
+    },
+    outcome: { type: ["string", "null"] },
+    durationMs: { type: ["integer", "null"] },
+    resultStatus: { type: ["integer", "null"] },
+    suppression: { type: ["string", "null"], description: "a suppression's kind: replay, conflict, stuck, unknown, mismatch, fresh_key" },
+    executionId: { type: ["string", "null"], description: "the execution itself, or the one whose record answered the duplicate" },
+    gapMs: { type: ["integer", "null"] },
+    keyPath: { type: "string", description: "the console page of the key" },
+  },
+};
+
+/** GET /api/v1/runs/{session}: a run's calls in time order, a page at a time. */
+function runPath(): Record<string, Record<string, unknown>> {
+  return {
+    "/api/v1/runs/{session}": {
+      get: {
+        operationId: "get_run",
+        summary:
+          "The calls of one run (the Idemgate-Session they were sent with) in the token's scope, oldest first: each execution and each duplicate with what happened to it. Another scope's run is 404, as one that does not exist.",
+        tags: ["runs"],
+        security: [{ bearer: [] }],
+        parameters: [
+          { name: "session", in: "path", required: true, schema: { type: "string", pattern: "^[\\x21-\\x7e]{1,200}$" } },
+          { name: "cursor", in: "query", required: false, description: "the previous page's nextCursor", schema: { type: "string" } },
+          { name: "limit", in: "query", required: false, schema: { type: "integer", minimum: 1, maximum: 500, default: 100 } },
+        ],
+        responses: {
+          "200": {
+            description: "one page of the run's calls",
+            content: {
+              "application/json": {
+                schema: {
+                  type: "object",
+                  required: ["session", "scope", "calls", "nextCursor"],
+                  properties: { session: { type: "string" }, scope: { type: "string" }, calls: { type: "array", items: RUN_CALL_SCHEMA }, nextCursor: { type: ["string", "null"] } },
+                },
+              },
+            },
+          },
+          ...errorRefs("run"),
+        },
+      },
+    },
+  };
+}
+
 /** OpenAPI 3.1: one invoke path per tool plus the tool list; every schema comes from zod. */
 export function buildOpenApiDocument(tools: readonly ToolDescription[], baseUrl?: string): OpenApiDocument {
   const paths: Record<string, Record<string, unknown>> = {
@@ -415,6 +474,7 @@ export function buildOpenApiDocument(tools: readonly ToolDescription[], baseUrl?
     else paths[`/api/v1/tools/${tool.name}/invoke`] = { post: operation(tool) };
   }
   if (tools.some((tool) => tool.source === "client")) Object.assign(paths, settlePaths(), probePaths(), replaysPath());
+  Object.assign(paths, runPath());
 
   return {
     openapi: "3.1.0",

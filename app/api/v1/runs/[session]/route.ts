@@ -1,5 +1,5 @@
 import { visibleScope, withPrincipal } from "@/lib/auth/guard";
-import { getRun } from "@/lib/operator/get-run";
+import { getRun } from "@/lib/console/get-run";
 
 export const dynamic = "force-dynamic";
 

@@ -3,6 +3,7 @@ import { readRunCalls, recentRuns, scopesOfSession, type RecentRun, type RunCall
 import { NotFoundError } from "@/lib/idempotency/errors";
 import { badRequest } from "@/lib/http/problem";
 import type { Runtime } from "@/lib/server/runtime";
+import type { KeyDetail } from "@/lib/operator/get-key-detail";
 
 /** What happened to one call of a run, as the run page and GET /api/v1/runs/{session} say it. */
 export type RunCallHappened =
@@ -171,4 +172,11 @@ export async function listRecentRuns(
 /** The console page of a run. */
 export function runPath(scope: string, session: string): string {
   return `/runs/${encodeURIComponent(session)}?scope=${encodeURIComponent(scope)}`;
+}
+
+/** The run a key's calls belong to: its record's session, else the first one its timeline names. */
+export function sessionOfKey(detail: Pick<KeyDetail, "record" | "timeline">): string | null {
+  if (detail.record?.session) return detail.record.session;
+  for (const event of detail.timeline) if ("session" in event && typeof event.session === "string" && event.session) return event.session;
+  return null;
 }
