@@ -66,7 +66,8 @@ export function runCallsSql(q: RunCallsQuery): Prisma.Sql {
     if (!after) return Prisma.empty;
     const t = Prisma.raw(time);
     const at = new Date(after.atMs);
-    return Prisma.sql`AND (${t} > ${at} OR (${t} = ${at} AND id > ${after.id}))`;
+    // a row comparison: an index condition on (session, scope, time, id), where an OR would not be
+    return Prisma.sql`AND (${t}, id) > (${at}, ${after.id})`;
   };
   return Prisma.sql`
     SELECT * FROM (
