@@ -57,7 +57,6 @@ describe("a run's calls", () => {
     expect(deepCursor).not.toBeNull();
     for (const cursor of [null, first.nextCursor, deepCursor]) {
       const nodes = await plan(runCallsSql({ session: "run-1", scope: "tenant-a", limit: 100, cursor }));
-      if (process.env.SHOW_PLANS) console.log(cursor, JSON.stringify(nodes.map((n) => [n["Node Type"], n["Index Name"], (n as Record<string, unknown>)["Index Cond"], (n as Record<string, unknown>)["Filter"]])));
       expect(nodes.filter((n) => n["Node Type"] === "Seq Scan").map((n) => n["Relation Name"])).toEqual([]);
       expect(nodes.map((n) => n["Index Name"]).filter(Boolean).sort()).toEqual(["executions_session_scope_started_at_idx", "suppressions_session_scope_at_idx"]);
       // read in index order: nothing sorts the run
