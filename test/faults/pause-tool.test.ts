@@ -1,6 +1,9 @@
 import { spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
+import { mkdtemp, readFile, rm } from "node:fs/promises";
+import os from "node:os";
 import path from "node:path";
+import { bundledScript } from "@/test/support/bundled-script";
 import { testPort } from "@/scripts/test-ports.mjs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestPostgres, REDIS_TEST_URL } from "@/test/support/databases";
@@ -19,6 +22,24 @@ type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-ex
 
 const PORTS = [testPort(3128), testPort(3129)];
 const TOOL = "payments.charge";
+
+/** One guarded call of ledger.record from a worker process (test/support/guard-worker.ts, guard_worker.py): what it printed. */
+function guardWorker(lang: "ts" | "python", script: string, env: Record<string, string>): Promise<{ ran: boolean; outcome: string; status?: number; type?: string }> {
+  const [command, args] = lang === "ts" ? [process.execPath, [script]] : [process.env.PYTHON ?? "python3", [path.join(ROOT, "test", "support", "guard_worker.py")]];
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, args, { cwd: ROOT, env: { ...process.env, PYTHONPATH: path.join(ROOT, "clients", "python"), MODE: "ok", ...env }, stdio: ["ignore", "pipe", "pipe"] });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (d) => (stdout += d));
+    child.stderr.on("data", (d) => (stderr += d));
+    child.on("error", reject);
+    child.on("close", (code) => {
+      const line = stdout.split("\n").find((l) => l.startsWith("{"));
+      if (code !== 0 || !line) return reject(new Error(`${lang} worker exited ${code}:\n${stdout}\n${stderr}`));
+      resolve(JSON.parse(line));
+    });
+  });
+}
 
 function cli(args: string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
@@ -120,4 +141,43 @@ describe("a pause reaches every server process within a second (Redis and Postgr
     const trail = await pg.db.prisma.operatorAction.findMany({ where: { action: { in: ["tool_pause", "tool_resume"] } }, orderBy: { at: "asc" } });
     expect(trail.map((a) => a.action)).toEqual(["tool_pause", "tool_resume"]);
   }, 180_000);
+
+  it("the reservation API refuses a paused client-run tool: the TypeScript and Python guards do not run the function", async () => {
+    const tsWorker = await bundledScript("test/support/guard-worker.ts");
+    const dir = await mkdtemp(path.join(os.tmpdir(), "idemgate-pause-"));
+    try {
+      const ledger = path.join(dir, "ledger.jsonl");
+      const run = (lang: "ts" | "python", server: RunningServer, key: string) =>
+        guardWorker(lang, tsWorker, { IDEMGATE_URL: server.url, IDEMGATE_TOKEN: token, KEY: key, ACCOUNT: `acct-${key}`, LEDGER: ledger, MAX_ATTEMPTS: "2" });
+      const paused = await cli(["tool", "pause", "ledger.record", "--reason", "ledger migration"], { ...env, IDEMGATE_DEMO_TOOLS: "1" });
+      expect(paused.code, paused.stderr).toBe(0);
+      // each process, once it has read the pause, refuses the reservation: sent with new keys until refused
+      for (const [i, server] of servers.entries()) {
+        for (const lang of ["ts", "python"] as const) {
+          for (let n = 0; ; n++) {
+            const out = await run(lang, server, `guard-${lang}-${i}-${n}`);
+            if (!out.ran) {
+              expect(out).toMatchObject({ outcome: "ToolPausedError", status: 503, type: "/problems/tool_paused" });
+              break;
+            }
+          }
+        }
+      }
+      const before = (await readFile(ledger, "utf8").catch(() => "")).split("\n").filter(Boolean).length;
+      // nothing more runs while paused
+      for (const lang of ["ts", "python"] as const) expect(await run(lang, servers[1], `guard-${lang}-while-paused`)).toMatchObject({ ran: false, outcome: "ToolPausedError" });
+      expect((await readFile(ledger, "utf8").catch(() => "")).split("\n").filter(Boolean).length).toBe(before);
+      const resumed = await cli(["tool", "resume", "ledger.record", "--reason", "migration done"], { ...env, IDEMGATE_DEMO_TOOLS: "1" });
+      expect(resumed.code, resumed.stderr).toBe(0);
+      for (const lang of ["ts", "python"] as const) {
+        for (;;) {
+          const out = await run(lang, servers[1], `guard-${lang}-while-paused`);
+          if (out.ran) break;
+          expect(out.outcome).toBe("ToolPausedError");
+        }
+      }
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  }, 240_000);
 });
