@@ -2,7 +2,6 @@
 
 import { ProblemAlert } from "@/components/ui/problem-alert";
 import { ReasonDialog } from "@/components/ui/reason-dialog";
-import { buttonClass } from "@/components/ui/styles";
 import { useBulkRelease, useHeldCount, type HeldFilter, type HeldState } from "@/lib/console/queries/keys";
 import type { BulkReleaseResult } from "@/lib/operator/bulk-release-keys";
 import type { KeyView } from "@/lib/operator/present-key";
