@@ -7,7 +7,7 @@ import { ExecutionNotFoundError, InvalidCursorError, isIdemgateError } from "@/l
 import { FALLBACK_PREFIX } from "@/lib/idempotency/key-rules";
 import { stateOf, type KeyRecord } from "@/lib/idempotency/record";
 import type { HttpAnswer } from "@/lib/http/answer";
-import { badRequest, HttpError } from "@/lib/http/problem";
+import { badRequest, LeaseRunningError, NotHeldError, ProbeClaimedError } from "@/lib/http/problem";
 import { closeKeyAnomalies } from "@/lib/operator/close-key-anomalies";
 import { carryOutDecision, recordDecided, writeDecision } from "@/lib/operator/key-decisions";
 import { cursorSeal } from "@/lib/operator/list-cursor";
@@ -173,11 +173,10 @@ async function recordOf(row: ExecutionRow, runtime: Runtime): Promise<KeyRecord 
   return runtime.store.get(row.scope, row.key);
 }
 
-const notHeld = (detail: string) => new HttpError("not_held", 409, detail);
+const notHeld = (detail: string) => new NotHeldError(detail);
 
-function claimedUntil(until: Date, nowMs: number, detail: string): HttpError {
-  const seconds = Math.max(1, Math.ceil((until.getTime() - nowMs) / 1000));
-  return new HttpError("probe_claimed", 409, detail, { "Retry-After": String(seconds) });
+function claimedUntil(until: Date, nowMs: number, detail: string): ProbeClaimedError {
+  return new ProbeClaimedError(detail, until.getTime(), nowMs);
 }
 
 /** POST /api/v1/executions/{executionId}/probe/claim */
@@ -292,12 +291,10 @@ export async function answerProbe(request: GatewayRequest, executionId: string, 
     } else {
       const leaseUntilMs = record.leaseUntilMs ?? row.leaseUntil.getTime();
       if (leaseUntilMs > nowMs) {
-        const seconds = Math.max(1, Math.ceil((leaseUntilMs - nowMs) / 1000));
-        throw new HttpError(
-          "lease_running",
-          409,
+        throw new LeaseRunningError(
           `this call's lease lasts until ${new Date(leaseUntilMs).toISOString()}: it may still be running, so "not applied" cannot free its key yet; answer again after that, or answer unknown`,
-          { "Retry-After": String(seconds) },
+          leaseUntilMs,
+          nowMs,
         );
       }
       reason = `${said}: released, so the next call runs it`;
