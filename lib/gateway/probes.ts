@@ -13,7 +13,7 @@ import { carryOutDecision, recordDecided, writeDecision } from "@/lib/operator/k
 import { cursorSeal } from "@/lib/operator/list-cursor";
 import { resultTtlMs } from "@/lib/operator/resolve-key";
 import type { Runtime } from "@/lib/server/runtime";
-import type { GatewayRequest } from "./invoke-tool";
+import type { GatewayRequest } from "./gateway-request";
 
 // Probes of held calls of tools that run in their caller's process (DESIGN.md § "Tools that run
 // where they live", "Probes where the tool lives"): only the application can ask its provider
@@ -115,7 +115,8 @@ function heldBy(record: KeyRecord | null, row: ExecutionRow, nowMs: number): Hel
 }
 
 /** GET /api/v1/tools/{tool}/held: the token's scope's held calls of a client-run tool, unknown first, then stuck. */
-export async function listHeldCalls(query: URLSearchParams, toolName: string, principal: TokenPrincipal, runtime: Runtime): Promise<HttpAnswer> {
+export async function listHeldCalls(request: GatewayRequest, toolName: string, principal: TokenPrincipal, runtime: Runtime): Promise<HttpAnswer> {
+  const query = request.query();
   const tool = runtime.registry.get(toolName);
   if (tool.runs !== "client") {
     throw badRequest("invalid_request", `${tool.name} is run by Idemgate, not by its caller: its held calls are probed by the server's reconciler (a statusUrl or a probe function)`);

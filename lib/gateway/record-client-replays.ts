@@ -4,7 +4,7 @@ import type { HttpAnswer } from "@/lib/http/answer";
 import { badRequest } from "@/lib/http/problem";
 import { recordIgnoredClientReplays } from "@/lib/server/metrics";
 import type { Runtime } from "@/lib/server/runtime";
-import type { GatewayRequest } from "./invoke-tool";
+import type { GatewayRequest } from "./gateway-request";
 
 // POST /api/v1/replays – replays a client answered from its own cache of done results (lib/client's
 // replay cache), reported afterwards in batches so the audit log holds them as suppressions.

@@ -5,7 +5,7 @@ import { ExecutionNotFoundError } from "@/lib/idempotency/errors";
 import type { HttpAnswer } from "@/lib/http/answer";
 import { badRequest, problemAnswer } from "@/lib/http/problem";
 import type { Runtime } from "@/lib/server/runtime";
-import { idempotencyKeyHeader, keySourceHeader, preferredWaitSeconds, sessionHeader, type GatewayRequest } from "./invoke-tool";
+import { idempotencyKeyHeader, keySourceHeader, preferredWaitSeconds, sessionHeader, type GatewayRequest } from "./gateway-request";
 
 // The reservation API for tools that run in their caller's process (DESIGN.md § "Tools that run
 // where they live"): reserve, then complete / release / heartbeat the execution. One handler per

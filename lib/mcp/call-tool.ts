@@ -1,6 +1,6 @@
 import { ProtocolErrorCode as ErrorCode, RELATED_TASK_META_KEY, type CallToolResult, type CreateTaskResult } from "@modelcontextprotocol/server";
 import type { TokenPrincipal } from "@/lib/auth/api-tokens";
-import { idempotencyKeyHeader, keySourceHeader, sessionHeader, waitPreference } from "@/lib/gateway/invoke-tool";
+import { idempotencyKeyHeader, keySourceHeader, sessionHeader, waitPreference } from "@/lib/gateway/gateway-request";
 import type { InvokeResult, KeySource } from "@/lib/idempotency/engine";
 import { InvalidKeyError, isIdemgateError } from "@/lib/idempotency/errors";
 import { publicOutcomeNote } from "@/lib/idempotency/outcome-note";
