@@ -1,7 +1,8 @@
+import type { z } from "zod";
 import type { TokenPrincipal } from "@/lib/auth/api-tokens";
-import { MAX_WAIT_MS, type KeySource } from "@/lib/idempotency/engine";
-import type { HeaderSource } from "@/lib/http/answer";
-import { badRequest } from "@/lib/http/problem";
+import { MAX_WAIT_MS, type InvokeRequest, type KeySource } from "@/lib/idempotency/engine";
+import type { HeaderSource, HttpAnswer } from "@/lib/http/answer";
+import { badRequest, problemAnswer } from "@/lib/http/problem";
 import { readJsonBody } from "@/lib/http/read-body";
 
 // A gateway request as its handlers (routes.ts) read it, and the one place the gateway's request
@@ -20,6 +21,14 @@ export interface GatewayRequest {
 /** A Fetch request (the App Router's) as a gateway request. */
 export function gatewayRequest(request: Request): GatewayRequest {
   return { headers: request.headers, json: () => readJsonBody(request), query: () => new URL(request.url).searchParams };
+}
+
+/** A JSON body checked against its schema; a body that does not match is a 400 `invalid_request` naming each issue. */
+export function parsedBody<S extends z.ZodType>(schema: S, raw: unknown, what: string): z.output<S> {
+  const out = schema.safeParse(raw ?? {});
+  if (out.success) return out.data;
+  const summary = out.error.issues.map((i) => `${i.path.length ? i.path.join(".") : "(body)"}: ${i.message}`).join("; ");
+  throw badRequest("invalid_request", `invalid ${what} body: ${summary}`);
 }
 
 const SESSION_PATTERN = /^[\x21-\x7e]{1,200}$/;
@@ -90,4 +99,48 @@ export function waitPreference(headers: HeaderSource): number | null {
     }
   }
   return null;
+}
+
+/** What a call's headers say: its key, its session, who minted the key, and how long a duplicate may wait for a running call. */
+export interface CallHeaders {
+  key: string | null;
+  session: string | null;
+  keySource: KeySource;
+  /** `Prefer: wait=N`, when the call may wait (a write) and asked to */
+  waitSeconds: number | null;
+}
+
+/** Reads a call's headers, in the order their errors are answered: key, session, key source, then Prefer. */
+export function callHeaders(headers: HeaderSource, principal: TokenPrincipal, mayWait: boolean): CallHeaders {
+  const key = idempotencyKeyHeader(headers);
+  const session = sessionHeader(headers);
+  const keySource = keySourceHeader(headers, principal);
+  return { key, session, keySource, waitSeconds: mayWait ? preferredWaitSeconds(headers) : null };
+}
+
+/** The engine's request for a call of the token's scope with these headers and arguments. */
+export function callRequest(call: CallHeaders, principal: TokenPrincipal, args: unknown): InvokeRequest {
+  return {
+    scope: principal.scope,
+    key: call.key,
+    args,
+    session: call.session,
+    caller: principal.tokenId,
+    keySource: call.keySource,
+    waitMs: call.waitSeconds === null ? undefined : call.waitSeconds * 1000,
+  };
+}
+
+/**
+ * The answer of a call that asked to wait, with `Preference-Applied: wait=N`: the preference was
+ * honoured whatever the answer, so results and problems alike say so.
+ */
+export async function waitApplied(waitSeconds: number, instance: string, answer: () => Promise<HttpAnswer>): Promise<HttpAnswer> {
+  let out: HttpAnswer;
+  try {
+    out = await answer();
+  } catch (err) {
+    out = problemAnswer(err, instance);
+  }
+  return { ...out, headers: { ...out.headers, "Preference-Applied": `wait=${waitSeconds}` } };
 }

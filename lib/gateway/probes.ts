@@ -13,7 +13,7 @@ import { carryOutDecision, recordDecided, writeDecision } from "@/lib/operator/k
 import { cursorSeal } from "@/lib/operator/list-cursor";
 import { resultTtlMs } from "@/lib/operator/resolve-key";
 import type { Runtime } from "@/lib/server/runtime";
-import type { GatewayRequest } from "./gateway-request";
+import { parsedBody, type GatewayRequest } from "./gateway-request";
 
 // Probes of held calls of tools that run in their caller's process (DESIGN.md § "Tools that run
 // where they live", "Probes where the tool lives"): only the application can ask its provider
@@ -52,13 +52,6 @@ export const answerBody = z.discriminatedUnion("outcome", [
   z.strictObject({ claim: claimId, outcome: z.literal("not_applied"), note: z.string().max(1_000).optional() }),
   z.strictObject({ claim: claimId, outcome: z.literal("unknown"), note: z.string().max(1_000).optional() }),
 ]);
-
-function parsed<S extends z.ZodType>(schema: S, raw: unknown, what: string): z.output<S> {
-  const out = schema.safeParse(raw ?? {});
-  if (out.success) return out.data;
-  const summary = out.error.issues.map((i) => `${i.path.length ? i.path.join(".") : "(body)"}: ${i.message}`).join("; ");
-  throw badRequest("invalid_request", `invalid ${what} body: ${summary}`);
-}
 
 /** A held call as the probe API shows it. */
 export interface HeldCall {
@@ -183,7 +176,7 @@ function claimedUntil(until: Date, nowMs: number, detail: string): ProbeClaimedE
 /** POST /api/v1/executions/{executionId}/probe/claim */
 export async function claimProbe(request: GatewayRequest, executionId: string, principal: TokenPrincipal, runtime: Runtime): Promise<HttpAnswer> {
   const raw = await request.json();
-  const body = parsed(claimBody, raw, "claim");
+  const body = parsedBody(claimBody, raw, "claim");
   const row = await executionOf(executionId, principal, runtime);
   const nowMs = Date.now();
   const record = await recordOf(row, runtime);
@@ -223,7 +216,7 @@ export function probeActor(tokenId: string, holder: string | null): string {
 /** POST /api/v1/executions/{executionId}/probe/answer */
 export async function answerProbe(request: GatewayRequest, executionId: string, principal: TokenPrincipal, runtime: Runtime): Promise<HttpAnswer> {
   const raw = await request.json();
-  const body = parsed(answerBody, raw, "answer");
+  const body = parsedBody(answerBody, raw, "answer");
   if (body.outcome === "applied" && (typeof raw !== "object" || raw === null || !Object.hasOwn(raw, "body"))) {
     throw badRequest("invalid_request", "invalid answer body: body: the result is required for applied (null for none)");
   }
