@@ -1,3 +1,5 @@
+import { readFileSync } from "node:fs";
+import path from "node:path";
 import { describe, expect, it, vi } from "vitest";
 import {
   ForbiddenError,
@@ -100,5 +102,18 @@ describe("the problem table", () => {
     expect(problemAnswer(new UnlistedError("x")).status).toBe(500);
     expect(logged).toHaveBeenCalledOnce();
     logged.mockRestore();
+  });
+
+  it("is what the server's own answers say, before any route runs (scripts/*.mjs cannot import it)", () => {
+    const root = path.resolve(import.meta.dirname, "../..");
+    const found: string[] = [];
+    for (const file of ["scripts/problem-answers.mjs", "scripts/connection-limits.mjs"]) {
+      for (const [, code, title, status] of readFileSync(path.join(root, file), "utf8").matchAll(/problem\("(\w+)", "([^"]+)", (\d+)/g)) {
+        found.push(code);
+        expect(isProblemCode(code), `${file}: ${code}`).toBe(true);
+        if (isProblemCode(code)) expect({ title, status: Number(status) }, `${file}: ${code}`).toEqual({ title: PROBLEMS[code].title, status: PROBLEMS[code].status });
+      }
+    }
+    expect(found).toEqual(expect.arrayContaining(["method_not_allowed", "headers_too_large", "request_timeout", "server_busy"]));
   });
 });
