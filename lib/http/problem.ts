@@ -1,11 +1,12 @@
 import { isConnectionFailure } from "@/lib/db/errors";
 import { isIdemgateError, NotFoundError } from "@/lib/idempotency/errors";
-import { isProblemCode, PROBLEM_CODES as CODES, PROBLEMS, type ProblemCode, type ProblemEntry } from "@/lib/problems/problems";
+import { isProblemCode, PROBLEMS, type ProblemEntry } from "@/lib/problems/problems";
 import { toResponse, type HttpAnswer } from "./answer";
 import { ForbiddenError, InvalidHeaderError, InvalidJsonError, InvalidRequestError, UnauthorizedError } from "./http-errors";
 
 export * from "./http-errors";
-export type { ProblemHeader } from "@/lib/problems/problems";
+// the table itself is lib/problems/problems.ts
+export { PROBLEM_CODES, type ProblemHeader } from "@/lib/problems/problems";
 
 export const unauthorized = (detail = "send an API token as `Authorization: Bearer <token>`") => new UnauthorizedError(detail);
 export const forbidden = (detail: string) => new ForbiddenError(detail);
@@ -16,9 +17,6 @@ export const badRequest = (code: keyof typeof BAD_REQUESTS, detail: string) => n
 
 /** A problem type as the gateway answers it: the table's entry (lib/problems). */
 export type ProblemType = ProblemEntry;
-
-/** Every problem code; the table itself is lib/problems/problems.ts. */
-export const PROBLEM_CODES: readonly ProblemCode[] = CODES;
 
 /** The problem type of a code; own entries only ("constructor" or "__proto__" is no problem type). */
 export function problemInfo(code: string): ProblemType | undefined {
