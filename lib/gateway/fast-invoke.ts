@@ -17,18 +17,19 @@ function pathPattern(route: GatewayRoute): RegExp {
   return new RegExp(`^${source}(?:\\?[^#]*)?$`);
 }
 
-/** The gateway's routes (routes.ts) as this path matches them. */
-const ROUTES: { method: string; path: RegExp; handler: GatewayHandler }[] = Object.values(GATEWAY_ROUTES).map((route: GatewayRoute) => ({
-  method: route.method,
-  path: pathPattern(route),
-  handler: route.handle,
-}));
+/**
+ * The gateway's routes (routes.ts) this path serves: its POSTs, whose answers are short. A GET (the
+ * held calls' listing) is left to Next.js, which compresses a long listing for a client that asks.
+ */
+const ROUTES: { path: RegExp; handler: GatewayHandler }[] = Object.values(GATEWAY_ROUTES)
+  .filter((route: GatewayRoute) => route.method === "POST")
+  .map((route: GatewayRoute) => ({ path: pathPattern(route), handler: route.handle }));
 
 /** What is read of a refused body before answering, so the client reads the answer; beyond it the connection closes. */
 const DRAIN_LIMITS = { maxBytes: 8 * 1024 * 1024, maxMs: 5_000 };
 
 /**
- * The gateway's routes (routes.ts: POST /api/v1/tools/{tool}/invoke, the reservation API, the probe
+ * The gateway's POST routes (routes.ts: /api/v1/tools/{tool}/invoke, the reservation API, the probe
  * API, the client replays) answered straight from node:http: the same token check and handler as
  * their App Router routes (app-route.ts), without the framework's routing and without building Fetch
  * requests and responses, which cost more than the call itself (docs/benchmarks.md). The server
@@ -44,9 +45,8 @@ export function handleInvoke(req: IncomingMessage, res: ServerResponse): boolean
 
 /** The gateway route a request names, with its path parameter decoded; null when it names none (or one not validly percent-encoded). */
 export function matchRoute(method: string, url: string): { handler: GatewayHandler; segment: string } | null {
-  if (method !== "POST" && method !== "GET") return null;
+  if (method !== "POST") return null;
   for (const route of ROUTES) {
-    if (route.method !== method) continue;
     const match = route.path.exec(url);
     if (!match) continue;
     try {

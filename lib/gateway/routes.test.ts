@@ -23,11 +23,11 @@ describe("the gateway's routes", () => {
     expect(paramName(route) === null).toBe(!route.path.includes("{"));
   });
 
-  it("are the routes the fast path takes, by method and path, with or without a query", () => {
+  it("are, for their POSTs, the routes the fast path takes, with or without a query; a GET is left to Next.js", () => {
     for (const route of Object.values(GATEWAY_ROUTES)) {
       const url = route.path.replace(/\{\w+\}/, "a.b");
-      expect(taken(route.method, url), `${route.method} ${url}`).toBe(true);
-      expect(taken(route.method, `${url}?limit=5`), `${route.method} ${url}?limit=5`).toBe(true);
+      expect(taken(route.method, url), `${route.method} ${url}`).toBe(route.method === "POST");
+      expect(taken(route.method, `${url}?limit=5`), `${route.method} ${url}?limit=5`).toBe(route.method === "POST");
       expect(taken(route.method === "GET" ? "POST" : "GET", url), `other method: ${url}`).toBe(false);
       expect(taken(route.method, `${url}/more`), `${url}/more`).toBe(false);
     }

@@ -19,7 +19,7 @@ export interface GatewayRoute {
 
 /**
  * The gateway's routes for API-token callers, each in one place: the node:http fast path
- * (fast-invoke.ts) matches requests against this table, and each route's App Router file
+ * (fast-invoke.ts) serves the POSTs of this table, and each route's App Router file
  * (app/api/v1/…/route.ts) is `export const POST = appRoute("<name>")` (app-route.ts). A new route is
  * an entry here and that one-line route file; routes.test.ts checks that the two agree.
  */
