@@ -1,12 +1,11 @@
 "use client";
 
-import { useMutation } from "@tanstack/react-query";
 import { useRouter } from "next/navigation";
 import { useState } from "react";
 import clsx from "clsx";
 import { ReasonDialog } from "@/components/ui/reason-dialog";
 import { buttonClass } from "@/components/ui/styles";
-import { apiFetch } from "@/lib/console/api";
+import { usePauseTool } from "@/lib/console/queries/tools";
 
 export interface PauseState {
   tool: string;
@@ -26,12 +25,9 @@ export function PausePanel({ state, canPause }: { state: PauseState; canPause: b
   const router = useRouter();
   const [open, setOpen] = useState(false);
   const verb = state.paused ? "resume" : "pause";
-  const mutation = useMutation({
-    mutationFn: (reason: string) => apiFetch(`/api/v1/tools/${encodeURIComponent(state.tool)}/${verb}`, { method: "POST", json: { reason } }),
-    onSuccess: () => {
-      setOpen(false);
-      router.refresh();
-    },
+  const mutation = usePauseTool(state.tool, verb, () => {
+    setOpen(false);
+    router.refresh();
   });
   const close = () => {
     setOpen(false);

@@ -1,3 +1,4 @@
+import { PAUSED_RETRY_AFTER_SECONDS } from "@/lib/problems/problems";
 import { IdemgateError, UnavailableError } from "./errors";
 import type { KeyStore } from "./key-store";
 import { stateOf, type KeyRecord } from "./record";
@@ -19,8 +20,7 @@ export interface ToolPause {
   source: "operator" | "config";
 }
 
-/** How long a caller is asked to wait before trying a paused tool again (Retry-After, seconds). */
-export const PAUSED_RETRY_AFTER_SECONDS = 30;
+export { PAUSED_RETRY_AFTER_SECONDS };
 
 /** Each process reads the paused tools this often, so a pause holds everywhere within a second. */
 export const PAUSE_REFRESH_MS = 250;
@@ -33,6 +33,8 @@ export class ToolPausedError extends IdemgateError {
     super(`${pause.tool} is paused by an operator: ${pause.reason}. Nothing ran and nothing was reserved; send the call again with the same key once the tool is resumed`);
     this.tool = pause.tool;
     this.reason = pause.reason;
+    // the answer says which tool, why and since when (lib/http/problem.ts)
+    this.problem = { members: { tool: pause.tool, reason: pause.reason, ...(pause.pausedAtMs !== null ? { pausedAt: new Date(pause.pausedAtMs).toISOString() } : {}) } };
   }
 }
 

@@ -1,4 +1,4 @@
-import { problemInfo } from "@/lib/http/problem";
+import { PROBLEMS, type ProblemCode } from "@/lib/problems/problems";
 import { problemSchema, toJsonSchema, toolListSchema, type JsonSchema, type ToolDescription } from "./api-schemas";
 
 export type OpenApiDocument = Record<string, unknown> & { openapi: "3.1.0"; paths: Record<string, Record<string, unknown>> };
@@ -7,7 +7,7 @@ const PROBLEM_REF = { $ref: "#/components/schemas/Problem" };
 
 /**
  * The problem types (`/problems/<code>`) each operation can answer with. Their statuses, titles and
- * headers are read from the one problem table (lib/http/problem.ts) that the gateway answers from,
+ * headers are read from the one problem table (lib/problems/problems.ts) that the gateway answers from,
  * so the document cannot state another status or another Retry-After than the gateway sends.
  */
 export const OPERATION_PROBLEMS = {
@@ -30,7 +30,7 @@ export const OPERATION_PROBLEMS = {
   ],
   run: ["invalid_request", "invalid_cursor", "unauthorized", "forbidden", "not_found", "internal", "unavailable"],
   replays: ["invalid_json", "invalid_request", "unauthorized", "forbidden", "payload_too_large", "unsupported_media_type", "internal", "unavailable"],
-} as const satisfies Record<string, readonly string[]>;
+} as const satisfies Record<string, readonly ProblemCode[]>;
 
 type OperationKind = keyof typeof OPERATION_PROBLEMS;
 
@@ -40,11 +40,10 @@ function headerSchema(value: string) {
 }
 
 /** status -> the problem types of this operation answered with it, in table order */
-function problemsByStatus(kind: OperationKind): Map<number, string[]> {
-  const byStatus = new Map<number, string[]>();
+function problemsByStatus(kind: OperationKind): Map<number, ProblemCode[]> {
+  const byStatus = new Map<number, ProblemCode[]>();
   for (const code of OPERATION_PROBLEMS[kind]) {
-    const info = problemInfo(code);
-    if (!info) throw new Error(`no problem type ${code} in lib/http/problem.ts`);
+    const info = PROBLEMS[code];
     for (const status of [info.status, ...(info.otherStatuses ?? [])]) byStatus.set(status, [...(byStatus.get(status) ?? []), code]);
   }
   return new Map([...byStatus].sort(([a], [b]) => a - b));
@@ -58,7 +57,7 @@ function errorResponses(kind: OperationKind): Record<string, unknown> {
     // described once per type, its schema the values they send
     const sent = new Map<string, { code: string; value: string; description: string }[]>();
     for (const code of codes) {
-      for (const [name, h] of Object.entries(problemInfo(code)!.headers ?? {})) sent.set(name, [...(sent.get(name) ?? []), { code, ...h }]);
+      for (const [name, h] of Object.entries(PROBLEMS[code].headers ?? {})) sent.set(name, [...(sent.get(name) ?? []), { code, ...h }]);
     }
     const headers: Record<string, unknown> = {};
     for (const [name, all] of sent) {
@@ -69,7 +68,7 @@ function errorResponses(kind: OperationKind): Record<string, unknown> {
       };
     }
     out[`${kind}${status}`] = {
-      description: codes.map((c) => `${problemInfo(c)!.title} (/problems/${c})`).join("; "),
+      description: codes.map((c) => `${PROBLEMS[c].title} (/problems/${c})`).join("; "),
       ...(Object.keys(headers).length ? { headers } : {}),
       content: { "application/problem+json": { schema: PROBLEM_REF } },
     };
