@@ -29,7 +29,7 @@ const byProject = { embedded, servers, "redis-down": redisDown };
 
 // The specs whose behaviour depends on the stores, run on both configurations; plus, from the
 // others, the tests tagged @both-stores (a console smoke test).
-const BOTH_CONFIGURATIONS = /(gateway|unknown|status|security|config-file|config-reload|tokens|webhooks|audit|search|saved-views)\.spec\.ts/;
+const BOTH_CONFIGURATIONS = /(gateway|unknown|status|security|config-file|config-reload|tokens|webhooks|audit|search|saved-views|runs)\.spec\.ts/;
 // UI-only specs run on "servers" alone, which balances the two workers: the accessibility scan
 // (every page at two widths) and the docs pages.
 const SERVERS_ONLY = /(accessibility|docs)\.spec\.ts/;

@@ -27,6 +27,7 @@ import type { KeyRecord, StoredResult } from "./record";
 import { DuplicateRate } from "./duplicate-rate";
 import type { ReplayCache } from "./replay-cache";
 import { isOverLimitResult, type ScopeResultLimit } from "./scope-result-limit";
+import { answerWhilePaused, pauseOf, type PausedTools } from "./paused-tools";
 import { DEFAULT_POLICY, isAbandonCall, isFinalToolError, isNotRunError, isOutcomeUnknown, leaseMarginMs, type RunTool, type ToolPolicy, type ToolResult } from "./tool";
 
 export interface InvokeRequest {
@@ -112,6 +113,8 @@ export interface EngineOptions {
   replayReads?: "adaptive" | "always" | "never";
   /** the per-scope limit on stored result bytes: a result over it is stored as a placeholder */
   scopeResultLimit?: ScopeResultLimit | null;
+  /** the tools operators paused: their new first executions are refused before anything is reserved */
+  pausedTools?: PausedTools | null;
 }
 
 /** A replay a client answered from its own cache of done results, reported afterwards for the audit log. */
@@ -186,8 +189,10 @@ export class Engine {
   private readonly replayReads: "adaptive" | "always" | "never";
   private readonly duplicateRate = new DuplicateRate();
   private readonly scopeResultLimit: ScopeResultLimit | null;
+  readonly pausedTools: PausedTools | null;
 
   constructor(options: EngineOptions) {
+    this.pausedTools = options.pausedTools ?? null;
     this.scopeResultLimit = options.scopeResultLimit ?? null;
     this.maxWaiters = options.maxWaiters ?? DEFAULT_MAX_WAITERS;
     this.maxWaitersPerScope = Math.min(this.maxWaiters, options.maxWaitersPerScope ?? Math.max(1, Math.floor(this.maxWaiters * SCOPE_WAITERS_SHARE)));
@@ -400,6 +405,11 @@ export class Engine {
   private async reserveKey(call: CallContext, mayWait = false): Promise<{ token: number } | { running: KeyRecord } | InvokeResult> {
     const { tool } = call;
     let begun: BeginOutcome;
+    const pause = pauseOf(tool, this.pausedTools);
+    if (pause) {
+      const held = await answerWhilePaused(this.store, call, pause);
+      return held.kind === "conflict" && mayWait ? { running: held.record } : this.suppressed(held.kind, held.record, call);
+    }
     const t0 = performance.now();
     if (this.replayReads === "always" || (this.replayReads === "adaptive" && this.duplicateRate.mostlyDuplicates(tool.name))) {
       // a failed read is no answer: begin below decides, and reports the store if it is down

@@ -242,6 +242,11 @@ function errorResult(err: unknown, tool: string, waitSeconds: number | null): Ca
         `A call with this idempotency key is still in progress${waitSeconds ? ` (waited ${waitSeconds} s for it)` : ""}; nothing was run again. ` +
         `Call again later with the same key to get its result; do not use a new key for the same action.`;
       break;
+    case "tool_paused":
+      body.detail =
+        `${tool} is paused by an operator${typeof body.reason === "string" ? ` (${body.reason})` : ""}: nothing was run and nothing was reserved. ` +
+        `Do not do this action another way; call again with the same key once the tool is resumed.`;
+      break;
     case "outcome_unknown":
       body.detail =
         `The outcome of this action is unknown${outcomeNote(err)}: it may have happened. The key is held: calling again with it will not run the action ` +

@@ -39,7 +39,8 @@ export type ProblemCode =
   | "internal"
   | "tool_failed"
   | "server_busy"
-  | "unavailable";
+  | "unavailable"
+  | "tool_paused";
 
 /** Whether the same request may simply be sent again: what the problem pages say, and what the clients do. */
 export type RetryRule = "yes" | "after Retry-After" | "no" | "with changes";
@@ -73,6 +74,9 @@ export const CONFLICT_RETRY_AFTER_MS = 1_000;
 const CONFLICT_RETRY_AFTER_SECONDS = Math.max(1, Math.ceil(CONFLICT_RETRY_AFTER_MS / 1000));
 
 /** How long a 503 asks the caller to wait: a restarting database or store is back in seconds. */
+/** How long a caller of a paused tool is asked to wait before trying again (Retry-After, seconds). */
+export const PAUSED_RETRY_AFTER_SECONDS = 30;
+
 const UNAVAILABLE_RETRY_AFTER_SECONDS = 2;
 
 const ENTRIES = {
@@ -330,6 +334,20 @@ const ENTRIES = {
     retry: "yes",
     happened: "The key store or the audit log could not be reached. Idemgate fails closed: nothing ran, so no side effect can happen without its record.",
     todo: "Retry later with the same key, with backoff. Operators: see the Status page.",
+  },
+  tool_paused: {
+    status: 503,
+    title: "Tool paused by an operator",
+    headers: {
+      "Retry-After": {
+        value: String(PAUSED_RETRY_AFTER_SECONDS),
+        description: `always ${PAUSED_RETRY_AFTER_SECONDS} (seconds): nothing ran and nothing was reserved; an operator paused the tool (\`reason\` says why) and resumes it when it is safe, so a client does not retry on its own`,
+      },
+    },
+    retry: "no",
+    happened:
+      "An operator paused this write tool (`reason` says why, `pausedAt` since when): its new calls are refused before anything is reserved, so nothing ran and the key is as it was. A retry of a key that already has a result still gets it; reads go on.",
+    todo: "Treat the call as not applied: do not run the action another way. Send it again with the same key once the tool is resumed (an operator resumes it from the console, the API or `idemgate tool resume`).",
   },
 } satisfies Record<ProblemCode, ProblemEntry>;
 

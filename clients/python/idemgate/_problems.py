@@ -51,6 +51,7 @@ PROBLEMS: Dict[str, ProblemInfo] = {
     "stale_token": ProblemInfo("stale_token", 409, "Reservation no longer held", "no", False),
     "stuck": ProblemInfo("stuck", 409, "Key stuck: an operator must decide", "no", False),
     "tool_failed": ProblemInfo("tool_failed", 502, "Tool failed", "yes", True),
+    "tool_paused": ProblemInfo("tool_paused", 503, "Tool paused by an operator", "no", False),
     "unauthorized": ProblemInfo("unauthorized", 401, "Authentication required", "with changes", False),
     "unavailable": ProblemInfo("unavailable", 503, "Service unavailable", "yes", True),
     "unknown_tool": ProblemInfo("unknown_tool", 404, "Unknown tool", "no", False),
@@ -229,6 +230,12 @@ class ToolFailedError(IdemgateError):
     problem_code = "tool_failed"
 
 
+class ToolPausedError(IdemgateError):
+    """503 ``/problems/tool_paused``: Tool paused by an operator. Retry: no."""
+
+    problem_code = "tool_paused"
+
+
 class UnauthorizedError(IdemgateError):
     """401 ``/problems/unauthorized``: Authentication required. Retry: with changes."""
 
@@ -284,6 +291,7 @@ PROBLEM_CLASSES: Dict[str, Type[IdemgateError]] = {
     "stale_token": StaleTokenError,
     "stuck": StuckError,
     "tool_failed": ToolFailedError,
+    "tool_paused": ToolPausedError,
     "unauthorized": UnauthorizedError,
     "unavailable": UnavailableError,
     "unknown_tool": UnknownToolError,
@@ -323,6 +331,7 @@ __all__ = [
     "StaleTokenError",
     "StuckError",
     "ToolFailedError",
+    "ToolPausedError",
     "UnauthorizedError",
     "UnavailableError",
     "UnknownToolError",

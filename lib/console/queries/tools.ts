@@ -26,3 +26,14 @@ export function useInvokeTool(tool: string, onAnswered: (exchange: GatewayExchan
     },
   });
 }
+
+/**
+ * Pauses or resumes a write tool with the operator's reason. The tool page is rendered on the
+ * server, so `onDone` refreshes it (nothing of it is in the query cache).
+ */
+export function usePauseTool(tool: string, verb: "pause" | "resume", onDone: () => void) {
+  return useMutation({
+    mutationFn: (reason: string) => apiFetch(`/api/v1/tools/${encodeURIComponent(tool)}/${verb}`, { method: "POST", json: { reason } }),
+    onSuccess: onDone,
+  });
+}

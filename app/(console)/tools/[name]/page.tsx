@@ -13,6 +13,9 @@ import { requireOperator } from "@/lib/auth/require-operator";
 import { getToolPage } from "@/lib/console/get-tool-page";
 import { metadataParam, pageParam } from "@/lib/console/page-param";
 import { getRuntime } from "@/lib/server/runtime";
+import { PausePanel } from "@/components/tools/pause-panel";
+import { can } from "@/lib/auth/roles";
+import { toolPause } from "@/lib/operator/pause-tool";
 
 export const dynamic = "force-dynamic";
 
@@ -27,12 +30,14 @@ export async function generateMetadata({ params }: Props): Promise<Metadata> {
 export default async function ToolPage({ params, searchParams }: Props) {
   const operator = await requireOperator();
   const name = pageParam((await params).name);
-  const page = name === null ? null : await getToolPage(await getRuntime(), name, (await searchParams).window, operator.role);
+  const runtime = await getRuntime();
+  const page = name === null ? null : await getToolPage(runtime, name, (await searchParams).window, operator.role);
   if (page === null) notFound();
 
   return (
     <div className="space-y-6">
       <ToolHeader page={page} />
+      {page.tool.kind === "write" && <PausePanel state={await toolPause(runtime, page.tool.name)} canPause={can(operator.role, "pause_tools")} />}
       <SummaryPanel page={page} />
       <CallsPanel page={page} />
       <div className="grid gap-6 lg:grid-cols-[3fr_2fr] lg:items-start">
