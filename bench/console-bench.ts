@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import { Redis } from "ioredis";
 import pg from "pg";
 import { listAnomalies } from "@/lib/anomalies/anomalies";
+import { readRunCalls } from "@/lib/audit/run-calls";
 import { getToolStats, getToolTotals, STATS_WINDOWS } from "@/lib/audit/tool-stats";
 import { openDatabase, type Database } from "@/lib/db/database";
 import type { KeyStore, ListQuery } from "@/lib/idempotency/key-store";
@@ -96,6 +97,14 @@ const QUERIES: Query[] = [
     auditScale: true,
   })),
   { name: "anomalies page (50), open", stores: "audit", run: (d) => listAnomalies(d.db.prisma, { status: "open", limit: 50 }) },
+  // issue 41: a run's first page from the session indexes (the seed gives a session one call in 1,000)
+  {
+    name: "run page (100), first page of one session's calls",
+    stores: "audit",
+    run: (d) => readRunCalls(d.db.prisma, { session: "sess-500", scope: "scope-0", limit: 100 }),
+    target: "p95 < 150 ms",
+    auditScale: true,
+  },
 ];
 
 /**

@@ -320,6 +320,31 @@ describe("token", () => {
   });
 });
 
+describe("tool pause and resume", () => {
+  it("pauses a write tool with a reason and resumes it, both in the audit trail; a read, an unknown tool or no reason is a readable error", async () => {
+    expectReadableError(await idemgate(["tool", "pause", "payments.charge"], db()), /required option '--reason <text>' not specified/);
+    expectReadableError(await idemgate(["tool", "pause", "payments.nothing", "--reason", "provider incident"], db()), /no tool named "payments.nothing"/);
+    expectReadableError(await idemgate(["tool", "pause", "payments.list_charges", "--reason", "provider incident"], db()), /payments.list_charges is a read/);
+    expectReadableError(await idemgate(["tool", "resume", "payments.charge", "--reason", "not paused yet"], db()), /payments.charge is not paused/);
+
+    const paused = await idemgate(["tool", "pause", "payments.charge", "--reason", "provider incident", "--json"], db());
+    expect(paused.code).toBe(0);
+    expect(JSON.parse(paused.stdout)).toMatchObject({ tool: "payments.charge", paused: true, reason: "provider incident", source: "operator" });
+    expect((await admin((c) => c.query(`SELECT tool, reason FROM paused_tools`), database)).rows).toEqual([{ tool: "payments.charge", reason: "provider incident" }]);
+
+    const resumed = await idemgate(["tool", "resume", "payments.charge", "--reason", "provider fixed it"], db());
+    expect(resumed.code).toBe(0);
+    expect(resumed.stdout).toContain("Resumed payments.charge");
+    expect((await admin((c) => c.query(`SELECT tool FROM paused_tools`), database)).rows).toEqual([]);
+    const trail = await admin((c) => c.query(`SELECT actor, action, reason FROM operator_actions WHERE action LIKE 'tool_%' ORDER BY at`), database);
+    const actor = `cli:${os.userInfo().username}@${os.hostname()}`;
+    expect(trail.rows).toEqual([
+      { actor, action: "tool_pause", reason: "provider incident" },
+      { actor, action: "tool_resume", reason: "provider fixed it" },
+    ]);
+  });
+});
+
 describe("operator create", () => {
   it("reads the password from a pipe (first line) and creates the operator", async () => {
     const run = await idemgate(["operator", "create", "--email", "Ops@Example.com", "--role", "viewer"], { ...db(), stdin: "a-long-enough-password\nignored\n" });

@@ -9,6 +9,7 @@ import { seedCommand } from "./commands/seed";
 import { simulateCommand } from "./commands/simulate";
 import { storeCommand } from "./commands/store";
 import { tokenCommand } from "./commands/token";
+import { toolCommand } from "./commands/tool";
 import { describeError } from "./errors";
 
 /** The command table, in the order `idemgate --help` lists it. */
@@ -18,6 +19,7 @@ const COMMANDS: (() => Command)[] = [
   migrateCommand,
   seedCommand,
   keyCommand,
+  toolCommand,
   storeCommand,
   reconcileCommand,
   simulateCommand,

@@ -12,6 +12,7 @@ import { currentOperator } from "@/lib/auth/session";
 export const NAV_ITEMS: { href: string; label: string; permission?: Permission }[] = [
   { href: "/", label: "Overview" },
   { href: "/keys", label: "Keys" },
+  { href: "/runs", label: "Runs" },
   { href: "/tools", label: "Tools" },
   { href: "/anomalies", label: "Anomalies" },
   { href: "/webhooks", label: "Webhooks" },

@@ -139,6 +139,7 @@ test("the same on Anomalies, and a view is deleted after a confirmation", async 
   await expect(row).toBeVisible();
   await saveView(page, anomaliesView);
   await expect(page.getByTestId("save-view-dialog")).toHaveCount(0);
+  await expect(page.getByTestId("views-notice")).toHaveText(`Saved view ${anomaliesView}`);
 
   // the Keys view is not on this page's list
   await page.getByTestId("views-button").click();

@@ -4,7 +4,10 @@
 //     tests are left out: they sit at the top of the graph, nothing imports them);
 //  3. no component imports from app/ (server actions and helpers live in lib/);
 //  4. every Playwright spec takes `test` from e2e/fixtures.ts, whose check fails a test on any error
-//     in the browser's console.
+//     in the browser's console;
+//  5. the console's data goes through lib/console/queries/: no other file imports @tanstack/react-query
+//     (but components/providers.tsx, which holds the query client) or calls apiFetch, and a query key
+//     is built only by its factory (lib/console/queries/query-keys.ts).
 // Exits non-zero and names each offence.
 import { readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
@@ -59,6 +62,19 @@ for (const [from, deps] of Object.entries(graph)) {
   for (const to of deps) if (to.startsWith("app/")) problems.push(`component imports from app/: ${from} -> ${to}`);
 }
 
+const QUERIES = "lib/console/queries/";
+const REACT_QUERY_HOLDERS = new Set(["components/providers.tsx"]);
+for (const file of Object.keys(graph)) {
+  if (isTest(file)) continue;
+  const text = readFileSync(path.join(ROOT, file), "utf8");
+  const inQueries = file.startsWith(QUERIES);
+  if (!inQueries && !REACT_QUERY_HOLDERS.has(file) && /from\s+["']@tanstack\/react-query["']/.test(text)) {
+    problems.push(`${file} imports @tanstack/react-query: console data goes through a hook of ${QUERIES}`);
+  }
+  if (!inQueries && file !== "lib/console/api.ts" && /\bapiFetch\b/.test(text)) problems.push(`${file} calls apiFetch: console data goes through a hook of ${QUERIES}`);
+  if (file !== `${QUERIES}query-keys.ts` && /queryKey:\s*\[/.test(text)) problems.push(`${file} writes a query key by hand: build it with consoleKeys (${QUERIES}query-keys.ts)`);
+}
+
 for (const file of readdirSync(path.join(ROOT, "e2e"))) {
   if (!/\.(spec|setup)\.ts$/.test(file)) continue;
   const text = readFileSync(path.join(ROOT, "e2e", file), "utf8");
@@ -71,4 +87,4 @@ if (problems.length) {
   console.error(`Layout check failed (${problems.length}):\n  ${problems.join("\n  ")}`);
   process.exit(1);
 }
-console.log(`Layout check: ${Object.keys(graph).length} files, no file or lib/ folder cycle, no component importing app/, every e2e spec on e2e/fixtures.ts`);
+console.log(`Layout check: ${Object.keys(graph).length} files, no file or lib/ folder cycle, no component importing app/, every e2e spec on e2e/fixtures.ts, console data only through ${QUERIES}`);

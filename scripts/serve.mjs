@@ -1,5 +1,6 @@
 // The production server: Next.js (console, API) behind a node:http server that answers the
-// gateway's hot route, POST /api/v1/tools/{tool}/invoke, itself (lib/gateway/fast-invoke.ts).
+// gateway's routes (lib/gateway/routes.ts: POST /api/v1/tools/{tool}/invoke and the reservation and
+// probe APIs) itself (lib/gateway/fast-invoke.ts).
 //   node scripts/serve.mjs [-p port] [-H hostname]      (needs a build: `next build`)
 // Without -p and -H it listens where PORT (default 3000) and HOST (default: every interface) say.
 import http from "node:http";

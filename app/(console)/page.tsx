@@ -4,10 +4,14 @@ import clsx from "clsx";
 import { HealthPill } from "@/components/health-pill";
 import { StateBadge } from "@/components/keys/state-badge";
 import { ToolActivity } from "@/components/overview/tool-activity";
+import { PausedTools } from "@/components/overview/paused-tools";
+import { HeldRuns } from "@/components/overview/held-runs";
+import { listRecentRuns } from "@/lib/console/get-run";
 import { requireOperator } from "@/lib/auth/require-operator";
 import { formatCount, formatTimestamp } from "@/lib/console/format";
 import { getOverview } from "@/lib/console/get-overview";
 import { getRuntime } from "@/lib/server/runtime";
+import { pausedToolsNow } from "@/lib/operator/pause-tool";
 
 export const dynamic = "force-dynamic";
 export const metadata: Metadata = { title: "Overview" };
@@ -22,7 +26,12 @@ const STATES = [
 
 export default async function OverviewPage() {
   await requireOperator();
-  const overview = await getOverview(await getRuntime());
+  const runtime = await getRuntime();
+  const [overview, heldRuns] = await Promise.all([
+    getOverview(runtime),
+    // a held call waits for a decision however old its run: a week of runs
+    listRecentRuns(runtime, { heldOnly: true, windowMs: 7 * 24 * 60 * 60 * 1000, limit: 10 }).catch(() => []),
+  ]);
   const { counts, activity, openAnomalies, health } = overview;
 
   return (
@@ -34,6 +43,9 @@ export default async function OverviewPage() {
         </div>
         <span className="text-xs text-faint">as of {formatTimestamp(overview.at)}</span>
       </div>
+
+      <PausedTools tools={pausedToolsNow(runtime)} />
+      <HeldRuns runs={heldRuns} />
 
       <section aria-labelledby="keys-heading">
         <h2 id="keys-heading" className="mb-3 text-xs font-medium tracking-wide text-muted uppercase">

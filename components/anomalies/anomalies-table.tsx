@@ -4,7 +4,8 @@ import clsx from "clsx";
 import Link from "next/link";
 import { keyHref } from "@/lib/console/api";
 import { formatRelative, formatTimestamp } from "@/lib/console/format";
-import { anomalyHref, typeInfo, type AnomalyView } from "./anomaly-types";
+import type { AnomalyView } from "@/lib/console/queries/anomalies";
+import { anomalyHref, typeInfo } from "./anomaly-types";
 import { AnomalyStatusBadge } from "./status-badge";
 
 export function AnomaliesTable({ items, nowMs, stale }: { items: AnomalyView[]; nowMs: number; stale: boolean }) {

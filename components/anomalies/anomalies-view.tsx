@@ -1,6 +1,5 @@
 "use client";
 
-import { keepPreviousData, useQuery, useQueryClient } from "@tanstack/react-query";
 import { CursorPager } from "@/components/ui/cursor-pager";
 import { parseAsArrayOf, parseAsString, parseAsStringLiteral, useQueryStates } from "nuqs";
 import { PollControl } from "@/components/keys/poll-control";
@@ -8,13 +7,13 @@ import { usePollInterval } from "@/components/keys/use-poll-interval";
 import { ExportLinks } from "@/components/ui/export-links";
 import { ProblemAlert } from "@/components/ui/problem-alert";
 import { SavedViewsMenu } from "@/components/saved-views/saved-views-menu";
-import { apiFetch } from "@/lib/console/api";
+import { useAnomalies, useAnomalyCounts, useReconcile } from "@/lib/console/queries/anomalies";
 import { AnomaliesEmpty } from "./anomalies-empty";
 import { AnomaliesFilters, STATUS_FILTERS } from "./anomalies-filters";
 import { AnomaliesTable } from "./anomalies-table";
-import { TYPES, type AnomalyPage } from "./anomaly-types";
+import { TYPES } from "./anomaly-types";
 import { OpenCounts } from "./open-counts";
-import { ReconcileButton, ReconcileOutcome, useReconcile } from "./reconcile-button";
+import { ReconcileButton, ReconcileOutcome } from "./reconcile-button";
 
 export const PAGE_SIZE = 50;
 
@@ -40,7 +39,6 @@ export function AnomaliesView(props: {
   const { status, type, tool, after } = filters;
   const cursor = after.length > 0 ? after[after.length - 1] : null;
   const [pollMs, setPollMs] = usePollInterval();
-  const queryClient = useQueryClient();
 
   const filter = new URLSearchParams();
   if (status !== "any") filter.set("status", status);
@@ -53,26 +51,9 @@ export function AnomaliesView(props: {
   // the filter as the page's URL says it (the default status, open, left out; "any" spelled out), as a saved view keeps it
   const filterQuery = new URLSearchParams([...(status !== "open" ? [["status", status]] : []), ...(type ? [["type", type]] : []), ...(tool ? [["tool", tool]] : [])]).toString();
 
-  const query = useQuery({
-    queryKey: ["anomalies", search],
-    queryFn: ({ signal }) => apiFetch<AnomalyPage>(`/api/v1/anomalies?${search}`, { signal }),
-    placeholderData: keepPreviousData,
-    refetchInterval: pollMs > 0 ? pollMs : false,
-    refetchIntervalInBackground: false,
-  });
-  const counts = useQuery({
-    queryKey: ["anomaly-counts"],
-    queryFn: () => props.loadCounts(),
-    initialData: props.initialCounts ?? undefined,
-    initialDataUpdatedAt: Date.now(),
-    refetchInterval: pollMs > 0 ? pollMs : false,
-    refetchIntervalInBackground: false,
-  });
-
-  const reconcile = useReconcile(() => {
-    void queryClient.invalidateQueries({ queryKey: ["anomalies"] });
-    void queryClient.invalidateQueries({ queryKey: ["anomaly-counts"] });
-  });
+  const query = useAnomalies(search, pollMs);
+  const counts = useAnomalyCounts(props.loadCounts, props.initialCounts, pollMs);
+  const reconcile = useReconcile();
 
   const items = query.data?.items ?? [];
   const filtered = status !== "open" || Boolean(type || tool);

@@ -1,6 +1,5 @@
 "use client";
 
-import { useQuery, useQueryClient } from "@tanstack/react-query";
 import Link from "next/link";
 import { useState } from "react";
 import { KeyActionDialog } from "@/components/keys/key-action-dialog";
@@ -8,10 +7,11 @@ import { JsonView } from "@/components/keys/json-view";
 import { StateBadge } from "@/components/keys/state-badge";
 import { ProblemAlert } from "@/components/ui/problem-alert";
 import { buttonClass } from "@/components/ui/styles";
-import { apiFetch, keyHref, keyPath } from "@/lib/console/api";
+import { keyHref } from "@/lib/console/api";
 import { formatRelative, formatTimestamp } from "@/lib/console/format";
-import type { KeyDetailView } from "@/lib/operator/present-key-detail";
-import { typeInfo, type AnomalyView } from "./anomaly-types";
+import { useAnomaly, type AnomalyView } from "@/lib/console/queries/anomalies";
+import { useKeyNow, type KeyNow } from "@/lib/console/queries/keys";
+import { typeInfo } from "./anomaly-types";
 import { EvidenceArguments } from "./evidence-arguments";
 import { EvidenceList, staleReasons } from "./evidence-list";
 import { StatusDialog, statusActionsFor, type TargetStatus } from "./status-dialog";
@@ -34,9 +34,6 @@ const NEXT: Record<string, TargetStatus[]> = {
  * One anomaly: what happened, the evidence, and what fixes the cause. Operators change its status
  * here and, for an orphan whose key is still reserved, release or resolve the key itself.
  */
-/** a key as the anomaly page shows it now: its state, and its reservation's token and execution (null when absent) */
-export type KeyNow = { state: string; token: number | null; executionId: string | null; prefill?: KeyDetailView["prefill"] };
-
 export function AnomalyDetailView(props: {
   initial: AnomalyView;
   /** the key now (not at detection): its state and its reservation's token; null when the anomaly has no key or the store did not answer */
@@ -47,30 +44,11 @@ export function AnomalyDetailView(props: {
   /** when the server read `initial`: relative times render the same on the server and in the browser */
   renderedAtMs: number;
 }) {
-  const queryClient = useQueryClient();
-  const anomalyKey = ["anomaly", props.initial.id];
-  const query = useQuery({
-    queryKey: anomalyKey,
-    queryFn: ({ signal }) => apiFetch<AnomalyView>(`/api/v1/anomalies/${encodeURIComponent(props.initial.id)}`, { signal }),
-    initialData: props.initial,
-    initialDataUpdatedAt: props.renderedAtMs,
-  });
+  const query = useAnomaly(props.initial, props.renderedAtMs);
   const a = query.data;
   const { scope, key } = a;
   const hasKey = scope !== null && key !== null;
-  const keyQueryKey = ["anomaly-key", scope, key];
-  const keyNow = useQuery({
-    queryKey: keyQueryKey,
-    queryFn: ({ signal }) =>
-      apiFetch<Pick<KeyDetailView, "state" | "record" | "prefill">>(keyPath(scope!, key!), { signal }).then(
-        (d): KeyNow => ({ state: d.state, token: d.record?.token ?? null, executionId: d.record?.executionId ?? null, prefill: d.prefill }),
-      ),
-    enabled: hasKey,
-    initialData: props.initialKey ?? undefined,
-    initialDataUpdatedAt: props.renderedAtMs,
-    // an inflight key becomes stuck on its own when its lease passes
-    refetchInterval: (q) => (q.state.data?.state === "inflight" ? 3_000 : false),
-  });
+  const keyNow = useKeyNow(scope, key, props.initialKey, props.renderedAtMs);
   const keyState = { data: keyNow.data?.state, error: keyNow.error };
 
   const [statusTarget, setStatusTarget] = useState<TargetStatus | null>(null);
@@ -232,9 +210,6 @@ export function AnomalyDetailView(props: {
           onClose={() => setStatusTarget(null)}
           onDone={(updated) => {
             setStatusTarget(null);
-            queryClient.setQueryData(anomalyKey, updated);
-            void queryClient.invalidateQueries({ queryKey: ["anomalies"] });
-            void queryClient.invalidateQueries({ queryKey: ["anomaly-counts"] });
             setNotice(
               <>
                 Now <strong>{updated.status}</strong>. Recorded with your reason in the{" "}
@@ -263,8 +238,6 @@ export function AnomalyDetailView(props: {
                 {message} {a.status !== "resolved" && "If that deals with the cause, mark this anomaly resolved."}
               </>,
             );
-            void queryClient.invalidateQueries({ queryKey: keyQueryKey });
-            void queryClient.invalidateQueries({ queryKey: ["key", scope, key] });
           }}
         />
       )}

@@ -1,5 +1,4 @@
 import type { AnomalyStatus } from "@/lib/anomalies/anomalies";
-import type { AnomalyArguments } from "@/lib/anomalies/anomaly-arguments";
 import type { AnomalyType } from "@/lib/anomalies/reconcile";
 
 // The lists are repeated here rather than imported: lib/anomalies pulls server code (Prisma,
@@ -94,35 +93,6 @@ export const TYPES = Object.keys(TYPE_INFO) as AnomalyType[];
 
 export function typeInfo(type: string): AnomalyTypeInfo {
   return (TYPE_INFO as Record<string, AnomalyTypeInfo>)[type] ?? { label: type, explanation: "", watches: "", todo: "", orphan: false };
-}
-
-/** An anomaly as the API answers it (dates as ISO strings). */
-export interface AnomalyView {
-  id: string;
-  type: string;
-  tool: string;
-  scope: string | null;
-  key: string | null;
-  status: string;
-  summary: string;
-  evidence: Record<string, unknown>;
-  detectedAt: string;
-  updatedAt: string;
-  /** the kept arguments of the executions the evidence names (GET /api/v1/anomalies/{id} only) */
-  arguments?: AnomalyArguments[];
-}
-
-export interface AnomalyPage {
-  items: AnomalyView[];
-  nextCursor: string | null;
-}
-
-/** What POST /api/v1/anomalies/reconcile answers. */
-export interface ReconcileResult {
-  examined: { executions: number; suppressions: number; effects: number };
-  backfilled: number;
-  flagged: number;
-  created: number;
 }
 
 export const anomalyHref = (id: string) => `/anomalies/${encodeURIComponent(id)}`;

@@ -2,7 +2,7 @@ import Link from "next/link";
 import { StateBadge } from "@/components/keys/state-badge";
 import { keyHref } from "@/lib/console/api";
 import { formatCount, formatDuration, formatRelative, formatTimestamp } from "@/lib/console/format";
-import type { AnomalyView } from "./anomaly-types";
+import type { AnomalyView } from "@/lib/console/queries/anomalies";
 
 interface Row {
   label: string;

@@ -1,21 +1,9 @@
 "use client";
 
-import { useMutation, type UseMutationResult } from "@tanstack/react-query";
 import { ProblemAlert } from "@/components/ui/problem-alert";
 import { buttonClass } from "@/components/ui/styles";
-import { apiFetch } from "@/lib/console/api";
 import { formatCount } from "@/lib/console/format";
-import type { ReconcileResult } from "./anomaly-types";
-
-type Reconcile = UseMutationResult<ReconcileResult, Error, void>;
-
-/** One reconciler pass now; the API records who asked for it in the audit trail. */
-export function useReconcile(onDone: () => void): Reconcile {
-  return useMutation({
-    mutationFn: () => apiFetch<ReconcileResult>("/api/v1/anomalies/reconcile", { method: "POST" }),
-    onSuccess: onDone,
-  });
-}
+import type { Reconcile } from "@/lib/console/queries/anomalies";
 
 export function ReconcileButton({ reconcile }: { reconcile: Reconcile }) {
   return (

@@ -1,9 +1,7 @@
 "use client";
 
-import { useMutation } from "@tanstack/react-query";
 import { ReasonDialog } from "@/components/ui/reason-dialog";
-import { apiFetch } from "@/lib/console/api";
-import type { AnomalyView } from "./anomaly-types";
+import { useAnomalyStatus, type AnomalyView } from "@/lib/console/queries/anomalies";
 
 export type TargetStatus = "acknowledged" | "resolved" | "open";
 
@@ -60,10 +58,7 @@ export function statusActionsFor(type: string): Record<TargetStatus, StatusCopy>
 /** Changes an anomaly's status after the operator says why; the API records both in the audit trail. */
 export function StatusDialog({ anomaly, target, onClose, onDone }: { anomaly: AnomalyView; target: TargetStatus; onClose: () => void; onDone: (a: AnomalyView) => void }) {
   const copy = statusActionsFor(anomaly.type)[target];
-  const mutation = useMutation({
-    mutationFn: (reason: string) => apiFetch<AnomalyView>(`/api/v1/anomalies/${encodeURIComponent(anomaly.id)}/status`, { method: "POST", json: { status: target, reason } }),
-    onSuccess: onDone,
-  });
+  const mutation = useAnomalyStatus(anomaly.id, target, onDone);
   return (
     <ReasonDialog
       title={copy.title}

@@ -1,25 +1,8 @@
 "use client";
 
-import { useMutation } from "@tanstack/react-query";
 import clsx from "clsx";
 import { buttonClass } from "@/components/ui/styles";
-import { apiFetch, keyPath } from "@/lib/console/api";
-import type { KeyView } from "@/lib/operator/present-key";
-
-/** What POST /api/v1/keys/{scope}/{key}/probe answers: the tool's word, and what Idemgate did with it. */
-export interface ProbeResult {
-  answer: { outcome: "applied"; status?: number; body?: unknown } | { outcome: "not_applied" } | { outcome: "unknown"; note?: string };
-  action: "resolved" | "released" | "none";
-  record: KeyView | null;
-}
-
-/** Asks the key's tool (its status probe) whether the call happened; the answer resolves or releases the key. */
-export function useAskTool(scope: string, key: string, onAnswered: (result: ProbeResult) => void) {
-  return useMutation({
-    mutationFn: () => apiFetch<ProbeResult>(`${keyPath(scope, key)}/probe`, { method: "POST", json: {} }),
-    onSuccess: onAnswered,
-  });
-}
+import type { ProbeResult } from "@/lib/console/queries/keys";
 
 export function AskToolButton({ pending, onClick }: { pending: boolean; onClick: () => void }) {
   return (

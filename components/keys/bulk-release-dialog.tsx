@@ -1,16 +1,10 @@
 "use client";
 
-import { useMutation, useQuery } from "@tanstack/react-query";
 import { ProblemAlert } from "@/components/ui/problem-alert";
 import { ReasonDialog } from "@/components/ui/reason-dialog";
-import { buttonClass } from "@/components/ui/styles";
-import { apiFetch } from "@/lib/console/api";
+import { useBulkRelease, useHeldCount, type HeldFilter, type HeldState } from "@/lib/console/queries/keys";
 import type { BulkReleaseResult } from "@/lib/operator/bulk-release-keys";
-import type { KeyPage, KeyView } from "@/lib/operator/present-key";
-
-/** Keys held until someone decides; a bulk release acts only on these, never on a running call. */
-export const HELD_STATES: string[] = ["stuck", "unknown"];
-export type HeldState = "stuck" | "unknown";
+import type { KeyView } from "@/lib/operator/present-key";
 
 /** "stuck keys", "unknown keys", or both when no state was chosen */
 export function heldWords(state: HeldState | null, n?: number): string {
@@ -18,36 +12,18 @@ export function heldWords(state: HeldState | null, n?: number): string {
   return state ? `${state} ${noun}` : `stuck and unknown ${noun}`;
 }
 
-type BulkFilter = { state: HeldState | null; tool: string | null; scope: string | null; prefix: string | null };
-
 /** a selected key with the token of the reservation the operator saw: a key another call takes meanwhile is refused */
 export type BulkKey = { scope: string; key: string; token: number };
 
 export const bulkKeyOf = (k: KeyView): BulkKey => ({ scope: k.scope, key: k.key, token: k.token });
 
-export type BulkTarget = { mode: "selected"; keys: BulkKey[] } | { mode: "filter"; filter: BulkFilter };
+export type BulkTarget = { mode: "selected"; keys: BulkKey[] } | { mode: "filter"; filter: HeldFilter };
 
 const COUNT_LIMIT = 500;
 
-function describeFilter(f: BulkFilter): string {
+function describeFilter(f: HeldFilter): string {
   const parts = [f.tool && `tool ${f.tool}`, f.scope && `scope ${f.scope}`, f.prefix && `keys starting with "${f.prefix}"`].filter(Boolean);
   return parts.length ? parts.join(", ") : "any tool, any scope";
-}
-
-/**
- * How many stuck or unknown keys match a filter (at most `limit` per state, `more` when there are
- * further ones): the dialog's count, and whether "Release all matching" has anything to release.
- */
-export async function countHeld(filter: BulkFilter, limit: number, signal?: AbortSignal): Promise<{ n: number; more: boolean }> {
-  const states = filter.state ? [filter.state] : HELD_STATES;
-  const pages = await Promise.all(
-    states.map((state) => {
-      const params = new URLSearchParams({ limit: String(limit) });
-      for (const [k, v] of Object.entries({ ...filter, state })) if (v) params.set(k, v);
-      return apiFetch<KeyPage>(`/api/v1/keys?${params}`, { signal });
-    }),
-  );
-  return { n: pages.reduce((sum, p) => sum + p.items.length, 0), more: pages.some((p) => p.nextCursor !== null) };
 }
 
 /** Confirms a bulk release: says how many keys, requires a reason, shows the API's answer or problem. */
@@ -55,24 +31,13 @@ export function BulkReleaseDialog({ target, onClose, onDone }: { target: BulkTar
   const filter = target.mode === "filter" ? target.filter : null;
 
   // "all matching" is re-counted when the dialog opens, so the number shown is the number released
-  const count = useQuery({
-    queryKey: ["held-count", filter, COUNT_LIMIT],
-    enabled: filter !== null,
-    queryFn: ({ signal }) => countHeld(filter!, COUNT_LIMIT, signal),
-    staleTime: 0,
-  });
+  const count = useHeldCount(filter, COUNT_LIMIT, { enabled: filter !== null, fresh: true });
 
-  const mutation = useMutation({
-    mutationFn: (reason: string) =>
-      apiFetch<BulkReleaseResult>("/api/v1/keys/bulk-release", {
-        method: "POST",
-        json:
-          target.mode === "selected"
-            ? { reason, keys: target.keys }
-            : { reason, filter: Object.fromEntries(Object.entries(target.filter).filter(([, v]) => v)) },
-      }),
-    onSuccess: onDone,
-  });
+  const mutation = useBulkRelease(onDone);
+  const release = (reason: string) =>
+    mutation.mutate(
+      target.mode === "selected" ? { reason, keys: target.keys } : { reason, filter: Object.fromEntries(Object.entries(target.filter).filter(([, v]) => v)) },
+    );
 
   let howMany: string | null;
   if (target.mode === "selected") howMany = `${target.keys.length} selected key${target.keys.length === 1 ? "" : "s"}`;
@@ -87,7 +52,7 @@ export function BulkReleaseDialog({ target, onClose, onDone }: { target: BulkTar
       title="Release keys"
       testId="bulk-release-dialog"
       onClose={onClose}
-      onConfirm={(reason) => mutation.mutate(reason)}
+      onConfirm={release}
       pending={mutation.isPending}
       error={mutation.error}
       confirm={{ label: nothing ? "Nothing to release" : "Release", pendingLabel: "Releasing…", testId: "confirm-release", tone: "danger", disabled: howMany === null || nothing }}

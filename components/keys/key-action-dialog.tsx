@@ -1,13 +1,12 @@
 "use client";
 
-import { useMutation } from "@tanstack/react-query";
 import { useState } from "react";
 import { Dialog } from "@/components/ui/dialog";
 import { ProblemAlert } from "@/components/ui/problem-alert";
 import { ReasonField, reasonOk } from "@/components/ui/reason-field";
 import { reasonPlaceholder, RESULT_PLACEHOLDER } from "@/lib/console/decision-placeholders";
 import { buttonClass, inputClass } from "@/components/ui/styles";
-import { apiFetch, keyPath } from "@/lib/console/api";
+import { useDecideKey } from "@/lib/console/queries/keys";
 
 function parseResult(text: string): { ok: true; value: unknown } | { ok: false; error: string } {
   if (!text.trim()) return { ok: false, error: "Enter the result duplicates should get, as JSON." };
@@ -66,22 +65,17 @@ export function KeyActionDialog({
   const status = parseStatus(statusText);
   const valid = reasonOk(reason) && (action === "release" || (result.ok && status.ok)) && (!running || force);
 
-  const mutation = useMutation({
-    mutationFn: () =>
+  const mutation = useDecideKey(scope, keyName, (d) =>
+    onDone(d.action === "release" ? "Released: the next call with this key runs the tool." : "Resolved: duplicates now get the result you entered."),
+  );
+  const decide = () => {
+    const common = { reason, ...(running ? { force } : {}), ...(decidedToken !== undefined ? { token: decidedToken } : {}) };
+    mutation.mutate(
       action === "release"
-        ? apiFetch(`${keyPath(scope, keyName)}/release`, { method: "POST", json: { reason, ...(running ? { force } : {}), ...(decidedToken !== undefined ? { token: decidedToken } : {}) } })
-        : apiFetch(`${keyPath(scope, keyName)}/resolve`, {
-            method: "POST",
-            json: {
-              reason,
-              result: result.ok ? result.value : undefined,
-              ...(status.ok && status.value !== undefined ? { status: status.value } : {}),
-              ...(running ? { force } : {}),
-              ...(decidedToken !== undefined ? { token: decidedToken } : {}),
-            },
-          }),
-    onSuccess: () => onDone(action === "release" ? "Released: the next call with this key runs the tool." : "Resolved: duplicates now get the result you entered."),
-  });
+        ? { action, ...common }
+        : { action, ...common, result: result.ok ? result.value : undefined, ...(status.ok && status.value !== undefined ? { status: status.value } : {}) },
+    );
+  };
 
   return (
     <Dialog open onClose={onClose} title={action === "release" ? "It did not happen: release the key" : "It happened: resolve the key"} testId={`${action}-dialog`} wide={action === "resolve"}>
@@ -90,7 +84,7 @@ export function KeyActionDialog({
         onSubmit={(e) => {
           e.preventDefault();
           setTouched(true);
-          if (valid && !mutation.isPending) mutation.mutate();
+          if (valid && !mutation.isPending) decide();
         }}
       >
         <p className="text-[13px]">

@@ -2,14 +2,13 @@
 
 import Link from "next/link";
 import { useRouter } from "next/navigation";
-import { useQuery, useQueryClient } from "@tanstack/react-query";
 import { useState } from "react";
 import { ProblemAlert } from "@/components/ui/problem-alert";
 import { buttonClass } from "@/components/ui/styles";
-import { apiFetch, keyPath } from "@/lib/console/api";
 import { formatRelative, formatTimestamp } from "@/lib/console/format";
+import { useAskTool, useKeyDetail, type ProbeResult } from "@/lib/console/queries/keys";
 import type { KeyDetailView as Detail } from "@/lib/operator/present-key-detail";
-import { AskToolButton, ProbeAnswerNotice, useAskTool, type ProbeResult } from "./ask-tool";
+import { AskToolButton, ProbeAnswerNotice } from "./ask-tool";
 import { CopyButton } from "@/components/docs/copy-button";
 import { JsonView } from "./json-view";
 import { KeptArguments } from "./kept-arguments";
@@ -40,26 +39,14 @@ export function KeyDetailView({
   canResolve: boolean;
   canProbe: boolean;
 }) {
-  const queryKey = ["key", initial.scope, initial.key];
-  const queryClient = useQueryClient();
-  const query = useQuery({
-    queryKey,
-    queryFn: ({ signal }) => apiFetch<Detail>(keyPath(initial.scope, initial.key), { signal }),
-    initialData: initial,
-    initialDataUpdatedAt: renderedAtMs,
-    // a running call finishes or becomes stuck on its own, and the reconciler may settle a held key: keep watching
-    refetchInterval: (q) => (DECIDABLE.has(q.state.data?.state ?? "") ? 5_000 : false),
-  });
+  // a running call finishes or becomes stuck on its own, and the reconciler may settle a held key: keep watching
+  const query = useKeyDetail(initial, renderedAtMs, (state) => (DECIDABLE.has(state) ? 5_000 : false));
   const [action, setAction] = useState<"release" | "resolve" | null>(null);
   const [notice, setNotice] = useState<string | null>(null);
   const [probeResult, setProbeResult] = useState<ProbeResult | null>(null);
   const router = useRouter();
-  const refresh = () => {
-    void queryClient.invalidateQueries({ queryKey });
-    void queryClient.invalidateQueries({ queryKey: ["keys"] });
-    // the page's server-rendered parts (its anomalies, its audit rows) change with a decision too
-    router.refresh();
-  };
+  // the page's server-rendered parts (its anomalies, its audit rows) change with a decision too
+  const refresh = () => router.refresh();
   const ask = useAskTool(initial.scope, initial.key, (result) => {
     setNotice(null);
     setProbeResult(result);

@@ -1,18 +1,17 @@
 "use client";
 
-import { keepPreviousData, useQuery, useQueryClient } from "@tanstack/react-query";
 import { CursorPager } from "@/components/ui/cursor-pager";
 import { parseAsArrayOf, parseAsString, useQueryStates } from "nuqs";
 import { useEffect, useMemo, useState } from "react";
 import { ProblemAlert } from "@/components/ui/problem-alert";
 import { ExportLinks } from "@/components/ui/export-links";
-import { buttonClass } from "@/components/ui/styles";
 import { SavedViewsMenu } from "@/components/saved-views/saved-views-menu";
-import { apiFetch } from "@/lib/console/api";
+import { HELD_STATES, useKeys } from "@/lib/console/queries/keys";
 import type { BulkReleaseResult } from "@/lib/operator/bulk-release-keys";
-import type { KeyPage, KeyView } from "@/lib/operator/present-key";
+import type { KeyView } from "@/lib/operator/present-key";
 import type { KeyState } from "@/lib/idempotency/record";
-import { BulkReleaseDialog, bulkKeyOf, countHeld, HELD_STATES, heldWords, type BulkKey, type BulkTarget } from "./bulk-release-dialog";
+import { BulkActions, BulkResult } from "./bulk-actions";
+import { BulkReleaseDialog, bulkKeyOf, type BulkKey, type BulkTarget } from "./bulk-release-dialog";
 import { KeysFilters, KEY_STATES } from "./keys-filters";
 import { KeysEmpty } from "./keys-empty";
 import { KeysTable, rowId } from "./keys-table";
@@ -47,18 +46,9 @@ export function KeysView({ tools, canRelease, gatewayExample }: { tools: string[
   const badState = filters.state !== null && state === null ? filters.state : null;
   const cursor = after.length > 0 ? after[after.length - 1] : null;
   const [pollMs, setPollMs] = usePollInterval();
-  const queryClient = useQueryClient();
 
   const search = keysSearch({ state, tool, scope, prefix }, { limit: String(PAGE_SIZE), ...(cursor ? { cursor } : {}) });
-  const query = useQuery({
-    queryKey: ["keys", search],
-    queryFn: ({ signal }) => apiFetch<KeyPage>(`/api/v1/keys?${search}`, { signal }),
-    // the last page stays on screen while the next one loads
-    placeholderData: keepPreviousData,
-    // React Query never starts an interval refetch while one is still in flight
-    refetchInterval: pollMs > 0 ? pollMs : false,
-    refetchIntervalInBackground: false,
-  });
+  const query = useKeys(search, pollMs);
 
   const [selected, setSelected] = useState<Map<string, BulkKey>>(new Map());
   const [bulk, setBulk] = useState<BulkTarget | null>(null);
@@ -72,16 +62,6 @@ export function KeysView({ tools, canRelease, gatewayExample }: { tools: string[
   const bulkState = state === "stuck" || state === "unknown" ? state : null;
   const selectedNow = [...selected.entries()].filter(([id]) => releasable.has(id)).map(([, v]) => v);
   const hasFilters = Boolean(state || tool || scope || prefix);
-  // whether "Release all … matching" has anything to release: one key is enough to know
-  const showReleaseAll = canRelease && (state === null || bulkState !== null);
-  const anyHeld = useQuery({
-    queryKey: ["held-count", { state: bulkState, tool, scope, prefix }, 1],
-    queryFn: ({ signal }) => countHeld({ state: bulkState, tool, scope, prefix }, 1, signal),
-    enabled: showReleaseAll,
-    refetchInterval: pollMs > 0 ? pollMs : false,
-    refetchIntervalInBackground: false,
-  });
-  const nothingHeld = anyHeld.data?.n === 0;
 
   const toggle = (k: KeyView) =>
     setSelected((prev) => {
@@ -118,54 +98,16 @@ export function KeysView({ tools, canRelease, gatewayExample }: { tools: string[
       />
 
       {canRelease && (
-        <div className="flex flex-wrap items-center gap-2" data-testid="bulk-actions">
-          <button type="button" className={buttonClass("secondary")} disabled={selectedNow.length === 0} onClick={() => setBulk({ mode: "selected", keys: selectedNow })} data-testid="release-selected">
-            Release selected{selectedNow.length > 0 ? ` (${selectedNow.length})` : ""}
-          </button>
-          {showReleaseAll && (
-            <button
-              type="button"
-              className={buttonClass("secondary")}
-              // disabled until the count says there is something to release
-              disabled={!anyHeld.data || nothingHeld}
-              title={nothingHeld ? `No ${bulkState ?? "stuck or unknown"} key matches this filter` : undefined}
-              onClick={() => setBulk({ mode: "filter", filter: { state: bulkState, tool, scope, prefix } })}
-              data-testid="release-all-held"
-            >
-              {/* on a phone the whole label is wider than the screen: it is shown shorter, and read out whole */}
-              <span>
-                Release all {heldWords(bulkState)} matching<span className="max-sm:sr-only"> this filter</span>
-              </span>
-            </button>
-          )}
-          <span className="text-xs text-muted">Release deletes the reservation so the next retry runs the tool again.</span>
-        </div>
+        <BulkActions
+          selected={selectedNow}
+          filter={{ state: bulkState, tool, scope, prefix }}
+          releaseAll={state === null || bulkState !== null}
+          pollMs={pollMs}
+          onRelease={setBulk}
+        />
       )}
 
-      {result && (
-        <div role="status" data-testid="bulk-result" className="flex items-start justify-between gap-4 rounded-lg border border-line bg-surface px-4 py-3 text-[13px]">
-          <div>
-            <p>
-              <strong data-testid="bulk-released">{result.released}</strong> released,{" "}
-              <strong data-testid="bulk-refused">{result.refused.length}</strong> refused
-              {result.more && " — more keys matched than one request releases; run it again"}.
-            </p>
-            {result.refused.length > 0 && (
-              <ul className="mt-1 list-disc pl-5 text-muted">
-                {result.refused.slice(0, 10).map((r) => (
-                  <li key={`${r.scope}/${r.key}`}>
-                    <span className="font-mono text-[12px]">{r.key}</span> ({r.scope}): {r.reason}
-                  </li>
-                ))}
-                {result.refused.length > 10 && <li>and {result.refused.length - 10} more</li>}
-              </ul>
-            )}
-          </div>
-          <button type="button" className={buttonClass("ghost", "sm")} onClick={() => setResult(null)} aria-label="Dismiss">
-            Dismiss
-          </button>
-        </div>
-      )}
+      {result && <BulkResult result={result} onDismiss={() => setResult(null)} />}
 
       {badState !== null && (
         <p role="alert" data-testid="keys-bad-state" className="rounded-lg border border-warn/30 bg-warn-soft px-4 py-3 text-[13px] text-warn">
@@ -209,8 +151,6 @@ export function KeysView({ tools, canRelease, gatewayExample }: { tools: string[
             setBulk(null);
             setResult(r);
             setSelected(new Map());
-            void queryClient.invalidateQueries({ queryKey: ["keys"] });
-            void queryClient.invalidateQueries({ queryKey: ["held-count"] });
           }}
         />
       )}

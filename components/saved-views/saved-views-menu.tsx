@@ -2,16 +2,14 @@
 
 import clsx from "clsx";
 import Link from "next/link";
-import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useEffect, useId, useRef, useState } from "react";
 import { createPortal } from "react-dom";
 import { Dialog } from "@/components/ui/dialog";
 import { ProblemAlert } from "@/components/ui/problem-alert";
 import { buttonClass, inputClass } from "@/components/ui/styles";
-import { apiFetch } from "@/lib/console/api";
+import { useDeleteView, useSaveView, useSavedViews } from "@/lib/console/queries/saved-views";
 import type { SavedView, ViewPage } from "@/lib/console/saved-views";
 
-const viewsKey = (page: ViewPage) => ["saved-views", page] as const;
 const hrefOf = (page: ViewPage, query: string) => (query ? `/${page}?${query}` : `/${page}`);
 
 /** The filter as an operator reads it: `state: stuck · tool: payments.charge`. */
@@ -32,11 +30,7 @@ export function SavedViewsMenu({ page, query }: { page: ViewPage; query: string 
   const button = useRef<HTMLButtonElement>(null);
   const panel = useRef<HTMLDivElement>(null);
   const panelId = useId();
-  const views = useQuery({
-    queryKey: viewsKey(page),
-    queryFn: ({ signal }) => apiFetch<{ views: SavedView[] }>(`/api/v1/console/views?page=${page}`, { signal }),
-    enabled: open,
-  });
+  const views = useSavedViews(page, open);
 
   useEffect(() => {
     if (!open) return;
@@ -162,14 +156,7 @@ export function SavedViewsMenu({ page, query }: { page: ViewPage; query: string 
 
 function SaveViewDialog({ page, query, onClose }: { page: ViewPage; query: string; onClose: (message?: string) => void }) {
   const [name, setName] = useState("");
-  const queryClient = useQueryClient();
-  const save = useMutation({
-    mutationFn: () => apiFetch<SavedView>("/api/v1/console/views", { method: "POST", json: { page, name, query } }),
-    onSuccess: async (v) => {
-      await queryClient.invalidateQueries({ queryKey: viewsKey(page) });
-      onClose(`Saved view ${v.name}`);
-    },
-  });
+  const save = useSaveView(page, (v) => onClose(`Saved view ${v.name}`));
   return (
     <Dialog open onClose={() => onClose()} title="Save current view" testId="save-view-dialog">
       <form
@@ -177,7 +164,7 @@ function SaveViewDialog({ page, query, onClose }: { page: ViewPage; query: strin
         onSubmit={(e) => {
           e.preventDefault();
           e.stopPropagation();
-          if (!save.isPending) save.mutate();
+          if (!save.isPending) save.mutate({ name, query });
         }}
       >
         <p className="text-[13px] text-muted">
@@ -215,14 +202,7 @@ function SaveViewDialog({ page, query, onClose }: { page: ViewPage; query: strin
 }
 
 function DeleteViewDialog({ page, view, onClose }: { page: ViewPage; view: SavedView; onClose: (message?: string) => void }) {
-  const queryClient = useQueryClient();
-  const remove = useMutation({
-    mutationFn: () => apiFetch(`/api/v1/console/views/${encodeURIComponent(view.id)}`, { method: "DELETE" }),
-    onSuccess: async () => {
-      await queryClient.invalidateQueries({ queryKey: viewsKey(page) });
-      onClose(`Deleted view ${view.name}`);
-    },
-  });
+  const remove = useDeleteView(page, view.id, () => onClose(`Deleted view ${view.name}`));
   return (
     <Dialog open onClose={() => onClose()} title={`Delete view “${view.name}”?`} testId="delete-view-dialog">
       <p className="text-[13px]">

@@ -1,13 +1,13 @@
 "use client";
 
-import { useMutation } from "@tanstack/react-query";
 import clsx from "clsx";
 import Link from "next/link";
 import { useRouter } from "next/navigation";
 import { useId, useState } from "react";
 import { ProblemAlert } from "@/components/ui/problem-alert";
 import { buttonClass, inputClass } from "@/components/ui/styles";
-import { apiFetch, keyHref } from "@/lib/console/api";
+import { keyHref } from "@/lib/console/api";
+import { useInvokeTool } from "@/lib/console/queries/tools";
 import type { GatewayExchange } from "@/lib/gateway/console-invoke";
 
 export interface InvokeFormTool {
@@ -91,17 +91,10 @@ export function InvokeForm({
     }
   })();
 
-  const invoke = useMutation({
-    mutationFn: (input: { key: string | null; scope: string }) =>
-      apiFetch<GatewayExchange>("/api/v1/console/invoke", {
-        method: "POST",
-        json: { tool: tool.name, scope: input.scope, key: input.key, session: session.trim() || null, arguments: args },
-      }),
-    onSuccess: (exchange, input) => {
-      setAttempts((prev) => [{ n: (prev[0]?.n ?? 0) + 1, key: input.key, scope: input.scope, exchange }, ...prev].slice(0, 6));
-      // the page's counts, charts and suppression log now include this call; the form keeps its state
-      router.refresh();
-    },
+  const invoke = useInvokeTool(tool.name, (exchange, input) => {
+    setAttempts((prev) => [{ n: (prev[0]?.n ?? 0) + 1, key: input.key, scope: input.scope, exchange }, ...prev].slice(0, 6));
+    // the page's counts, charts and suppression log now include this call; the form keeps its state
+    router.refresh();
   });
 
   const latest = attempts[0];
@@ -114,7 +107,7 @@ export function InvokeForm({
         className="space-y-4 border-line p-5 lg:border-r"
         onSubmit={(e) => {
           e.preventDefault();
-          invoke.mutate({ key: usesKey && key.trim() !== "" ? key : null, scope: scope.trim() });
+          invoke.mutate({ key: usesKey && key.trim() !== "" ? key : null, scope: scope.trim(), session: session.trim() || null, arguments: args });
         }}
       >
         {!canInvoke && (

@@ -1,11 +1,10 @@
 "use client";
 
-import { useMutation } from "@tanstack/react-query";
 import { useRouter } from "next/navigation";
 import { useState } from "react";
 import { ReasonDialog } from "@/components/ui/reason-dialog";
 import { buttonClass } from "@/components/ui/styles";
-import { apiFetch } from "@/lib/console/api";
+import { useRedeliver } from "@/lib/console/queries/webhooks";
 
 /**
  * Sends a delivered or failed event to its endpoint again, after the operator says why: the same
@@ -15,12 +14,9 @@ import { apiFetch } from "@/lib/console/api";
 export function RedeliverButton({ id, eventId, endpoint }: { id: string; eventId: string; endpoint: string }) {
   const router = useRouter();
   const [open, setOpen] = useState(false);
-  const mutation = useMutation({
-    mutationFn: (reason: string) => apiFetch(`/api/v1/webhooks/deliveries/${encodeURIComponent(id)}/redeliver`, { method: "POST", json: { reason } }),
-    onSuccess: () => {
-      setOpen(false);
-      router.refresh();
-    },
+  const mutation = useRedeliver(id, () => {
+    setOpen(false);
+    router.refresh();
   });
   const close = () => {
     setOpen(false);

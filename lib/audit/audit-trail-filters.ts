@@ -18,6 +18,8 @@ export const AUDIT_ACTIONS = [
   "token_revoke",
   "operator_disable",
   "operator_enable",
+  "tool_pause",
+  "tool_resume",
 ] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 

@@ -19,8 +19,8 @@ export type Principal =
   | { kind: "operator"; operator: OperatorIdentity }
   | { kind: "cli"; actor: string };
 
-/** What the command line may do through a running server: manage API tokens. */
-const CLI_PERMISSIONS: readonly Permission[] = ["manage_tokens"];
+/** What the command line may do through a running server: manage API tokens, pause and resume tools. */
+const CLI_PERMISSIONS: readonly Permission[] = ["manage_tokens", "pause_tools"];
 
 /**
  * Cookie-authenticated mutations must come from the console's own pages. Browsers send Origin with
@@ -80,7 +80,7 @@ export function withMetricsReader(handler: Handler<object>) {
 /** The command line's principal: this server's CLI credential, for what the CLI may do through it. */
 function cliPrincipal(request: Request, bearer: string, permission: Permission): Principal {
   if (!verifyCliToken(bearer)) throw unauthorized("the command-line credential is not this server's (it changes at every start: run the command again)");
-  if (!CLI_PERMISSIONS.includes(permission)) throw forbidden("the command line may only manage API tokens through the server");
+  if (!CLI_PERMISSIONS.includes(permission)) throw forbidden("the command line may only manage API tokens and pause or resume tools through the server");
   const actor = cliActorFrom(request.headers.get(CLI_ACTOR_HEADER));
   if (!actor) throw badRequest("invalid_header", `send the command line's actor as ${CLI_ACTOR_HEADER}: cli:<user>@<host>`);
   return { kind: "cli", actor };

@@ -12,7 +12,7 @@ export interface OperatorIdentity {
 const PERMISSIONS = {
   // saving a view changes nothing but the operator's own list of views, so reading is enough
   viewer: ["read", "save_views"],
-  operator: ["read", "save_views", "release", "resolve", "acknowledge", "reconcile", "invoke", "manage_tokens", "redeliver"],
+  operator: ["read", "save_views", "release", "resolve", "acknowledge", "reconcile", "invoke", "manage_tokens", "redeliver", "pause_tools"],
 } as const satisfies Record<Role, readonly string[]>;
 
 export type Permission = (typeof PERMISSIONS)["operator"][number];

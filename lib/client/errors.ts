@@ -74,5 +74,25 @@ export class OutcomeUnknownError extends IdemgateApiError {
   }
 }
 
+export const TOOL_PAUSED_PROBLEM_TYPE = "/problems/tool_paused";
+
+/**
+ * An operator paused the tool (`/problems/tool_paused`, 503): the call was refused before anything
+ * was reserved, so the action did not happen (guard() did not run the function). The client does
+ * not retry it: send it again with the same key once the tool is resumed.
+ */
+export class ToolPausedError extends IdemgateApiError {
+  /** why the operator paused the tool, as the answer says */
+  readonly reason: string | null;
+  readonly tool: string | null;
+
+  constructor(problem: Problem, key: string | null, attempts: number) {
+    super(problem, key, attempts);
+    this.name = "ToolPausedError";
+    this.reason = typeof problem.reason === "string" ? problem.reason : null;
+    this.tool = typeof problem.tool === "string" ? problem.tool : null;
+  }
+}
+
 export const NETWORK_PROBLEM_TYPE = "about:blank#network";
 export const TIMEOUT_PROBLEM_TYPE = "about:blank#timeout";

@@ -1,4 +1,4 @@
-import { IdemgateApiError, NETWORK_PROBLEM_TYPE, OUTCOME_UNKNOWN_PROBLEM_TYPE, OutcomeUnknownError, TIMEOUT_PROBLEM_TYPE, type Problem } from "./errors";
+import { IdemgateApiError, NETWORK_PROBLEM_TYPE, OUTCOME_UNKNOWN_PROBLEM_TYPE, OutcomeUnknownError, TIMEOUT_PROBLEM_TYPE, TOOL_PAUSED_PROBLEM_TYPE, ToolPausedError, type Problem } from "./errors";
 import { guard, idempotent, type DoneAnswer, type GuardOptions } from "./guard";
 import { PendingSettles, type PendingSettle } from "./pending-settles";
 import { RETRIED_PROBLEM_TYPES } from "./problem-types";
@@ -484,6 +484,7 @@ export class IdemgateClient {
         const executionId = typeof problem.executionId === "string" ? problem.executionId : response.headers.get("idemgate-execution-id");
         throw new OutcomeUnknownError(problem, heldKey, executionId, attempt);
       }
+      if (problem?.type === TOOL_PAUSED_PROBLEM_TYPE) throw new ToolPausedError(problem, key, attempt);
       throw new IdemgateApiError(problem ?? asProblem(body, response), key, attempt);
     }
   }

@@ -5,7 +5,7 @@ import { ANOMALY_TYPES } from "@/lib/anomalies/anomaly-types";
 import { isUniqueViolation } from "@/lib/db/errors";
 import { InvalidArgumentsError } from "@/lib/idempotency/errors";
 import { KEY_STATES } from "@/lib/idempotency/record";
-import { HttpError, notFound } from "@/lib/http/problem";
+import { LimitReachedError, NameTakenError, notFound } from "@/lib/http/problem";
 
 /**
  * Saved views: a named filter of the Keys or Anomalies list, kept per operator. A view is the
@@ -92,7 +92,7 @@ function parse<S extends z.ZodType>(schema: S, input: unknown): z.output<S> {
   throw new InvalidArgumentsError(`invalid view: ${issues.map((i) => `${i.path}: ${i.message}`).join("; ")}`, issues);
 }
 
-const nameTaken = (n: string) => new HttpError("name_taken", 409, `you already have a view named ${JSON.stringify(n)} on this page: choose another name`);
+const nameTaken = (n: string) => new NameTakenError(`you already have a view named ${JSON.stringify(n)} on this page: choose another name`);
 
 function present(row: { id: string; page: string; name: string; query: string; createdAt: Date; updatedAt: Date }): SavedView {
   return { id: row.id, page: row.page as ViewPage, name: row.name, query: row.query, createdAt: row.createdAt.toISOString(), updatedAt: row.updatedAt.toISOString() };
@@ -114,7 +114,7 @@ export async function createSavedView(prisma: PrismaClient, operatorId: string, 
       await tx.$queryRaw`SELECT id FROM operators WHERE id = ${operatorId} FOR UPDATE`;
       const count = await tx.savedView.count({ where: { operatorId, page: v.page } });
       if (count >= MAX_VIEWS_PER_PAGE) {
-        throw new HttpError("limit_reached", 409, `you already have ${MAX_VIEWS_PER_PAGE} saved views on this page, the most one operator keeps: delete one first`);
+        throw new LimitReachedError(`you already have ${MAX_VIEWS_PER_PAGE} saved views on this page, the most one operator keeps: delete one first`);
       }
       const now = new Date();
       return tx.savedView.create({ data: { id: randomUUID(), operatorId, page: v.page, name: v.name, query: normalised, createdAt: now, updatedAt: now } });

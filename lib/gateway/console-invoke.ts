@@ -7,7 +7,8 @@ import { badRequest, problemAnswer } from "@/lib/http/problem";
 import { MAX_BODY_BYTES } from "@/lib/http/read-body";
 import { isValidScope } from "@/lib/idempotency/key-rules";
 import type { Runtime } from "@/lib/server/runtime";
-import { gatewayRequest, idempotencyKeyValue, invokeTool } from "./invoke-tool";
+import { gatewayRequest, idempotencyKeyValue } from "./gateway-request";
+import { invokeTool } from "./invoke-tool";
 
 /** What the console's invoke form sends. The arguments stay text: the gateway parses them as it would a caller's body. */
 export const consoleInvokeSchema = z.strictObject({

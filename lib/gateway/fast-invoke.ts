@@ -6,58 +6,56 @@ import { bodyConsumed, completeBody, drain, nodeHeaders, readAtMost, writeAnswer
 import { problemAnswer } from "@/lib/http/problem";
 import { checkJsonHeaders, MAX_BODY_BYTES, parseJsonBytes } from "@/lib/http/read-body";
 import { getRuntime, type Runtime } from "@/lib/server/runtime";
-import { invokeTool, type GatewayRequest } from "./invoke-tool";
-import { recordClientReplays } from "./record-client-replays";
-import { answerProbe, claimProbe } from "./probes";
-import { reserveTool, settleExecution } from "./reservations";
+import { GATEWAY_ROUTES, type GatewayHandler, type GatewayRoute } from "./routes";
 
-type Handler = (request: GatewayRequest, segment: string, principal: TokenPrincipal, runtime: Runtime) => Promise<HttpAnswer>;
+/** A route's path as a pattern over a request target: its one parameter captured, any query allowed. */
+function pathPattern(route: GatewayRoute): RegExp {
+  const source = route.path
+    .split(/\{\w+\}/)
+    .map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"))
+    .join("([^/?#]+)");
+  return new RegExp(`^${source}(?:\\?[^#]*)?$`);
+}
 
-/** The gateway's routes this path answers: a path with at most one segment (a tool, an execution id), and its handler. */
-const ROUTES: { path: RegExp; handler: Handler }[] = [
-  { path: /^\/api\/v1\/tools\/([^/?#]+)\/invoke(?:\?[^#]*)?$/, handler: invokeTool },
-  { path: /^\/api\/v1\/tools\/([^/?#]+)\/reservations(?:\?[^#]*)?$/, handler: reserveTool },
-  { path: /^\/api\/v1\/executions\/([^/?#]+)\/complete(?:\?[^#]*)?$/, handler: (r, id, p, rt) => settleExecution(r, id, "complete", p, rt) },
-  { path: /^\/api\/v1\/executions\/([^/?#]+)\/release(?:\?[^#]*)?$/, handler: (r, id, p, rt) => settleExecution(r, id, "release", p, rt) },
-  { path: /^\/api\/v1\/executions\/([^/?#]+)\/heartbeat(?:\?[^#]*)?$/, handler: (r, id, p, rt) => settleExecution(r, id, "heartbeat", p, rt) },
-  { path: /^\/api\/v1\/replays(?:\?[^#]*)?$/, handler: recordClientReplays },
-  { path: /^\/api\/v1\/executions\/([^/?#]+)\/probe\/claim(?:\?[^#]*)?$/, handler: claimProbe },
-  { path: /^\/api\/v1\/executions\/([^/?#]+)\/probe\/answer(?:\?[^#]*)?$/, handler: answerProbe },
-];
+/**
+ * The gateway's routes (routes.ts) this path serves: its POSTs, whose answers are short. A GET (the
+ * held calls' listing) is left to Next.js, which compresses a long listing for a client that asks.
+ */
+const ROUTES: { path: RegExp; handler: GatewayHandler }[] = Object.values(GATEWAY_ROUTES)
+  .filter((route: GatewayRoute) => route.method === "POST")
+  .map((route: GatewayRoute) => ({ path: pathPattern(route), handler: route.handle }));
 
 /** What is read of a refused body before answering, so the client reads the answer; beyond it the connection closes. */
 const DRAIN_LIMITS = { maxBytes: 8 * 1024 * 1024, maxMs: 5_000 };
 
 /**
- * POST /api/v1/tools/{tool}/invoke (and the reservation API: POST /api/v1/tools/{tool}/reservations,
- * /api/v1/executions/{executionId}/complete | release | heartbeat | probe/claim | probe/answer, and POST /api/v1/replays) answered straight from node:http: the same token check and
- * handler (invokeTool) as the App Router route (app/api/v1/tools/[tool]/invoke/route.ts), without
- * the framework's routing and without building Fetch requests and responses, which cost more than
- * the call itself (docs/benchmarks.md). The server (scripts/serve.mjs) offers every request here
- * first; anything else, and a tool segment that is not valid percent-encoding, is left to Next.js.
- * Returns whether it took the request.
+ * The gateway's POST routes (routes.ts: /api/v1/tools/{tool}/invoke, the reservation API, the probe
+ * API, the client replays) answered straight from node:http: the same token check and handler as
+ * their App Router routes (app-route.ts), without the framework's routing and without building Fetch
+ * requests and responses, which cost more than the call itself (docs/benchmarks.md). The server
+ * (scripts/serve.mjs) offers every request here first; anything else, and a path segment that is not
+ * valid percent-encoding, is left to Next.js. Returns whether it took the request.
  */
 export function handleInvoke(req: IncomingMessage, res: ServerResponse): boolean {
-  if (req.method !== "POST") return false;
-  const url = req.url ?? "";
-  let match: RegExpExecArray | null = null;
-  let handler: Handler | undefined;
+  const matched = matchRoute(req.method ?? "", req.url ?? "");
+  if (!matched) return false;
+  void serve(req, res, matched.segment, matched.handler);
+  return true;
+}
+
+/** The gateway route a request names, with its path parameter decoded; null when it names none (or one not validly percent-encoded). */
+export function matchRoute(method: string, url: string): { handler: GatewayHandler; segment: string } | null {
+  if (method !== "POST") return null;
   for (const route of ROUTES) {
-    match = route.path.exec(url);
-    if (match) {
-      handler = route.handler;
-      break;
+    const match = route.path.exec(url);
+    if (!match) continue;
+    try {
+      return { handler: route.handler, segment: match[1] === undefined ? "" : decodeURIComponent(match[1]) };
+    } catch {
+      return null;
     }
   }
-  if (!match || !handler) return false;
-  let segment: string;
-  try {
-    segment = match[1] === undefined ? "" : decodeURIComponent(match[1]);
-  } catch {
-    return false;
-  }
-  void serve(req, res, segment, handler);
-  return true;
+  return null;
 }
 
 /** The runtime getRuntime()'s promise resolved to: while it hands out the same promise, calls use it without awaiting. */
@@ -74,7 +72,7 @@ function runtimeNow(): Runtime | Promise<Runtime> {
 
 // Each await is a promise, and with Next.js's AsyncLocalStorage every promise also runs async hooks:
 // a call whose token this process knows awaits its body and the engine only.
-async function serve(req: IncomingMessage, res: ServerResponse, segment: string, handler: Handler): Promise<void> {
+async function serve(req: IncomingMessage, res: ServerResponse, segment: string, handler: GatewayHandler): Promise<void> {
   let answer: HttpAnswer;
   try {
     const headers = nodeHeaders(req);
@@ -88,7 +86,8 @@ async function serve(req: IncomingMessage, res: ServerResponse, segment: string,
       if (body !== undefined) return parseJsonBytes(body, MAX_BODY_BYTES);
       return readAtMost(req, MAX_BODY_BYTES + 1).then((bytes) => parseJsonBytes(bytes, MAX_BODY_BYTES));
     };
-    answer = await handler({ headers, json }, segment, principal, runtime);
+    const query = () => new URLSearchParams(/\?([^#]*)/.exec(req.url ?? "")?.[1] ?? "");
+    answer = await handler({ headers, json, query }, segment, principal, runtime);
   } catch (err) {
     answer = problemAnswer(err, (req.url ?? "").split("?")[0]);
   }

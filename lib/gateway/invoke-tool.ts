@@ -1,68 +1,8 @@
 import type { TokenPrincipal } from "@/lib/auth/api-tokens";
-import { MAX_WAIT_MS, type InvokeResult, type KeySource } from "@/lib/idempotency/engine";
-import type { HeaderSource, HttpAnswer } from "@/lib/http/answer";
-import { badRequest, problemAnswer } from "@/lib/http/problem";
-import { readJsonBody } from "@/lib/http/read-body";
+import type { InvokeResult } from "@/lib/idempotency/engine";
+import type { HttpAnswer } from "@/lib/http/answer";
 import type { Runtime } from "@/lib/server/runtime";
-
-const SESSION_PATTERN = /^[\x21-\x7e]{1,200}$/;
-
-/**
- * The Idempotency-Key header. The IETF draft makes it a Structured Field string ("…"); Stripe and
- * most clients send the bare value. Both are accepted; the quotes are not part of the key.
- *
- * It must be sent once. Sent twice, a Fetch `Headers` (the App Router, MCP) joins the values into
- * one, "order-42, order-42", which would otherwise be a new key and run the action again: a
- * repeated header is refused (counted where node:http's raw headers are at hand), and where only
- * the joined value is known, so is a bare value holding a ",". A key holding a "," is sent quoted.
- */
-export function idempotencyKeyHeader(headers: HeaderSource): string | null {
-  const raw = headers.get("idempotency-key");
-  if (raw === null) return null;
-  const sentTimes = headers.count?.("idempotency-key");
-  if (sentTimes !== undefined && sentTimes > 1) throw badRequest("invalid_header", `Idempotency-Key was sent ${sentTimes} times: send it once`);
-  const quoted = /^"((?:[^"\\]|\\[\\"])*)"$/.exec(raw);
-  if (quoted) return quoted[1].replace(/\\([\\"])/g, "$1");
-  if (sentTimes === undefined && raw.includes(",")) {
-    throw badRequest("invalid_header", 'Idempotency-Key holds a "," outside quotes, as it does when sent more than once: send it once; a key holding a "," goes as a quoted string, "…"');
-  }
-  return raw;
-}
-
-/** The Idempotency-Key header's value for a key: bare, or a quoted string when the key holds a ",". */
-export function idempotencyKeyValue(key: string): string {
-  return key.includes(",") ? `"${key.replace(/[\\"]/g, "\\$&")}"` : key;
-}
-
-export function sessionHeader(headers: HeaderSource): string | null {
-  const raw = headers.get("idemgate-session");
-  if (raw === null) return null;
-  if (!SESSION_PATTERN.test(raw)) throw badRequest("invalid_header", "Idemgate-Session must be 1–200 visible ASCII characters");
-  return raw;
-}
-
-/**
- * `Idemgate-Key-Source: model` marks the key as minted by a model (advisory); `orchestrator` (the
- * default) as authoritative. Without the header, a token created with advisory keys makes it model.
- */
-export function keySourceHeader(headers: HeaderSource, principal: TokenPrincipal): KeySource {
-  const raw = headers.get("idemgate-key-source");
-  if (raw === null) return principal.advisoryKeys ? "model" : "orchestrator";
-  const value = raw.trim().toLowerCase();
-  if (value === "model" || value === "orchestrator") return value;
-  throw badRequest("invalid_header", "Idemgate-Key-Source must be `model` (the key was minted by a model: advisory) or `orchestrator`");
-}
-
-/** A gateway call as the handler needs it: headers, and the JSON body, read only when asked for. */
-export interface GatewayRequest {
-  headers: HeaderSource;
-  /** the parsed body, or a promise of it (the fast path parses a body it already holds at once) */
-  json(): unknown;
-}
-
-export function gatewayRequest(request: Request): GatewayRequest {
-  return { headers: request.headers, json: () => readJsonBody(request) };
-}
+import { callHeaders, callRequest, waitApplied, type GatewayRequest } from "./gateway-request";
 
 /** POST /api/v1/tools/{tool}/invoke for an authenticated caller. */
 export async function invokeTool(request: GatewayRequest, toolName: string, principal: TokenPrincipal, runtime: Runtime): Promise<HttpAnswer> {
@@ -72,52 +12,11 @@ export async function invokeTool(request: GatewayRequest, toolName: string, prin
   const tool = registry.get(toolName);
   // a tool run by its caller is refused before anything else is read: 400 naming how it runs
   const run = registry.runnerFor(tool, runtime.db.prisma);
-  const key = idempotencyKeyHeader(request.headers);
-  const session = sessionHeader(request.headers);
-  const keySource = keySourceHeader(request.headers, principal);
-  const waitSeconds = tool.kind === "write" ? preferredWaitSeconds(request.headers) : null;
+  const call = callHeaders(request.headers, principal, tool.kind === "write");
   const args = registry.parseArgs(tool, await request.json());
-  const invoked = runtime.engine.invoke(tool, run, {
-    scope: principal.scope,
-    key,
-    args,
-    session,
-    caller: principal.tokenId,
-    keySource,
-    waitMs: waitSeconds === null ? undefined : waitSeconds * 1000,
-  });
-  if (waitSeconds === null) return resultAnswer(await invoked);
-  // the preference was honoured whatever the answer: say so on results and problems alike
-  const applied = { "Preference-Applied": `wait=${waitSeconds}` };
-  let answer: HttpAnswer;
-  try {
-    answer = resultAnswer(await invoked);
-  } catch (err) {
-    answer = problemAnswer(err, `/api/v1/tools/${encodeURIComponent(toolName)}/invoke`);
-  }
-  return { ...answer, headers: { ...answer.headers, ...applied } };
-}
-
-/**
- * `Prefer: wait=N` (RFC 7240): how long a duplicate of a running call may be held for its result,
- * at most 60 s; null when the header asks for no wait. Other preferences are ignored.
- */
-export function preferredWaitSeconds(headers: HeaderSource): number | null {
-  const seconds = waitPreference(headers);
-  return seconds === null || seconds === 0 ? null : seconds;
-}
-
-/** The seconds `Prefer: wait=N` names, at most 60 s, 0 included (answer at once); null without one. */
-export function waitPreference(headers: HeaderSource): number | null {
-  const raw = headers.get("prefer");
-  if (raw === null) return null;
-  for (const part of raw.split(",")) {
-    const match = /^\s*wait\s*=\s*"?(\d{1,9})"?\s*(?:;.*)?$/i.exec(part);
-    if (match) {
-      return Math.min(Number(match[1]), MAX_WAIT_MS / 1000);
-    }
-  }
-  return null;
+  const invoked = runtime.engine.invoke(tool, run, callRequest(call, principal, args));
+  if (call.waitSeconds === null) return resultAnswer(await invoked);
+  return waitApplied(call.waitSeconds, `/api/v1/tools/${encodeURIComponent(toolName)}/invoke`, async () => resultAnswer(await invoked));
 }
 
 export function resultAnswer(result: InvokeResult): HttpAnswer {

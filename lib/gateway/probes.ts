@@ -7,13 +7,13 @@ import { ExecutionNotFoundError, InvalidCursorError, isIdemgateError } from "@/l
 import { FALLBACK_PREFIX } from "@/lib/idempotency/key-rules";
 import { stateOf, type KeyRecord } from "@/lib/idempotency/record";
 import type { HttpAnswer } from "@/lib/http/answer";
-import { badRequest, HttpError } from "@/lib/http/problem";
+import { badRequest, LeaseRunningError, NotHeldError, ProbeClaimedError } from "@/lib/http/problem";
 import { closeKeyAnomalies } from "@/lib/operator/close-key-anomalies";
 import { carryOutDecision, recordDecided, writeDecision } from "@/lib/operator/key-decisions";
 import { cursorSeal } from "@/lib/operator/list-cursor";
 import { resultTtlMs } from "@/lib/operator/resolve-key";
 import type { Runtime } from "@/lib/server/runtime";
-import type { GatewayRequest } from "./invoke-tool";
+import { parsedBody, type GatewayRequest } from "./gateway-request";
 
 // Probes of held calls of tools that run in their caller's process (DESIGN.md § "Tools that run
 // where they live", "Probes where the tool lives"): only the application can ask its provider
@@ -52,13 +52,6 @@ export const answerBody = z.discriminatedUnion("outcome", [
   z.strictObject({ claim: claimId, outcome: z.literal("not_applied"), note: z.string().max(1_000).optional() }),
   z.strictObject({ claim: claimId, outcome: z.literal("unknown"), note: z.string().max(1_000).optional() }),
 ]);
-
-function parsed<S extends z.ZodType>(schema: S, raw: unknown, what: string): z.output<S> {
-  const out = schema.safeParse(raw ?? {});
-  if (out.success) return out.data;
-  const summary = out.error.issues.map((i) => `${i.path.length ? i.path.join(".") : "(body)"}: ${i.message}`).join("; ");
-  throw badRequest("invalid_request", `invalid ${what} body: ${summary}`);
-}
 
 /** A held call as the probe API shows it. */
 export interface HeldCall {
@@ -115,7 +108,8 @@ function heldBy(record: KeyRecord | null, row: ExecutionRow, nowMs: number): Hel
 }
 
 /** GET /api/v1/tools/{tool}/held: the token's scope's held calls of a client-run tool, unknown first, then stuck. */
-export async function listHeldCalls(query: URLSearchParams, toolName: string, principal: TokenPrincipal, runtime: Runtime): Promise<HttpAnswer> {
+export async function listHeldCalls(request: GatewayRequest, toolName: string, principal: TokenPrincipal, runtime: Runtime): Promise<HttpAnswer> {
+  const query = request.query();
   const tool = runtime.registry.get(toolName);
   if (tool.runs !== "client") {
     throw badRequest("invalid_request", `${tool.name} is run by Idemgate, not by its caller: its held calls are probed by the server's reconciler (a statusUrl or a probe function)`);
@@ -173,17 +167,16 @@ async function recordOf(row: ExecutionRow, runtime: Runtime): Promise<KeyRecord 
   return runtime.store.get(row.scope, row.key);
 }
 
-const notHeld = (detail: string) => new HttpError("not_held", 409, detail);
+const notHeld = (detail: string) => new NotHeldError(detail);
 
-function claimedUntil(until: Date, nowMs: number, detail: string): HttpError {
-  const seconds = Math.max(1, Math.ceil((until.getTime() - nowMs) / 1000));
-  return new HttpError("probe_claimed", 409, detail, { "Retry-After": String(seconds) });
+function claimedUntil(until: Date, nowMs: number, detail: string): ProbeClaimedError {
+  return new ProbeClaimedError(detail, until.getTime(), nowMs);
 }
 
 /** POST /api/v1/executions/{executionId}/probe/claim */
 export async function claimProbe(request: GatewayRequest, executionId: string, principal: TokenPrincipal, runtime: Runtime): Promise<HttpAnswer> {
   const raw = await request.json();
-  const body = parsed(claimBody, raw, "claim");
+  const body = parsedBody(claimBody, raw, "claim");
   const row = await executionOf(executionId, principal, runtime);
   const nowMs = Date.now();
   const record = await recordOf(row, runtime);
@@ -223,7 +216,7 @@ export function probeActor(tokenId: string, holder: string | null): string {
 /** POST /api/v1/executions/{executionId}/probe/answer */
 export async function answerProbe(request: GatewayRequest, executionId: string, principal: TokenPrincipal, runtime: Runtime): Promise<HttpAnswer> {
   const raw = await request.json();
-  const body = parsed(answerBody, raw, "answer");
+  const body = parsedBody(answerBody, raw, "answer");
   if (body.outcome === "applied" && (typeof raw !== "object" || raw === null || !Object.hasOwn(raw, "body"))) {
     throw badRequest("invalid_request", "invalid answer body: body: the result is required for applied (null for none)");
   }
@@ -292,12 +285,10 @@ export async function answerProbe(request: GatewayRequest, executionId: string, 
     } else {
       const leaseUntilMs = record.leaseUntilMs ?? row.leaseUntil.getTime();
       if (leaseUntilMs > nowMs) {
-        const seconds = Math.max(1, Math.ceil((leaseUntilMs - nowMs) / 1000));
-        throw new HttpError(
-          "lease_running",
-          409,
+        throw new LeaseRunningError(
           `this call's lease lasts until ${new Date(leaseUntilMs).toISOString()}: it may still be running, so "not applied" cannot free its key yet; answer again after that, or answer unknown`,
-          { "Retry-After": String(seconds) },
+          leaseUntilMs,
+          nowMs,
         );
       }
       reason = `${said}: released, so the next call runs it`;

@@ -1,10 +1,9 @@
 import { z } from "zod";
 import type { TokenPrincipal } from "@/lib/auth/api-tokens";
 import type { HttpAnswer } from "@/lib/http/answer";
-import { badRequest } from "@/lib/http/problem";
 import { recordIgnoredClientReplays } from "@/lib/server/metrics";
 import type { Runtime } from "@/lib/server/runtime";
-import type { GatewayRequest } from "./invoke-tool";
+import { parsedBody, type GatewayRequest } from "./gateway-request";
 
 // POST /api/v1/replays – replays a client answered from its own cache of done results (lib/client's
 // replay cache), reported afterwards in batches so the audit log holds them as suppressions.
@@ -40,12 +39,8 @@ export const clientReplaysBody = z.strictObject({
  * Answers `{"recorded":n,"ignored":m}`; a malformed report is a 400 and records nothing.
  */
 export async function recordClientReplays(request: GatewayRequest, _segment: string, principal: TokenPrincipal, runtime: Runtime): Promise<HttpAnswer> {
-  const out = clientReplaysBody.safeParse((await request.json()) ?? {});
-  if (!out.success) {
-    const summary = out.error.issues.map((i) => `${i.path.length ? i.path.join(".") : "(body)"}: ${i.message}`).join("; ");
-    throw badRequest("invalid_request", `invalid replays body: ${summary}`);
-  }
-  const counts = await runtime.engine.recordClientReplays(principal.scope, principal.tokenId, out.data.replays);
+  const body = parsedBody(clientReplaysBody, await request.json(), "replays");
+  const counts = await runtime.engine.recordClientReplays(principal.scope, principal.tokenId, body.replays);
   recordIgnoredClientReplays(counts.ignored);
   return { status: 200, headers: { "Content-Type": "application/json", "Cache-Control": "no-store" }, body: JSON.stringify(counts) };
 }

@@ -3,9 +3,9 @@ import type { TokenPrincipal } from "@/lib/auth/api-tokens";
 import type { SettleResult, SettleTarget } from "@/lib/idempotency/engine";
 import { ExecutionNotFoundError } from "@/lib/idempotency/errors";
 import type { HttpAnswer } from "@/lib/http/answer";
-import { badRequest, problemAnswer } from "@/lib/http/problem";
+import { badRequest } from "@/lib/http/problem";
 import type { Runtime } from "@/lib/server/runtime";
-import { idempotencyKeyHeader, keySourceHeader, preferredWaitSeconds, sessionHeader, type GatewayRequest } from "./invoke-tool";
+import { callHeaders, callRequest, parsedBody, waitApplied, type GatewayRequest } from "./gateway-request";
 
 // The reservation API for tools that run in their caller's process (DESIGN.md § "Tools that run
 // where they live"): reserve, then complete / release / heartbeat the execution. One handler per
@@ -35,13 +35,6 @@ export const releaseBody = z.strictObject({
 });
 export const heartbeatBody = z.strictObject({ token });
 
-function parsed<S extends z.ZodType>(schema: S, raw: unknown, what: string): z.output<S> {
-  const out = schema.safeParse(raw ?? {});
-  if (out.success) return out.data;
-  const summary = out.error.issues.map((i) => `${i.path.length ? i.path.join(".") : "(body)"}: ${i.message}`).join("; ");
-  throw badRequest("invalid_request", `invalid ${what} body: ${summary}`);
-}
-
 /** POST /api/v1/tools/{tool}/reservations for an authenticated caller. */
 export async function reserveTool(request: GatewayRequest, toolName: string, principal: TokenPrincipal, runtime: Runtime): Promise<HttpAnswer> {
   const tool = runtime.registry.get(toolName);
@@ -51,21 +44,10 @@ export async function reserveTool(request: GatewayRequest, toolName: string, pri
       `${tool.name} is run by Idemgate, not by its caller: invoke it with POST /api/v1/tools/${tool.name}/invoke (reservations are for tools declared with runs: client)`,
     );
   }
-  const key = idempotencyKeyHeader(request.headers);
-  const session = sessionHeader(request.headers);
-  const keySource = keySourceHeader(request.headers, principal);
-  const waitSeconds = preferredWaitSeconds(request.headers);
-  const body = parsed(reserveBody, await request.json(), "reservation");
+  const call = callHeaders(request.headers, principal, true);
+  const body = parsedBody(reserveBody, await request.json(), "reservation");
   const args = runtime.registry.parseArgs(tool, body.arguments);
-  const reserving = runtime.engine.reserve(tool, {
-    scope: principal.scope,
-    key,
-    args,
-    session,
-    caller: principal.tokenId,
-    keySource,
-    waitMs: waitSeconds === null ? undefined : waitSeconds * 1000,
-  });
+  const reserving = runtime.engine.reserve(tool, callRequest(call, principal, args));
   const answer = async (): Promise<HttpAnswer> => {
     const r = await reserving;
     if (r.kind === "reserved") {
@@ -84,14 +66,8 @@ export async function reserveTool(request: GatewayRequest, toolName: string, pri
       body: doneBody(r.status, r.body, r.record.executionId, own ? r.record.expiresAtMs : null),
     };
   };
-  if (waitSeconds === null) return answer();
-  let out: HttpAnswer;
-  try {
-    out = await answer();
-  } catch (err) {
-    out = problemAnswer(err, `/api/v1/tools/${encodeURIComponent(toolName)}/reservations`);
-  }
-  return { ...out, headers: { ...out.headers, "Preference-Applied": `wait=${waitSeconds}` } };
+  if (call.waitSeconds === null) return answer();
+  return waitApplied(call.waitSeconds, `/api/v1/tools/${encodeURIComponent(toolName)}/reservations`, answer);
 }
 
 export type SettleAction = "complete" | "release" | "heartbeat";
@@ -111,15 +87,15 @@ export async function settleExecution(
   const policyOf = (name: string) => (runtime.registry.has(name) ? runtime.registry.get(name) : undefined);
   let result: SettleResult;
   if (action === "complete") {
-    const body = parsed(completeBody, raw, "complete");
+    const body = parsedBody(completeBody, raw, "complete");
     if (typeof raw !== "object" || raw === null || !Object.hasOwn(raw, "body")) throw badRequest("invalid_request", "invalid complete body: body: the result is required (null for none)");
     const target: SettleTarget = { scope: principal.scope, executionId, token: body.token, policyOf };
     result = await runtime.engine.completeExecution(target, { status: body.status ?? 200, body: body.body });
   } else if (action === "release") {
-    const body = parsed(releaseBody, raw, "release");
+    const body = parsedBody(releaseBody, raw, "release");
     result = await runtime.engine.releaseExecution({ scope: principal.scope, executionId, token: body.token, policyOf }, body.outcome, body.note ?? null);
   } else {
-    const body = parsed(heartbeatBody, raw, "heartbeat");
+    const body = parsedBody(heartbeatBody, raw, "heartbeat");
     result = await runtime.engine.heartbeatExecution({ scope: principal.scope, executionId, token: body.token, policyOf });
   }
   return settleAnswer(result);

@@ -35,11 +35,9 @@ describe("parseJsonBytes", () => {
     expect(err).toMatchObject({ code: "invalid_json", status: 400, message: "the body nests arrays and objects more than 64 levels deep" });
   });
 
-  it("refuses 100,000 levels fast", () => {
+  it("refuses 100,000 levels before parsing (no recursion to overflow)", () => {
     const body = bytes(`{"a":${nested(100_000)}}`);
-    const started = performance.now();
-    expect(thrown(() => parseJsonBytes(body))).toMatchObject({ code: "invalid_json" });
-    expect(performance.now() - started).toBeLessThan(50);
+    expect(thrown(() => parseJsonBytes(body))).toMatchObject({ code: "invalid_json", message: "the body nests arrays and objects more than 64 levels deep" });
   });
 
   it("refuses integers beyond ±(2^53 − 1) as invalid_arguments naming each path; keeps safe ones exact", () => {

@@ -2,7 +2,7 @@ import { InvalidArgumentsError } from "@/lib/idempotency/errors";
 import { MAX_JSON_DEPTH } from "@/lib/idempotency/fingerprint";
 import type { HeaderSource } from "./answer";
 import { scanJson } from "./json-limits";
-import { HttpError, badRequest } from "./problem";
+import { badRequest, PayloadTooLargeError, UnsupportedMediaTypeError } from "./problem";
 
 export const MAX_BODY_BYTES = 1024 * 1024;
 
@@ -48,7 +48,7 @@ export function checkJsonHeaders(headers: HeaderSource, limit = MAX_BODY_BYTES):
   if (declared !== null && Number(declared) > limit) throw tooLarge(limit);
   const type = headers.get("content-type");
   if (type && !/^application\/([a-z0-9.+-]*\+)?json\s*(;|$)/i.test(type)) {
-    throw new HttpError("unsupported_media_type", 415, `send the arguments as application/json, not ${type.slice(0, 100)}`);
+    throw new UnsupportedMediaTypeError(`send the arguments as application/json, not ${type.slice(0, 100)}`);
   }
 }
 
@@ -91,6 +91,6 @@ function unsafeIntegers(found: { path: string; literal: string }[]): InvalidArgu
   );
 }
 
-function tooLarge(limit: number): HttpError {
-  return new HttpError("payload_too_large", 413, `the body is larger than ${limit} bytes`);
+function tooLarge(limit: number): PayloadTooLargeError {
+  return new PayloadTooLargeError(`the body is larger than ${limit} bytes`);
 }

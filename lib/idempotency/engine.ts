@@ -1,5 +1,6 @@
 import type { AuditWriter } from "./audit-port";
 import type { KeyStore } from "./key-store";
+import type { PausedTools } from "./paused-tools";
 import type { KeyRecord, StoredResult } from "./record";
 import type { RunTool, ToolPolicy } from "./tool";
 import { admit } from "./engine/admit";
@@ -45,12 +46,14 @@ export { MAX_WAIT_MS } from "./engine/reserve";
 export class Engine {
   readonly store: KeyStore;
   readonly audit: AuditWriter;
+  readonly pausedTools: PausedTools | null;
   private readonly core: EngineCore;
 
   constructor(options: EngineOptions) {
     this.core = engineCore(options);
     this.store = options.store;
     this.audit = options.audit;
+    this.pausedTools = this.core.pausedTools;
   }
 
   /** A tool call through the gateway: a write admitted, run and settled here; a read run as it comes. */

@@ -29,7 +29,7 @@ describe("recognizing Idemgate errors across bundles", () => {
     expect(isIdemgateError(notFound, "invalid_state")).toBe(false);
     expect(isIdemgateError(new other.audit.OpenExecutionError("s", "k"), "open_execution")).toBe(true);
     expect(isIdemgateError(new other.passwords.PasswordCheckBusyError(), "password_check_busy")).toBe(true);
-    expect(isIdemgateError(new other.problem.HttpError("forbidden", 403, "no"), "forbidden")).toBe(true);
+    expect(isIdemgateError(new other.problem.ForbiddenError("no"), "forbidden")).toBe(true);
   });
 
   it("recognizes the signals a tool throws from another copy of the tool module", async () => {

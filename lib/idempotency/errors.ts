@@ -1,11 +1,17 @@
+import { CONFLICT_RETRY_AFTER_MS, type ProblemCode } from "@/lib/problems/problems";
 import { publicOutcomeNote } from "./outcome-note";
-import type { KeyRecord } from "./record";
+import { stateOf, type KeyRecord } from "./record";
+
+export { CONFLICT_RETRY_AFTER_MS };
 
 /**
  * Idemgate's errors: every way a call can end without a fresh or replayed result (below), the HTTP
- * layer's own (lib/http/problem.ts), the signals a tool throws (tool.ts) and the audit log's
- * (audit-port.ts). Each is an IdemgateError with a stable `code`; the gateway maps codes to HTTP
- * statuses and problem types in one place (lib/http/problem.ts).
+ * layer's own (lib/http/http-errors.ts), the signals a tool throws (tool.ts) and the audit log's
+ * (audit-port.ts). Each is an IdemgateError with a stable `code`: a ProblemCode (lib/problems, the
+ * one table of status, title and retry rule) for what reaches a caller, with one class per code
+ * (variants of a code are its subclasses), or a SignalCode for what the engine or a route handles
+ * itself. What an error adds to its problem answer (a status of its own, headers, members such as
+ * the held key's state) it states itself, as data in `problem`, which every copy of it carries.
  *
  * Next.js bundles instrumentation.ts (which opens the runtime) apart from the route handlers, so an
  * error thrown by the engine can be an instance of *another copy* of its class, and `instanceof` and
@@ -15,14 +21,34 @@ import type { KeyRecord } from "./record";
  */
 const BRAND = Symbol.for("idemgate.error");
 
+/**
+ * Codes of errors that never reach a caller as a problem type of their own: a tool's signals
+ * (tool.ts), the audit log's (audit-port.ts), the sign-in gate's. One that escapes is answered 500.
+ */
+export type SignalCode = "tool_final" | "tool_not_run" | "tool_outcome_unknown" | "tool_abandon" | "open_execution" | "password_check_busy";
+
+/** What an error adds to its problem answer, beyond its type's status, title and headers. */
+export interface ProblemDetails {
+  /** a status of its own (one its type lists in otherStatuses) */
+  status?: number;
+  headers?: Readonly<Record<string, string>>;
+  /** extension members of the problem body, after type, title, status, detail and instance */
+  members?: Readonly<Record<string, unknown>>;
+}
+
+const NO_DETAILS: ProblemDetails = {};
+
 export abstract class IdemgateError extends Error {
-  abstract readonly code: string;
+  abstract readonly code: ProblemCode | SignalCode;
   readonly [BRAND] = true;
+  /** What this error adds to its problem answer (lib/http/problem.ts): set by the constructor of a class that adds anything. */
+  problem: ProblemDetails = NO_DETAILS;
 }
 
 /** Whether `err` is an Idemgate error (of this code), whichever bundle's copy of its class threw it. */
 export function isIdemgateError(err: unknown): err is IdemgateError;
-export function isIdemgateError<C extends string>(err: unknown, code: C): err is IdemgateError & { readonly code: C };
+export function isIdemgateError<C extends keyof ErrorOfCode>(err: unknown, code: C): err is ErrorOfCode[C];
+export function isIdemgateError<C extends ProblemCode | SignalCode>(err: unknown, code: C): err is IdemgateError & { readonly code: C };
 export function isIdemgateError(err: unknown, code?: string): boolean {
   if (typeof err !== "object" || err === null || (err as { [BRAND]?: unknown })[BRAND] !== true) return false;
   return code === undefined || (err as IdemgateError).code === code;
@@ -72,7 +98,20 @@ export class InvalidArgumentsError extends IdemgateError {
     readonly issues: { path: string; message: string }[] = [],
   ) {
     super(message);
+    if (issues.length) this.problem = { members: { errors: issues } };
   }
+}
+
+/** The problem members that say which key refused a call, and in what state it is. */
+function heldKeyMembers(record: KeyRecord, nowMs = Date.now()): Record<string, unknown> {
+  const members: Record<string, unknown> = {
+    key: record.key,
+    tool: record.tool,
+    state: stateOf(record, nowMs),
+    startedAt: new Date(record.createdAtMs).toISOString(),
+  };
+  if (record.leaseUntilMs !== null) members.leaseUntil = new Date(record.leaseUntilMs).toISOString();
+  return members;
 }
 
 /** A suppression the caller must wait out or act on; carries the record that caused it. */
@@ -82,15 +121,9 @@ export abstract class SuppressionError extends IdemgateError {
     readonly record: KeyRecord,
   ) {
     super(message);
+    this.problem = { members: heldKeyMembers(record) };
   }
 }
-
-/**
- * What a 409 for a running call asks the caller to wait (Retry-After, in whole seconds): most calls
- * finish in well under a lease, so a short wait, not the lease's remainder. The gateway sends it
- * and the API reference states it from the one problem table (lib/http/problem.ts).
- */
-export const CONFLICT_RETRY_AFTER_MS = 1_000;
 
 export class ConflictError extends SuppressionError {
   readonly code = "conflict";
@@ -111,21 +144,6 @@ export class StuckKeyError extends SuppressionError {
   }
 }
 
-/**
- * A duplicate of a call whose outcome is unknown: it may have happened, so the key stays held until
- * the tool's probe or an operator decides. Never runs again by itself.
- */
-export class UnknownOutcomeKeyError extends SuppressionError {
-  readonly code = "outcome_unknown";
-  constructor(record: KeyRecord) {
-    super(
-      `the first call with this key ended without knowing whether its side effect happened${record.outcomeNote ? ` (${publicOutcomeNote(record.outcomeNote)})` : ""}; ` +
-        `the key is held and the action will not run again until the tool's status probe or an operator decides (it happened: resolve; it did not: release)`,
-      record,
-    );
-  }
-}
-
 export class MismatchError extends SuppressionError {
   readonly code = "mismatch";
   constructor(record: KeyRecord) {
@@ -133,14 +151,20 @@ export class MismatchError extends SuppressionError {
   }
 }
 
-/** The key store or the audit log could not be written: nothing ran. */
+/**
+ * `unavailable`: nothing ran, and the same call may be sent again shortly with the same key. Its
+ * usual cause: the key store or the audit log could not be written (`component`); the subclasses
+ * below are the others.
+ */
 export class UnavailableError extends IdemgateError {
   readonly code = "unavailable";
   constructor(
-    readonly component: "key_store" | "audit_log",
+    /** what could not be reached; null for a cause of a subclass's */
+    readonly component: "key_store" | "audit_log" | null,
     cause: unknown,
+    message = `${component === "key_store" ? "the key store" : "the audit log"} is unavailable; nothing was run`,
   ) {
-    super(`${component === "key_store" ? "the key store" : "the audit log"} is unavailable; nothing was run`, { cause });
+    super(message, { cause });
   }
 }
 
@@ -148,22 +172,22 @@ export class UnavailableError extends IdemgateError {
  * The call's intent became durable too close to the end of its lease (a slow audit log): another
  * caller may take the key over from then on, so it was not run. Its key was given back.
  */
-export class LeasePassedError extends IdemgateError {
-  readonly code = "unavailable";
+export class LeasePassedError extends UnavailableError {
   constructor(readonly leaseUntilMs: number) {
-    super("the audit log wrote this call's intent only as its lease was ending; nothing was run, retry with the same key");
+    super(null, undefined, "the audit log wrote this call's intent only as its lease was ending; nothing was run, retry with the same key");
   }
 }
 
 /** `Prefer: wait` asked of a process already holding as many waiting calls as it may: nothing ran. */
-export class TooManyWaitersError extends IdemgateError {
-  readonly code = "unavailable";
+export class TooManyWaitersError extends UnavailableError {
   constructor(
     readonly limit: number,
     /** whose slots are all taken: the whole process', or the caller's scope's share of them */
     readonly of: "process" | "scope" = "process",
   ) {
     super(
+      null,
+      undefined,
       of === "scope"
         ? `this server already holds ${limit} calls of your scope waiting for a running call's result, as many as one scope may; nothing was run, retry with the same key shortly`
         : `this server already holds ${limit} calls waiting for a running call's result; nothing was run, retry with the same key shortly`,
@@ -183,25 +207,26 @@ export class ToolFailedError extends IdemgateError {
     readonly executionId?: string,
   ) {
     super(message);
+    // which execution to ask an operator about; the details stay in the console
+    if (executionId !== undefined) this.problem = { members: { executionId } };
   }
 }
 
 /**
- * The call ended without knowing whether its side effect happened (a timeout, a 5xx, a reset after
- * the request was sent, an exception after the tool started). The key is held in state `unknown`;
- * retries get 409 until the tool's probe or an operator decides, except at a service that
- * deduplicates on the forwarded key, where a retry is resent. Answered 504 for a timeout and
- * 502 otherwise, with the problem type `outcome_unknown` either way.
+ * `outcome_unknown`: the call ended without knowing whether its side effect happened (a timeout, a
+ * 5xx, a reset after the request was sent, an exception after the tool started). The key is held in
+ * state `unknown`; retries get 409 (UnknownOutcomeKeyError, below) until the tool's probe or an
+ * operator decides, except at a service that deduplicates on the forwarded key, where a retry is
+ * resent. Answered 504 for a timeout and 502 otherwise, with the problem type `outcome_unknown`
+ * either way.
  */
 export class OutcomeUnknownError extends IdemgateError {
   readonly code = "outcome_unknown";
-  readonly status: number;
-  readonly headers: Record<string, string> = {};
   constructor(
     readonly key: string,
     readonly executionId: string,
     readonly note: string,
-    timedOut: boolean,
+    private readonly timedOut: boolean,
     /** the tool's service deduplicates on the forwarded key: a retry with the same key is resent to it */
     resentOnRetry = false,
   ) {
@@ -212,7 +237,31 @@ export class OutcomeUnknownError extends IdemgateError {
         : `the tool's outcome is unknown (${note}): the action may have happened. The key is held and will not run again ` +
             `by itself; a retry gets 409 until the tool's status probe or an operator decides`,
     );
-    this.status = timedOut ? 504 : 502;
+    // which execution to ask an operator about; the details stay in the console
+    this.problem = { status: this.status, members: { executionId, key, state: "unknown" } };
+  }
+
+  get status(): number {
+    return this.timedOut ? 504 : 502;
+  }
+}
+
+/**
+ * A duplicate of a call whose outcome is unknown: it may have happened, so the key stays held until
+ * the tool's probe or an operator decides. Never runs again by itself. Answered 409 with the held
+ * key's record, as the other suppressions are.
+ */
+export class UnknownOutcomeKeyError extends OutcomeUnknownError {
+  constructor(readonly record: KeyRecord) {
+    super(record.key, record.executionId ?? "", record.outcomeNote ?? "", false);
+    this.message =
+      `the first call with this key ended without knowing whether its side effect happened${record.outcomeNote ? ` (${publicOutcomeNote(record.outcomeNote)})` : ""}; ` +
+      `the key is held and the action will not run again until the tool's status probe or an operator decides (it happened: resolve; it did not: release)`;
+    this.problem = { members: heldKeyMembers(record) };
+  }
+
+  override get status(): number {
+    return 409;
   }
 }
 
@@ -261,6 +310,7 @@ export class StaleTokenError extends IdemgateError {
     detail: string,
   ) {
     super(detail);
+    this.problem = { members: { executionId } };
   }
 }
 
@@ -274,4 +324,27 @@ export class InvalidCursorError extends IdemgateError {
     super("the cursor is not one this server issued for this listing; start again from the first page (no cursor)");
     this.name = "InvalidCursorError";
   }
+}
+
+/**
+ * The class of each code thrown from here, so isIdemgateError(err, code) narrows to it whichever
+ * bundle's copy threw it. One class per code; a variant of a code is a subclass of its class.
+ */
+interface ErrorOfCode {
+  missing_key: MissingKeyError;
+  invalid_key: InvalidKeyError;
+  unknown_tool: UnknownToolError;
+  runs_in_client: ClientRunToolError;
+  invalid_arguments: InvalidArgumentsError;
+  conflict: ConflictError;
+  stuck: StuckKeyError;
+  mismatch: MismatchError;
+  outcome_unknown: OutcomeUnknownError;
+  unavailable: UnavailableError;
+  tool_failed: ToolFailedError;
+  abandoned: CallAbandonedError;
+  invalid_state: InvalidStateError;
+  not_found: NotFoundError;
+  stale_token: StaleTokenError;
+  invalid_cursor: InvalidCursorError;
 }

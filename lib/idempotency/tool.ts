@@ -38,6 +38,11 @@ export interface ToolPolicy {
    */
   runs?: "client";
   /**
+   * declared `paused: true` in the configuration file: new first executions are refused as when an
+   * operator pauses the tool (lib/idempotency/paused-tools.ts); only a new declaration resumes it
+   */
+  paused?: boolean;
+  /**
    * what each execution keeps of the call's arguments for operators (DESIGN.md § Arguments kept
    * for operators); absent: redacted, with no pointers of its own
    */

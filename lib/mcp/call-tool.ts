@@ -1,12 +1,13 @@
 import { ProtocolErrorCode as ErrorCode, RELATED_TASK_META_KEY, type CallToolResult, type CreateTaskResult } from "@modelcontextprotocol/server";
 import type { TokenPrincipal } from "@/lib/auth/api-tokens";
-import { idempotencyKeyHeader, keySourceHeader, sessionHeader, waitPreference } from "@/lib/gateway/invoke-tool";
+import { idempotencyKeyHeader, keySourceHeader, sessionHeader, waitPreference } from "@/lib/gateway/gateway-request";
 import type { InvokeResult, KeySource } from "@/lib/idempotency/engine";
-import { InvalidKeyError } from "@/lib/idempotency/errors";
+import { InvalidKeyError, isIdemgateError } from "@/lib/idempotency/errors";
 import { publicOutcomeNote } from "@/lib/idempotency/outcome-note";
 import { isFinalToolError, isNotRunError, isOutcomeUnknown } from "@/lib/idempotency/tool";
 import type { HeaderSource } from "@/lib/http/answer";
 import { problemAnswer, type ProblemBody } from "@/lib/http/problem";
+import { isProblemCode, PROBLEMS } from "@/lib/problems/problems";
 import type { Runtime } from "@/lib/server/runtime";
 import { JsonRpcError, type CallParams } from "./call-tool-request";
 import { advertisesKeyArgument, KEY_ARGUMENT, META_KEY_FIELD } from "./tools";
@@ -220,14 +221,18 @@ function errorResult(err: unknown, tool: string, waitSeconds: number | null): Ca
   }
   if (isNotRunError(err) || isOutcomeUnknown(err)) {
     // thrown by a read tool (writes' are the engine's errors): it did not answer
+    const { title, retry } = PROBLEMS.tool_failed;
     const body: ProblemBody = isNotRunError(err)
-      ? { type: "/problems/tool_failed", title: "Tool failed", status: 502, detail: err.message }
-      : { type: "/problems/tool_failed", title: "Tool failed", status: err.timedOut ? 504 : 502, detail: err.note };
+      ? { type: "/problems/tool_failed", title, status: 502, detail: err.message, retry }
+      : { type: "/problems/tool_failed", title, status: err.timedOut ? 504 : 502, detail: err.note, retry };
     return { content: [{ type: "text", text: JSON.stringify(body) }], structuredContent: body, isError: true };
   }
   const answer = problemAnswer(err, "/mcp");
   const body = JSON.parse(answer.body) as ProblemBody;
   const code = body.type.replace(/^\/problems\//, "");
+  // an MCP client has no Retry-After header and no client library's table: the problem table's
+  // retry rule goes in the body (yes, after Retry-After, no, with changes)
+  if (isProblemCode(code)) body.retry = PROBLEMS[code].retry;
   switch (code) {
     case "missing_key":
       body.detail = `${tool} changes something and needs an idempotency key naming this action; nothing was run. ${HOW_TO_SEND_A_KEY}`;
@@ -236,6 +241,11 @@ function errorResult(err: unknown, tool: string, waitSeconds: number | null): Ca
       body.detail =
         `A call with this idempotency key is still in progress${waitSeconds ? ` (waited ${waitSeconds} s for it)` : ""}; nothing was run again. ` +
         `Call again later with the same key to get its result; do not use a new key for the same action.`;
+      break;
+    case "tool_paused":
+      body.detail =
+        `${tool} is paused by an operator${typeof body.reason === "string" ? ` (${body.reason})` : ""}: nothing was run and nothing was reserved. ` +
+        `Do not do this action another way; call again with the same key once the tool is resumed.`;
       break;
     case "outcome_unknown":
       body.detail =
@@ -248,6 +258,6 @@ function errorResult(err: unknown, tool: string, waitSeconds: number | null): Ca
 
 /** The caller's note: the first call's (its public note) or the held key's (as a caller may read it). */
 function outcomeNote(err: unknown): string {
-  const note = (err as { note?: unknown; record?: { outcomeNote?: unknown } }).note ?? (err as { record?: { outcomeNote?: unknown } }).record?.outcomeNote;
-  return typeof note === "string" && note ? ` (${publicOutcomeNote(note)})` : "";
+  const note = isIdemgateError(err, "outcome_unknown") ? err.note : "";
+  return note ? ` (${publicOutcomeNote(note)})` : "";
 }

@@ -237,7 +237,7 @@ describe("Idemgate's MCP server over Streamable HTTP", () => {
     const duplicate = await call(waitsOneSecond, { name: "payments.charge", arguments: args, idempotencyKey: key });
     expect(Date.now() - started).toBeGreaterThanOrEqual(900);
     expect(duplicate.isError).toBe(true);
-    expect(duplicate.structuredContent).toMatchObject({ type: "/problems/conflict", key });
+    expect(duplicate.structuredContent).toMatchObject({ type: "/problems/conflict", key, retry: "after Retry-After" });
     expect(text(duplicate)).toContain("in progress");
     const first = await slow;
     expect(first.isError).toBeFalsy();
@@ -254,7 +254,7 @@ describe("Idemgate's MCP server over Streamable HTTP", () => {
     const args = chargeArgs(customerId, { simulate: { outcome: "throw_after_effect" } });
     const first = await call(client, { name: "payments.charge", arguments: args, idempotencyKey: key });
     expect(first.isError).toBe(true);
-    expect(first.structuredContent).toMatchObject({ type: "/problems/outcome_unknown", key, state: "unknown" });
+    expect(first.structuredContent).toMatchObject({ type: "/problems/outcome_unknown", key, state: "unknown", retry: "no" });
     expect(text(first)).toContain("may have happened");
     expect(text(first)).toContain("key is held");
     const retry = await call(client, { name: "payments.charge", arguments: args, idempotencyKey: key });

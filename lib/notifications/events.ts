@@ -8,7 +8,7 @@ export interface WebhookEvent {
   /** `evt_` and 32 hex digits: the same for every endpoint and every attempt; receivers deduplicate by it */
   id: string;
   type: WebhookEventType;
-  /** when the reconciler found it (ISO 8601) */
+  /** when the reconciler found it, or the operator acted (ISO 8601) */
   createdAt: string;
   data: {
     summary: string;
@@ -16,11 +16,14 @@ export interface WebhookEvent {
     /** null for findings that are not about one key */
     scope: string | null;
     key: string | null;
-    anomaly: { id: string; type: string; path: string };
+    /** null for an operator's pause or resume of a tool */
+    anomaly: { id: string; type: string; path: string } | null;
     /** the console page of the key (null when the finding is about no key) */
     keyPath: string | null;
     /** key.unknown / key.stuck: the call that holds the key */
     executionId: string | null;
+    /** tool.paused / tool.resumed: who did it, why, and the console page of the tool */
+    operator?: { actor: string; reason: string; toolPath: string };
   };
 }
 
@@ -64,10 +67,34 @@ export function eventsForOpenedAnomalies(anomalies: readonly OpenedAnomaly[]): W
   });
 }
 
+/**
+ * An operator paused or resumed a write tool: one event per action (its audit-trail row's id), so a
+ * receiver deduplicates retries of it by the event id.
+ */
+export function eventForToolPause(type: "tool.paused" | "tool.resumed", input: { actionId: string; tool: string; actor: string; reason: string; atMs: number }): WebhookEvent {
+  return {
+    id: eventIdOf(type, input.actionId),
+    type,
+    createdAt: new Date(input.atMs).toISOString(),
+    data: {
+      summary: `${input.tool} ${type === "tool.paused" ? "paused" : "resumed"} by ${input.actor}: ${input.reason}`,
+      tool: input.tool,
+      scope: null,
+      key: null,
+      anomaly: null,
+      keyPath: null,
+      executionId: null,
+      operator: { actor: input.actor, reason: input.reason, toolPath: `/tools/${encodeURIComponent(input.tool)}` },
+    },
+  };
+}
+
 const HEADLINE: Record<WebhookEventType, string> = {
   "key.unknown": "A key's outcome is unknown",
   "key.stuck": "A key is stuck",
   "anomaly.opened": "An anomaly was opened",
+  "tool.paused": "A tool was paused: its new calls are refused",
+  "tool.resumed": "A paused tool was resumed",
 };
 
 /**
@@ -96,7 +123,9 @@ export function renderEventBody(event: WebhookEvent, format: WebhookFormat): str
         elements: [
           {
             type: "mrkdwn",
-            text: `event \`${event.id}\` · anomaly ${slackCode(d.anomaly.id)} (${slackCode(d.anomaly.type)}) · console ${slackCallerCode(d.keyPath ?? d.anomaly.path, 400)}`,
+            text: d.anomaly
+              ? `event \`${event.id}\` · anomaly ${slackCode(d.anomaly.id)} (${slackCode(d.anomaly.type)}) · console ${slackCallerCode(d.keyPath ?? d.anomaly.path, 400)}`
+              : `event \`${event.id}\` · console ${slackCallerCode(d.operator?.toolPath ?? "", 400)}`,
           },
         ],
       },

@@ -35,7 +35,7 @@ webhooks:
       ENV,
     );
     expect(config.webhooks).toHaveLength(2);
-    expect(config.webhooks[0]).toMatchObject({ name: "ops", secret: SECRET, format: "idemgate", events: ["key.unknown", "key.stuck", "anomaly.opened"], maxAttempts: 10, retryBackoffMs: 5000, timeoutMs: 10000 });
+    expect(config.webhooks[0]).toMatchObject({ name: "ops", secret: SECRET, format: "idemgate", events: ["key.unknown", "key.stuck", "anomaly.opened", "tool.paused", "tool.resumed"], maxAttempts: 10, retryBackoffMs: 5000, timeoutMs: 10000 });
     expect(config.webhooks[1]).toMatchObject({ format: "slack", events: ["key.unknown", "key.stuck"], url: "https://hooks.slack.com/services/T000/B000/XXXXSECRET" });
     // what the console shows: neither the secret nor the part of the URL from the environment
     const shown = JSON.stringify(config.webhooks.map(endpointView));

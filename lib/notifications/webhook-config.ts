@@ -1,7 +1,7 @@
 import { z } from "zod";
 
 /** What an endpoint can be told of (DESIGN.md § Key states; anomalies: lib/anomalies). */
-export const WEBHOOK_EVENTS = ["key.unknown", "key.stuck", "anomaly.opened"] as const;
+export const WEBHOOK_EVENTS = ["key.unknown", "key.stuck", "anomaly.opened", "tool.paused", "tool.resumed"] as const;
 export type WebhookEventType = (typeof WEBHOOK_EVENTS)[number];
 
 /** `idemgate`: the event as JSON, signed; `slack`: a Slack incoming-webhook message (`text` and `blocks`), signed too. */

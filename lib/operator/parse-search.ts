@@ -5,6 +5,7 @@ import { badRequest } from "@/lib/http/problem";
  * What the console's one search box was asked (docs/operate.md § Find anything):
  * - `tool:… state:… scope:…` (any of them, in any order, with at most one bare word as a key prefix):
  *   the keys list with those filters;
+ * - `session:ID`: that run's page (sessionSearch);
  * - one term: a key or key prefix, an execution id, and an argument value of a kept call. A term
  *   `name:value` (`customerId:cus_42`, `customer.id:cus_42` for a nested field) looks for that
  *   argument only; a bare value is looked for under any top-level argument name.
@@ -18,6 +19,12 @@ const MAX_TERM = 255;
 const NAMED = /^([A-Za-z_$][\w$-]*(?:\.[A-Za-z_$][\w$-]*)*):(.+)$/;
 
 const invalid = (detail: string) => badRequest("invalid_request", detail);
+
+/** `session:ID` (one word): the run to open, else null. */
+export function sessionSearch(raw: string | null | undefined): string | null {
+  const match = /^session:(\S+)$/i.exec((raw ?? "").trim());
+  return match && /^[\x21-\x7e]{1,200}$/.test(match[1]) ? match[1] : null;
+}
 
 export function parseSearch(raw: string | null | undefined): SearchQuery {
   const q = (raw ?? "").trim();

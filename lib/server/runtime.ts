@@ -5,6 +5,8 @@ import { openDatabase, type Database } from "@/lib/db/database";
 import { securePrivateDataDir } from "@/lib/db/private-files";
 import { Engine, type CallEvent } from "@/lib/idempotency/engine";
 import { ReplayCache } from "@/lib/idempotency/replay-cache";
+import { PausedTools } from "@/lib/idempotency/paused-tools";
+import { readPausedTools } from "@/lib/audit/paused-tools-table";
 import { ScopeResultLimit } from "@/lib/idempotency/scope-result-limit";
 import type { KeyStore } from "@/lib/idempotency/key-store";
 import { recordCall } from "@/lib/server/metrics";
@@ -58,7 +60,12 @@ export async function openRuntime(options: OpenRuntimeOptions = {}): Promise<Run
   const audit = new PrismaAuditWriter(db.prisma, { mode: config.auditMode, execute: db.execute, query: db.query });
   const replayCache = config.replayCache ? new ReplayCache(config.replayCache) : null;
   const scopeResultLimit = config.scopeResultBytes !== null && store.resultBytes ? new ScopeResultLimit(store.resultBytes, config.scopeResultBytes) : null;
-  const engine = new Engine({ store, audit, onCall: options.onCall, replayCache, scopeResultLimit });
+  // read before the first call is admitted (a pause survives restarts), then every PAUSE_REFRESH_MS;
+  // a database down at start leaves none known until it answers
+  const pausedTools = new PausedTools(() => readPausedTools(db.prisma));
+  await pausedTools.refresh().catch(() => {});
+  pausedTools.start();
+  const engine = new Engine({ store, audit, onCall: options.onCall, replayCache, scopeResultLimit, pausedTools });
   return {
     config,
     db,
@@ -67,6 +74,7 @@ export async function openRuntime(options: OpenRuntimeOptions = {}): Promise<Run
     engine,
     registry: getRegistry(),
     async close() {
+      pausedTools.stop();
       // writes the queued audit rows; says how many are lost when the database does not take them
       await audit.close().catch((err) => console.error(`idemgate: ${err instanceof Error ? err.message : String(err)}`));
       await store.close().catch(() => {});

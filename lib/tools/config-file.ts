@@ -89,6 +89,8 @@ const toolSchema = z.strictObject({
   dedupes: z.boolean().optional(),
   arguments: z.enum(["redacted", "none", "full"]).optional(),
   redact: z.array(z.string().regex(JSON_POINTER, "must be a JSON pointer such as /card/number")).optional(),
+  /** new first executions are refused (503 tool_paused) while the file says so */
+  paused: z.boolean().optional(),
 });
 
 const fileSchema = z.strictObject({
@@ -220,7 +222,7 @@ function definitionOf(t: ToolEntry, at: (string | number)[], file: string, fromE
     path: formatPath(at),
     fromEnvironment: Object.fromEntries([...fromEnvironment].filter(([k]) => k.startsWith(prefix)).map(([k, v]) => [k.slice(prefix.length), v])),
   };
-  const policy = { ttlMs: t.ttlMs, leaseMs: t.leaseMs, stuckPolicy: t.stuckPolicy, fallbackDedupe: t.fallbackDedupe, arguments: t.arguments, redact: t.redact };
+  const policy = { ttlMs: t.ttlMs, leaseMs: t.leaseMs, stuckPolicy: t.stuckPolicy, fallbackDedupe: t.fallbackDedupe, arguments: t.arguments, redact: t.redact, ...(t.paused ? { paused: true } : {}) };
   const resolved = t.upstream ? resolveUpstream(t.upstream, { dedupes: t.dedupes, kind: t.kind, inputSchema }) : null;
   if (Array.isArray(resolved)) return resolved.map((problem) => ({ path: formatPath([...at, "upstream", ...problem.at]), message: problem.message }));
   try {

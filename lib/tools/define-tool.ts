@@ -157,6 +157,8 @@ export type ToolInput<S extends ArgsSchema> = ToolSpec<S> &
     arguments?: ArgumentsPolicy;
     /** JSON pointers (`/card/number`) of values to redact besides the secret-looking names (arguments: redacted) */
     redact?: string[];
+    /** declared paused: new first executions are refused until a declaration without it (write tools) */
+    paused?: boolean;
   };
 
 export class ToolDefinitionError extends Error {
@@ -205,6 +207,7 @@ export function defineTool<S extends ArgsSchema>(input: ToolInput<S>): ToolDefin
       }
     }
   }
+  if (input.paused && input.kind === "read") throw new ToolDefinitionError(name, "paused is for write tools (reads are never refused)");
   if (input.dedupes && input.kind === "read") throw new ToolDefinitionError(name, "dedupes is for write tools");
   if (input.audited && input.kind === "write") throw new ToolDefinitionError(name, "audited is for read tools (every write is recorded)");
   const retentionProblem = argumentRetentionProblem({ keep, redact });

@@ -1,4 +1,4 @@
-import { problemInfo } from "@/lib/http/problem";
+import { PROBLEMS, type ProblemCode } from "@/lib/problems/problems";
 import { problemSchema, toJsonSchema, toolListSchema, type JsonSchema, type ToolDescription } from "./api-schemas";
 
 export type OpenApiDocument = Record<string, unknown> & { openapi: "3.1.0"; paths: Record<string, Record<string, unknown>> };
@@ -7,20 +7,20 @@ const PROBLEM_REF = { $ref: "#/components/schemas/Problem" };
 
 /**
  * The problem types (`/problems/<code>`) each operation can answer with. Their statuses, titles and
- * headers are read from the one problem table (lib/http/problem.ts) that the gateway answers from,
+ * headers are read from the one problem table (lib/problems/problems.ts) that the gateway answers from,
  * so the document cannot state another status or another Retry-After than the gateway sends.
  */
 export const OPERATION_PROBLEMS = {
   write: [
     "missing_key", "invalid_key", "invalid_arguments", "invalid_json", "invalid_header", "unauthorized", "forbidden", "unknown_tool",
     "conflict", "stuck", "outcome_unknown", "payload_too_large", "unsupported_media_type", "mismatch", "abandoned", "internal",
-    "tool_failed", "unavailable",
+    "tool_failed", "unavailable", "tool_paused",
   ],
   read: ["invalid_arguments", "invalid_json", "invalid_header", "unauthorized", "forbidden", "unknown_tool", "payload_too_large", "unsupported_media_type", "internal", "unavailable"],
   list: ["unauthorized", "forbidden"],
   reserve: [
     "missing_key", "invalid_key", "invalid_arguments", "invalid_json", "invalid_header", "invalid_request", "unauthorized", "forbidden", "unknown_tool",
-    "conflict", "stuck", "outcome_unknown", "payload_too_large", "unsupported_media_type", "mismatch", "internal", "unavailable",
+    "conflict", "stuck", "outcome_unknown", "payload_too_large", "unsupported_media_type", "mismatch", "internal", "unavailable", "tool_paused",
   ],
   settle: ["invalid_json", "invalid_request", "unauthorized", "forbidden", "not_found", "stale_token", "invalid_state", "payload_too_large", "unsupported_media_type", "internal", "unavailable"],
   held: ["invalid_request", "invalid_cursor", "unauthorized", "forbidden", "unknown_tool", "internal", "unavailable"],
@@ -28,8 +28,9 @@ export const OPERATION_PROBLEMS = {
     "invalid_json", "invalid_request", "unauthorized", "forbidden", "not_found", "probe_claimed", "not_held", "lease_running", "payload_too_large",
     "unsupported_media_type", "internal", "unavailable",
   ],
+  run: ["invalid_request", "invalid_cursor", "unauthorized", "forbidden", "not_found", "internal", "unavailable"],
   replays: ["invalid_json", "invalid_request", "unauthorized", "forbidden", "payload_too_large", "unsupported_media_type", "internal", "unavailable"],
-} as const satisfies Record<string, readonly string[]>;
+} as const satisfies Record<string, readonly ProblemCode[]>;
 
 type OperationKind = keyof typeof OPERATION_PROBLEMS;
 
@@ -39,11 +40,10 @@ function headerSchema(value: string) {
 }
 
 /** status -> the problem types of this operation answered with it, in table order */
-function problemsByStatus(kind: OperationKind): Map<number, string[]> {
-  const byStatus = new Map<number, string[]>();
+function problemsByStatus(kind: OperationKind): Map<number, ProblemCode[]> {
+  const byStatus = new Map<number, ProblemCode[]>();
   for (const code of OPERATION_PROBLEMS[kind]) {
-    const info = problemInfo(code);
-    if (!info) throw new Error(`no problem type ${code} in lib/http/problem.ts`);
+    const info = PROBLEMS[code];
     for (const status of [info.status, ...(info.otherStatuses ?? [])]) byStatus.set(status, [...(byStatus.get(status) ?? []), code]);
   }
   return new Map([...byStatus].sort(([a], [b]) => a - b));
@@ -53,14 +53,22 @@ function problemsByStatus(kind: OperationKind): Map<number, string[]> {
 function errorResponses(kind: OperationKind): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const [status, codes] of problemsByStatus(kind)) {
-    const headers: Record<string, unknown> = {};
+    // a header several types of one status send (Retry-After of 503 unavailable and tool_paused) is
+    // described once per type, its schema the values they send
+    const sent = new Map<string, { code: string; value: string; description: string }[]>();
     for (const code of codes) {
-      for (const [name, h] of Object.entries(problemInfo(code)!.headers ?? {})) {
-        headers[name] = { description: codes.length > 1 ? `with /problems/${code}: ${h.description}` : h.description, schema: headerSchema(h.value) };
-      }
+      for (const [name, h] of Object.entries(PROBLEMS[code].headers ?? {})) sent.set(name, [...(sent.get(name) ?? []), { code, ...h }]);
+    }
+    const headers: Record<string, unknown> = {};
+    for (const [name, all] of sent) {
+      const values = [...new Set(all.map((h) => h.value))];
+      headers[name] = {
+        description: codes.length > 1 ? all.map((h) => `with /problems/${h.code}: ${h.description}`).join("; ") : all[0].description,
+        schema: values.length === 1 ? headerSchema(values[0]) : { type: "integer", enum: values.map(Number) },
+      };
     }
     out[`${kind}${status}`] = {
-      description: codes.map((c) => `${problemInfo(c)!.title} (/problems/${c})`).join("; "),
+      description: codes.map((c) => `${PROBLEMS[c].title} (/problems/${c})`).join("; "),
       ...(Object.keys(headers).length ? { headers } : {}),
       content: { "application/problem+json": { schema: PROBLEM_REF } },
     };
@@ -80,8 +88,8 @@ function parameters(tool: ToolDescription): unknown[] {
     name: "Idemgate-Session",
     in: "header",
     required: false,
-    description: "the caller's run or conversation; recorded with every execution and suppression",
-    schema: { type: "string", maxLength: 255 },
+    description: "the caller's run or conversation (1–200 visible ASCII characters; anything else is 400 invalid_header and nothing is reserved); recorded with every execution and suppression, read back with GET /api/v1/runs/{session}",
+    schema: { type: "string", pattern: "^[\\x21-\\x7e]{1,200}$" },
   };
   if (tool.kind === "read") return [session];
   const key = {
@@ -155,7 +163,7 @@ function reservation(tool: ToolDescription) {
     security: [{ bearer: [] }],
     parameters: [
       key,
-      headerParam("Idemgate-Session", "the caller's run or conversation; recorded with every execution and suppression", { type: "string", maxLength: 255 }),
+      headerParam("Idemgate-Session", "the caller's run or conversation (1–200 visible ASCII characters); recorded with every execution and suppression", { type: "string", pattern: "^[\\x21-\\x7e]{1,200}$" }),
       headerParam("Idemgate-Key-Source", "`model`: the key was minted by a model (advisory, also checked by the arguments)", { type: "string", enum: ["model", "orchestrator"] }),
       headerParam("Prefer", "`wait=N` (N ≤ 60): a duplicate of a running call is held until it ends", { type: "string" }),
     ],
@@ -382,6 +390,64 @@ function heldPath(tool: ToolDescription): Record<string, unknown> {
   };
 }
 
+const RUN_CALL_SCHEMA = {
+  type: "object",
+  required: ["id", "source", "at", "tool", "key", "happened", "outcome", "durationMs", "resultStatus", "suppression", "executionId", "keyPath"],
+  properties: {
+    id: { type: "string", description: "the execution's or the suppression's id" },
+    source: { enum: ["execution", "suppression"] },
+    at: { type: "string", format: "date-time" },
+    tool: { type: "string" },
+    key: { type: "string" },
+    happened: {
+      enum: ["ran", "not_run", "running", "held_stuck", "held_unknown", "decided", "resent", "replayed", "refused_duplicate", "refused_held", "refused_mismatch"],
+      description: "ran: executed with a result stored; not_run: the tool said nothing happened; held_*: waiting for a probe or an operator; decided: released or resolved by one; replayed / refused_*: a duplicate that ran nothing",
+    },
+    outcome: { type: ["string", "null"] },
+    durationMs: { type: ["integer", "null"] },
+    resultStatus: { type: ["integer", "null"] },
+    suppression: { type: ["string", "null"], description: "a suppression's kind: replay, conflict, stuck, unknown, mismatch, fresh_key" },
+    executionId: { type: ["string", "null"], description: "the execution itself, or the one whose record answered the duplicate" },
+    gapMs: { type: ["integer", "null"] },
+    keyPath: { type: "string", description: "the console page of the key" },
+  },
+};
+
+/** GET /api/v1/runs/{session}: a run's calls in time order, a page at a time. */
+function runPath(): Record<string, Record<string, unknown>> {
+  return {
+    "/api/v1/runs/{session}": {
+      get: {
+        operationId: "get_run",
+        summary:
+          "The calls of one run (the Idemgate-Session they were sent with) in the token's scope, oldest first: each execution and each duplicate with what happened to it. Another scope's run is 404, as one that does not exist.",
+        tags: ["runs"],
+        security: [{ bearer: [] }],
+        parameters: [
+          { name: "session", in: "path", required: true, schema: { type: "string", pattern: "^[\\x21-\\x7e]{1,200}$" } },
+          { name: "cursor", in: "query", required: false, description: "the previous page's nextCursor", schema: { type: "string" } },
+          { name: "limit", in: "query", required: false, schema: { type: "integer", minimum: 1, maximum: 500, default: 100 } },
+        ],
+        responses: {
+          "200": {
+            description: "one page of the run's calls",
+            content: {
+              "application/json": {
+                schema: {
+                  type: "object",
+                  required: ["session", "scope", "calls", "nextCursor"],
+                  properties: { session: { type: "string" }, scope: { type: "string" }, calls: { type: "array", items: RUN_CALL_SCHEMA }, nextCursor: { type: ["string", "null"] } },
+                },
+              },
+            },
+          },
+          ...errorRefs("run"),
+        },
+      },
+    },
+  };
+}
+
 /** OpenAPI 3.1: one invoke path per tool plus the tool list; every schema comes from zod. */
 export function buildOpenApiDocument(tools: readonly ToolDescription[], baseUrl?: string): OpenApiDocument {
   const paths: Record<string, Record<string, unknown>> = {
@@ -407,6 +473,7 @@ export function buildOpenApiDocument(tools: readonly ToolDescription[], baseUrl?
     else paths[`/api/v1/tools/${tool.name}/invoke`] = { post: operation(tool) };
   }
   if (tools.some((tool) => tool.source === "client")) Object.assign(paths, settlePaths(), probePaths(), replaysPath());
+  Object.assign(paths, runPath());
 
   return {
     openapi: "3.1.0",

@@ -8,8 +8,9 @@ type TestPostgres = Awaited<ReturnType<typeof createTestPostgres>>;
  * log restores it: a retry replays), or before any decision (not held again yet: undecided). The
  * operator trail tells which; on the embedded store no record is lost, so none means released.
  */
-export function probeDecisions(pg: TestPostgres | null, keyState: (key: string) => Promise<string>) {
+export function probeDecisions(postgres: () => TestPostgres | null, keyState: (key: string) => Promise<string>) {
   async function probeDecision(key: string): Promise<"resolve" | "release" | null> {
+    const pg = postgres();
     if (!pg) return "release";
     const rows = await pg.db.prisma.operatorAction.findMany({ where: { key, action: { in: ["resolve", "release"] } }, orderBy: { at: "desc" }, take: 1 });
     return (rows[0]?.action as "resolve" | "release" | undefined) ?? null;

@@ -2,6 +2,8 @@ import { PrismaAuditWriter } from "@/lib/audit/audit-writer";
 import { loadConfig } from "@/lib/server/config";
 import type { Database } from "@/lib/db/database";
 import { Engine } from "@/lib/idempotency/engine";
+import { PausedTools } from "@/lib/idempotency/paused-tools";
+import { readPausedTools } from "@/lib/audit/paused-tools-table";
 import type { Runtime } from "@/lib/server/runtime";
 import type { KeyStore } from "@/lib/idempotency/key-store";
 import type { ToolRegistry } from "@/lib/tools/registry";
@@ -21,7 +23,8 @@ export function installTestRuntime(parts: { db: Database; store: KeyStore; regis
     db: parts.db,
     store: parts.store,
     audit,
-    engine: new Engine({ store: parts.store, audit }),
+    // paused tools are read when a pause or resume through this runtime asks (no timer)
+    engine: new Engine({ store: parts.store, audit, pausedTools: new PausedTools(() => readPausedTools(parts.db.prisma)) }),
     registry: parts.registry,
     async close() {
       if (holder.__idemgateRuntime === installed) holder.__idemgateRuntime = undefined;

@@ -2,6 +2,7 @@ import type { Metadata } from "next";
 import Link from "next/link";
 import clsx from "clsx";
 import { DeliveriesTable, EndpointList } from "@/components/webhooks/deliveries-table";
+import { RefreshWhilePending } from "@/components/webhooks/refresh-while-pending";
 import { requireOperator } from "@/lib/auth/require-operator";
 import { can } from "@/lib/auth/roles";
 import { endpointView, webhookEndpoints } from "@/lib/notifications/endpoints";
@@ -58,6 +59,7 @@ export default async function WebhooksPage({ searchParams }: { searchParams: Pro
       <section className="space-y-3">
         <div className="flex flex-wrap items-center justify-between gap-3">
           <h2 className="text-xs font-medium tracking-wide text-muted uppercase">Delivery log</h2>
+          <RefreshWhilePending pending={counts.pending} />
           <nav aria-label="Delivery status" className="flex flex-wrap gap-1 text-[13px]">
             {[undefined, ...DELIVERY_STATUSES].map((s) => (
               <Link

@@ -8,6 +8,7 @@ from typing import Any, ClassVar
 
 from fake_server import FakeIdemgate, Seen, done, ok, problem, reserved
 
+import idemgate
 from idemgate import FinalError, Idemgate, IdemgateError, NotAppliedError, OutcomeUnknownError, RetryPolicy, idempotent
 
 
@@ -98,6 +99,14 @@ class GuardTest(ClientTestCase):
                 self.assertEqual((err.type, err.status, err.detail, err.code), (f"/problems/{code}", status, f"detail of {code}", code))
                 self.assertEqual(len(self.fake.seen), 1)
         self.assertEqual(self.runs, 0)
+
+    def test_a_paused_tool_raises_tool_paused_without_running_or_retrying(self) -> None:
+        self.fake.on("/reservations", [problem(503, "tool_paused", tool="t", reason="provider incident")])
+        with self.assertRaises(idemgate.ToolPausedError) as caught:
+            self.client.guard("t", {}, self.charge, key="k")
+        self.assertEqual((caught.exception.status, caught.exception.code), (503, "tool_paused"))
+        self.assertEqual(self.runs, 0)
+        self.assertEqual(self.fake.paths(), ["reservations"])
 
     def test_an_unreachable_server_raises_after_the_retries(self) -> None:
         client = Idemgate("http://127.0.0.1:9", "idg_x", timeout=1, retry=RetryPolicy(max_attempts=3), sleep=self.sleeps.append)

@@ -132,7 +132,10 @@ def test_an_unknown_outcome_is_raised_with_its_execution_and_never_retried(fake:
     assert len(invokes(fake)) == 1
 
 
-@pytest.mark.parametrize(("status", "code", "cls"), [(409, "stuck", idemgate.StuckError), (422, "mismatch", idemgate.MismatchError), (404, "unknown_tool", idemgate.UnknownToolError), (400, "runs_in_client", idemgate.RunsInClientError)])
+@pytest.mark.parametrize(
+    ("status", "code", "cls"),
+    [(409, "stuck", idemgate.StuckError), (422, "mismatch", idemgate.MismatchError), (404, "unknown_tool", idemgate.UnknownToolError), (400, "runs_in_client", idemgate.RunsInClientError), (503, "tool_paused", idemgate.ToolPausedError)],
+)
 def test_problems_are_raised_as_their_generated_classes(fake: FakeIdemgate, client: Idemgate, status: int, code: str, cls: type[idemgate.IdemgateError]) -> None:
     fake.on("/invoke", [problem(status, code)])
     with pytest.raises(cls) as caught:

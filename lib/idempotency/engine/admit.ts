@@ -29,8 +29,9 @@ export async function admit(core: EngineCore, tool: ToolPolicy, request: InvokeR
     trace.cached = true;
     return suppressed(core, cached.fingerprint === call.fingerprint ? "replay" : "mismatch", cached, call);
   }
-  // From here on the call may become a first execution: a check that refuses one before anything
-  // is reserved belongs here, after the cached replays above (which it must not refuse).
+  // From here on the call may become a first execution: what may refuse one before anything is
+  // reserved (a paused tool) is checked at each attempt to reserve (reserve.ts, reserveKey), after
+  // the cached replays above, which it must not refuse.
   const reserved = await reserve(core, call, request.waitMs);
   return "token" in reserved ? { call, token: reserved.token } : reserved;
 }

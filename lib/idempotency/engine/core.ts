@@ -2,6 +2,7 @@ import type { AuditWriter } from "../audit-port";
 import { DuplicateRate } from "../duplicate-rate";
 import { TooManyWaitersError, UnavailableError } from "../errors";
 import type { KeyStore } from "../key-store";
+import type { PausedTools } from "../paused-tools";
 import type { ReplayCache } from "../replay-cache";
 import type { ScopeResultLimit } from "../scope-result-limit";
 import type { CallContext } from "./call";
@@ -17,6 +18,8 @@ export interface EngineCore {
   readonly replayReads: "adaptive" | "always" | "never";
   readonly duplicateRate: DuplicateRate;
   readonly scopeResultLimit: ScopeResultLimit | null;
+  /** the tools operators paused */
+  readonly pausedTools: PausedTools | null;
   /** calls waiting out a running call with their key (`Prefer: wait`) */
   readonly waiting: WaitSlots;
   /** reservations handed to callers by this process, until settled */
@@ -37,6 +40,7 @@ export function engineCore(options: EngineOptions): EngineCore {
     replayReads: options.store.peekReplay ? (options.replayReads ?? "adaptive") : "never",
     duplicateRate: new DuplicateRate(),
     scopeResultLimit: options.scopeResultLimit ?? null,
+    pausedTools: options.pausedTools ?? null,
     waiting: new WaitSlots(maxWaiters, maxWaitersPerScope),
     held: new HeldCalls(),
     recoveryEnds: new Map(),

@@ -5,6 +5,7 @@
 import type { KeyRecord } from "../record";
 import type { BeginOutcome } from "../key-store";
 import { isIdemgateError, LeasePassedError, UnavailableError } from "../errors";
+import { answerWhilePaused, pauseOf } from "../paused-tools";
 import { leaseMarginMs } from "../tool";
 import { beginInput, intentArguments, type CallContext } from "./call";
 import type { EngineCore } from "./core";
@@ -62,6 +63,13 @@ async function waitForRunning(core: EngineCore, call: CallContext, running: KeyR
  */
 async function reserveKey(core: EngineCore, call: CallContext, mayWait: boolean): Promise<{ token: number } | { running: KeyRecord } | InvokeResult> {
   const { tool, trace } = call;
+  // a paused tool's call gets the answer its key has already, read without reserving; one that
+  // would run is refused (tool_paused) — checked at every attempt, a waiting duplicate's too
+  const pause = pauseOf(tool, core.pausedTools);
+  if (pause) {
+    const held = await answerWhilePaused(core.store, call, pause);
+    return held.kind === "conflict" && mayWait ? { running: held.record } : suppressed(core, held.kind, held.record, call);
+  }
   const t0 = performance.now();
   if (core.replayReads === "always" || (core.replayReads === "adaptive" && core.duplicateRate.mostlyDuplicates(tool.name))) {
     // a failed read is no answer: begin below decides, and reports the store if it is down

@@ -1,5 +1,6 @@
 /** The engine's public shapes: what its callers send and get back (lib/idempotency/engine.ts re-exports them). */
 import type { KeyStore } from "../key-store";
+import type { PausedTools } from "../paused-tools";
 import type { AuditWriter, SuppressionKind, Transport } from "../audit-port";
 import type { KeyRecord } from "../record";
 import type { ReplayCache } from "../replay-cache";
@@ -84,6 +85,8 @@ export interface EngineOptions {
   replayReads?: "adaptive" | "always" | "never";
   /** the per-scope limit on stored result bytes: a result over it is stored as a placeholder */
   scopeResultLimit?: ScopeResultLimit | null;
+  /** the tools operators paused: their new first executions are refused before anything is reserved */
+  pausedTools?: PausedTools | null;
 }
 
 /** A replay a client answered from its own cache of done results, reported afterwards for the audit log. */

@@ -1,11 +1,6 @@
-import { gatewayRequest } from "@/lib/gateway/invoke-tool";
-import { recordClientReplays } from "@/lib/gateway/record-client-replays";
-import { toResponse } from "@/lib/http/answer";
-import { withApiToken } from "@/lib/auth/token-guard";
+import { appRoute } from "@/lib/gateway/app-route";
 
 export const dynamic = "force-dynamic";
 
-// POST /api/v1/replays – record replays a client answered from its own cache (lib/gateway/record-client-replays.ts)
-export const POST = withApiToken<Record<string, never>>(async (request, { principal, runtime }) =>
-  toResponse(await recordClientReplays(gatewayRequest(request), "", principal, runtime)),
-);
+// POST /api/v1/replays – record replays a client answered from its own cache (lib/gateway/routes.ts)
+export const POST = appRoute("replays");

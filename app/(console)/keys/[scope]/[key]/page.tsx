@@ -10,6 +10,7 @@ import { can } from "@/lib/auth/roles";
 import { metadataParam, pageParam } from "@/lib/console/page-param";
 import { getKeyDetail } from "@/lib/operator/get-key-detail";
 import { presentKeyDetail } from "@/lib/operator/present-key-detail";
+import { runPath, sessionOfKey } from "@/lib/console/get-run";
 import { getRuntime } from "@/lib/server/runtime";
 
 export const dynamic = "force-dynamic";
@@ -37,6 +38,7 @@ export default async function KeyPage({ params }: { params: Promise<Params> }) {
     countKeyOperatorActions(runtime.db.prisma, scope, key, AUDIT_CAP),
   ]);
   const detail = presentKeyDetail(found);
+  const runSession = sessionOfKey(found);
   const tool = detail.record?.tool ?? anomalies[0]?.tool ?? null;
   return (
     <div className="space-y-4">
@@ -44,6 +46,12 @@ export default async function KeyPage({ params }: { params: Promise<Params> }) {
         <Link href="/keys" className="hover:text-fg hover:underline">Keys</Link>
         <span aria-hidden="true" className="px-1.5">/</span>
         <Link href={`/keys?scope=${encodeURIComponent(scope)}`} className="font-mono text-[12.5px] hover:text-fg hover:underline">{scope}</Link>
+        {/* the run (Idemgate-Session) of the key's calls: its other calls in order */}
+        {runSession && (
+          <Link href={runPath(scope, runSession)} className="ml-3 text-accent hover:underline" data-testid="key-run-link">
+            Run <span className="font-mono text-[12.5px]">{runSession}</span>
+          </Link>
+        )}
       </nav>
       <KeyDetailView
         initial={detail}

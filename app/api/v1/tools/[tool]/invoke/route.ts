@@ -1,10 +1,6 @@
-import { gatewayRequest, invokeTool } from "@/lib/gateway/invoke-tool";
-import { toResponse } from "@/lib/http/answer";
-import { withApiToken } from "@/lib/auth/token-guard";
+import { appRoute } from "@/lib/gateway/app-route";
 
 export const dynamic = "force-dynamic";
 
-// POST /api/v1/tools/{tool}/invoke – run a tool exactly once per Idempotency-Key
-export const POST = withApiToken<{ tool: string }>(async (request, { params, principal, runtime }) =>
-  toResponse(await invokeTool(gatewayRequest(request), params.tool, principal, runtime)),
-);
+// POST /api/v1/tools/{tool}/invoke – run a tool exactly once per Idempotency-Key (lib/gateway/routes.ts)
+export const POST = appRoute("invoke");

@@ -1,11 +1,6 @@
-import { gatewayRequest } from "@/lib/gateway/invoke-tool";
-import { answerProbe } from "@/lib/gateway/probes";
-import { toResponse } from "@/lib/http/answer";
-import { withApiToken } from "@/lib/auth/token-guard";
+import { appRoute } from "@/lib/gateway/app-route";
 
 export const dynamic = "force-dynamic";
 
-// POST /api/v1/executions/{executionId}/probe/answer – the probe of a held client-run call (lib/gateway/probes.ts)
-export const POST = withApiToken<{ executionId: string }>(async (request, { params, principal, runtime }) =>
-  toResponse(await answerProbe(gatewayRequest(request), decodeURIComponent(params.executionId), principal, runtime)),
-);
+// POST /api/v1/executions/{executionId}/probe/answer – the probe of a held client-run call (lib/gateway/routes.ts)
+export const POST = appRoute("probeAnswer");

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { keySourceHeader, preferredWaitSeconds } from "./invoke-tool";
+import { keySourceHeader, preferredWaitSeconds } from "./gateway-request";
 
 const headers = (values: Record<string, string>) => new Headers(values);
 const token = { tokenId: "t", scope: "s" };
