@@ -300,7 +300,7 @@ async function guardSpans(base: string, token: string, metricsToken: string, cal
     return {
       store: read("idemgate_store_seconds_sum"),
       audit: read("idemgate_audit_seconds_sum"),
-      cpu: read("process_cpu_seconds_total"),
+      cpu: read("idemgate_process_process_cpu_seconds_total"),
     };
   };
   const tag = randomUUID().slice(0, 8);
