@@ -177,10 +177,13 @@ function holderChangeOf(op: "complete" | "markUnknown" | "extendLease" | "abando
   return { kind: "abandon" };
 }
 
-function guardOf(action: Extract<Action, { op: "release" | "resolve" }>, holderToken: number, nowMs: number): OperatorGuard {
+function guardOf(action: OperatorAction, holderToken: number, nowMs: number): OperatorGuard {
   const token = action.token === undefined ? undefined : action.token === "holder" ? holderToken : holderToken + 1;
   return { nowMs, force: action.force ?? false, ...(token === undefined ? {} : { token }) };
 }
+
+type OperatorAction = Extract<Action, { op: "release" | "resolve" }>;
+const isOperator = (action: Action): action is OperatorAction => action.op === "release" || action.op === "resolve";
 
 const operatorChangeOf = (op: "release" | "resolve"): OperatorChange => (op === "release" ? { kind: "release" } : { kind: "resolve", result: RESULT, ttlMs: 10_000 });
 const stateAfter = (record: KeyRecord | null, nowMs: number): KeyState | "absent" => (record ? stateOf(record, nowMs) : "absent");
@@ -202,7 +205,7 @@ export function runOnRules(t: TransitionCase): Observed {
     if (decision.kind !== "reserve") return { answer: decision.kind, after: stateAfter(record, nowMs) };
     return { answer: "reserved", after: stateAfter(reservationOf(input, holderToken + 1), nowMs), takenOver: decision.takenOver !== null };
   }
-  if (action.op === "release" || action.op === "resolve") {
+  if (isOperator(action)) {
     const refusal = operatorRefusal(record, guardOf(action, holderToken, nowMs));
     if (refusal) return { answer: refusal, after: stateAfter(record, nowMs) };
     const patch = operatorPatch(operatorChangeOf(action.op), nowMs);
@@ -233,7 +236,7 @@ export async function runOnStore(store: KeyStore, scope: string, key: string, t:
     if (out.kind !== "reserved") return { answer: out.kind, after: await after() };
     return { answer: "reserved", after: await after(), takenOver: out.takenOver !== null };
   }
-  if (action.op === "release" || action.op === "resolve") {
+  if (isOperator(action)) {
     const guard = guardOf(action, holderToken, nowMs);
     const out = action.op === "release" ? await store.release(scope, key, guard) : await store.resolve(scope, key, RESULT, 10_000, guard);
     return { answer: out.ok ? "ok" : out.reason, after: await after() };

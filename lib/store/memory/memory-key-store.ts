@@ -143,6 +143,11 @@ export class MemoryKeyStore implements KeyStore {
     return this.waiters.wait(idOf(scope, key), timeoutMs, signal, async () => this.read(scope, key)?.status === "inflight");
   }
 
+  /** What a flush does to a store that can lose data (for tests of such a loss): every record gone; tokens keep increasing. */
+  loseData(): void {
+    this.records.clear();
+  }
+
   async ping(): Promise<void> {}
 
   async close(): Promise<void> {
