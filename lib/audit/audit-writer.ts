@@ -1,7 +1,7 @@
 import type { PrismaClient } from "@/generated/prisma/client";
 import type { StatementOptions } from "@/lib/db/database";
 import { isUniqueViolation } from "@/lib/db/errors";
-import { COMPLETION_NOT_STORED, OPEN_CALL_RECOVERY_MS, OpenExecutionError, type AuditWriter, type ClosedOutcome, type ExecutionOutcome, type ExecutionRow, type IntentEntry, type OutcomeEntry, type PriorExecution, type SuppressionEntry } from "@/lib/idempotency/audit-port";
+import { COMPLETION_NOT_STORED, OPEN_CALL_RECOVERY_MS, OpenExecutionError, type AuditWriter, type ClosedOutcome, type ExecutionRow, type IntentEntry, type OutcomeEntry, type PriorExecution, type SuppressionEntry } from "@/lib/idempotency/audit-port";
 import { mayRunAfter } from "@/lib/idempotency/transitions";
 import { GroupCommit, type ItemResults } from "./group-commit";
 

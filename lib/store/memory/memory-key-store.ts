@@ -1,17 +1,6 @@
 import { InvalidCursorError } from "@/lib/idempotency/errors";
-import type {
-  BeginInput,
-  BeginOutcome,
-  CompleteOptions,
-  CompleteOutcome,
-  KeyStore,
-  ListPage,
-  ListQuery,
-  OperatorGuard,
-  OperatorOutcome,
-  StateCounts,
-} from "@/lib/idempotency/key-store";
-import { KEY_STATES, stateOf, type KeyRecord, type StoredResult } from "@/lib/idempotency/record";
+import type { BeginInput, BeginOutcome, CompleteOutcome, KeyStore, ListPage, ListQuery, OperatorGuard, OperatorOutcome, StateCounts } from "@/lib/idempotency/key-store";
+import { KEY_STATES, stateOf, type KeyRecord } from "@/lib/idempotency/record";
 import {
   applyPatch,
   deadlineOf,
@@ -27,6 +16,7 @@ import {
   type OperatorChange,
 } from "@/lib/idempotency/transitions";
 import { ChangeWaiters } from "../change-waiters";
+import { RuleChanges } from "../rule-changes";
 
 /**
  * A KeyStore in one process's memory, built on the state rules (lib/idempotency/transitions.ts)
@@ -36,7 +26,7 @@ import { ChangeWaiters } from "../change-waiters";
  * checked against. It keeps nothing across restarts and shares nothing between processes: for
  * tests and tools, not a server.
  */
-export class MemoryKeyStore implements KeyStore {
+export class MemoryKeyStore extends RuleChanges implements KeyStore {
   readonly kind = "memory" as const;
   private readonly records = new Map<string, KeyRecord>();
   private lastToken = 0;
@@ -54,38 +44,6 @@ export class MemoryKeyStore implements KeyStore {
   async peekReplay(scope: string, key: string, fingerprint: string, nowMs: number): Promise<KeyRecord | null> {
     const record = this.read(scope, key);
     return isReplay(record, fingerprint, nowMs) ? copy(record!) : null;
-  }
-
-  async complete(
-    scope: string,
-    key: string,
-    token: number,
-    result: StoredResult,
-    ttlMs: number,
-    nowMs: number,
-    options: CompleteOptions = {},
-  ): Promise<CompleteOutcome> {
-    return this.holderChange(scope, key, token, { kind: "complete", result, ttlMs, nowMs, executionId: options.executionId });
-  }
-
-  async abandon(scope: string, key: string, token: number): Promise<boolean> {
-    return (await this.holderChange(scope, key, token, { kind: "abandon" })).ok;
-  }
-
-  async markUnknown(scope: string, key: string, token: number, note: string, nowMs: number, options: CompleteOptions = {}): Promise<CompleteOutcome> {
-    return this.holderChange(scope, key, token, { kind: "markUnknown", note, nowMs, executionId: options.executionId });
-  }
-
-  async extendLease(scope: string, key: string, token: number, leaseUntilMs: number): Promise<CompleteOutcome> {
-    return this.holderChange(scope, key, token, { kind: "extendLease", leaseUntilMs });
-  }
-
-  async release(scope: string, key: string, guard: OperatorGuard): Promise<OperatorOutcome> {
-    return this.operatorChange(scope, key, guard, { kind: "release" });
-  }
-
-  async resolve(scope: string, key: string, result: StoredResult, ttlMs: number, guard: OperatorGuard): Promise<OperatorOutcome> {
-    return this.operatorChange(scope, key, guard, { kind: "resolve", result, ttlMs });
   }
 
   async get(scope: string, key: string): Promise<KeyRecord | null> {
@@ -169,7 +127,7 @@ export class MemoryKeyStore implements KeyStore {
     this.waiters.notify(idOf(scope, key));
   }
 
-  private holderChange(scope: string, key: string, token: number, change: HolderChange): CompleteOutcome {
+  protected async changeHeld(scope: string, key: string, token: number, change: HolderChange): Promise<CompleteOutcome> {
     const current = this.read(scope, key);
     const refusal = holderRefusal(current, token);
     if (refusal) return { ok: false, reason: refusal, current: current && copy(current) };
@@ -183,7 +141,7 @@ export class MemoryKeyStore implements KeyStore {
     return { ok: true, record: copy(record) };
   }
 
-  private operatorChange(scope: string, key: string, guard: OperatorGuard, change: OperatorChange): OperatorOutcome {
+  protected async changeByOperator(scope: string, key: string, guard: OperatorGuard, change: OperatorChange): Promise<OperatorOutcome> {
     const current = this.read(scope, key);
     const refusal = operatorRefusal(current, guard);
     if (refusal) return { ok: false, reason: refusal, current: current && copy(current) };

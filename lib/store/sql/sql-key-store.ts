@@ -1,13 +1,11 @@
 import { EventEmitter } from "node:events";
 import { Prisma } from "@/generated/prisma/client";
 import type { Database } from "@/lib/db/database";
-import { InvalidCursorError } from "@/lib/idempotency/errors";
 import { currentBucket, expiryBucket, type ResultBytesCounter } from "@/lib/idempotency/scope-result-limit";
-import type { KeyRecord, KeyState, StoredResult, StoredStatus } from "@/lib/idempotency/record";
+import type { KeyRecord, StoredStatus } from "@/lib/idempotency/record";
 import type {
   BeginInput,
   BeginOutcome,
-  CompleteOptions,
   CompleteOutcome,
   KeyStore,
   ListPage,
@@ -24,10 +22,15 @@ import {
   operatorRefusal,
   type HolderChange,
   type OperatorChange,
+  type RecordPatch,
 } from "@/lib/idempotency/transitions";
 import { ChangeWaiters, type Watch } from "../change-waiters";
-import { ALL, LIST, LIST_COLUMNS, columnsOf, ms, num, patchAssignments, prefixed, reservationValues, reserved, sameVersion, toRecord, type Row } from "./key-rows";
+import { RuleChanges } from "../rule-changes";
+import { ALL, columnsOf, ms, num, patchAssignments, prefixed, reservationValues, reserved, sameVersion, toRecord, type Row } from "./key-rows";
 import { CHANGE_CHANNEL, PgChangeListener, WAIT_LOCK_SPACE } from "./change-listener";
+import { countsSql, encodeCursor, listSql, pageSize, prefixListSql } from "./key-queries";
+
+export { decodeCursor, encodeCursor } from "./key-queries";
 
 /**
  * The key store on PostgreSQL (a server, or PGlite embedded): one row per (scope, key) in
@@ -93,65 +96,7 @@ function announceColumn(alias: string, when: Prisma.Sql = Prisma.sql`true`): Pri
       ELSE (SELECT true FROM pg_notify(${CHANGE_CHANNEL}::text, ${a}.scope || E'\n' || ${a}.key)) END AS announced`;
 }
 
-/** The width of key_deadline_counts' hours, as key_counts_hour() computes them (migration 20261129030000). */
-const HOUR_MS = 3_600_000n;
-
-function floorDiv(a: bigint, b: bigint): bigint {
-  const q = a / b;
-  return a % b < 0n ? q - 1n : q;
-}
-
-function likePrefix(prefix: string): string {
-  // LIKE's default escape character is the backslash
-  return prefix.replace(/[\\%_]/g, "\\$&") + "%";
-}
-
-interface Cursor {
-  sort: number;
-  scope: string;
-  key: string;
-}
-
-export function encodeCursor(c: Cursor): string {
-  return Buffer.from(JSON.stringify([c.sort, c.scope, c.key]), "utf8").toString("base64url");
-}
-
-export function decodeCursor(cursor: string): Cursor {
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(Buffer.from(cursor, "base64url").toString("utf8"));
-  } catch {
-    throw new InvalidCursorError();
-  }
-  if (
-    !Array.isArray(parsed) ||
-    parsed.length !== 3 ||
-    !Number.isSafeInteger(parsed[0]) ||
-    typeof parsed[1] !== "string" ||
-    typeof parsed[2] !== "string"
-  ) {
-    throw new InvalidCursorError();
-  }
-  return { sort: parsed[0], scope: parsed[1], key: parsed[2] };
-}
-
-/** Which rows each derived state is: a range of deadline_ms within one status. */
-function stateCondition(state: KeyState, now: bigint): Prisma.Sql {
-  switch (state) {
-    case "inflight":
-      return Prisma.sql`status = 'inflight' AND deadline_ms > ${now}::bigint`;
-    case "stuck":
-      return Prisma.sql`status = 'inflight' AND deadline_ms <= ${now}::bigint`;
-    case "unknown":
-      return Prisma.sql`status = 'unknown'`;
-    case "done":
-      return Prisma.sql`status = 'done' AND deadline_ms > ${now}::bigint`;
-    case "expired":
-      return Prisma.sql`status = 'done' AND deadline_ms <= ${now}::bigint`;
-  }
-}
-
-export class SqlKeyStore implements KeyStore {
+export class SqlKeyStore extends RuleChanges implements KeyStore {
   readonly kind: "postgres" | "pglite";
   private readonly prisma: Database["prisma"];
   private readonly waiters = new ChangeWaiters((id) => this.watch(id));
@@ -168,6 +113,7 @@ export class SqlKeyStore implements KeyStore {
     private readonly db: Database,
     private readonly options: SqlKeyStoreOptions = {},
   ) {
+    super();
     this.kind = db.kind;
     this.prisma = db.prisma;
   }
@@ -249,45 +195,15 @@ export class SqlKeyStore implements KeyStore {
     return toRecord(rows[0], true);
   }
 
-  async complete(
-    scope: string,
-    key: string,
-    token: number,
-    result: StoredResult,
-    ttlMs: number,
-    nowMs: number,
-    options: CompleteOptions = {},
-  ): Promise<CompleteOutcome> {
-    return this.changeHeld(scope, key, token, { kind: "complete", result, ttlMs, nowMs, executionId: options.executionId });
-  }
-
-  async abandon(scope: string, key: string, token: number): Promise<boolean> {
-    return (await this.changeHeld(scope, key, token, { kind: "abandon" })).ok;
-  }
-
-  async markUnknown(scope: string, key: string, token: number, note: string, nowMs: number, options: CompleteOptions = {}): Promise<CompleteOutcome> {
-    return this.changeHeld(scope, key, token, { kind: "markUnknown", note, nowMs, executionId: options.executionId });
-  }
-
-  async extendLease(scope: string, key: string, token: number, leaseUntilMs: number): Promise<CompleteOutcome> {
-    return this.changeHeld(scope, key, token, { kind: "extendLease", leaseUntilMs });
-  }
-
   /**
    * The holder's own change of its reservation: one statement, applied only to the version the
    * holder holds (inflight under its token: what holderRefusal allows), announced to waiters. When
    * it changed nothing, the rules say why from the key as it is now.
    */
-  private async changeHeld(scope: string, key: string, token: number, change: HolderChange): Promise<CompleteOutcome> {
+  protected async changeHeld(scope: string, key: string, token: number, change: HolderChange): Promise<CompleteOutcome> {
     const patch = holderPatch(change);
     const held = Prisma.sql`scope = ${scope}::text AND key = ${key}::text AND status = 'inflight' AND token = ${BigInt(token)}::bigint`;
-    const rows = await this.prisma.$queryRaw<Row[]>(
-      patch === null
-        ? Prisma.sql`WITH changed AS (DELETE FROM idempotency_keys WHERE ${held} RETURNING ${ALL})
-            SELECT changed.*${this.announce("changed")} FROM changed`
-        : Prisma.sql`WITH changed AS (UPDATE idempotency_keys SET ${patchAssignments(patch)} WHERE ${held} RETURNING ${ALL})
-            SELECT changed.*${this.announce("changed")} FROM changed`,
-    );
+    const rows = await this.changeRow(held, patch);
     if (rows.length > 0) {
       this.changed(scope, key);
       return { ok: true, record: toRecord(rows[0], true) };
@@ -296,38 +212,32 @@ export class SqlKeyStore implements KeyStore {
     return { ok: false, reason: holderRefusal(current, token) ?? "stale_token", current };
   }
 
-  async release(scope: string, key: string, guard: OperatorGuard): Promise<OperatorOutcome> {
-    return this.operatorChange(scope, key, guard, { kind: "release" });
-  }
-
-  async resolve(scope: string, key: string, result: StoredResult, ttlMs: number, guard: OperatorGuard): Promise<OperatorOutcome> {
-    return this.operatorChange(scope, key, guard, { kind: "resolve", result, ttlMs });
-  }
-
   /**
    * An operator's decision: the key is read, the rules decide (operatorRefusal), and the change
    * applies only to the version read; a key changed in between is read again.
    */
-  private async operatorChange(scope: string, key: string, guard: OperatorGuard, change: OperatorChange): Promise<OperatorOutcome> {
+  protected async changeByOperator(scope: string, key: string, guard: OperatorGuard, change: OperatorChange): Promise<OperatorOutcome> {
     const patch = operatorPatch(change, guard.nowMs);
     for (let attempt = 0; attempt < MAX_OPERATOR_ATTEMPTS; attempt++) {
       const before = await this.get(scope, key);
       const refusal = operatorRefusal(before, guard);
       if (refusal) return { ok: false, reason: refusal, current: before };
-      const version = sameVersion(before!);
-      const rows = await this.prisma.$queryRaw<Row[]>(
-        patch === null
-          ? Prisma.sql`WITH changed AS (DELETE FROM idempotency_keys WHERE ${version} RETURNING ${ALL})
-              SELECT changed.*${this.announce("changed")} FROM changed`
-          : Prisma.sql`WITH changed AS (UPDATE idempotency_keys SET ${patchAssignments(patch)} WHERE ${version} RETURNING ${ALL})
-              SELECT changed.*${this.announce("changed")} FROM changed`,
-      );
+      const rows = await this.changeRow(sameVersion(before!), patch);
       if (rows.length > 0) {
         this.changed(scope, key);
         return { ok: true, before: before!, after: patch === null ? null : toRecord(rows[0], true) };
       }
     }
     throw new Error(`${change.kind} of ${scope}/${key} did not settle after ${MAX_OPERATOR_ATTEMPTS} attempts`);
+  }
+
+  /** Applies the rules' patch (null: delete) to the row `where` finds, announced to waiters; the changed row, if any. */
+  private changeRow(where: Prisma.Sql, patch: RecordPatch | null): Promise<Row[]> {
+    const change =
+      patch === null
+        ? Prisma.sql`DELETE FROM idempotency_keys WHERE ${where} RETURNING ${ALL}`
+        : Prisma.sql`UPDATE idempotency_keys SET ${patchAssignments(patch)} WHERE ${where} RETURNING ${ALL}`;
+    return this.prisma.$queryRaw<Row[]>`WITH changed AS (${change}) SELECT changed.*${this.announce("changed")} FROM changed`;
   }
 
   async get(scope: string, key: string): Promise<KeyRecord | null> {
@@ -337,7 +247,7 @@ export class SqlKeyStore implements KeyStore {
   }
 
   async list(query: ListQuery): Promise<ListPage> {
-    const limit = SqlKeyStore.pageSize(query.limit);
+    const limit = pageSize(query.limit);
     type ListRow = Row & { sort_value: bigint | number | string };
     let rows: ListRow[] | null = null;
     if (query.prefix) {
@@ -353,60 +263,14 @@ export class SqlKeyStore implements KeyStore {
     return { items: page.map((r) => toRecord(r, false)), nextCursor };
   }
 
-  /**
-   * The list query, exposed so tests can EXPLAIN exactly what runs. Newest first: by deadline
-   * within a state (the state's index), by creation time otherwise; ties by (scope, key) in byte
-   * order. Keyset pagination: rows strictly after the cursor, limit + 1 to see a next page.
-   */
+  /** The list query (key-queries.ts), exposed so tests can EXPLAIN exactly what runs. */
   listSql(query: ListQuery): Prisma.Sql {
-    const { sortColumn, where } = this.listFilter(query);
-    return Prisma.sql`
-      SELECT ${LIST}, ${sortColumn} AS sort_value FROM idempotency_keys ${where}
-      ORDER BY ${sortColumn} DESC, scope COLLATE "C" DESC, key COLLATE "C" DESC
-      LIMIT ${SqlKeyStore.pageSize(query.limit) + 1}`;
+    return listSql(query);
   }
 
-  /**
-   * A key-prefix page read from the prefix's matches: the prefix index finds them all (up to
-   * `prefixNarrowMatches` + 1), they are sorted, and the page's rows are read. The ordered scan of
-   * listSql walks the whole time index past the keys that do not match: at 1M keys, a prefix of
-   * 10,000 keys created together took 200 ms that way and 12 ms this way. `matched` (on every row)
-   * says how many matches were read; past `prefixNarrowMatches` the page is incomplete, and list()
-   * asks listSql instead, which finds a broad prefix's matches soon. Exposed for EXPLAIN in tests.
-   */
+  /** A key-prefix page read from the prefix's matches (key-queries.ts), exposed for EXPLAIN in tests. */
   prefixListSql(query: ListQuery): Prisma.Sql {
-    const { sortColumn, where } = this.listFilter(query);
-    return Prisma.sql`
-      WITH hits AS MATERIALIZED (
-        SELECT scope, key, ${sortColumn} AS sort_value FROM idempotency_keys ${where} LIMIT ${this.prefixNarrowMatches + 1}
-      ), page AS (
-        SELECT scope, key, sort_value FROM hits
-        ORDER BY sort_value DESC, scope COLLATE "C" DESC, key COLLATE "C" DESC
-        LIMIT ${SqlKeyStore.pageSize(query.limit) + 1}
-      )
-      SELECT ${columnsOf("k", "", LIST_COLUMNS)}, page.sort_value, (SELECT count(*) FROM hits) AS matched
-      FROM page JOIN idempotency_keys k ON k.scope = page.scope AND k.key = page.key
-      ORDER BY page.sort_value DESC, page.scope COLLATE "C" DESC, page.key COLLATE "C" DESC`;
-  }
-
-  /** The list's order column and WHERE clause (filters, and the cursor's position). */
-  private listFilter(query: ListQuery): { sortColumn: Prisma.Sql; where: Prisma.Sql } {
-    const now = ms(query.nowMs);
-    const sortColumn = Prisma.raw(query.state ? "deadline_ms" : "created_at_ms");
-    const conditions: Prisma.Sql[] = [];
-    if (query.state) conditions.push(stateCondition(query.state, now));
-    if (query.tool !== undefined) conditions.push(Prisma.sql`tool = ${query.tool}::text`);
-    if (query.scope !== undefined) conditions.push(Prisma.sql`scope = ${query.scope}::text`);
-    if (query.prefix) conditions.push(Prisma.sql`key LIKE ${likePrefix(query.prefix)}::text`);
-    if (query.cursor) {
-      const c = decodeCursor(query.cursor);
-      const sort = ms(c.sort);
-      // the first comparison alone is an index bound; the second breaks ties
-      conditions.push(Prisma.sql`${sortColumn} <= ${sort}::bigint AND (${sortColumn} < ${sort}::bigint
-        OR (scope COLLATE "C", key COLLATE "C") < (${c.scope}::text COLLATE "C", ${c.key}::text COLLATE "C"))`);
-    }
-    const where = conditions.length > 0 ? Prisma.sql`WHERE ${Prisma.join(conditions, " AND ")}` : Prisma.empty;
-    return { sortColumn, where };
+    return prefixListSql(query, this.prefixNarrowMatches);
   }
 
   async counts(nowMs: number, filter: { tool?: string; scope?: string } = {}): Promise<StateCounts> {
@@ -427,34 +291,9 @@ export class SqlKeyStore implements KeyStore {
     return { inflight: inflight.live, stuck: inflight.due, unknown, done: done.live, expired: done.due };
   }
 
-  /**
-   * Per stored status: the total from key_counts, the rows from the hour boundary nearest to now
-   * on (key_deadline_counts), and an index count of the rows between that boundary and now. Rows
-   * due by now (stuck, expired) = total − from_cut + due_from_cut − live_before_cut; only one of
-   * the last two is ever non-zero. Unknown rows are not split by deadline: only their total is
-   * read (the other parts are skipped by a constant-false filter). The cost depends on scopes × tools and on the deadlines in one
-   * half hour, not on the number of keys. Exposed for EXPLAIN in tests.
-   */
+  /** The counts query (key-queries.ts), exposed for EXPLAIN in tests. */
   countsSql(nowMs: number, filter: { tool?: string; scope?: string } = {}): Prisma.Sql {
-    const now = ms(nowMs);
-    const cutHour = floorDiv(now + HOUR_MS / 2n, HOUR_MS);
-    const cut = cutHour * HOUR_MS;
-    const match = (alias: string) => {
-      const conditions: Prisma.Sql[] = [];
-      if (filter.tool !== undefined) conditions.push(Prisma.sql` AND ${Prisma.raw(alias)}.tool = ${filter.tool}::text`);
-      if (filter.scope !== undefined) conditions.push(Prisma.sql` AND ${Prisma.raw(alias)}.scope = ${filter.scope}::text`);
-      return conditions.length > 0 ? Prisma.join(conditions, "") : Prisma.empty;
-    };
-    return Prisma.sql`
-      SELECT s.status,
-        (SELECT coalesce(sum(c.n), 0)::bigint FROM key_counts c WHERE c.status = s.status${match("c")}) AS total,
-        (SELECT coalesce(sum(h.n), 0)::bigint FROM key_deadline_counts h
-          WHERE s.split AND h.status = s.status AND h.deadline_hour >= ${cutHour}::bigint${match("h")}) AS from_cut,
-        (SELECT count(*) FROM idempotency_keys k
-          WHERE s.split AND k.status = s.status AND k.deadline_ms >= ${cut}::bigint AND k.deadline_ms <= ${now}::bigint${match("k")}) AS due_from_cut,
-        (SELECT count(*) FROM idempotency_keys k
-          WHERE s.split AND k.status = s.status AND k.deadline_ms > ${now}::bigint AND k.deadline_ms < ${cut}::bigint${match("k")}) AS live_before_cut
-      FROM (VALUES ('inflight', true), ('unknown', false), ('done', true)) AS s (status, split)`;
+    return countsSql(nowMs, filter);
   }
 
   /** deletes done rows only: inflight and unknown keys stay whatever their age */
@@ -545,7 +384,4 @@ export class SqlKeyStore implements KeyStore {
     if (this.options.closeDatabase) await this.db.close();
   }
 
-  private static pageSize(limit: number): number {
-    return Number.isFinite(limit) ? Math.max(1, Math.trunc(limit)) : 1;
-  }
 }
