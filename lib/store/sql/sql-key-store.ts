@@ -34,8 +34,10 @@ export { decodeCursor, encodeCursor } from "./key-queries";
 
 /**
  * The key store on PostgreSQL (a server, or PGlite embedded): one row per (scope, key) in
- * `idempotency_keys`. Every state change is one statement, so it needs no transaction and behaves
- * the same through a pool (server) or one shared connection (PGlite).
+ * `idempotency_keys`. The rules (lib/idempotency/transitions.ts) decide every change from the row
+ * as read; the change is then one statement, applied only to that version of the row (or, for a
+ * holder, to the reservation it holds), so it needs no transaction and behaves the same through a
+ * pool (server) or one shared connection (PGlite).
  *
  * `deadline_ms` is `lease_until_ms` while inflight, `unknown_at_ms` while unknown and
  * `expires_at_ms` once done, so the five derived states are ranges of the (status, deadline_ms)
