@@ -1,20 +1,7 @@
 import { InvalidCursorError } from "@/lib/idempotency/errors";
 import type { BeginInput, BeginOutcome, CompleteOutcome, KeyStore, ListPage, ListQuery, OperatorGuard, OperatorOutcome, StateCounts } from "@/lib/idempotency/key-store";
 import { KEY_STATES, stateOf, type KeyRecord } from "@/lib/idempotency/record";
-import {
-  applyPatch,
-  deadlineOf,
-  decideBegin,
-  holderPatch,
-  holderRefusal,
-  isPurgeable,
-  isReplay,
-  operatorPatch,
-  operatorRefusal,
-  reservationOf,
-  type HolderChange,
-  type OperatorChange,
-} from "@/lib/idempotency/transitions";
+import { applyPatch, deadlineOf, decideBegin, holderPatch, holderRefusal, isPurgeable, isReplay, operatorPatch, operatorRefusal, reservationOf, type HolderChange, type OperatorChange } from "@/lib/idempotency/transitions";
 import { ChangeWaiters } from "../change-waiters";
 import { RuleChanges } from "../rule-changes";
 
