@@ -6,6 +6,7 @@ import { IdempotencyConfig, makeIdempotent } from "@aws-lambda-powertools/idempo
 import { CachePersistenceLayer } from "@aws-lambda-powertools/idempotency/cache";
 import { createClient } from "@redis/client";
 import { IdemgateClient } from "@/lib/client/index";
+import type { WireRequest } from "@/lib/client/wire";
 import { POSTGRES_ADMIN_URL, REDIS_TEST_URL } from "@/test/support/databases";
 import { deleteRedisPrefix } from "@/test/support/stores";
 import http from "node:http";
@@ -51,6 +52,7 @@ export async function benchClient(options: ClientOptions): Promise<Row[]> {
   const dbName = `idemgate_bench_client_${id}`;
   const prefix = `idgbench-client-${id}`;
   const dataDir = await mkdtemp(path.join(os.tmpdir(), "idemgate-bench-client-"));
+  const metricsToken = randomUUID() + randomUUID();
   await admin(`CREATE DATABASE "${dbName}"`);
   const dbUrl = new URL(POSTGRES_ADMIN_URL);
   dbUrl.pathname = `/${dbName}`;
@@ -66,6 +68,7 @@ export async function benchClient(options: ClientOptions): Promise<Row[]> {
     IDEMGATE_RECONCILE_INTERVAL_MS: "0",
     IDEMGATE_AUDIT_MODE: "durable",
     IDEMGATE_DEMO_TOOLS: "1",
+    IDEMGATE_METRICS_TOKEN: metricsToken,
   };
   const start = `exec node ${SERVE} -p ${options.port} -H 127.0.0.1`;
   const server = spawnGroup("flock", [BUILD_LOCK, "sh", "-c", options.build ? `node ${NEXT_BIN} build >&2 && ${start}` : start], env);
@@ -157,6 +160,8 @@ export async function benchClient(options: ClientOptions): Promise<Row[]> {
       }
     }
 
+    const spans = await guardSpans(base, token, metricsToken, options.calls.one);
+
     const rows: Row[] = [];
     const added = new Map<string, { p50: number; p99: number }>();
     for (const [label, callers] of shapes) {
@@ -207,6 +212,19 @@ export async function benchClient(options: ClientOptions): Promise<Row[]> {
         note: `${first.p50 <= 2 * floorRound.p50 ? "met" : "not met"}; floor p50 ${floorRound.p50.toFixed(2)} ms`,
       },
     );
+    const trip = quantile(floorParts.trip, 0.5);
+    const unaccounted = spans.total - spans.serverStore - spans.serverAudit - 2 * trip;
+    rows.push({
+      section: "client",
+      name: "guard() first execution, 1 caller, durable: where the time goes (means over the calls)",
+      value: spans.total,
+      unit: "ms",
+      note:
+        `reserve exchange ${spans.reserve.toFixed(2)} ms, complete exchange ${spans.complete.toFixed(2)} ms, the client between them ${spans.between.toFixed(2)} ms; ` +
+        `on the server: key store (begin + complete scripts) ${spans.serverStore.toFixed(2)} ms, the intent's commit ${spans.serverAudit.toFixed(2)} ms, ` +
+        `${spans.serverCpu.toFixed(2)} ms of the server process's CPU per call; the client's CPU ${spans.clientCpu.toFixed(2)} ms per call; ` +
+        `2 bare round trips ${(2 * trip).toFixed(2)} ms; the rest (HTTP handling, the server's own work and waits) ${unaccounted.toFixed(2)} ms`,
+    });
     rows.push({
       section: "client",
       name: "target: first execution, 1 caller, durable: added p50 of client.guard()",
@@ -251,6 +269,61 @@ export async function benchClient(options: ClientOptions): Promise<Row[]> {
     await admin(`DROP DATABASE IF EXISTS "${dbName}" WITH (FORCE)`).catch(() => {});
     await rm(dataDir, { recursive: true, force: true });
   }
+}
+
+/**
+ * One guarded first execution taken apart, over `calls` sequential calls of a client of its own: the
+ * two exchanges as the client sees them (its transport timed around each request, answer read), and
+ * from the server's own metrics (GET /api/metrics, read before and after) the key store's and the
+ * intent's time per call (the engine's storeMs and auditMs, as each call reports them) and the server
+ * process's CPU per call. Means, so the parts add up to the whole.
+ */
+async function guardSpans(base: string, token: string, metricsToken: string, calls: number) {
+  const { nodeTransport } = await import("@/lib/client/node-transport");
+  const transport = nodeTransport();
+  const exchanges = { reserve: 0, complete: 0 };
+  let lastEnd = 0;
+  let between = 0;
+  const timedFetch = (async (url: string, init: WireRequest) => {
+    const t0 = performance.now();
+    if (url.endsWith("/complete")) between += t0 - lastEnd;
+    const res = await transport(url, init);
+    const text = await res.text();
+    lastEnd = performance.now();
+    exchanges[url.endsWith("/reservations") ? "reserve" : "complete"] += lastEnd - t0;
+    return { status: res.status, statusText: res.statusText, headers: res.headers, text: async () => text };
+  }) as unknown as typeof fetch;
+  const client = new IdemgateClient({ baseUrl: base, token, fetch: timedFetch });
+  const metricsNow = async () => {
+    const text = await (await fetch(`${base}/api/metrics`, { headers: { authorization: `Bearer ${metricsToken}` } })).text();
+    const read = (name: string) => Number(new RegExp(`^${name}(?:\\{[^}]*tool="${TOOL}"[^}]*\\})? ([0-9.e+-]+)$`, "m").exec(text)?.[1] ?? NaN);
+    return {
+      store: read("idemgate_store_seconds_sum"),
+      audit: read("idemgate_audit_seconds_sum"),
+      cpu: read("idemgate_process_process_cpu_seconds_total"),
+    };
+  };
+  const tag = randomUUID().slice(0, 8);
+  for (let i = 0; i < 50; i++) await client.guard(TOOL, ARGS, fn, { key: `spans-warm-${tag}-${i}` });
+  exchanges.reserve = exchanges.complete = between = 0;
+  const before = await metricsNow();
+  const cpu0 = process.cpuUsage();
+  const t0 = performance.now();
+  for (let i = 0; i < calls; i++) await client.guard(TOOL, ARGS, fn, { key: `spans-${tag}-${i}` });
+  const total = (performance.now() - t0) / calls;
+  const clientCpu = process.cpuUsage(cpu0);
+  const after = await metricsNow();
+  await client.close();
+  return {
+    total,
+    reserve: exchanges.reserve / calls,
+    complete: exchanges.complete / calls,
+    between: between / calls,
+    serverStore: ((after.store - before.store) * 1000) / calls,
+    serverAudit: ((after.audit - before.audit) * 1000) / calls,
+    serverCpu: ((after.cpu - before.cpu) * 1000) / calls,
+    clientCpu: (clientCpu.user + clientCpu.system) / 1000 / calls,
+  };
 }
 
 const DIRECT = "the function called directly";

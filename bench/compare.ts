@@ -17,7 +17,7 @@ function median(values: number[]): number {
  *
  * A quick bench of a base commit and of the work tree in one run, so a change that slows a first
  * execution says so before it lands. The base is checked out into a temporary git worktree (its
- * node_modules a link to this tree's, its Prisma client generated there), both trees run
+ * node_modules hard links to this tree's, its Prisma client generated there), both trees run
  * `bench/run.ts --quick --only <sections>` in turn (base, tree, tree, base, …: the rounds alternate
  * so a change in the machine's load falls on both alike), and the median of each row's figure over
  * the rounds is printed side by side with the ratio tree / base. The temporary worktree is removed at
@@ -99,15 +99,25 @@ export async function compare(argv: string[]): Promise<void> {
 
   git("worktree", "add", "--detach", baseDir, sha);
   try {
-    // the base runs on this tree's packages; a different lockfile is said, not installed
-    await symlink(path.join(tree, "node_modules"), path.join(baseDir, "node_modules"), "dir");
+    // The base runs on this tree's packages; a different lockfile is said, not installed. A copy of
+    // hard links (cp -al: seconds, no space), not a symlink: Next.js's Turbopack refuses to build an
+    // app whose packages resolve outside its own directory. Across filesystems, where hard links
+    // cannot go, a symlink, with which the base's server cannot be built (said when a section needs it).
+    const modules = path.join(baseDir, "node_modules");
+    try {
+      execFileSync("cp", ["-al", path.join(tree, "node_modules"), modules], { stdio: "ignore" });
+    } catch {
+      await rm(modules, { recursive: true, force: true });
+      await symlink(path.join(tree, "node_modules"), modules, "dir");
+      if (needsServer) console.log("note: the base's node_modules is a symlink (another filesystem): its server cannot be built there");
+    }
     const lockOf = (dir: string) => readFile(path.join(dir, "package-lock.json"), "utf8").catch(() => "");
     if ((await lockOf(tree)) !== (await lockOf(baseDir))) {
       console.log("note: the base's package-lock.json differs from the work tree's; both run on the work tree's node_modules");
     }
     const node = process.execPath;
     const tsx = path.join(tree, "node_modules", "tsx", "dist", "cli.mjs");
-    // a generator without an output of its own writes into node_modules: this tree's, through the link
+    // a generator without an output of its own writes into node_modules: this tree's, through the links
     const schema = await readFile(path.join(baseDir, "prisma", "schema.prisma"), "utf8");
     if (!/^\s*output\s*=/m.test(schema)) throw new Error(`the base's Prisma schema has no generator output: its client would overwrite this tree's node_modules`);
     console.error(`bench compare: generating the base's Prisma client in ${baseDir}`);
@@ -175,7 +185,8 @@ export async function compare(argv: string[]): Promise<void> {
         "the last column (each row's ratio to the baseline measured beside it in the same run, median over the rounds) moves less. Read a **slower** twice before believing it.",
     );
   } finally {
-    await rm(path.join(baseDir, "node_modules"), { force: true }).catch(() => {});
+    // a link or a copy of links: removing it leaves this tree's packages as they are
+    await rm(path.join(baseDir, "node_modules"), { recursive: true, force: true }).catch(() => {});
     try {
       git("worktree", "remove", "--force", baseDir);
     } catch {

@@ -8,6 +8,7 @@ import { benchPeers } from "./peers-bench";
 import { benchPython } from "./python-bench";
 import { benchSearch } from "./search-bench";
 import { printTable, type Row } from "./stats";
+import { testPort } from "@/scripts/test-ports.mjs";
 
 /*
  * npm run bench [-- --quick] [-- --scale 1000000] [-- --audit-scale 10000000] [-- --only engine,peers,gateway,client,python,console,search] [-- --search-scale 1000000] [-- --no-build]
@@ -31,6 +32,8 @@ const option = (name: string) => {
 const scale = Number(option("scale") ?? (quick ? 20_000 : 100_000));
 const auditScale = option("audit-scale") === undefined ? undefined : Number(option("audit-scale"));
 const searchScale = Number(option("search-scale") ?? (quick ? 100_000 : 1_000_000));
+// The servers' ports, like the e2e and fault suites', are moved by IDEMGATE_TEST_PORT_BASE
+// (scripts/test-ports.mjs), so that checkouts benchmarking side by side do not answer each other's calls.
 const only = new Set((option("only") ?? "engine,peers,gateway,client,python,console,search").split(","));
 
 async function section(name: string, fn: () => Promise<Row[]>): Promise<Row[]> {
@@ -60,16 +63,16 @@ async function main(): Promise<void> {
         connections: 50,
         rounds: 3,
         build: !argv.includes("--no-build"),
-        port: 3141,
-        barePort: 3142,
+        port: testPort(3141),
+        barePort: testPort(3142),
         engineCalls: quick ? 2_000 : 5_000,
         userCalls: { one: quick ? 300 : 1_000, many: quick ? 2_000 : 5_000 },
       }),
     )),
     ...(await section("client", () =>
-      benchClient({ calls: { one: quick ? 300 : 1_000, many: quick ? 2_000 : 5_000 }, rounds: 3, build: !argv.includes("--no-build"), port: 3143 }),
+      benchClient({ calls: { one: quick ? 300 : 1_000, many: quick ? 2_000 : 5_000 }, rounds: 3, build: !argv.includes("--no-build"), port: testPort(3143) }),
     )),
-    ...(await section("python", () => benchPython({ calls: quick ? 200 : 500, rounds: 3, build: !argv.includes("--no-build") && !only.has("gateway") && !only.has("client"), port: 3144 }))),
+    ...(await section("python", () => benchPython({ calls: quick ? 200 : 500, rounds: 3, build: !argv.includes("--no-build") && !only.has("gateway") && !only.has("client"), port: testPort(3144) }))),
     ...(await section("console", () => benchConsole({ small: 10_000, large: scale, repeats: quick ? 20 : 50, auditLarge: auditScale }))),
     ...(await section("search", () => benchSearch({ executions: searchScale, repeats: quick ? 50 : 200, quick: searchScale < 1_000_000 }))),
   ];

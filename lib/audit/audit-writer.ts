@@ -1,27 +1,14 @@
 import type { PrismaClient } from "@/generated/prisma/client";
 import type { StatementOptions } from "@/lib/db/database";
 import { isUniqueViolation } from "@/lib/db/errors";
-import { COMPLETION_NOT_STORED, OPEN_CALL_RECOVERY_MS, OpenExecutionError, type AuditWriter, type ClosedOutcome, type ExecutionOutcome, type ExecutionRow, type IntentEntry, type OutcomeEntry, type PriorExecution, type SuppressionEntry } from "@/lib/idempotency/audit-port";
+import { COMPLETION_NOT_STORED, OPEN_CALL_RECOVERY_MS, OpenExecutionError, type AuditWriter, type ClosedOutcome, type ExecutionRow, type IntentEntry, type OutcomeEntry, type PriorExecution, type SuppressionEntry } from "@/lib/idempotency/audit-port";
+import { mayRunAfter } from "@/lib/idempotency/transitions";
 import { GroupCommit, type ItemResults } from "./group-commit";
 
 export type AuditMode = "durable" | "async";
 
 /** Rows a writer holds in memory at most (queued or being written); see AuditWriterOptions.maxQueued. */
 export const DEFAULT_MAX_QUEUED = 10_000;
-
-/** Outcomes after which another execution of the key may run: its call applied nothing. */
-const NOTHING_RAN: ReadonlySet<PriorExecution["outcome"]> = new Set<PriorExecution["outcome"]>(["failed", "released", "retried"]);
-
-/**
- * Whether a call arriving at `arrivedAt` may run after the key's latest execution: that one applied
- * nothing, or its result had expired by then (an expired key runs as new). One still open, held
- * unknown, or whose result still stands would make this call the action's second run.
- */
-function mayRunAfter(latest: PriorExecution, arrivedAt: Date): boolean {
-  if (NOTHING_RAN.has(latest.outcome)) return true;
-  if (latest.outcome === null || latest.outcome === "unknown") return false;
-  return latest.expiresAt !== null && latest.expiresAt.getTime() <= arrivedAt.getTime();
-}
 
 export interface AuditWriterOptions {
   mode?: AuditMode;
@@ -136,7 +123,7 @@ export class PrismaAuditWriter implements AuditWriter {
       // after its outcome was queued.
       await this.flush();
       const blocking = await this.priorExecution(entry.scope, entry.key, new Date(0));
-      if (!blocking || !mayRunAfter(blocking, entry.startedAt)) throw new OpenExecutionError(entry.scope, entry.key);
+      if (!blocking || !mayRunAfter(blocking, entry.startedAt.getTime())) throw new OpenExecutionError(entry.scope, entry.key);
       try {
         await this.insertIntent(entry);
       } catch (again) {

@@ -86,6 +86,14 @@ async function seed(db: Database, seedValue: number): Promise<void> {
     await db.execute(insertSuppressions, [JSON.stringify(supps.slice(i, i + n))]);
     i += n;
   }
+  // statements that touch open executions only, which the rollups leave out and their trigger returns
+  // from at once: intents (alone, and several in one statement), a heartbeat's lease extension, an
+  // open execution deleted; some of these executions get their outcome below
+  const intents = Array.from({ length: 21 }, (_, i) => ({ id: `e-open-${i}`, scope: "s", key: `k-open-${i}`, tool: pick(TOOLS), started_at: iso(NOW - i * HOUR), outcome: null, duration_ms: null }));
+  await db.execute(insertExecutions, [JSON.stringify(intents.slice(0, 1))]);
+  await db.execute(insertExecutions, [JSON.stringify(intents.slice(1))]);
+  await db.execute(`UPDATE executions SET lease_until = lease_until + interval '1 minute' WHERE outcome IS NULL`, []);
+  await db.execute(`DELETE FROM executions WHERE id = 'e-open-3'`, []);
   // outcomes arrive for half of the open executions (the audit writer's update)
   await db.execute(
     `UPDATE executions SET outcome = CASE WHEN length(id) % 2 = 0 THEN 'succeeded' ELSE 'failed' END, duration_ms = (hashtext(id) & 65535)

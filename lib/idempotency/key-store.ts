@@ -108,7 +108,8 @@ export interface ListPage {
 export type StateCounts = Record<KeyState, number>;
 
 export interface KeyStore {
-  readonly kind: "redis" | "postgres" | "pglite";
+  /** memory: lib/store/memory, the rules in one process (tests, a reference for the other stores) */
+  readonly kind: "redis" | "postgres" | "pglite" | "memory";
   /** each scope's stored result bytes, which its limit is checked against (lib/idempotency/scope-result-limit.ts) */
   readonly resultBytes?: ResultBytesCounter;
   begin(input: BeginInput): Promise<BeginOutcome>;

@@ -21,12 +21,14 @@ describe.each(STORE_KINDS)("the per-scope limit on stored results (%s)", (kind) 
   let t: StoreUnderTest;
   let audit: PrismaAuditWriter;
   let engine: Engine;
+  let limit: ScopeResultLimit;
   const clock = new FakeClock(Date.now());
 
   beforeAll(async () => {
     t = await openTestStore(kind);
     audit = new PrismaAuditWriter(t.db.prisma, { flushIntervalMs: 5 });
-    engine = new Engine({ store: t.store, audit, now: clock.now, scopeResultLimit: new ScopeResultLimit(t.store.resultBytes!, LIMIT) });
+    limit = new ScopeResultLimit(t.store.resultBytes!, LIMIT);
+    engine = new Engine({ store: t.store, audit, now: clock.now, scopeResultLimit: limit });
   }, 60_000);
   afterAll(async () => {
     await audit?.close();
@@ -62,7 +64,8 @@ describe.each(STORE_KINDS)("the per-scope limit on stored results (%s)", (kind) 
     // another tenant's results are kept whole
     expect(JSON.parse((await engine.invoke(charge, run, { scope: other, key: "k1", args: { n: 9 } })).body)).toEqual(big(9));
     expect(JSON.parse((await t.store.get(other, "k1"))!.result!.body)).toEqual(big(9));
-    // counted by the store, per scope, for the metric
+    // counted by the store, per scope, for the metric (once the additions sent are answered)
+    await limit.settled();
     const all = await t.store.resultBytes!.all(clock.ms);
     expect(all.get(greedy)).toBeGreaterThan(2 * 1_500);
     expect(all.get(greedy)).toBeLessThan(LIMIT);

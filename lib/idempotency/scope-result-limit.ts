@@ -60,6 +60,8 @@ export function isOverLimitResult(body: string | null | undefined): boolean {
  */
 export class ScopeResultLimit {
   private readonly read = new Map<string, { bytes: number; atMs: number }>();
+  /** additions sent to the store and not yet answered */
+  private readonly adding = new Set<Promise<void>>();
 
   constructor(
     private readonly counter: ResultBytesCounter,
@@ -74,9 +76,20 @@ export class ScopeResultLimit {
     const keptBytes = kept === stored ? bytes : Buffer.byteLength(kept.body);
     const entry = this.read.get(scope);
     if (entry) entry.bytes += keptBytes;
-    // counted once stored or not: a completion refused (a stale token) is over-counted until it expires
-    await this.counter.add(scope, keptBytes, nowMs + ttlMs);
+    // counted once stored or not: a completion refused (a stale token) is over-counted until it expires.
+    // Not waited for: the completion it counts does not depend on it, and on Redis it goes out on the
+    // store's connection ahead of the completion's script, so the two share one round trip instead of
+    // taking two in turn (this process's own count above is already up to date). A failed addition
+    // under-counts the scope until it is read again, as a limit that is soft anyway may.
+    const added = this.counter.add(scope, keptBytes, nowMs + ttlMs).catch(() => {});
+    this.adding.add(added);
+    void added.finally(() => this.adding.delete(added));
     return kept;
+  }
+
+  /** Waits for the additions sent so far to be answered (tests and shutdown read the store's count after it). */
+  async settled(): Promise<void> {
+    await Promise.all([...this.adding]);
   }
 
   private async usage(scope: string, nowMs: number): Promise<number> {

@@ -16,7 +16,7 @@ export interface ComponentHealth<Kind extends string> {
 
 export interface Health {
   status: "ok" | "degraded";
-  keyStore: ComponentHealth<"redis" | "postgres" | "pglite">;
+  keyStore: ComponentHealth<Runtime["store"]["kind"]>;
   database: ComponentHealth<"postgres" | "pglite">;
   auditMode: AuditMode;
   version: string;

@@ -77,6 +77,8 @@ export async function openRuntime(options: OpenRuntimeOptions = {}): Promise<Run
       pausedTools.stop();
       // writes the queued audit rows; says how many are lost when the database does not take them
       await audit.close().catch((err) => console.error(`idemgate: ${err instanceof Error ? err.message : String(err)}`));
+      // the stored results' byte counts still on their way to the store
+      await scopeResultLimit?.settled();
       await store.close().catch(() => {});
       await db.close();
     },

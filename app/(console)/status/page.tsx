@@ -14,6 +14,7 @@ const KIND_LABELS = {
   redis: "Redis",
   postgres: "PostgreSQL server",
   pglite: "Embedded PostgreSQL (PGlite)",
+  memory: "In memory (one process)",
 } as const;
 
 export default async function StatusPage() {

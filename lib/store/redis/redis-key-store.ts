@@ -14,6 +14,7 @@ import type {
   OperatorRefusal,
   StateCounts,
 } from "@/lib/idempotency/key-store";
+import { isReplay } from "@/lib/idempotency/transitions";
 import { decodeCursor, encodeCursor, mergeBucketPages, type BucketPage, type Position } from "./cursor";
 import { ChangeWaiters, type Watch } from "../change-waiters";
 import { UnexpectedRedisReplyError, UnsupportedFilterError } from "./errors";
@@ -144,7 +145,7 @@ export class RedisKeyStore implements KeyStore {
     }
   }
 
-  /** One GET; the same test as the begin script's first lines (begin-3.lua), made here. */
+  /** One GET, and the rules' test of a replay (which the begin script's first lines make too). */
   async peekReplay(scope: string, key: string, fingerprint: string, nowMs: number): Promise<KeyRecord | null> {
     const value = await this.redis.get(this.keys.record(scope, key));
     let record: KeyRecord | null;
@@ -153,8 +154,7 @@ export class RedisKeyStore implements KeyStore {
     } catch {
       return null; // a record begin refuses (an earlier encoding): begin answers it
     }
-    if (record === null || record.status !== "done" || record.fingerprint !== fingerprint) return null;
-    return record.expiresAtMs !== null && record.expiresAtMs > nowMs ? record : null;
+    return isReplay(record, fingerprint, nowMs) ? record : null;
   }
 
   async complete(
@@ -167,40 +167,32 @@ export class RedisKeyStore implements KeyStore {
     options: CompleteOptions = {},
   ): Promise<CompleteOutcome> {
     const reply = await this.redis.idgComplete(
-      this.keys.record(scope, key),
-      this.keys.base(bucketOf(scope, key)),
-      scope,
-      key,
-      String(token),
+      ...this.heldArgs(scope, key, token),
       String(nowMs),
       String(nowMs + ttlMs),
       ...resultArgs(result),
-      options.executionId === undefined ? "" : escapeField(options.executionId),
+      executionArg(options),
     );
     return completeOutcome("complete", scope, key, reply);
   }
 
+  /** KEYS[1] and ARGV[1..4] of every holder's change (scripts/includes/held.lua) */
+  private heldArgs(scope: string, key: string, token: number): [recordKey: string, base: string, scope: string, key: string, token: string] {
+    return [this.keys.record(scope, key), this.keys.base(bucketOf(scope, key)), scope, key, String(token)];
+  }
+
   async abandon(scope: string, key: string, token: number): Promise<boolean> {
-    const deleted = await this.redis.idgAbandon(this.keys.record(scope, key), this.keys.base(bucketOf(scope, key)), scope, key, String(token));
+    const deleted = await this.redis.idgAbandon(...this.heldArgs(scope, key, token));
     return Number(deleted) === 1;
   }
 
   async markUnknown(scope: string, key: string, token: number, note: string, nowMs: number, options: CompleteOptions = {}): Promise<CompleteOutcome> {
-    const reply = await this.redis.idgMarkUnknown(
-      this.keys.record(scope, key),
-      this.keys.base(bucketOf(scope, key)),
-      scope,
-      key,
-      String(token),
-      String(nowMs),
-      optionalArg(note),
-      options.executionId === undefined ? "" : escapeField(options.executionId),
-    );
+    const reply = await this.redis.idgMarkUnknown(...this.heldArgs(scope, key, token), String(nowMs), optionalArg(note), executionArg(options));
     return completeOutcome("markUnknown", scope, key, reply);
   }
 
   async extendLease(scope: string, key: string, token: number, leaseUntilMs: number): Promise<CompleteOutcome> {
-    const reply = await this.redis.idgExtendLease(this.keys.record(scope, key), this.keys.base(bucketOf(scope, key)), scope, key, String(token), String(leaseUntilMs));
+    const reply = await this.redis.idgExtendLease(...this.heldArgs(scope, key, token), String(leaseUntilMs));
     return completeOutcome("extendLease", scope, key, reply);
   }
 
@@ -615,6 +607,8 @@ export class RedisKeyStore implements KeyStore {
     await this.redis.quit().catch(() => this.redis.disconnect());
   }
 }
+
+const executionArg = (options: CompleteOptions) => (options.executionId === undefined ? "" : escapeField(options.executionId));
 
 function completeOutcome(what: string, scope: string, key: string, reply: CompleteReply): CompleteOutcome {
   const [outcome, value] = reply;

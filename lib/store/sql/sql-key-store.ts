@@ -1,13 +1,11 @@
 import { EventEmitter } from "node:events";
 import { Prisma } from "@/generated/prisma/client";
 import type { Database } from "@/lib/db/database";
-import { InvalidCursorError } from "@/lib/idempotency/errors";
 import { currentBucket, expiryBucket, type ResultBytesCounter } from "@/lib/idempotency/scope-result-limit";
-import { STORED_STATUSES, stateOf, type KeyRecord, type KeyState, type StoredResult, type StoredStatus } from "@/lib/idempotency/record";
+import type { KeyRecord, StoredStatus } from "@/lib/idempotency/record";
 import type {
   BeginInput,
   BeginOutcome,
-  CompleteOptions,
   CompleteOutcome,
   KeyStore,
   ListPage,
@@ -16,13 +14,30 @@ import type {
   OperatorOutcome,
   StateCounts,
 } from "@/lib/idempotency/key-store";
+import {
+  decideBegin,
+  holderPatch,
+  holderRefusal,
+  operatorPatch,
+  operatorRefusal,
+  type HolderChange,
+  type OperatorChange,
+  type RecordPatch,
+} from "@/lib/idempotency/transitions";
 import { ChangeWaiters, type Watch } from "../change-waiters";
+import { RuleChanges } from "../rule-changes";
+import { ALL, columnsOf, ms, num, patchAssignments, prefixed, reservationValues, reserved, sameVersion, toRecord, type Row } from "./key-rows";
 import { CHANGE_CHANNEL, PgChangeListener, WAIT_LOCK_SPACE } from "./change-listener";
+import { countsSql, encodeCursor, listSql, pageSize, prefixListSql } from "./key-queries";
+
+export { decodeCursor, encodeCursor } from "./key-queries";
 
 /**
  * The key store on PostgreSQL (a server, or PGlite embedded): one row per (scope, key) in
- * `idempotency_keys`. Every state change is one statement, so it needs no transaction and behaves
- * the same through a pool (server) or one shared connection (PGlite).
+ * `idempotency_keys`. The rules (lib/idempotency/transitions.ts) decide every change from the row
+ * as read; the change is then one statement, applied only to that version of the row (or, for a
+ * holder, to the reservation it holds), so it needs no transaction and behaves the same through a
+ * pool (server) or one shared connection (PGlite).
  *
  * `deadline_ms` is `lease_until_ms` while inflight, `unknown_at_ms` while unknown and
  * `expires_at_ms` once done, so the five derived states are ranges of the (status, deadline_ms)
@@ -46,57 +61,7 @@ export interface SqlKeyStoreOptions {
   prefixNarrowMatches?: number;
 }
 
-/** A row as PostgreSQL returns it; int8 columns may arrive as bigint, number or string by adapter. */
-interface Row {
-  scope: string;
-  key: string;
-  tool: string;
-  fingerprint: string;
-  status: string;
-  token: bigint | number | string;
-  created_at_ms: bigint | number | string;
-  lease_until_ms: bigint | number | string | null;
-  completed_at_ms: bigint | number | string | null;
-  expires_at_ms: bigint | number | string | null;
-  result_status?: number | null;
-  result_body?: string | null;
-  final: boolean;
-  fallback: boolean;
-  session: string | null;
-  execution_id: string | null;
-  outcome_note: string | null;
-  unknown_at_ms: bigint | number | string | null;
-}
-
-const RECORD_COLUMNS = [
-  "scope",
-  "key",
-  "tool",
-  "fingerprint",
-  "status",
-  "token",
-  "created_at_ms",
-  "lease_until_ms",
-  "completed_at_ms",
-  "expires_at_ms",
-  "result_status",
-  "result_body",
-  "final",
-  "fallback",
-  "session",
-  "execution_id",
-  "outcome_note",
-  "unknown_at_ms",
-] as const;
-
-const ALL = Prisma.raw(RECORD_COLUMNS.join(", "));
-/** list rows leave the payload out */
-const LIST_COLUMNS = RECORD_COLUMNS.filter((c) => c !== "result_body" && c !== "result_status");
-const LIST = Prisma.raw(LIST_COLUMNS.join(", "));
 const PREFIX_NARROW_MATCHES = 20_000;
-const columnsOf = (alias: string, prefix = "", columns: readonly string[] = RECORD_COLUMNS) =>
-  Prisma.raw(columns.map((c) => `${alias}.${c}${prefix ? ` AS ${prefix}${c}` : ""}`).join(", "));
-
 /** The first key of begin's per-key advisory locks (the second is a hash of scope and key). */
 const BEGIN_LOCK_SPACE = 0x1de3;
 
@@ -133,124 +98,7 @@ function announceColumn(alias: string, when: Prisma.Sql = Prisma.sql`true`): Pri
       ELSE (SELECT true FROM pg_notify(${CHANGE_CHANNEL}::text, ${a}.scope || E'\n' || ${a}.key)) END AS announced`;
 }
 
-function num(v: bigint | number | string): number {
-  return typeof v === "number" ? v : Number(v);
-}
-
-function numOrNull(v: bigint | number | string | null | undefined): number | null {
-  return v === null || v === undefined ? null : num(v);
-}
-
-function storedStatus(value: string): StoredStatus {
-  if ((STORED_STATUSES as readonly string[]).includes(value)) return value as StoredStatus;
-  throw new Error(`idempotency_keys holds an unrecognised status ${JSON.stringify(value)}`);
-}
-
-function toRecord(row: Row, withResult: boolean): KeyRecord {
-  const status = storedStatus(row.status);
-  const result: StoredResult | null =
-    withResult && status === "done" && row.result_status !== null && row.result_status !== undefined
-      ? { status: Number(row.result_status), body: row.result_body ?? "", final: row.final }
-      : null;
-  return {
-    scope: row.scope,
-    key: row.key,
-    tool: row.tool,
-    fingerprint: row.fingerprint,
-    status,
-    token: num(row.token),
-    createdAtMs: num(row.created_at_ms),
-    leaseUntilMs: numOrNull(row.lease_until_ms),
-    completedAtMs: numOrNull(row.completed_at_ms),
-    expiresAtMs: numOrNull(row.expires_at_ms),
-    result,
-    fallback: row.fallback,
-    session: row.session,
-    executionId: row.execution_id,
-    outcomeNote: row.outcome_note ?? null,
-    unknownAtMs: numOrNull(row.unknown_at_ms),
-  };
-}
-
-/** Picks the `p_`-prefixed columns of a joined row back out as a record row. */
-function prefixed(row: Record<string, unknown>, prefix: string): Row | null {
-  if (row[`${prefix}scope`] === null || row[`${prefix}scope`] === undefined) return null;
-  const out: Record<string, unknown> = {};
-  for (const c of RECORD_COLUMNS) out[c] = row[`${prefix}${c}`];
-  return out as unknown as Row;
-}
-
-const ms = (v: number) => BigInt(Math.trunc(v));
-
-/** The width of key_deadline_counts' hours, as key_counts_hour() computes them (migration 20261129030000). */
-const HOUR_MS = 3_600_000n;
-
-function floorDiv(a: bigint, b: bigint): bigint {
-  const q = a / b;
-  return a % b < 0n ? q - 1n : q;
-}
-
-function likePrefix(prefix: string): string {
-  // LIKE's default escape character is the backslash
-  return prefix.replace(/[\\%_]/g, "\\$&") + "%";
-}
-
-interface Cursor {
-  sort: number;
-  scope: string;
-  key: string;
-}
-
-export function encodeCursor(c: Cursor): string {
-  return Buffer.from(JSON.stringify([c.sort, c.scope, c.key]), "utf8").toString("base64url");
-}
-
-export function decodeCursor(cursor: string): Cursor {
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(Buffer.from(cursor, "base64url").toString("utf8"));
-  } catch {
-    throw new InvalidCursorError();
-  }
-  if (
-    !Array.isArray(parsed) ||
-    parsed.length !== 3 ||
-    !Number.isSafeInteger(parsed[0]) ||
-    typeof parsed[1] !== "string" ||
-    typeof parsed[2] !== "string"
-  ) {
-    throw new InvalidCursorError();
-  }
-  return { sort: parsed[0], scope: parsed[1], key: parsed[2] };
-}
-
-/**
- * The rows an operator may release or resolve: stuck and unknown ones, and inflight ones within
- * their lease only when forced (their call may still complete).
- */
-function operable(guard: OperatorGuard): Prisma.Sql {
-  const held = guard.token === undefined ? Prisma.empty : Prisma.sql` AND token = ${BigInt(guard.token)}::bigint`;
-  return Prisma.sql`(status = 'unknown' OR (status = 'inflight'
-    AND (${guard.force === true}::boolean OR lease_until_ms <= ${ms(guard.nowMs)}::bigint)))${held}`;
-}
-
-/** Which rows each derived state is: a range of deadline_ms within one status. */
-function stateCondition(state: KeyState, now: bigint): Prisma.Sql {
-  switch (state) {
-    case "inflight":
-      return Prisma.sql`status = 'inflight' AND deadline_ms > ${now}::bigint`;
-    case "stuck":
-      return Prisma.sql`status = 'inflight' AND deadline_ms <= ${now}::bigint`;
-    case "unknown":
-      return Prisma.sql`status = 'unknown'`;
-    case "done":
-      return Prisma.sql`status = 'done' AND deadline_ms > ${now}::bigint`;
-    case "expired":
-      return Prisma.sql`status = 'done' AND deadline_ms <= ${now}::bigint`;
-  }
-}
-
-export class SqlKeyStore implements KeyStore {
+export class SqlKeyStore extends RuleChanges implements KeyStore {
   readonly kind: "postgres" | "pglite";
   private readonly prisma: Database["prisma"];
   private readonly waiters = new ChangeWaiters((id) => this.watch(id));
@@ -267,6 +115,7 @@ export class SqlKeyStore implements KeyStore {
     private readonly db: Database,
     private readonly options: SqlKeyStoreOptions = {},
   ) {
+    super();
     this.kind = db.kind;
     this.prisma = db.prisma;
   }
@@ -282,23 +131,18 @@ export class SqlKeyStore implements KeyStore {
   }
 
   /**
-   * One statement per attempt: a snapshot read of the existing row (`prev`) and an insert that,
-   * on conflict, replaces the row only if it is expired, or stuck (takeoverStuck or retryUnknown)
-   * or unknown (retryUnknown) and taken over with the same fingerprint. The replacement is also conditioned on the row still being the version `prev`
-   * saw (token and status identify a version: tokens are never reused), so `takenOver` is exactly
-   * the record that was replaced. When nothing was written, `prev` is the answer (it was the
-   * state at the statement's start); when `prev` is empty or no longer current, the next attempt
-   * sees the newer row.
+   * Each attempt: one statement reads the existing row (`prev`) and inserts a reservation only if
+   * the key has no row; the rules (decideBegin) then answer from `prev`. A row they let this call
+   * replace (expired, or stuck or unknown and taken over) is replaced by a second statement, only
+   * while it is still the version `prev` saw (replaceIfUnchanged), so `takenOver` is exactly the
+   * record that was replaced. When the key changed in between, the next attempt sees the newer row.
    *
-   * The token is drawn after a per-key advisory lock, held to the end of the statement, so
-   * reservations of one key draw their tokens in the order they are made: a statement that drew
-   * its token and then waited could otherwise insert after a later holder had come and gone, with
-   * a smaller token (fencing tokens must increase with every new holder).
+   * Each statement draws its token after a per-key advisory lock, held to the end of the
+   * statement, so reservations of one key draw their tokens in the order they are made: a
+   * statement that drew its token and then waited could otherwise insert after a later holder had
+   * come and gone, with a smaller token (fencing tokens must increase with every new holder).
    */
   async begin(input: BeginInput): Promise<BeginOutcome> {
-    const now = ms(input.nowMs);
-    const leaseUntil = ms(input.nowMs + input.leaseMs);
-    const takeoverStuck = input.takeoverStuck || input.retryUnknown;
     for (let attempt = 0; attempt < MAX_BEGIN_ATTEMPTS; attempt++) {
       const rows = await this.prisma.$queryRaw<Record<string, unknown>[]>`
         WITH key_lock AS MATERIALIZED (
@@ -306,168 +150,96 @@ export class SqlKeyStore implements KeyStore {
         ), prev AS (
           SELECT ${ALL} FROM idempotency_keys WHERE scope = ${input.scope}::text AND key = ${input.key}::text
         ), ins AS (
-          INSERT INTO idempotency_keys AS k (scope, key, tool, fingerprint, status, token, created_at_ms,
+          INSERT INTO idempotency_keys (scope, key, tool, fingerprint, status, token, created_at_ms,
             lease_until_ms, completed_at_ms, expires_at_ms, deadline_ms, result_status, result_body, final,
             fallback, session, execution_id, outcome_note, unknown_at_ms)
-          SELECT ${input.scope}::text, ${input.key}::text, ${input.tool}::text, ${input.fingerprint}::text,
-            'inflight', nextval('idempotency_token_seq'), ${now}::bigint, ${leaseUntil}::bigint, NULL::bigint, NULL::bigint,
-            ${leaseUntil}::bigint, NULL::integer, NULL::text, false, ${input.fallback}::boolean, ${input.session}::text,
-            ${input.executionId}::text, NULL::text, NULL::bigint
+          SELECT ${input.scope}::text, ${input.key}::text, ${reservationValues(input)}
           FROM key_lock
-          ON CONFLICT (scope, key) DO UPDATE SET
-            tool = EXCLUDED.tool, fingerprint = EXCLUDED.fingerprint, status = 'inflight', token = EXCLUDED.token,
-            created_at_ms = EXCLUDED.created_at_ms, lease_until_ms = EXCLUDED.lease_until_ms,
-            completed_at_ms = NULL, expires_at_ms = NULL, deadline_ms = EXCLUDED.deadline_ms,
-            result_status = NULL, result_body = NULL, final = false, fallback = EXCLUDED.fallback,
-            session = EXCLUDED.session, execution_id = EXCLUDED.execution_id, outcome_note = NULL,
-            unknown_at_ms = NULL
-          WHERE k.token = (SELECT token FROM prev) AND k.status = (SELECT status FROM prev)
-            AND EXCLUDED.token > k.token
-            AND ((k.status = 'done' AND k.expires_at_ms <= ${now}::bigint)
-              OR (${takeoverStuck}::boolean AND k.status = 'inflight' AND k.lease_until_ms <= ${now}::bigint
-                  AND k.fingerprint = EXCLUDED.fingerprint)
-              OR (${input.retryUnknown}::boolean AND k.status = 'unknown' AND k.fingerprint = EXCLUDED.fingerprint))
-          RETURNING ${ALL}, (k.xmax <> 0) AS replaced
+          ON CONFLICT (scope, key) DO NOTHING
+          RETURNING ${ALL}
         )
-        SELECT ${columnsOf("ins")}, ins.replaced, ${columnsOf("prev", "p_")}${this.announce("ins", Prisma.sql`ins.replaced`)}
+        SELECT ${columnsOf("ins")}, ${columnsOf("prev", "p_")}
         FROM (SELECT 1) AS one LEFT JOIN ins ON true LEFT JOIN prev ON true`;
       const row = rows[0];
+      // inserted: the key had no row (prev may have seen one that was deleted since)
+      if (row.scope !== null && row.scope !== undefined) return reserved(toRecord(row as unknown as Row, true), null);
       const prevRow = prefixed(row, "p_");
-      const prev = prevRow ? toRecord(prevRow, true) : null;
-      if (row.scope !== null && row.scope !== undefined) {
-        const record = toRecord(row as unknown as Row, true);
-        // an update of the row prev saw (xmax set), not an insert after that row was deleted
-        const takenOver = row.replaced === true && prev && prev.status !== "done" ? prev : null;
-        if (row.replaced === true) this.changed(record.scope, record.key);
-        // PostgreSQL keeps what it committed: nothing to recover from the audit log
-        return { kind: "reserved", token: record.token, record, takenOver, storeEpochMs: null };
-      }
-      // a row inserted after our snapshot: the next attempt sees it
-      if (!prev) continue;
-      const state = stateOf(prev, input.nowMs);
-      // an expired record is replaced whatever its fingerprint; it changed under us, so look again
-      if (state === "expired") continue;
-      if (prev.fingerprint !== input.fingerprint) return { kind: "mismatch", record: prev };
-      if (state === "done") return { kind: "replay", record: prev };
-      if (state === "inflight") return { kind: "conflict", record: prev };
-      if (state === "unknown" && !input.retryUnknown) return { kind: "unknown", record: prev };
-      if (state === "stuck" && !takeoverStuck) return { kind: "stuck", record: prev };
-      // stuck or unknown and to be taken over, but someone else changed it first: look again
+      // a row inserted after this statement's snapshot: the next attempt sees it
+      if (!prevRow) continue;
+      const prev = toRecord(prevRow, true);
+      const decision = decideBegin(prev, input, input.nowMs);
+      if (decision.kind !== "reserve") return { kind: decision.kind, record: prev };
+      const record = await this.replaceIfUnchanged(input, prev);
+      if (record) return reserved(record, decision.takenOver);
+      // it changed under us: look again
     }
     throw new Error(`begin on ${input.scope}/${input.key} did not settle after ${MAX_BEGIN_ATTEMPTS} attempts`);
   }
 
-  async complete(
-    scope: string,
-    key: string,
-    token: number,
-    result: StoredResult,
-    ttlMs: number,
-    nowMs: number,
-    options: CompleteOptions = {},
-  ): Promise<CompleteOutcome> {
-    return this.updateHeld(
-      scope,
-      key,
-      token,
-      Prisma.sql`${this.doneAssignments(result, ttlMs, nowMs)}, execution_id = COALESCE(${options.executionId ?? null}::text, execution_id)`,
-    );
-  }
-
-  async abandon(scope: string, key: string, token: number): Promise<boolean> {
-    const rows = await this.prisma.$queryRaw<unknown[]>`
-      WITH changed AS (
-        DELETE FROM idempotency_keys
-        WHERE scope = ${scope}::text AND key = ${key}::text AND status = 'inflight' AND token = ${BigInt(token)}::bigint
-        RETURNING scope, key
+  /** A new reservation in place of `prev`, if the key still holds that version of it; null otherwise. */
+  private async replaceIfUnchanged(input: BeginInput, prev: KeyRecord): Promise<KeyRecord | null> {
+    const rows = await this.prisma.$queryRaw<Row[]>`
+      WITH key_lock AS MATERIALIZED (
+        SELECT pg_advisory_xact_lock(${BEGIN_LOCK_SPACE}::int, hashtext(${input.scope}::text || E'\n' || ${input.key}::text))
+      ), next AS MATERIALIZED (
+        SELECT nextval('idempotency_token_seq') AS token FROM key_lock
+      ), changed AS (
+        UPDATE idempotency_keys AS k SET (tool, fingerprint, status, token, created_at_ms, lease_until_ms, completed_at_ms,
+          expires_at_ms, deadline_ms, result_status, result_body, final, fallback, session, execution_id, outcome_note,
+          unknown_at_ms) = ROW(${reservationValues(input, Prisma.sql`next.token`)})
+        FROM next
+        WHERE ${sameVersion(prev, "k")} AND next.token > k.token
+        RETURNING ${columnsOf("k")}
       )
-      SELECT changed.scope${this.announce("changed")} FROM changed`;
-    if (rows.length === 0) return false;
-    this.changed(scope, key);
-    return true;
-  }
-
-  async markUnknown(scope: string, key: string, token: number, note: string, nowMs: number, options: CompleteOptions = {}): Promise<CompleteOutcome> {
-    const now = ms(nowMs);
-    // lease_until_ms stays: when the call's lease ended
-    return this.updateHeld(
-      scope,
-      key,
-      token,
-      Prisma.sql`status = 'unknown', outcome_note = ${note}::text, unknown_at_ms = ${now}::bigint, deadline_ms = ${now}::bigint,
-        execution_id = COALESCE(${options.executionId ?? null}::text, execution_id)`,
-    );
-  }
-
-  async extendLease(scope: string, key: string, token: number, leaseUntilMs: number): Promise<CompleteOutcome> {
-    const until = ms(leaseUntilMs);
-    return this.updateHeld(scope, key, token, Prisma.sql`lease_until_ms = ${until}::bigint, deadline_ms = ${until}::bigint`);
+      SELECT changed.*${this.announce("changed")} FROM changed`;
+    if (rows.length === 0) return null;
+    this.changed(input.scope, input.key);
+    return toRecord(rows[0], true);
   }
 
   /**
-   * The holder's own change of its reservation (complete, markUnknown, extendLease): one statement, applied only
-   * while the record is inflight under `token`, announced to waiters; refused as stale or absent.
+   * The holder's own change of its reservation: one statement, applied only to the version the
+   * holder holds (inflight under its token: what holderRefusal allows), announced to waiters. When
+   * it changed nothing, the rules say why from the key as it is now.
    */
-  private async updateHeld(scope: string, key: string, token: number, assignments: Prisma.Sql): Promise<CompleteOutcome> {
-    const rows = await this.prisma.$queryRaw<Row[]>`
-      WITH changed AS (
-        UPDATE idempotency_keys SET ${assignments}
-        WHERE scope = ${scope}::text AND key = ${key}::text AND status = 'inflight' AND token = ${BigInt(token)}::bigint
-        RETURNING ${ALL}
-      )
-      SELECT changed.*${this.announce("changed")} FROM changed`;
+  protected async changeHeld(scope: string, key: string, token: number, change: HolderChange): Promise<CompleteOutcome> {
+    const patch = holderPatch(change);
+    const held = Prisma.sql`scope = ${scope}::text AND key = ${key}::text AND status = 'inflight' AND token = ${BigInt(token)}::bigint`;
+    const rows = await this.changeRow(held, patch);
     if (rows.length > 0) {
       this.changed(scope, key);
       return { ok: true, record: toRecord(rows[0], true) };
     }
     const current = await this.get(scope, key);
-    return { ok: false, reason: current ? "stale_token" : "absent", current };
+    return { ok: false, reason: holderRefusal(current, token) ?? "stale_token", current };
   }
 
-  async release(scope: string, key: string, guard: OperatorGuard): Promise<OperatorOutcome> {
+  /**
+   * An operator's decision: the key is read, the rules decide (operatorRefusal), and the change
+   * applies only to the version read; a key changed in between is read again.
+   */
+  protected async changeByOperator(scope: string, key: string, guard: OperatorGuard, change: OperatorChange): Promise<OperatorOutcome> {
+    const patch = operatorPatch(change, guard.nowMs);
     for (let attempt = 0; attempt < MAX_OPERATOR_ATTEMPTS; attempt++) {
-      const rows = await this.prisma.$queryRaw<Row[]>`
-        WITH changed AS (
-          DELETE FROM idempotency_keys
-          WHERE scope = ${scope}::text AND key = ${key}::text AND ${operable(guard)}
-          RETURNING ${ALL}
-        )
-        SELECT changed.*${this.announce("changed")} FROM changed`;
+      const before = await this.get(scope, key);
+      const refusal = operatorRefusal(before, guard);
+      if (refusal) return { ok: false, reason: refusal, current: before };
+      const rows = await this.changeRow(sameVersion(before!), patch);
       if (rows.length > 0) {
         this.changed(scope, key);
-        return { ok: true, before: toRecord(rows[0], true), after: null };
+        return { ok: true, before: before!, after: patch === null ? null : toRecord(rows[0], true) };
       }
-      const refused = await this.refused(scope, key, guard);
-      if (refused) return refused;
     }
-    throw new Error(`release of ${scope}/${key} did not settle after ${MAX_OPERATOR_ATTEMPTS} attempts`);
+    throw new Error(`${change.kind} of ${scope}/${key} did not settle after ${MAX_OPERATOR_ATTEMPTS} attempts`);
   }
 
-  async resolve(scope: string, key: string, result: StoredResult, ttlMs: number, guard: OperatorGuard): Promise<OperatorOutcome> {
-    for (let attempt = 0; attempt < MAX_OPERATOR_ATTEMPTS; attempt++) {
-      // the locked sub-select hands back the row as it was, which RETURNING alone cannot; the
-      // update then applies to exactly that version (token and status identify a version)
-      const rows = await this.prisma.$queryRaw<Record<string, unknown>[]>`
-        WITH changed AS (
-          UPDATE idempotency_keys AS k SET ${this.doneAssignments(result, ttlMs, guard.nowMs)}
-          FROM (
-            SELECT ${ALL} FROM idempotency_keys
-            WHERE scope = ${scope}::text AND key = ${key}::text AND ${operable(guard)}
-            FOR UPDATE
-          ) AS b
-          WHERE k.scope = b.scope AND k.key = b.key AND k.token = b.token AND k.status = b.status
-          RETURNING ${columnsOf("k")}, ${columnsOf("b", "b_")}
-        )
-        SELECT changed.*${this.announce("changed")} FROM changed`;
-      if (rows.length > 0) {
-        this.changed(scope, key);
-        const before = toRecord(prefixed(rows[0], "b_")!, true);
-        return { ok: true, before, after: toRecord(rows[0] as unknown as Row, true) };
-      }
-      const refused = await this.refused(scope, key, guard);
-      if (refused) return refused;
-    }
-    throw new Error(`resolve of ${scope}/${key} did not settle after ${MAX_OPERATOR_ATTEMPTS} attempts`);
+  /** Applies the rules' patch (null: delete) to the row `where` finds, announced to waiters; the changed row, if any. */
+  private changeRow(where: Prisma.Sql, patch: RecordPatch | null): Promise<Row[]> {
+    const change =
+      patch === null
+        ? Prisma.sql`DELETE FROM idempotency_keys WHERE ${where} RETURNING ${ALL}`
+        : Prisma.sql`UPDATE idempotency_keys SET ${patchAssignments(patch)} WHERE ${where} RETURNING ${ALL}`;
+    return this.prisma.$queryRaw<Row[]>`WITH changed AS (${change}) SELECT changed.*${this.announce("changed")} FROM changed`;
   }
 
   async get(scope: string, key: string): Promise<KeyRecord | null> {
@@ -477,7 +249,7 @@ export class SqlKeyStore implements KeyStore {
   }
 
   async list(query: ListQuery): Promise<ListPage> {
-    const limit = SqlKeyStore.pageSize(query.limit);
+    const limit = pageSize(query.limit);
     type ListRow = Row & { sort_value: bigint | number | string };
     let rows: ListRow[] | null = null;
     if (query.prefix) {
@@ -493,60 +265,14 @@ export class SqlKeyStore implements KeyStore {
     return { items: page.map((r) => toRecord(r, false)), nextCursor };
   }
 
-  /**
-   * The list query, exposed so tests can EXPLAIN exactly what runs. Newest first: by deadline
-   * within a state (the state's index), by creation time otherwise; ties by (scope, key) in byte
-   * order. Keyset pagination: rows strictly after the cursor, limit + 1 to see a next page.
-   */
+  /** The list query (key-queries.ts), exposed so tests can EXPLAIN exactly what runs. */
   listSql(query: ListQuery): Prisma.Sql {
-    const { sortColumn, where } = this.listFilter(query);
-    return Prisma.sql`
-      SELECT ${LIST}, ${sortColumn} AS sort_value FROM idempotency_keys ${where}
-      ORDER BY ${sortColumn} DESC, scope COLLATE "C" DESC, key COLLATE "C" DESC
-      LIMIT ${SqlKeyStore.pageSize(query.limit) + 1}`;
+    return listSql(query);
   }
 
-  /**
-   * A key-prefix page read from the prefix's matches: the prefix index finds them all (up to
-   * `prefixNarrowMatches` + 1), they are sorted, and the page's rows are read. The ordered scan of
-   * listSql walks the whole time index past the keys that do not match: at 1M keys, a prefix of
-   * 10,000 keys created together took 200 ms that way and 12 ms this way. `matched` (on every row)
-   * says how many matches were read; past `prefixNarrowMatches` the page is incomplete, and list()
-   * asks listSql instead, which finds a broad prefix's matches soon. Exposed for EXPLAIN in tests.
-   */
+  /** A key-prefix page read from the prefix's matches (key-queries.ts), exposed for EXPLAIN in tests. */
   prefixListSql(query: ListQuery): Prisma.Sql {
-    const { sortColumn, where } = this.listFilter(query);
-    return Prisma.sql`
-      WITH hits AS MATERIALIZED (
-        SELECT scope, key, ${sortColumn} AS sort_value FROM idempotency_keys ${where} LIMIT ${this.prefixNarrowMatches + 1}
-      ), page AS (
-        SELECT scope, key, sort_value FROM hits
-        ORDER BY sort_value DESC, scope COLLATE "C" DESC, key COLLATE "C" DESC
-        LIMIT ${SqlKeyStore.pageSize(query.limit) + 1}
-      )
-      SELECT ${columnsOf("k", "", LIST_COLUMNS)}, page.sort_value, (SELECT count(*) FROM hits) AS matched
-      FROM page JOIN idempotency_keys k ON k.scope = page.scope AND k.key = page.key
-      ORDER BY page.sort_value DESC, page.scope COLLATE "C" DESC, page.key COLLATE "C" DESC`;
-  }
-
-  /** The list's order column and WHERE clause (filters, and the cursor's position). */
-  private listFilter(query: ListQuery): { sortColumn: Prisma.Sql; where: Prisma.Sql } {
-    const now = ms(query.nowMs);
-    const sortColumn = Prisma.raw(query.state ? "deadline_ms" : "created_at_ms");
-    const conditions: Prisma.Sql[] = [];
-    if (query.state) conditions.push(stateCondition(query.state, now));
-    if (query.tool !== undefined) conditions.push(Prisma.sql`tool = ${query.tool}::text`);
-    if (query.scope !== undefined) conditions.push(Prisma.sql`scope = ${query.scope}::text`);
-    if (query.prefix) conditions.push(Prisma.sql`key LIKE ${likePrefix(query.prefix)}::text`);
-    if (query.cursor) {
-      const c = decodeCursor(query.cursor);
-      const sort = ms(c.sort);
-      // the first comparison alone is an index bound; the second breaks ties
-      conditions.push(Prisma.sql`${sortColumn} <= ${sort}::bigint AND (${sortColumn} < ${sort}::bigint
-        OR (scope COLLATE "C", key COLLATE "C") < (${c.scope}::text COLLATE "C", ${c.key}::text COLLATE "C"))`);
-    }
-    const where = conditions.length > 0 ? Prisma.sql`WHERE ${Prisma.join(conditions, " AND ")}` : Prisma.empty;
-    return { sortColumn, where };
+    return prefixListSql(query, this.prefixNarrowMatches);
   }
 
   async counts(nowMs: number, filter: { tool?: string; scope?: string } = {}): Promise<StateCounts> {
@@ -567,34 +293,9 @@ export class SqlKeyStore implements KeyStore {
     return { inflight: inflight.live, stuck: inflight.due, unknown, done: done.live, expired: done.due };
   }
 
-  /**
-   * Per stored status: the total from key_counts, the rows from the hour boundary nearest to now
-   * on (key_deadline_counts), and an index count of the rows between that boundary and now. Rows
-   * due by now (stuck, expired) = total − from_cut + due_from_cut − live_before_cut; only one of
-   * the last two is ever non-zero. Unknown rows are not split by deadline: only their total is
-   * read (the other parts are skipped by a constant-false filter). The cost depends on scopes × tools and on the deadlines in one
-   * half hour, not on the number of keys. Exposed for EXPLAIN in tests.
-   */
+  /** The counts query (key-queries.ts), exposed for EXPLAIN in tests. */
   countsSql(nowMs: number, filter: { tool?: string; scope?: string } = {}): Prisma.Sql {
-    const now = ms(nowMs);
-    const cutHour = floorDiv(now + HOUR_MS / 2n, HOUR_MS);
-    const cut = cutHour * HOUR_MS;
-    const match = (alias: string) => {
-      const conditions: Prisma.Sql[] = [];
-      if (filter.tool !== undefined) conditions.push(Prisma.sql` AND ${Prisma.raw(alias)}.tool = ${filter.tool}::text`);
-      if (filter.scope !== undefined) conditions.push(Prisma.sql` AND ${Prisma.raw(alias)}.scope = ${filter.scope}::text`);
-      return conditions.length > 0 ? Prisma.join(conditions, "") : Prisma.empty;
-    };
-    return Prisma.sql`
-      SELECT s.status,
-        (SELECT coalesce(sum(c.n), 0)::bigint FROM key_counts c WHERE c.status = s.status${match("c")}) AS total,
-        (SELECT coalesce(sum(h.n), 0)::bigint FROM key_deadline_counts h
-          WHERE s.split AND h.status = s.status AND h.deadline_hour >= ${cutHour}::bigint${match("h")}) AS from_cut,
-        (SELECT count(*) FROM idempotency_keys k
-          WHERE s.split AND k.status = s.status AND k.deadline_ms >= ${cut}::bigint AND k.deadline_ms <= ${now}::bigint${match("k")}) AS due_from_cut,
-        (SELECT count(*) FROM idempotency_keys k
-          WHERE s.split AND k.status = s.status AND k.deadline_ms > ${now}::bigint AND k.deadline_ms < ${cut}::bigint${match("k")}) AS live_before_cut
-      FROM (VALUES ('inflight', true), ('unknown', false), ('done', true)) AS s (status, split)`;
+    return countsSql(nowMs, filter);
   }
 
   /** deletes done rows only: inflight and unknown keys stay whatever their age */
@@ -685,30 +386,4 @@ export class SqlKeyStore implements KeyStore {
     if (this.options.closeDatabase) await this.db.close();
   }
 
-  private doneAssignments(result: StoredResult, ttlMs: number, nowMs: number): Prisma.Sql {
-    const expires = ms(nowMs + ttlMs);
-    return Prisma.sql`status = 'done', lease_until_ms = NULL, completed_at_ms = ${ms(nowMs)}::bigint,
-      expires_at_ms = ${expires}::bigint, deadline_ms = ${expires}::bigint,
-      result_status = ${Math.trunc(result.status)}::integer, result_body = ${result.body}::text,
-      final = ${result.final}::boolean, outcome_note = NULL, unknown_at_ms = NULL`;
-  }
-
-  /**
-   * Why an operator's action found nothing to change, from the key as it is now; null when the
-   * key has become one it may change since (a call's outcome became unknown): try again.
-   */
-  private async refused(scope: string, key: string, guard: OperatorGuard): Promise<OperatorOutcome | null> {
-    const current = await this.get(scope, key);
-    if (!current) return { ok: false, reason: "absent", current };
-    if (current.status === "done") return { ok: false, reason: "not_inflight", current };
-    if (guard.token !== undefined && current.token !== guard.token) return { ok: false, reason: "changed", current };
-    if (current.status === "inflight" && !guard.force && (current.leaseUntilMs ?? 0) > guard.nowMs) {
-      return { ok: false, reason: "running", current };
-    }
-    return null;
-  }
-
-  private static pageSize(limit: number): number {
-    return Number.isFinite(limit) ? Math.max(1, Math.trunc(limit)) : 1;
-  }
 }

@@ -40,6 +40,7 @@ end
 
 --- @include "keys"
 --- @include "record"
+--- @include "rules"
 
 -- Tokens never fall below Redis' clock in microseconds, so they keep increasing after FLUSHALL,
 -- and are congruent to the bucket mod 16, so two buckets never hand out the same token.
@@ -60,19 +61,10 @@ local replaced = nil
 
 if current then
   local rec = decodeRecord(current)
-  local expired = rec.status == "done" and tonumber(rec.expiresAtMs) <= nowMs
-  if not expired then
-    if rec.fingerprint ~= ARGV[5] then return { "mismatch", 0, current, "", "" } end
-    if rec.status == "done" then return { "replay", 0, current, "", "" } end
-    local retryUnknown = string.sub(ARGV[8], 3, 3) == "1"
-    if rec.status == "unknown" then
-      if not retryUnknown then return { "unknown", 0, current, "", "" } end
-    else
-      if tonumber(rec.leaseUntilMs) > nowMs then return { "conflict", 0, current, "", "" } end
-      if string.sub(ARGV[8], 2, 2) ~= "1" and not retryUnknown then return { "stuck", 0, current, "", "" } end
-    end
-    takenOver = current
-  end
+  local answer = beginAnswer(rec, ARGV[5], nowMs, string.sub(ARGV[8], 2, 2) == "1", string.sub(ARGV[8], 3, 3) == "1")
+  if answer then return { answer, 0, current, "", "" } end
+  -- a stuck or unknown reservation is taken over; an expired record is only replaced
+  if rec.status ~= "done" then takenOver = current end
   removeFromIndexes(base, scope, key, rec)
   replaced = rec
 end

@@ -15,16 +15,12 @@
 ]]
 --- @include "keys"
 --- @include "record"
---- @include "operator"
+--- @include "rules"
 
 local base = bucketBase(ARGV[1])
-local scope, key = ARGV[2], ARGV[3]
 local current = redis.call("GET", KEYS[1])
-if not current then return { "absent", "" } end
 local rec = decodeRecord(current)
 local refusal = operatorRefusal(rec, tonumber(ARGV[4]), ARGV[5] == "1", ARGV[6])
-if refusal then return { refusal, current } end
-removeFromIndexes(base, scope, key, rec)
-redis.call("DEL", KEYS[1])
-announceChange(base, scope, key, "absent")
+if refusal then return { refusal, current or "" } end
+deleteRecord(base, ARGV[2], ARGV[3], KEYS[1], rec)
 return { "ok", current }

@@ -20,26 +20,16 @@
 ]]
 --- @include "keys"
 --- @include "record"
---- @include "operator"
+--- @include "rules"
 
 local base = bucketBase(ARGV[1])
 local scope, key = ARGV[2], ARGV[3]
 local current = redis.call("GET", KEYS[1])
-if not current then return { "absent", "", "" } end
 local rec = decodeRecord(current)
 local refusal = operatorRefusal(rec, tonumber(ARGV[4]), ARGV[9] == "1", ARGV[10])
-if refusal then return { refusal, current, "" } end
-
+if refusal then return { refusal, current or "", "" } end
 changeStatus(base, scope, key, rec, "done", ARGV[5])
--- a done record keeps no lease and no unknown outcome
-rec.leaseUntilMs = ""
-rec.unknownAtMs = ""
-rec.outcomeNote = ""
-rec.completedAtMs = ARGV[4]
-rec.expiresAtMs = ARGV[5]
-rec.resultStatus = ARGV[6]
-rec.resultBody = ARGV[7]
-rec.resultFinal = ARGV[8]
+applyDone(rec, ARGV[4], ARGV[5], ARGV[6], ARGV[7], ARGV[8])
 local value = encodeRecord(rec)
 redis.call("SET", KEYS[1], value)
 announceChange(base, scope, key, "done")

@@ -94,13 +94,9 @@ local function announceChange(base, scope, key, status)
   redis.call("PUBLISH", changeChannelOf(base, scope, key), status)
 end
 
--- The reservation a holder finishes (complete, mark unknown): the record at `recordKey` if it is
--- inflight (or stuck) under `token`; otherwise nil and the script's refusal, { "absent", "" } or
--- { "stale_token", value }.
-local function heldRecord(recordKey, token)
-  local current = redis.call("GET", recordKey)
-  if not current then return nil, { "absent", "" } end
-  local rec = decodeRecord(current)
-  if rec.status ~= "inflight" or rec.token ~= token then return nil, { "stale_token", current } end
-  return rec, nil
+-- Deletes the record at `recordKey` (rec, decoded) with its index entries, and tells its waiters.
+local function deleteRecord(base, scope, key, recordKey, rec)
+  removeFromIndexes(base, scope, key, rec)
+  redis.call("DEL", recordKey)
+  announceChange(base, scope, key, "absent")
 end
