@@ -6,6 +6,7 @@ import { OPEN_CALL_RECOVERY_MS, type PriorExecution } from "../audit-port";
 import { UnavailableError } from "../errors";
 import { FALLBACK_PREFIX, PASS_THROUGH_PREFIX } from "../key-rules";
 import type { KeyRecord } from "../record";
+import { appliedNothing, heldOpen, keepsResult } from "../transitions";
 import type { CallContext } from "./call";
 import type { EngineCore } from "./core";
 import { suppressed } from "./suppress";
@@ -82,7 +83,7 @@ async function recoverFromAudit(core: EngineCore, call: CallContext, token: numb
   }
   // succeeded, final_error, late_completion (as the latest execution, no other one ran after it)
   // and resolved left a result; open and unknown calls still block
-  if (!prior || prior.outcome === "failed" || prior.outcome === "released" || prior.outcome === "retried") return null;
+  if (!prior || appliedNothing(prior.outcome)) return null;
   const record = recordFromPrior(call.scope, call.key, prior, call.fallback);
   if (heldOpen(prior, call.arrivedMs) && prior.fingerprint === fp) {
     // the record stands for that execution (this call writes no intent): a decision about the
@@ -170,27 +171,10 @@ async function holdAsUnknown(core: EngineCore, scope: string, key: string, token
   return marked?.ok ? marked.record : null;
 }
 
-/**
- * An execution that holds its key whatever became of the key store: its outcome was unknown, or it
- * never reported one and its lease has passed (one within its lease may still complete by itself).
- */
-function heldOpen(prior: PriorExecution, nowMs: number): boolean {
-  return prior.outcome === "unknown" || (prior.outcome === null && prior.leaseUntil.getTime() <= nowMs);
-}
-
 /** Why a key held again from the log is unknown, as its record says. */
 function heldNote(prior: PriorExecution): string {
   if (prior.outcome === "unknown") return prior.error ?? "the outcome of its call was unknown";
   return `its call never reported an outcome before its lease ended at ${prior.leaseUntil.toISOString()}, and the key store lost its reservation`;
-}
-
-/**
- * An execution whose result the log keeps for replay at `nowMs`: succeeded, final_error,
- * late_completion (as the key's latest execution) or resolved, with its body, not expired.
- */
-function keepsResult(prior: PriorExecution, nowMs: number): boolean {
-  if (prior.outcome === null || prior.outcome === "unknown" || prior.outcome === "failed" || prior.outcome === "released" || prior.outcome === "retried") return false;
-  return prior.resultBody !== null && prior.expiresAt !== null && prior.expiresAt.getTime() > nowMs;
 }
 
 /** The record a lost key would have, rebuilt from its execution in the audit log. */
