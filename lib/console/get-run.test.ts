@@ -146,6 +146,9 @@ for (const kind of ["postgres", "redis"] as const) {
         ["a b", "", "/problems/invalid_request"],
         [`agent-run-${kind}`, "?limit=0", "/problems/invalid_request"],
         [`agent-run-${kind}`, "?cursor=bm9wZQ", "/problems/invalid_cursor"],
+        // tampered: a whole number no Date can hold, either way
+        [`agent-run-${kind}`, `?cursor=${Buffer.from(JSON.stringify([Number.MAX_SAFE_INTEGER, "e-1"])).toString("base64url")}`, "/problems/invalid_cursor"],
+        [`agent-run-${kind}`, `?cursor=${Buffer.from(JSON.stringify([-8.64e15 - 1, "e-1"])).toString("base64url")}`, "/problems/invalid_cursor"],
       ]) {
         const res = await getRun(session, query);
         expect(res.status, `${session.slice(0, 10)} ${query}`).toBe(400);
