@@ -95,7 +95,9 @@ export async function resumeTool(runtime: PauseRuntime, input: { tool: string; a
   await runtime.db.prisma.$transaction(async (tx) => {
     const before = await tx.pausedTool.findUnique({ where: { tool: tool.name } });
     if (!before) throw new InvalidStateError(`${tool.name} is not paused`, null);
-    await tx.pausedTool.delete({ where: { tool: tool.name } });
+    // a resume at the same moment may have taken the row since it was read: that one resumed it
+    const { count } = await tx.pausedTool.deleteMany({ where: { tool: tool.name } });
+    if (count === 0) throw new InvalidStateError(`${tool.name} is not paused`, null);
     const actionId = await recordOperatorAction(tx, {
       actor: input.actor,
       action: "tool_resume",
