@@ -18,7 +18,7 @@ export interface ToolPauseView {
   actor: string | null;
   pausedAt: string | null;
   /** operator: paused from the console, the API or the command line; config: `paused: true` in the file */
-  source: ToolPause["source"] | null;
+  source: Exclude<ToolPause["source"], "unread"> | null;
 }
 
 export function pauseView(tool: string, pause: ToolPause | null): ToolPauseView {
@@ -28,7 +28,7 @@ export function pauseView(tool: string, pause: ToolPause | null): ToolPauseView 
     reason: pause?.reason ?? null,
     actor: pause?.actor ?? null,
     pausedAt: pause?.pausedAtMs != null ? new Date(pause.pausedAtMs).toISOString() : null,
-    source: pause?.source ?? null,
+    source: pause && pause.source !== "unread" ? pause.source : null,
   };
 }
 
@@ -44,7 +44,8 @@ export function pausedToolsNow(runtime: Pick<Runtime, "engine" | "registry">): T
   return runtime.registry
     .list()
     .map((tool) => (tool.kind === "write" ? pauseOf(tool, runtime.engine.pausedTools) : null))
-    .filter((p): p is ToolPause => p !== null)
+    // a tool whose pause is not known yet (the paused tools are unread) is not listed as paused
+    .filter((p): p is ToolPause => p !== null && p.source !== "unread")
     .map((p) => pauseView(p.tool, p));
 }
 

@@ -4,7 +4,7 @@ import { recordSnapshot } from "@/lib/audit/operator-actions";
 import { carryOutDecision, recordDecided, writeDecision } from "./key-decisions";
 import { InvalidStateError, isIdemgateError, NotFoundError } from "@/lib/idempotency/errors";
 import { FALLBACK_PREFIX } from "@/lib/idempotency/key-rules";
-import { pauseOf, ToolPausedError } from "@/lib/idempotency/paused-tools";
+import { pauseOf, refusalOf } from "@/lib/idempotency/paused-tools";
 import { stateOf, type KeyRecord } from "@/lib/idempotency/record";
 import type { ProbeAnswer, ProbeContext, ProbeTool } from "@/lib/idempotency/tool";
 import type { KeyRuntime } from "./release-key";
@@ -33,6 +33,7 @@ export interface ProbeKeyResult {
  * (Engine.restoreHeld), so it can be asked about.
  * @throws NotFoundError when the key has no record (nor an open call in the log); InvalidStateError when it is not stuck or
  * unknown, or its tool cannot be asked; ToolPausedError when its probe resends the call and the tool is paused
+ * (UnavailableError while the paused tools are unread)
  */
 export async function probeKey(
   runtime: KeyRuntime,
@@ -58,7 +59,7 @@ export async function probeKey(
   // a resend is the call sent to the service again, which may apply it: refused while the tool is
   // paused, as a new call is (a status URL is only read, and is asked as usual)
   const pause = runtime.registry.probeResends(tool) ? pauseOf(tool, runtime.engine.pausedTools) : null;
-  if (pause) throw new ToolPausedError(pause);
+  if (pause) throw refusalOf(pause);
 
   const answer = await ask(
     prober,
