@@ -235,7 +235,7 @@ describe("openApiDocument", () => {
     const clientRun = names.filter((n) => registry.get(n).runs === "client");
     expect(clientRun.length).toBeGreaterThan(0);
     expect(Object.keys(doc.paths).filter((p) => !p.includes("reservations") && !p.includes("executions")).sort()).toEqual(
-      ["/api/v1/tools", "/api/v1/replays", ...invoked.map((n) => `/api/v1/tools/${n}/invoke`), ...clientRun.map((n) => `/api/v1/tools/${n}/held`)].sort(),
+      ["/api/v1/tools", "/api/v1/replays", "/api/v1/runs/{session}", ...invoked.map((n) => `/api/v1/tools/${n}/invoke`), ...clientRun.map((n) => `/api/v1/tools/${n}/held`)].sort(),
     );
     expect(doc.paths["/api/v1/tools"].get).toBeDefined();
     expect(registry.openApiDocument()).not.toHaveProperty("servers");
