@@ -61,6 +61,11 @@ test("a run's calls in order on its page, and a paused tool refuses new calls ev
   await expect(page.getByTestId("key-run-link")).toContainText(session);
   await page.getByTestId("key-run-link").click();
   await expect(page.getByTestId("run-session")).toHaveText(session);
+  // a tampered cursor (a time no Date can hold) opens the run from its first call, not an error page
+  const tampered = Buffer.from(JSON.stringify([Number.MAX_SAFE_INTEGER, "e-1"])).toString("base64url");
+  await page.goto(`/runs/${encodeURIComponent(session)}?scope=demo&cursor=${tampered}`);
+  await expect(page).toHaveURL(new RegExp(`/runs/${session}\\?scope=demo$`));
+  await expect(page.getByTestId("run-call")).toHaveCount(5);
   await page.goto("/");
   await expect(page.getByTestId("held-runs").getByText(session)).toBeVisible();
 

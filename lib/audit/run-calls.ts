@@ -51,7 +51,8 @@ function encodeCursor(row: RunCallRow): string {
 function decodeCursor(cursor: string): Position {
   try {
     const [atMs, id] = JSON.parse(Buffer.from(cursor, "base64url").toString("utf8")) as unknown[];
-    if (typeof atMs === "number" && Number.isSafeInteger(atMs) && typeof id === "string" && id.length > 0 && id.length <= 100) return { atMs, id };
+    // a time a Date can hold (±8.64e15 ms): a larger one is no position in the log, and would not bind
+    if (typeof atMs === "number" && Number.isSafeInteger(atMs) && Math.abs(atMs) <= 8.64e15 && typeof id === "string" && id.length > 0 && id.length <= 100) return { atMs, id };
   } catch {
     // below
   }

@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { createApiToken } from "@/lib/auth/api-tokens";
 import type { OperatorIdentity } from "@/lib/auth/roles";
 import { handleInvoke } from "@/lib/gateway/fast-invoke";
+import { exceptionNote, PUBLIC_THREW_NOTE } from "@/lib/idempotency/outcome-note";
 import { OutcomeUnknown } from "@/lib/idempotency/tool";
 import type { Runtime } from "@/lib/server/runtime";
 import { defineTool } from "@/lib/tools/define-tool";
@@ -146,11 +147,57 @@ for (const kind of ["postgres", "redis"] as const) {
         ["a b", "", "/problems/invalid_request"],
         [`agent-run-${kind}`, "?limit=0", "/problems/invalid_request"],
         [`agent-run-${kind}`, "?cursor=bm9wZQ", "/problems/invalid_cursor"],
+        // tampered: a whole number no Date can hold, either way
+        [`agent-run-${kind}`, `?cursor=${Buffer.from(JSON.stringify([Number.MAX_SAFE_INTEGER, "e-1"])).toString("base64url")}`, "/problems/invalid_cursor"],
+        [`agent-run-${kind}`, `?cursor=${Buffer.from(JSON.stringify([-8.64e15 - 1, "e-1"])).toString("base64url")}`, "/problems/invalid_cursor"],
       ]) {
         const res = await getRun(session, query);
         expect(res.status, `${session.slice(0, 10)} ${query}`).toBe(400);
         expect(res.body.type).toBe(type);
       }
+    });
+
+    it("shows a tenant its calls as its key detail does: no exception messages, no operator's name, no anomalies; an operator sees them", async () => {
+      const run = `tenant-view-${kind}`;
+      const at = (s: number) => new Date(Date.UTC(2026, 2, 1, 12, 0, s));
+      const execution = { scope: "run-a", tool: "run.charge", fingerprint: "f", token: 1n, session: run, leaseUntil: at(59) };
+      await under.db.prisma.execution.createMany({
+        data: [
+          { ...execution, id: `${run}-threw`, key: "threw", startedAt: at(1), outcome: "unknown", error: exceptionNote("connect ECONNREFUSED 10.0.0.7:5432 password=hunter2") },
+          { ...execution, id: `${run}-failed`, key: "failed", startedAt: at(2), outcome: "failed", error: "card declined" },
+          { ...execution, id: `${run}-final`, key: "final", startedAt: at(3), outcome: "final_error", error: "upstream said: internal trace 0xdead" },
+          { ...execution, id: `${run}-by-operator`, key: "by-operator", startedAt: at(4), outcome: "succeeded", caller: "operator:ops@example.com" },
+          { ...execution, id: `${run}-by-token`, key: "by-token", startedAt: at(5), outcome: "succeeded", caller: "tok_label" },
+        ],
+      });
+      await under.db.prisma.suppression.create({ data: { id: `${run}-stale`, scope: "run-a", key: "by-token", tool: "run.charge", kind: "replay", session: run, at: at(6), originalExecutionId: `${run}-by-token` } });
+      await under.db.prisma.anomaly.create({
+        data: { id: `${run}-anomaly`, type: "stale_suppression", dedupeKey: `stale:${run}-stale`, tool: "run.charge", scope: "run-a", key: "by-token", summary: "s", evidence: {}, detectedAt: at(7), updatedAt: at(7) },
+      });
+      const view = (body: Json) => body.calls.map((c: Json) => [c.key, c.note, c.caller, c.anomaly?.id ?? null]);
+
+      const tenant = await getRun(run);
+      expect(tenant.status).toBe(200);
+      expect(view(tenant.body)).toEqual([
+        ["threw", PUBLIC_THREW_NOTE, null, null],
+        ["failed", "card declined", null, null],
+        ["final", null, null, null],
+        ["by-operator", null, "operator", null],
+        ["by-token", null, "tok_label", null],
+        ["by-token", null, null, null],
+      ]);
+      expect(JSON.stringify(tenant.body)).not.toMatch(/hunter2|0xdead|ops@example\.com|-anomaly/);
+
+      signedIn = { id: "v", email: "viewer@example.com", role: "viewer" };
+      const operator = await getRun(run, "?scope=run-a", {});
+      expect(view(operator.body)).toEqual([
+        ["threw", exceptionNote("connect ECONNREFUSED 10.0.0.7:5432 password=hunter2"), null, null],
+        ["failed", "card declined", null, null],
+        ["final", "upstream said: internal trace 0xdead", null, null],
+        ["by-operator", null, "operator:ops@example.com", null],
+        ["by-token", null, "tok_label", null],
+        ["by-token", null, null, `${run}-anomaly`],
+      ]);
     });
 
     it("refuses an empty, too long or unprintable session at the gateway with nothing reserved", async () => {

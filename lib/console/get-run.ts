@@ -4,6 +4,8 @@ import { NotFoundError } from "@/lib/idempotency/errors";
 import { badRequest } from "@/lib/http/problem";
 import type { Runtime } from "@/lib/server/runtime";
 import type { KeyDetail } from "@/lib/operator/get-key-detail";
+import { tenantOutcomeNote, type Audience } from "@/lib/operator/present-key";
+import { tenantCaller } from "@/lib/operator/present-key-detail";
 
 /** What happened to one call of a run, as the run page and GET /api/v1/runs/{session} say it. */
 export type RunCallHappened =
@@ -89,6 +91,12 @@ function happenedOf(row: RunCallRow, nowMs: number): RunCallHappened {
   }
 }
 
+/** A call's note as its tenant may read it: a not-run tool's own message, an unknown outcome's note without an exception's message. */
+function tenantNote(row: RunCallRow): string | null {
+  if (row.source !== "execution") return null;
+  return row.outcome === "failed" ? row.error : row.outcome === "unknown" ? tenantOutcomeNote(row.error) : null;
+}
+
 function keyPathOf(scope: string, key: string): string {
   return `/keys/${encodeURIComponent(scope)}/${encodeURIComponent(key)}`;
 }
@@ -96,12 +104,15 @@ function keyPathOf(scope: string, key: string): string {
 /**
  * One page of a run's calls in time order. A tenant's token reads only its own scope's run (another
  * tenant's is 404, as one that does not exist); an operator names the scope, or gets the only
- * scope the session has calls in.
+ * scope the session has calls in. A tenant reads its calls as its key detail shows them
+ * (presentKeyDetailForTenant): of an outcome's error only what the caller was told, that an
+ * operator made a call but not who, and no anomalies (the operators' own records).
  */
 export async function getRun(
   runtime: Pick<Runtime, "db">,
-  input: { session: string; scope: string | null; cursor?: string | null; limit?: string | number | null; nowMs?: number },
+  input: { session: string; scope: string | null; cursor?: string | null; limit?: string | number | null; nowMs?: number; audience?: Audience },
 ): Promise<RunPage> {
+  const tenant = input.audience === "tenant";
   if (!SESSION_PATTERN.test(input.session)) throw badRequest("invalid_request", "a session is 1–200 visible ASCII characters, as sent in Idemgate-Session");
   const limit = input.limit === undefined || input.limit === null || input.limit === "" ? DEFAULT_PAGE : Number(input.limit);
   if (!Number.isInteger(limit) || limit < 1 || limit > MAX_PAGE) throw badRequest("invalid_request", `limit must be a whole number from 1 to ${MAX_PAGE}`);
@@ -117,7 +128,7 @@ export async function getRun(
   const page = await readRunCalls(prisma, { session: input.session, scope, limit, cursor: input.cursor ?? null });
   if (page.items.length === 0 && !input.cursor) throw notFound();
   const nowMs = input.nowMs ?? Date.now();
-  const flags = await staleFlagsFor(prisma, page.items.filter((r) => r.source === "suppression").map((r) => r.id));
+  const flags: Awaited<ReturnType<typeof staleFlagsFor>> = tenant ? new Map() : await staleFlagsFor(prisma, page.items.filter((r) => r.source === "suppression").map((r) => r.id));
   return {
     session: input.session,
     scope,
@@ -137,8 +148,8 @@ export async function getRun(
         suppression: row.kind,
         executionId: row.source === "execution" ? row.id : row.originalExecutionId,
         gapMs: row.gapMs,
-        note: row.error,
-        caller: row.caller,
+        note: tenant ? tenantNote(row) : row.error,
+        caller: tenant ? tenantCaller(row.caller) : row.caller,
         transport: row.transport,
         keyPath: keyPathOf(scope, row.key),
         anomaly: flag ? { id: flag.anomalyId, status: flag.status, path: `/anomalies/${encodeURIComponent(flag.anomalyId)}` } : null,

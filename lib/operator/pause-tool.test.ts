@@ -184,6 +184,23 @@ for (const kind of ["postgres", "redis"] as const) {
       expect(res.body).toMatchObject({ type: "/problems/tool_paused", reason: "declared paused in the configuration file" });
     });
 
+    it("resumes at once: one resumes the tool, the others are told it is not paused (409), one audit row", async () => {
+      expect((await operatorPost(pauseRoute, "pause.charge", { reason: "racing resumes" })).status).toBe(200);
+      const before = await under.db.prisma.operatorAction.count({ where: { action: "tool_resume" } });
+      signedIn = OPERATOR;
+      const post = (reason: string) =>
+        resumeRoute.POST(
+          new Request("http://idemgate.test/api/v1/tools/pause.charge/resume", { method: "POST", headers: { host: "idemgate.test", origin: "http://idemgate.test", "content-type": "application/json" }, body: JSON.stringify({ reason }) }),
+          { params: Promise.resolve({ tool: "pause.charge" }) },
+        );
+      const answers = await Promise.all(["first", "second", "third", "fourth"].map(post));
+      expect(answers.map((r) => r.status).sort()).toEqual([200, 409, 409, 409]);
+      const refused = answers.find((r) => r.status === 409)!;
+      expect(((await refused.json()) as Json).type).toBe("/problems/invalid_state");
+      expect(await under.db.prisma.operatorAction.count({ where: { action: "tool_resume" } })).toBe(before + 1);
+      expect(await readPausedTools(under.db.prisma)).toEqual([]);
+    });
+
     it("another process's reader sees a pause at its next read", async () => {
       const other = new PausedTools(() => readPausedTools(under.db.prisma));
       await other.refresh();

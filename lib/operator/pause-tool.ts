@@ -18,7 +18,7 @@ export interface ToolPauseView {
   actor: string | null;
   pausedAt: string | null;
   /** operator: paused from the console, the API or the command line; config: `paused: true` in the file */
-  source: ToolPause["source"] | null;
+  source: Exclude<ToolPause["source"], "unread"> | null;
 }
 
 export function pauseView(tool: string, pause: ToolPause | null): ToolPauseView {
@@ -28,7 +28,7 @@ export function pauseView(tool: string, pause: ToolPause | null): ToolPauseView 
     reason: pause?.reason ?? null,
     actor: pause?.actor ?? null,
     pausedAt: pause?.pausedAtMs != null ? new Date(pause.pausedAtMs).toISOString() : null,
-    source: pause?.source ?? null,
+    source: pause && pause.source !== "unread" ? pause.source : null,
   };
 }
 
@@ -44,7 +44,8 @@ export function pausedToolsNow(runtime: Pick<Runtime, "engine" | "registry">): T
   return runtime.registry
     .list()
     .map((tool) => (tool.kind === "write" ? pauseOf(tool, runtime.engine.pausedTools) : null))
-    .filter((p): p is ToolPause => p !== null)
+    // a tool whose pause is not known yet (the paused tools are unread) is not listed as paused
+    .filter((p): p is ToolPause => p !== null && p.source !== "unread")
     .map((p) => pauseView(p.tool, p));
 }
 
@@ -95,7 +96,9 @@ export async function resumeTool(runtime: PauseRuntime, input: { tool: string; a
   await runtime.db.prisma.$transaction(async (tx) => {
     const before = await tx.pausedTool.findUnique({ where: { tool: tool.name } });
     if (!before) throw new InvalidStateError(`${tool.name} is not paused`, null);
-    await tx.pausedTool.delete({ where: { tool: tool.name } });
+    // a resume at the same moment may have taken the row since it was read: that one resumed it
+    const { count } = await tx.pausedTool.deleteMany({ where: { tool: tool.name } });
+    if (count === 0) throw new InvalidStateError(`${tool.name} is not paused`, null);
     const actionId = await recordOperatorAction(tx, {
       actor: input.actor,
       action: "tool_resume",

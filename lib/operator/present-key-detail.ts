@@ -56,7 +56,7 @@ export function presentKeyDetailForTenant(detail: KeyDetail, nowMs = Date.now())
  * Who called, as a tenant may see it: an operator's call from the console is recorded as
  * `operator:<email>`; the tenant learns that an operator called, not who.
  */
-function tenantCaller(caller: string | null): string | null {
+export function tenantCaller(caller: string | null): string | null {
   return caller !== null && caller.startsWith(OPERATOR_CALLER_PREFIX) ? "operator" : caller;
 }
 

@@ -4,6 +4,7 @@ import { recordSnapshot } from "@/lib/audit/operator-actions";
 import { carryOutDecision, recordDecided, writeDecision } from "./key-decisions";
 import { InvalidStateError, isIdemgateError, NotFoundError } from "@/lib/idempotency/errors";
 import { FALLBACK_PREFIX } from "@/lib/idempotency/key-rules";
+import { pauseOf, refusalOf } from "@/lib/idempotency/paused-tools";
 import { stateOf, type KeyRecord } from "@/lib/idempotency/record";
 import type { ProbeAnswer, ProbeContext, ProbeTool } from "@/lib/idempotency/tool";
 import type { KeyRuntime } from "./release-key";
@@ -31,7 +32,8 @@ export interface ProbeKeyResult {
  * A key the key store lost while the audit log holds its call open is held again first
  * (Engine.restoreHeld), so it can be asked about.
  * @throws NotFoundError when the key has no record (nor an open call in the log); InvalidStateError when it is not stuck or
- * unknown, or its tool cannot be asked
+ * unknown, or its tool cannot be asked; ToolPausedError when its probe resends the call and the tool is paused
+ * (UnavailableError while the paused tools are unread)
  */
 export async function probeKey(
   runtime: KeyRuntime,
@@ -46,13 +48,18 @@ export async function probeKey(
   if (state !== "stuck" && state !== "unknown") {
     throw new InvalidStateError(`only stuck or unknown keys are asked about; this key is ${state}`, before);
   }
-  const prober = runtime.registry.has(before.tool) ? runtime.registry.proberFor(runtime.registry.get(before.tool), runtime.db.prisma) : null;
-  if (!prober) {
+  const tool = runtime.registry.has(before.tool) ? runtime.registry.get(before.tool) : null;
+  const prober = tool ? runtime.registry.proberFor(tool, runtime.db.prisma) : null;
+  if (!tool || !prober) {
     throw new InvalidStateError(
       `${before.tool} cannot be asked whether a call happened: it has no status probe (a statusUrl or a probe function); check the downstream system, then release or resolve the key`,
       before,
     );
   }
+  // a resend is the call sent to the service again, which may apply it: refused while the tool is
+  // paused, as a new call is (a status URL is only read, and is asked as usual)
+  const pause = runtime.registry.probeResends(tool) ? pauseOf(tool, runtime.engine.pausedTools) : null;
+  if (pause) throw refusalOf(pause);
 
   const answer = await ask(
     prober,

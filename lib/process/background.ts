@@ -1,6 +1,7 @@
 import { recordOperatorAction } from "@/lib/audit/operator-actions";
 import { purgeAuditRows } from "@/lib/audit/purge-audit";
 import { purgeLoginFailures } from "@/lib/auth/login-limiter";
+import { pauseOf } from "@/lib/idempotency/paused-tools";
 import { describeError } from "@/lib/process/health";
 import { probeKey } from "@/lib/operator/probe-key";
 import { finishKeyDecisions } from "@/lib/operator/key-decisions";
@@ -34,7 +35,13 @@ export function reconcileDeps(runtime: Pick<Runtime, "db" | "store" | "engine" |
     finishDecisions: (before) => finishKeyDecisions(runtime, before),
     listEffects: (prisma, since) => registry.listEffects(prisma, since),
     probes: {
-      tools: registry.list().filter((tool) => tool.kind === "write" && registry.proberFor(tool, db) !== null).map((tool) => tool.name),
+      // a paused tool whose probe resends the call is not asked: a resend is a new request to the
+      // service (probeKey refuses it too); a status URL is only read, and is asked as usual
+      tools: registry
+        .list()
+        .filter((tool) => tool.kind === "write" && registry.proberFor(tool, db) !== null)
+        .filter((tool) => !(registry.probeResends(tool) && pauseOf(tool, runtime.engine.pausedTools) !== null))
+        .map((tool) => tool.name),
       ask: (target, nowMs) => probeKey(runtime, { ...target, actor: RECONCILER_ACTOR, nowMs }),
       rotation: rotationFor(runtime.store),
     },

@@ -61,7 +61,8 @@ export async function openRuntime(options: OpenRuntimeOptions = {}): Promise<Run
   const replayCache = config.replayCache ? new ReplayCache(config.replayCache) : null;
   const scopeResultLimit = config.scopeResultBytes !== null && store.resultBytes ? new ScopeResultLimit(store.resultBytes, config.scopeResultBytes) : null;
   // read before the first call is admitted (a pause survives restarts), then every PAUSE_REFRESH_MS;
-  // a database down at start leaves none known until it answers
+  // while a database down at start has not answered, new first executions of write tools are
+  // refused (503 unavailable) rather than run past a pause this process could not read
   const pausedTools = new PausedTools(() => readPausedTools(db.prisma));
   await pausedTools.refresh().catch(() => {});
   pausedTools.start();

@@ -100,10 +100,15 @@ export class ToolRegistry {
    * The tool's status probe, or null when it cannot tell whether a call happened: an upstream's
    * `statusUrl` or `probe: resend` (the same request sent again), or an in-process `probe` bound to `db`.
    */
+  /** Whether the tool's status probe sends the call again (`probe: resend`): a request the service may apply, not a read. */
+  probeResends(tool: ToolDefinition): boolean {
+    return tool.upstream?.probe === "resend" && tool.upstream.keyRetentionMs !== undefined;
+  }
+
   proberFor(tool: ToolDefinition, db: PrismaClient): ProbeTool | null {
     if (tool.upstream) {
       const { statusUrl, probe, keyRetentionMs } = tool.upstream;
-      if (probe === "resend" && keyRetentionMs !== undefined) return upstreamResendProber({ ...tool.upstream, keyRetentionMs }, prismaResendLog(db), this.fetchImpl, Date.now, tool.name);
+      if (this.probeResends(tool) && keyRetentionMs !== undefined) return upstreamResendProber({ ...tool.upstream, keyRetentionMs }, prismaResendLog(db), this.fetchImpl, Date.now, tool.name);
       return statusUrl ? upstreamProber({ ...tool.upstream, statusUrl }, this.fetchImpl) : null;
     }
     if (typeof tool.probe !== "function") return null;

@@ -1,6 +1,6 @@
 import type { Metadata } from "next";
 import Link from "next/link";
-import { notFound } from "next/navigation";
+import { notFound, redirect } from "next/navigation";
 import { RunCalls } from "@/components/runs/run-calls";
 import { requireOperator } from "@/lib/auth/require-operator";
 import { metadataParam, pageParam } from "@/lib/console/page-param";
@@ -48,6 +48,11 @@ export default async function RunPage({ params, searchParams }: Props) {
     run = await getRun(runtime, { session, scope: one(query.scope), cursor: one(query.cursor), limit: 200 });
   } catch (err) {
     if (isIdemgateError(err, "not_found") || isIdemgateError(err, "invalid_request")) notFound();
+    // a cursor this server did not hand out (edited or cut short): the run from its first call
+    if (isIdemgateError(err, "invalid_cursor")) {
+      const scope = one(query.scope);
+      redirect(scope ? runPath(scope, session) : `/runs/${encodeURIComponent(session)}`);
+    }
     throw err;
   }
   const cursor = one(query.cursor);

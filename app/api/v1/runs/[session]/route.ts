@@ -7,5 +7,7 @@ export const dynamic = "force-dynamic";
 export const GET = withPrincipal<{ session: string }>("read", async (request, { params, principal, runtime }) => {
   const query = new URL(request.url).searchParams;
   const scope = visibleScope(principal, query.get("scope"));
-  return Response.json(await getRun(runtime, { session: params.session, scope: scope ?? null, cursor: query.get("cursor"), limit: query.get("limit") }));
+  return Response.json(
+    await getRun(runtime, { session: params.session, scope: scope ?? null, cursor: query.get("cursor"), limit: query.get("limit"), audience: principal.kind === "token" ? "tenant" : "operator" }),
+  );
 });
