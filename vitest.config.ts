@@ -26,6 +26,8 @@ const ISOLATED = [
   // vi.mock("@/lib/auth/session")
   "lib/anomalies/export-anomalies.test.ts",
   "lib/notifications/redeliver.test.ts",
+  "lib/operator/pause-tool.test.ts",
+  "lib/console/get-run.test.ts",
   // "no MCP server is configured in this process": another file's upstreams are on globalThis
   "lib/mcp/upstream/console-view.test.ts",
 ];
