@@ -54,10 +54,10 @@ export async function AppHeader() {
             </nav>
             <div className="ml-auto flex min-w-0 items-center gap-2">
               <SearchBox />
-              <span className="hidden min-w-0 items-center gap-2 sm:flex lg:max-xl:shrink-0" data-testid="signed-in-as">
-                {/* between lg and xl the full nav needs the room (narrower links, gaps and search box there
-                    too); the email is in the title of the role, which does not shrink under Sign out */}
-                <span className="truncate text-[13px] text-muted lg:max-xl:hidden" title={operator.email}>
+              <span className="hidden min-w-0 items-center gap-2 sm:flex lg:shrink-0" data-testid="signed-in-as">
+                {/* from lg the full nav needs the room (narrower links, gaps and search box below xl): the
+                    email is then in the title of the role, which does not shrink under Sign out */}
+                <span className="truncate text-[13px] text-muted lg:hidden" title={operator.email}>
                   {operator.email}
                 </span>
                 <span data-testid="operator-role" title={operator.email} className="rounded-full bg-surface-2 px-2 py-0.5 text-[11px] font-medium text-muted">

@@ -12,7 +12,7 @@ export function NavLink({ href, children }: { href: string; children: React.Reac
       href={href}
       aria-current={active ? "page" : undefined}
       className={clsx(
-        "rounded-md px-2 py-1.5 text-[13px] font-medium whitespace-nowrap transition-colors xl:px-2.5",
+        "rounded-md px-2 py-1.5 text-[13px] font-medium whitespace-nowrap transition-colors lg:max-xl:px-1.5",
         active ? "bg-surface-2 text-fg" : "text-muted hover:bg-surface-2 hover:text-fg",
       )}
     >

@@ -34,7 +34,7 @@ export function SearchBox() {
         placeholder="Search  /"
         autoComplete="off"
         spellCheck={false}
-        className={`${inputClass} w-28 py-1 sm:w-44 lg:w-24 xl:w-44`}
+        className={`${inputClass} w-28 py-1 sm:w-44 lg:w-20 xl:w-36`}
       />
     </form>
   );
