@@ -97,10 +97,38 @@ describe.each(STORE_KINDS)("the per-scope limit on stored results (%s)", (kind) 
     expect((await t.store.get(s, "k3"))?.status).toBe("done");
   });
 
+  it("gathers a process's completions and adds them to the store in one addition, its own count up to date meanwhile", async () => {
+    const a = `gather-a-${randomUUID().slice(0, 6)}`;
+    const b = `gather-b-${randomUUID().slice(0, 6)}`;
+    const counter = t.store.resultBytes!;
+    const sent: number[] = [];
+    const counting = { ...counter, add: async (additions: Parameters<typeof counter.add>[0]) => (sent.push(additions.length), counter.add(additions)) };
+    // an interval no test waits out: nothing goes to the store before settled()
+    const gathering = new ScopeResultLimit(counting, 10_000, 3_600_000);
+    const body = (n: number) => ({ status: 200, body: "y".repeat(n), final: false });
+    await gathering.admit(a, body(1_000), 60_000, clock.ms);
+    await gathering.admit(a, body(2_000), 60_000, clock.ms);
+    await gathering.admit(b, body(500), 60_000, clock.ms);
+    await gathering.admit(a, body(3_000), 2 * HOUR_MS, clock.ms);
+    expect(sent).toEqual([]);
+    expect(await counter.usage(a, clock.ms)).toBe(0);
+    // this process counts its own completions already: a fourth kilobyte-sized result in a passes 10,000
+    const over = await gathering.admit(a, body(4_500), 60_000, clock.ms);
+    expect(JSON.parse(over.body)).toMatchObject({ idemgate: { resultOverTenantLimit: true } });
+    await gathering.settled();
+    // one addition: (a, this hour), (b, this hour), (a, two hours on)
+    expect(sent).toEqual([3]);
+    expect(await counter.usage(a, clock.ms)).toBe(6_000 + Buffer.byteLength(over.body));
+    expect(await counter.usage(b, clock.ms)).toBe(500);
+    expect(await counter.usage(a, clock.ms + 60_000 + HOUR_MS)).toBe(3_000);
+    await gathering.settled();
+    expect(sent).toEqual([3]);
+  });
+
   it("lets go of results once the hour their keys expire in has passed", async () => {
     const s = `expiring-${randomUUID().slice(0, 6)}`;
     const counter = t.store.resultBytes!;
-    await counter.add(s, 3_000, clock.ms + 60_000);
+    await counter.add([{ scope: s, bytes: 2_000, expiresAtMs: clock.ms + 60_000 }, { scope: s, bytes: 1_000, expiresAtMs: clock.ms + 60_000 }]);
     expect(await counter.usage(s, clock.ms)).toBe(3_000);
     expect(await counter.usage(s, clock.ms + 60_000 + HOUR_MS)).toBe(0);
     // a fresh limit (no bytes read before) in a process whose clock is past that hour

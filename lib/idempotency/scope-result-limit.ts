@@ -7,12 +7,21 @@ import type { StoredResult } from "./record";
  * table), next to the records it counts.
  */
 export interface ResultBytesCounter {
-  /** adds a stored result's bytes to its scope, until `expiresAtMs` */
-  add(scope: string, bytes: number, expiresAtMs: number): Promise<void>;
+  /**
+   * Adds stored results' bytes to their scopes, each until the end of the hour `expiresAtMs` is in
+   * ({@link expiryBucket}), in one exchange with the store.
+   */
+  add(additions: readonly ResultBytesAddition[]): Promise<void>;
   /** the bytes `scope` holds at `nowMs` */
   usage(scope: string, nowMs: number): Promise<number>;
   /** every scope's bytes at `nowMs` (the metric), scopes at zero left out */
   all(nowMs: number): Promise<Map<string, number>>;
+}
+
+export interface ResultBytesAddition {
+  scope: string;
+  bytes: number;
+  expiresAtMs: number;
 }
 
 export const HOUR_MS = 3_600_000;
@@ -25,6 +34,17 @@ export const DEFAULT_SCOPE_RESULT_BYTES = 1024 ** 3;
 
 /** How long a scope's count read from the store is used, with this process's own additions on top. */
 const USAGE_READ_EVERY_MS = 5_000;
+
+/**
+ * How long this process gathers its completions' bytes before adding them to the store in one
+ * exchange (a Redis pipeline, one SQL statement): a completion then costs the store no round trip
+ * and no write of its own. Well inside USAGE_READ_EVERY_MS, so other processes' view of a scope is
+ * as late as before. A crash loses what was gathered since the last addition (at most this long of
+ * completions): the scope is under-counted until those results expire, as the soft limit allows.
+ */
+export const ADD_EVERY_MS = 200;
+/** gathered (scope, hour) pairs that make an addition go out at once */
+const ADD_AT_PAIRS = 1_000;
 
 /** The stored result of a completion over its scope's limit: what happened, without its body. */
 export function overLimitResult(stored: StoredResult, bytes: number, limitBytes: number): StoredResult {
@@ -60,12 +80,16 @@ export function isOverLimitResult(body: string | null | undefined): boolean {
  */
 export class ScopeResultLimit {
   private readonly read = new Map<string, { bytes: number; atMs: number }>();
+  /** bytes gathered since the last addition, by scope and expiry hour */
+  private gathered = new Map<string, ResultBytesAddition>();
+  private timer: NodeJS.Timeout | null = null;
   /** additions sent to the store and not yet answered */
   private readonly adding = new Set<Promise<void>>();
 
   constructor(
     private readonly counter: ResultBytesCounter,
     readonly limitBytes: number,
+    private readonly addEveryMs = ADD_EVERY_MS,
   ) {}
 
   /** The result to store for a completion of `scope` at `nowMs`, counted against the limit. */
@@ -77,19 +101,40 @@ export class ScopeResultLimit {
     const entry = this.read.get(scope);
     if (entry) entry.bytes += keptBytes;
     // counted once stored or not: a completion refused (a stale token) is over-counted until it expires.
-    // Not waited for: the completion it counts does not depend on it, and on Redis it goes out on the
-    // store's connection ahead of the completion's script, so the two share one round trip instead of
-    // taking two in turn (this process's own count above is already up to date). A failed addition
-    // under-counts the scope until it is read again, as a limit that is soft anyway may.
-    const added = this.counter.add(scope, keptBytes, nowMs + ttlMs).catch(() => {});
-    this.adding.add(added);
-    void added.finally(() => this.adding.delete(added));
+    // Gathered, not sent: this process's own count above is already up to date, and the store gets
+    // the gathered bytes of every completion in one addition (ADD_EVERY_MS).
+    this.gather(scope, keptBytes, nowMs + ttlMs);
     return kept;
   }
 
-  /** Waits for the additions sent so far to be answered (tests and shutdown read the store's count after it). */
+  /** Sends what is gathered and waits for every addition sent so far (tests and shutdown read the store's count after it). */
   async settled(): Promise<void> {
+    this.send();
     await Promise.all([...this.adding]);
+  }
+
+  private gather(scope: string, bytes: number, expiresAtMs: number): void {
+    const pair = `${expiryBucket(expiresAtMs)} ${scope}`;
+    const entry = this.gathered.get(pair);
+    if (entry) entry.bytes += bytes;
+    else this.gathered.set(pair, { scope, bytes, expiresAtMs });
+    if (this.gathered.size >= ADD_AT_PAIRS) this.send();
+    else if (this.timer === null) {
+      this.timer = setTimeout(() => this.send(), this.addEveryMs);
+      this.timer.unref();
+    }
+  }
+
+  /** A failed addition under-counts its scopes until they are read again, as a limit that is soft anyway may. */
+  private send(): void {
+    if (this.timer !== null) clearTimeout(this.timer);
+    this.timer = null;
+    if (this.gathered.size === 0) return;
+    const additions = [...this.gathered.values()];
+    this.gathered = new Map();
+    const added = this.counter.add(additions).catch(() => {});
+    this.adding.add(added);
+    void added.finally(() => this.adding.delete(added));
   }
 
   private async usage(scope: string, nowMs: number): Promise<number> {

@@ -424,11 +424,15 @@ export class RedisKeyStore implements KeyStore {
   }
 
   readonly resultBytes: ResultBytesCounter = {
-    add: async (scope, bytes, expiresAtMs) => {
-      await Promise.all([
-        this.redis.hincrby(this.keys.resultBytes(scope), String(expiryBucket(expiresAtMs)), bytes),
-        this.redis.sadd(this.keys.resultBytesScopes(), scope),
-      ]);
+    add: async (additions) => {
+      if (additions.length === 0) return;
+      // one write: every key here shares the hash tag {<prefix>:rb}, so a cluster takes it as one pipeline too
+      const pipeline = this.redis.pipeline();
+      for (const a of additions) pipeline.hincrby(this.keys.resultBytes(a.scope), String(expiryBucket(a.expiresAtMs)), a.bytes);
+      pipeline.sadd(this.keys.resultBytesScopes(), ...new Set(additions.map((a) => a.scope)));
+      const replies = (await pipeline.exec()) ?? [];
+      const failed = replies.find(([err]) => err !== null);
+      if (failed) throw failed[0];
     },
     usage: async (scope, nowMs) => this.scopeResultBytes(scope, nowMs),
     all: async (nowMs) => {

@@ -300,9 +300,21 @@ export class SqlKeyStore extends RuleChanges implements KeyStore {
 
   /** deletes done rows only: inflight and unknown keys stay whatever their age */
   readonly resultBytes: ResultBytesCounter = {
-    add: async (scope, bytes, expiresAtMs) => {
+    add: async (additions) => {
+      // one statement; a (scope, hour) pair twice in it is summed first (ON CONFLICT updates a row once)
+      const sums = new Map<string, { scope: string; hour: number; bytes: number }>();
+      for (const a of additions) {
+        const hour = expiryBucket(a.expiresAtMs);
+        const pair = `${hour} ${a.scope}`;
+        const entry = sums.get(pair);
+        if (entry) entry.bytes += a.bytes;
+        else sums.set(pair, { scope: a.scope, hour, bytes: a.bytes });
+      }
+      if (sums.size === 0) return;
+      const rows = [...sums.values()];
       await this.prisma.$executeRaw`
-        INSERT INTO scope_result_bytes (scope, expires_hour, bytes) VALUES (${scope}, ${expiryBucket(expiresAtMs)}::bigint, ${bytes}::bigint)
+        INSERT INTO scope_result_bytes (scope, expires_hour, bytes)
+        SELECT * FROM unnest(${rows.map((r) => r.scope)}::text[], ${rows.map((r) => String(r.hour))}::bigint[], ${rows.map((r) => String(r.bytes))}::bigint[])
         ON CONFLICT (scope, expires_hour) DO UPDATE SET bytes = scope_result_bytes.bytes + EXCLUDED.bytes`;
     },
     usage: async (scope, nowMs) => {
