@@ -37,6 +37,10 @@ const hostname = values.hostname?.trim() || process.env.HOST?.trim() || undefine
 process.env.NODE_ENV = "production";
 process.env.PORT = String(port);
 
+// The platform's fetch, kept before Next.js wraps globalThis.fetch for rendering pages: calls to the
+// services the gateway stands in front of go out on it (lib/http/outbound-fetch.ts)
+globalThis[Symbol.for("idemgate.platformFetch")] = globalThis.fetch;
+
 // imported once NODE_ENV is set: Next and React pick their production builds when they load
 const { default: next } = await import("next");
 const app = next({ dev: false, dir: ROOT, hostname: hostname ?? "localhost", port });

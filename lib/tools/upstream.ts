@@ -1,5 +1,6 @@
 import { createHash } from "node:crypto";
 import { z } from "zod";
+import { outboundFetch } from "@/lib/http/outbound-fetch";
 import { readCapped } from "@/lib/http/read-body";
 import {
   FinalToolError,
@@ -183,7 +184,7 @@ export interface ResendLog {
  * (sendUpstream) decides: done → the result or a stored final error; not run → NotRunError, the
  * key is released; unknown → OutcomeUnknown, the key is held.
  */
-export function upstreamRunner(config: UpstreamConfig, fetchImpl: typeof fetch = fetch, resendLog?: ResendLog, toolName = ""): RunTool {
+export function upstreamRunner(config: UpstreamConfig, fetchImpl: typeof fetch = outboundFetch, resendLog?: ResendLog, toolName = ""): RunTool {
   return async (args: unknown, ctx: ToolContext): Promise<ToolResult> => {
     let request: UpstreamRequest;
     try {
@@ -230,7 +231,7 @@ export function resendMarginMs(keyRetentionMs: number): number {
 export function upstreamResendProber(
   config: UpstreamConfig & { keyRetentionMs: number },
   resendLog: ResendLog,
-  fetchImpl: typeof fetch = fetch,
+  fetchImpl: typeof fetch = outboundFetch,
   now: () => number = Date.now,
   toolName = "",
 ): ProbeTool {
@@ -272,7 +273,7 @@ const StatusAnswer = z.discriminatedUnion("outcome", [
  * call was sent with. Anything but a well-formed 2xx answer is "unknown": only the service's own
  * word resolves or releases a key.
  */
-export function upstreamProber(config: UpstreamConfig & { statusUrl: string }, fetchImpl: typeof fetch = fetch): ProbeTool {
+export function upstreamProber(config: UpstreamConfig & { statusUrl: string }, fetchImpl: typeof fetch = outboundFetch): ProbeTool {
   return async (ctx: ProbeContext): Promise<ProbeAnswer> => {
     const timeout = AbortSignal.timeout(config.timeoutMs);
     const signal = ctx.signal ? AbortSignal.any([timeout, ctx.signal]) : timeout;

@@ -2,6 +2,7 @@ import { Client, specTypeSchemas, StreamableHTTPClientTransport, type CallToolRe
 import { StdioClientTransport } from "@modelcontextprotocol/client/stdio";
 import { AsyncLocalStorage } from "node:async_hooks";
 import { z } from "zod";
+import { outboundFetch } from "@/lib/http/outbound-fetch";
 import packageJson from "@/package.json";
 import { DEFAULT_MCP_TIMEOUT_MS, isStdio, type McpServerConfig } from "./config";
 import { McpNotSentError, notSentError } from "./not-sent";
@@ -49,7 +50,7 @@ const MAX_LISTED_PAGES = 20;
  */
 const postStatuses = new AsyncLocalStorage<number[]>();
 const statusNotingFetch = async (url: string | URL, init?: RequestInit): Promise<Response> => {
-  const response = await fetch(url, init);
+  const response = await outboundFetch(url, init);
   const statuses = postStatuses.getStore();
   if (statuses && init?.method === "POST" && !(response.status >= 300 && response.status < 400)) statuses.push(response.status);
   return response;
