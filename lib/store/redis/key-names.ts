@@ -85,11 +85,12 @@ export class KeySpace {
   /**
    * The same three indexes (status, created, lex; same scores) for one scope only. Their members
    * leave the scope out, since it is in the index's name: `key` in the status and created indexes
-   * (scopeMemberOf), `key \n createdAtMs` in the lex index (scopeLexMemberOf); about 49 B less per
-   * record than the shared form with a 7-character scope. Versions before this one wrote the shared
-   * form here too: readers take both (entryOfMember; a member holding the separator before its
-   * createdAtMs part is the shared form), removals remove both, and `idemgate store rebuild-indexes`
-   * rewrites every entry in the current form.
+   * (scopeMemberOf), `key \n createdAtMs` in the lex index (scopeLexMemberOf): 48 B less per
+   * record than the shared form with a 7-character scope (skiplists; docs/benchmarks.md). Earlier
+   * versions wrote the shared form here too: readers take both (entryOfMember; a member holding the
+   * separator before its createdAtMs part is the shared form), removals remove both, and
+   * `idemgate store rebuild-indexes` rewrites every entry in the current form. A list position is
+   * the member as its index holds it (cursor.ts).
    *
    * A tenant's listing reads these, so how far it reads and what it answers depend on that scope's
    * records alone: a page read through a shared index stops at a budget of examined entries, and
