@@ -243,10 +243,11 @@ async function intentStatementCost(url: string, n: number): Promise<{ bare: numb
 /**
  * Redis memory per done record without its result: MEMORY USAGE of sampled done records minus
  * the result body, plus their share of each index they are in (MEMORY USAGE of the index over its
- * size). Seeded as the scripts write records (bench/seed-scale.ts), `n` keys so the indexes are
- * past their small (listpack) encodings, as they are in production, under a key prefix as long as
+ * size). Seeded as the scripts write records (bench/seed-scale.ts), under a key prefix as long as
  * the product's default (DEFAULT_PREFIX, "idg"): every key name starts with it, and a record's key
- * name is part of what it costs.
+ * name is part of what it costs. The bucket's indexes are past their small (listpack) encoding from
+ * a few thousand keys; a scope's own (10 scopes, 16 buckets) from about 20,500 keys (over 128
+ * entries each), so a quick run's 20,000 keys measure those compact: the note names the encodings.
  */
 export async function benchRecordMemory(n: number): Promise<Row[]> {
   const redis = new Redis(REDIS_TEST_URL, { maxRetriesPerRequest: 1 });
