@@ -1,4 +1,4 @@
-import { randomUUID } from "node:crypto";
+import { randomBytes, randomUUID } from "node:crypto";
 import { Redis } from "ioredis";
 import pgDriver from "pg";
 import { PrismaAuditWriter, type AuditMode } from "@/lib/audit/audit-writer";
@@ -6,7 +6,7 @@ import { Engine } from "@/lib/idempotency/engine";
 import { ReplayCache } from "@/lib/idempotency/replay-cache";
 import { DEFAULT_SCOPE_RESULT_BYTES, ScopeResultLimit } from "@/lib/idempotency/scope-result-limit";
 import type { ToolPolicy } from "@/lib/idempotency/tool";
-import { KeySpace } from "@/lib/store/redis/key-names";
+import { DEFAULT_PREFIX, KeySpace } from "@/lib/store/redis/key-names";
 import { createRedisClusterKeyStore, createRedisKeyStore, type RedisKeyStore } from "@/lib/store/redis/redis-key-store";
 import { findFreePorts, startRedisCluster } from "@/scripts/redis-cluster.mjs";
 import { createTestPostgres, REDIS_TEST_URL } from "@/test/support/databases";
@@ -243,38 +243,61 @@ async function intentStatementCost(url: string, n: number): Promise<{ bare: numb
 /**
  * Redis memory per done record without its result: MEMORY USAGE of sampled done records minus
  * the result body, plus their share of each index they are in (MEMORY USAGE of the index over its
- * size). Seeded as the scripts write records (bench/seed-scale.ts), `n` keys so the indexes are
- * past their small (listpack) encodings, as they are in production.
+ * size). Seeded as the scripts write records (bench/seed-scale.ts), under a key prefix as long as
+ * the product's default (DEFAULT_PREFIX, "idg"): every key name starts with it, and a record's key
+ * name is part of what it costs. The bucket's indexes are past their small (listpack) encoding from
+ * a few thousand keys; a scope's own (10 scopes, 16 buckets) from about 20,500 keys (over 128
+ * entries each), so a quick run's 20,000 keys measure those compact: the note names the encodings.
  */
 export async function benchRecordMemory(n: number): Promise<Row[]> {
-  const prefix = `idgbench-mem-${randomUUID().slice(0, 8)}`;
   const redis = new Redis(REDIS_TEST_URL, { maxRetriesPerRequest: 1 });
+  let prefix: string | null = null;
   try {
+    prefix = await claimPrefix(redis, DEFAULT_PREFIX.length);
     const nowMs = Date.now();
     await seedRedis(redis, prefix, n, nowMs);
     const ks = new KeySpace(prefix);
     const perEntry = new Map<string, number>();
+    const encodings = { shared: new Set<string>(), own: new Set<string>() };
+    const sampled: string[] = [];
     let record = 0;
-    let indexes = 0;
+    let shared = 0;
+    let own = 0;
     let samples = 0;
     let entries = 0;
     for (let i = 7; i < n && samples < 300; i += Math.max(1, Math.floor(n / 400))) {
       const r = seedRecord(i, n, nowMs);
       if (r.status !== "done") continue;
       samples++;
+      sampled.push(ks.record(r.scope, r.key));
       record += Number(await redis.memory("USAGE", ks.record(r.scope, r.key), "SAMPLES", 0)) - RESULT_BODY.length;
       const listed = ks.indexesOf(r.scope, r.key, r.tool, r.status);
       entries = listed.length;
       for (const index of listed) {
         let bytes = perEntry.get(index);
+        const isOwn = index.includes(`}:s:${r.scope}:`);
         if (bytes === undefined) {
           bytes = Number(await redis.memory("USAGE", index, "SAMPLES", 0)) / Number(await redis.zcard(index));
           perEntry.set(index, bytes);
+          encodings[isOwn ? "own" : "shared"].add(String(await redis.object("ENCODING", index)));
         }
-        indexes += bytes;
+        if (isOwn) own += bytes;
+        else shared += bytes;
       }
     }
-    const total = (record + indexes) / samples;
+    // A value is allocated in a jemalloc size class (64-B steps from 256 to 512 B), so what a record
+    // costs over its result depends on the result's length. The same records with their result
+    // lengthened by 0–63 B (one step) average that out.
+    let spread = 0;
+    for (const [j, key] of sampled.entries()) {
+      const pad = j % 64;
+      // SET, not APPEND: an appended value keeps spare room
+      await redis.set(key, (await redis.get(key))! + " ".repeat(pad));
+      spread += Number(await redis.memory("USAGE", key, "SAMPLES", 0)) - RESULT_BODY.length - pad;
+    }
+    const total = (record + shared + own) / samples;
+    const per = (bytes: number) => `${(bytes / samples).toFixed(0)} B`;
+    const encoded = (set: Set<string>) => [...set].join(" and ");
     return [
       {
         section: "engine",
@@ -282,13 +305,52 @@ export async function benchRecordMemory(n: number): Promise<Row[]> {
         value: total,
         unit: "B",
         target: "≤ 800 B",
-        note: `record ${(record / samples).toFixed(0)} B without its ${RESULT_BODY.length} B result, index entries ${(indexes / samples).toFixed(0)} B`,
+        note:
+          `record ${per(record)} without its ${RESULT_BODY.length} B result (${per(spread)} averaged over results ` +
+          `${RESULT_BODY.length}–${RESULT_BODY.length + 63} B long), index entries ${per(shared + own)} ` +
+          `(the bucket's ${per(shared)}, ${encoded(encodings.shared)}; the scope's own ${per(own)}, ${encoded(encodings.own)}); ` +
+          `key prefix of the default's length (${DEFAULT_PREFIX.length} characters): a longer one adds to each record's key name`,
       },
     ];
   } finally {
-    await deleteRedisPrefix(prefix);
+    if (prefix !== null) await deleteKeySpace(redis, prefix);
     redis.disconnect();
   }
+}
+
+/**
+ * A key prefix of `length` characters ("m" and random [a-z0-9]) that nothing in Redis uses: claimed
+ * with SET NX on a key of its own, then checked free by SCAN (no other key under `{<prefix>:`).
+ * Another is drawn when either fails. Delete it with deleteKeySpace.
+ */
+async function claimPrefix(redis: Redis, length: number): Promise<string> {
+  const chars = "abcdefghijklmnopqrstuvwxyz0123456789";
+  for (let attempt = 0; attempt < 50; attempt++) {
+    let prefix = "m";
+    for (const byte of randomBytes(length - 1)) prefix += chars[byte % chars.length];
+    const claim = `{${prefix}:claim}`;
+    if ((await redis.set(claim, String(process.pid), "EX", 3_600, "NX")) !== "OK") continue;
+    if ((await keysOfKeySpace(redis, prefix)).every((k) => k === claim)) return prefix;
+    await redis.del(claim); // another's keys are there: leave them
+  }
+  throw new Error(`no free Redis key prefix of ${length} characters found`);
+}
+
+/** Every key under `{<prefix>:` (each KeySpace key starts with its hash tag). */
+async function keysOfKeySpace(redis: Redis, prefix: string): Promise<string[]> {
+  const found: string[] = [];
+  let cursor = "0";
+  do {
+    const [next, keys] = await redis.scan(cursor, "MATCH", `{${prefix.replace(/[*?[\]\\]/g, "\\$&")}:*`, "COUNT", 1_000);
+    found.push(...keys);
+    cursor = next;
+  } while (cursor !== "0");
+  return found;
+}
+
+async function deleteKeySpace(redis: Redis, prefix: string): Promise<void> {
+  const keys = await keysOfKeySpace(redis, prefix);
+  for (let i = 0; i < keys.length; i += 500) await redis.del(...keys.slice(i, i + 500));
 }
 
 /**

@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import { pathToFileURL } from "node:url";
 import { Redis } from "ioredis";
 import pg from "pg";
-import { BUCKETS, bucketOf, KeySpace, lexMemberOf, memberOf } from "@/lib/store/redis/key-names";
+import { BUCKETS, KeySpace } from "@/lib/store/redis/key-names";
 import { encodeRecord } from "@/lib/store/redis/record-codec";
 
 /**
@@ -93,16 +93,9 @@ export async function seedRedis(redis: Redis, prefix: string, n: number, nowMs: 
     };
     for (let i = start; i < Math.min(n, start + CHUNK); i++) {
       const r = seedRecord(i, n, nowMs);
-      const b = bucketOf(r.scope, r.key);
       pipeline.set(ks.record(r.scope, r.key), recordValue(r));
-      const member = memberOf(r.scope, r.key);
-      // every index addToIndexes (includes/record.lua) puts a record in: the bucket's and its scope's
-      add(ks.byStatus(b, r.status), r.deadlineMs, member);
-      add(ks.byCreated(b), r.createdAtMs, member);
-      add(ks.byKeyLex(b), 0, lexMemberOf(r.scope, r.key, r.createdAtMs));
-      add(ks.scopeStatus(b, r.scope, r.status), r.deadlineMs, member);
-      add(ks.scopeCreated(b, r.scope), r.createdAtMs, member);
-      add(ks.scopeLex(b, r.scope), 0, lexMemberOf(r.scope, r.key, r.createdAtMs));
+      // every index entry addToIndexes (includes/record.lua) writes: the bucket's and its scope's
+      for (const [index, score, member] of ks.entriesOf(r)) add(index, score, member);
     }
     for (const [index, args] of zsets) pipeline.zadd(index, ...args);
     await pipeline.exec();

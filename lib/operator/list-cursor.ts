@@ -28,7 +28,7 @@ const BASE64URL = /^[A-Za-z0-9_-]+$/;
 
 /**
  * Seals the key stores' list cursors for the world outside the server. A store's cursor is a raw
- * position (score and `scope \n key` for Redis, sort value, scope and key for SQL); a filtered
+ * position (score and index member for Redis, sort value, scope and key for SQL); a filtered
  * listing may stop at a record it read past and did not return, which can belong to another scope.
  * So the cursor leaves the server encrypted and authenticated: AES-256-GCM under a key derived with
  * HKDF-SHA256 from the server's secret (IDEMGATE_SECRET, or the one generated into the data

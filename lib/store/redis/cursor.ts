@@ -1,6 +1,11 @@
 import { InvalidCursorError } from "@/lib/idempotency/errors";
 
-/** A position in a list: index score and member ("scope \n key"). */
+/**
+ * A position in a list: index score and member as the index holds it ("scope \n key"; the key
+ * alone in a scope's own index, or "scope \n key" there too for an entry of an earlier version).
+ * Within one index an entry keeps its form for its life, so a position read from it stays a valid
+ * place to continue from.
+ */
 export interface Position {
   score: number;
   member: string;

@@ -12,7 +12,7 @@ export const BUCKET_COUNT = 16;
 
 export const DEFAULT_PREFIX = "idg";
 
-/** Separates scope and key in index members; scopes and keys never contain it. */
+/** Separates the parts of index members (scope, key, createdAtMs); scopes and keys never contain it. */
 export const MEMBER_SEPARATOR = "\n";
 
 export class KeySpace {
@@ -77,13 +77,21 @@ export class KeySpace {
     return `${this.base(bucket)}created`;
   }
 
-  /** score 0, members `key \n scope \n createdAtMs`, for key-prefix search with ZRANGEBYLEX */
+  /** score 0, members `key \n scope \n createdAtMs` (lexMemberOf), for key-prefix search with ZRANGEBYLEX */
   byKeyLex(bucket: number): string {
     return `${this.base(bucket)}lx`;
   }
 
   /**
-   * The same three indexes (status, created, lex; same scores and members) for one scope only.
+   * The same three indexes (status, created, lex; same scores) for one scope only. Their members
+   * leave the scope out, since it is in the index's name: `key` in the status and created indexes
+   * (scopeMemberOf), `key \n createdAtMs` in the lex index (scopeLexMemberOf): 48 B less per
+   * record than the shared form with a 7-character scope (skiplists; docs/benchmarks.md). Earlier
+   * versions wrote the shared form here too: readers take both (entryOfMember; a member holding the
+   * separator before its createdAtMs part is the shared form), removals remove both, and
+   * `idemgate store rebuild-indexes` rewrites every entry in the current form. A list position is
+   * the member as its index holds it (cursor.ts).
+   *
    * A tenant's listing reads these, so how far it reads and what it answers depend on that scope's
    * records alone: a page read through a shared index stops at a budget of examined entries, and
    * an empty page with a cursor would tell a tenant that another scope holds many matching keys.
@@ -116,11 +124,26 @@ export class KeySpace {
 
   /** Every index key a record with these fields is listed under (for tests and tooling). */
   indexesOf(scope: string, key: string, tool: string, status: StoredStatus): string[] {
+    return this.entriesOf({ scope, key, tool, status, createdAtMs: 0, deadlineMs: 0 }).map(([index]) => index);
+  }
+
+  /**
+   * Every index entry of a record, as the scripts write them (includes/record.lua, addToIndexes):
+   * [index key, score, member]. `deadlineMs` is the status' deadline (inflight: leaseUntilMs,
+   * unknown: unknownAtMs, done: expiresAtMs).
+   */
+  entriesOf(r: { scope: string; key: string; tool: string; status: StoredStatus; createdAtMs: number; deadlineMs: number }): [index: string, score: number, member: string][] {
+    const { scope, key, createdAtMs, deadlineMs } = r;
     const b = bucketOf(scope, key);
-    const byTool = status === "unknown" ? [this.byUnknownTool(b, tool)] : [];
+    const member = memberOf(scope, key);
     return [
-      this.byStatus(b, status), ...byTool, this.byCreated(b), this.byKeyLex(b),
-      this.scopeStatus(b, scope, status), this.scopeCreated(b, scope), this.scopeLex(b, scope),
+      [this.byStatus(b, r.status), deadlineMs, member],
+      ...(r.status === "unknown" ? [[this.byUnknownTool(b, r.tool), deadlineMs, member] as [string, number, string]] : []),
+      [this.byCreated(b), createdAtMs, member],
+      [this.byKeyLex(b), 0, lexMemberOf(scope, key, createdAtMs)],
+      [this.scopeStatus(b, scope, r.status), deadlineMs, scopeMemberOf(key)],
+      [this.scopeCreated(b, scope), createdAtMs, scopeMemberOf(key)],
+      [this.scopeLex(b, scope), 0, scopeLexMemberOf(key, createdAtMs)],
     ];
   }
 
@@ -143,12 +166,36 @@ export function unescapeField(value: string): string {
   return value.includes("%") ? value.replace(/%0A/g, "\n").replace(/%25/g, "%") : value;
 }
 
+/** A member of the bucket's shared status, tool and created indexes: `scope \n key`. */
 export function memberOf(scope: string, key: string): string {
   return `${scope}${MEMBER_SEPARATOR}${key}`;
 }
 
+/** A member of the bucket's shared lex index: `key \n scope \n createdAtMs`. */
 export function lexMemberOf(scope: string, key: string, createdAtMs: number): string {
   return `${key}${MEMBER_SEPARATOR}${scope}${MEMBER_SEPARATOR}${createdAtMs}`;
+}
+
+/** A member of a scope's own status and created indexes: the key alone (the scope is in the index's name). */
+export function scopeMemberOf(key: string): string {
+  return key;
+}
+
+/** A member of a scope's own lex index: `key \n createdAtMs`. */
+export function scopeLexMemberOf(key: string, createdAtMs: number): string {
+  return `${key}${MEMBER_SEPARATOR}${createdAtMs}`;
+}
+
+/**
+ * The scope and key of a member of a status, tool or created index: `scope \n key` (a shared
+ * index, or a scope's own one written by an earlier version), or the key alone in the own index of
+ * `scope` (null when reading a shared index, whose members always name their scope).
+ */
+export function entryOfMember(member: string, scope: string | null): { scope: string; key: string } {
+  const at = member.indexOf(MEMBER_SEPARATOR);
+  if (at !== -1) return { scope: member.slice(0, at), key: member.slice(at + 1) };
+  if (scope === null) throw new Error(`index member ${JSON.stringify(member)} names no scope`);
+  return { scope, key: member };
 }
 
 /** FNV-1a (32 bit) of the UTF-8 bytes of `scope \n key`, mod BUCKET_COUNT: stable across processes. */

@@ -18,7 +18,7 @@ import { isReplay } from "@/lib/idempotency/transitions";
 import { decodeCursor, encodeCursor, mergeBucketPages, type BucketPage, type Position } from "./cursor";
 import { ChangeWaiters, type Watch } from "../change-waiters";
 import { UnexpectedRedisReplyError, UnsupportedFilterError } from "./errors";
-import { BUCKETS, KeySpace, bucketOf, escapeField, MEMBER_SEPARATOR } from "./key-names";
+import { BUCKETS, KeySpace, bucketOf, entryOfMember, escapeField } from "./key-names";
 import { decodeRecord, optionalArg, resultArgs, statusOfValue } from "./record-codec";
 import { defineScripts, type CompleteReply, type PageReply } from "./scripts";
 
@@ -52,7 +52,10 @@ function scoreBounds(range: "future" | "past" | "all", nowMs: number): [max: str
   return ["+inf", "-inf"];
 }
 
-/** The part of one list query each bucket runs: an index and a score range, or the lex index. */
+/**
+ * The part of one list query each bucket runs: an index and a score range, or a lex index. `scope`
+ * is "" when `index` names the bucket's shared indexes, otherwise the scope whose own indexes it names.
+ */
 type Plan =
   | { mode: "score"; index: (bucket: number) => string; max: number; maxInclusive: boolean; min: string; scope: string; prefix: string; tool: string }
   | { mode: "lex"; index: (bucket: number) => string; scope: string; prefix: string; tool: string; fallback: Extract<Plan, { mode: "score" }> };
@@ -245,9 +248,11 @@ export class RedisKeyStore implements KeyStore {
   /**
    * Newest first. With a state filter the order is by that state's deadline, latest first
    * (inflight and stuck: leaseUntilMs; unknown: unknownAtMs; done and expired: expiresAtMs),
-   * because the state indexes are scored by deadline; otherwise by createdAtMs. Ties are broken by scope and key, descending,
-   * so the cursor is exact. A filter the chosen index does not cover (scope, prefix, tool) is applied
-   * while reading within a budget per bucket, so such a page may be short yet have a nextCursor.
+   * because the state indexes are scored by deadline; otherwise by createdAtMs. Ties are broken by
+   * index member, descending: scope and key, or in a scope's own listing the key (an entry written
+   * there by an earlier version, `scope \n key`, sorts as that string until `rebuild-indexes`), so
+   * the cursor is exact. A filter the chosen index does not cover (prefix, tool) is applied while
+   * reading within a budget per bucket, so such a page may be short yet have a nextCursor.
    */
   async list(query: ListQuery): Promise<ListPage> {
     if (!Number.isFinite(query.limit)) throw new RangeError(`list limit must be a number, got ${query.limit}`);
@@ -258,7 +263,7 @@ export class RedisKeyStore implements KeyStore {
     const pages = await Promise.all(BUCKETS.map((bucket) => this.readBucket(plan, bucket, cursor, limit + 1, budget)));
     const { entries, next } = mergeBucketPages(pages, limit);
 
-    const rows = await this.readListRows(entries.map((entry) => entry.member));
+    const rows = await this.readListRows(entries.map((entry) => entry.member), plan.scope === "" ? null : plan.scope);
     const items = rows.filter((row): row is KeyRecord =>
       // a record may change between the index read and the row read: drop what no longer matches
       row !== null && (query.state === undefined || stateOf(row, query.nowMs) === query.state),
@@ -348,13 +353,14 @@ export class RedisKeyStore implements KeyStore {
     return parsePage(reply);
   }
 
-  /** The records of index members, without their results: one MGET per bucket (one slot each). */
-  private async readListRows(members: string[]): Promise<(KeyRecord | null)[]> {
+  /**
+   * The records of index members (of `scope`'s own indexes, or of the shared ones when null),
+   * without their results: one MGET per bucket (one slot each).
+   */
+  private async readListRows(members: string[], scope: string | null): Promise<(KeyRecord | null)[]> {
     const named = members.map((member) => {
-      const at = member.indexOf(MEMBER_SEPARATOR);
-      const scope = member.slice(0, at);
-      const key = member.slice(at + 1);
-      return { scope, key, bucket: bucketOf(scope, key) };
+      const entry = entryOfMember(member, scope);
+      return { ...entry, bucket: bucketOf(entry.scope, entry.key) };
     });
     const byBucket = new Map<number, number[]>();
     named.forEach((n, i) => {

@@ -4,7 +4,7 @@
   (and, with a tool filter, its record): for filtered counts, which no console page asks for;
   unfiltered counts are ZCOUNTs.
   Input:
-    KEYS[1] a status index (scored by deadline)
+    KEYS[1] one of the bucket's shared status indexes (scored by deadline; members "scope \n key")
     ARGV[1] bucket base "{<prefix>:<bucket>}:"
     ARGV[2] nowMs
     ARGV[3] scope filter, "" for none

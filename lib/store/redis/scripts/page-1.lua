@@ -1,8 +1,8 @@
 --[[
   Reads one bucket's part of a list page, newest (highest score) first, ties by member descending,
-  filtering by scope and key prefix while reading, within a budget of examined entries.
+  filtering by key prefix and tool while reading, within a budget of examined entries.
   Input:
-    KEYS[1] index: a scored index (mode "score") or the bucket's lex index (mode "lex")
+    KEYS[1] index: a scored index (mode "score") or a lex index (mode "lex")
     ARGV[1] mode "score" | "lex"
     ARGV[2] score mode: max score ("+inf", "n" or "(n")
     ARGV[3] score mode: min score ("-inf", "n" or "(n")
@@ -12,12 +12,19 @@
     ARGV[5] cursor member
     ARGV[6] how many matches to return at most
     ARGV[7] budget: how many entries to examine at most
-    ARGV[8] scope filter, "" for none
+    ARGV[8] "" when KEYS[1] is one of the bucket's shared indexes (members "scope \n key", lex
+            "key \n scope \n createdAtMs"); otherwise the scope whose own index KEYS[1] is
+            (members "key", lex "key \n createdAtMs"; entries an earlier version wrote there in the
+            shared form are read alike, see includes/record.lua)
     ARGV[9] key prefix filter, "" for none (lex mode: required)
     ARGV[10] tool filter (escaped), "" for none: read from each examined entry's record
     ARGV[11] bucket base "{<prefix>:<bucket>}:", for reading records
   Output:
     { done, stopScore, stopMember, member1, score1, member2, score2, ... }
+    Members are those of the index read. Lex mode answers for each entry the member its record has
+    in the created index beside the lex index (shared, or the same scope's), in the same form: a
+    record's entries are written together, in one form (includes/record.lua), so positions of lex
+    pages and of created-index pages are one order, and a cursor of one continues the other.
     done = 1 when the index has nothing more in range; otherwise every entry down to
     (stopScore, stopMember) has been examined. Lex mode answers { -1 } when more than the
     budget of keys match the prefix, so the caller reads another index instead. A tool filter
@@ -51,12 +58,19 @@ local function toolOf(entryScope, entryKey)
   return string.match(value, TOOL_PATTERN)
 end
 
-local function matches(member)
-  if scope == "" and prefix == "" and tool == "" then return true end
+-- A status or created index member's scope and key: "scope \n key", or in a scope's own index the
+-- key alone (keys never hold "\n").
+local function entryOf(member)
   local nl = string.find(member, "\n", 1, true)
-  if scope ~= "" and string.sub(member, 1, nl - 1) ~= scope then return false end
-  if prefix ~= "" and string.sub(member, nl + 1, nl + #prefix) ~= prefix then return false end
-  if tool ~= "" and toolOf(string.sub(member, 1, nl - 1), string.sub(member, nl + 1)) ~= tool then return false end
+  if nl then return string.sub(member, 1, nl - 1), string.sub(member, nl + 1) end
+  return scope, member
+end
+
+local function matches(member)
+  if prefix == "" and tool == "" then return true end
+  local entryScope, entryKey = entryOf(member)
+  if prefix ~= "" and string.sub(entryKey, 1, #prefix) ~= prefix then return false end
+  if tool ~= "" and toolOf(entryScope, entryKey) ~= tool then return false end
   return true
 end
 
@@ -71,10 +85,16 @@ if ARGV[1] == "lex" then
     local nl1 = string.find(lexMember, "\n", 1, true)
     local nl2 = string.find(lexMember, "\n", nl1 + 1, true)
     local key = string.sub(lexMember, 1, nl1 - 1)
-    local entryScope = string.sub(lexMember, nl1 + 1, nl2 - 1)
-    local createdAt = string.sub(lexMember, nl2 + 1)
-    if (scope == "" or entryScope == scope) and (tool == "" or toolOf(entryScope, key) == tool) then
-      local member = entryScope .. "\n" .. key
+    local entryScope, createdAt, member
+    if nl2 then
+      -- "key \n scope \n createdAtMs": the shared index, or a scope's own written by an earlier version
+      entryScope, createdAt = string.sub(lexMember, nl1 + 1, nl2 - 1), string.sub(lexMember, nl2 + 1)
+      member = entryScope .. "\n" .. key
+    else
+      -- "key \n createdAtMs" in the scope's own index
+      entryScope, createdAt, member = scope, string.sub(lexMember, nl1 + 1), key
+    end
+    if tool == "" or toolOf(entryScope, key) == tool then
       local s = tonumber(createdAt)
       if not hasCursor or s < cursorScore or (s == cursorScore and bytesLess(member, ARGV[5])) then
         found[#found + 1] = { s, member, createdAt }

@@ -2,7 +2,7 @@
   Deletes up to a batch of done records of one bucket that expired before a cutoff, with all
   their index entries.
   Input:
-    KEYS[1] the bucket's done-status index (scored by expiresAtMs)
+    KEYS[1] the bucket's shared done-status index (scored by expiresAtMs; members "scope \n key")
     ARGV[1] bucket base "{<prefix>:<bucket>}:"
     ARGV[2] cutoff: records with expiresAtMs < cutoff go
     ARGV[3] batch size

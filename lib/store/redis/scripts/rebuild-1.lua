@@ -1,7 +1,8 @@
 --[[
   `idemgate store rebuild-indexes`, one record at a time: a record in the hash encoding of earlier
   versions is rewritten in the current one (record-codec.ts), then the record is added to every
-  index it belongs in (the caller has dropped the bucket's index keys before).
+  index it belongs in, with members in the current form (includes/record.lua: a scope's own
+  indexes without the scope); the caller has dropped the bucket's index keys before.
   Input:
     KEYS[1] record
     ARGV[1] bucket base "{<prefix>:<bucket>}:"

@@ -7,7 +7,7 @@ local function statusIndexKey(base, status) return base .. "st:" .. status end
 local function unknownToolIndexKey(base, tool) return base .. "stt:unknown:" .. tool end
 local function createdIndexKey(base) return base .. "created" end
 local function lexIndexKey(base) return base .. "lx" end
--- the same indexes for one scope (KeySpace.scopeStatus, scopeCreated, scopeLex)
+-- the same indexes for one scope (KeySpace.scopeStatus, scopeCreated, scopeLex); members without the scope (record.lua)
 local function scopeStatusIndexKey(base, scope, status) return base .. "s:" .. scope .. ":st:" .. status end
 local function scopeCreatedIndexKey(base, scope) return base .. "s:" .. scope .. ":created" end
 local function scopeLexIndexKey(base, scope) return base .. "s:" .. scope .. ":lx" end
