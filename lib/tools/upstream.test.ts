@@ -152,6 +152,16 @@ describe("upstreamRunner", () => {
     expect(received.map((r) => r.path)).toEqual(["/redirect"]);
   });
 
+  it("a call its caller gives up on (the call's signal) is an unknown outcome, not a timeout", async () => {
+    const caller = new AbortController();
+    const pending = failure(upstreamRunner({ url: `${base}/slow`, timeoutMs: 60_000 })({}, { ...ctx, signal: caller.signal }));
+    await expect.poll(() => received.length, { timeout: 5_000 }).toBe(1);
+    caller.abort(new Error("the caller went away"));
+    const err = await pending;
+    expect(err).toBeInstanceOf(OutcomeUnknown);
+    expect((err as OutcomeUnknown).timedOut).toBe(false);
+  });
+
   it("no answer within the timeout is an unknown outcome that says so, after one call", async () => {
     const err = await failure(upstreamRunner({ url: `${base}/slow`, timeoutMs: 150 })({}, ctx));
     expect(err).toBeInstanceOf(OutcomeUnknown);

@@ -61,8 +61,40 @@ export type UpstreamAnswer =
  * declared): no answer at all (a timeout, a reset) is always unknown.
  */
 export async function sendUpstream(config: UpstreamConfig, request: UpstreamRequest, fetchImpl: typeof fetch, outer?: AbortSignal): Promise<UpstreamAnswer> {
-  const timeout = AbortSignal.timeout(config.timeoutMs);
-  const signal = outer ? AbortSignal.any([timeout, outer]) : timeout;
+  const limits = callSignal(config.timeoutMs, outer);
+  try {
+    return await sendWithin(config, request, fetchImpl, limits.timeout, limits.signal);
+  } finally {
+    limits.done();
+  }
+}
+
+/**
+ * The signal of one call: aborted after `timeoutMs` (then `timeout.aborted`) or when `outer` is.
+ * One controller and one timer, cleared by `done()`: AbortSignal.timeout and AbortSignal.any cost
+ * a call several times as much (a transferable signal each, a DOMException built on every timeout).
+ */
+function callSignal(timeoutMs: number, outer?: AbortSignal): { signal: AbortSignal; timeout: { aborted: boolean }; done: () => void } {
+  const controller = new AbortController();
+  const timeout = { aborted: false };
+  const timer = setTimeout(() => {
+    timeout.aborted = true;
+    controller.abort(new DOMException(`no answer within ${timeoutMs} ms`, "TimeoutError"));
+  }, timeoutMs);
+  const onOuter = () => controller.abort(outer!.reason);
+  if (outer?.aborted) onOuter();
+  else outer?.addEventListener("abort", onOuter, { once: true });
+  return {
+    signal: controller.signal,
+    timeout,
+    done: () => {
+      clearTimeout(timer);
+      outer?.removeEventListener("abort", onOuter);
+    },
+  };
+}
+
+async function sendWithin(config: UpstreamConfig, request: UpstreamRequest, fetchImpl: typeof fetch, timeout: { aborted: boolean }, signal: AbortSignal): Promise<UpstreamAnswer> {
   const unknown = (note: string, timedOut = false): UpstreamAnswer => ({ class: "unknown", note, timedOut });
 
   let response: Response;
