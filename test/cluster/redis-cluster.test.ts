@@ -361,6 +361,18 @@ describe("RedisKeyStore on a Redis Cluster", () => {
     }
   });
 
+  it("adds several scopes' result bytes in one pipeline to the master of their shared slot", async () => {
+    const scopes = [newScope(), newScope(), newScope()];
+    await store.resultBytes.add(scopes.map((s, i) => ({ scope: s, bytes: 100 * (i + 1), expiresAtMs: T0 + 60_000 })));
+    for (const [i, s] of scopes.entries()) expect(await store.resultBytes.usage(s, T0)).toBe(100 * (i + 1));
+    const all = await store.resultBytes.all(T0);
+    expect(scopes.map((s) => all.get(s))).toEqual([100, 200, 300]);
+    await withMasters(async (masters) => {
+      const port = await portOfSlot(masters, keys.resultBytes(scopes[0]));
+      expect(await portOfSlot(masters, keys.resultBytesScopes())).toBe(port);
+    });
+  });
+
   it("refuses a script call whose keys lie outside the bucket it names, and the server refuses cross-slot keys", async () => {
     newScope();
     // find two keys whose buckets are on different masters
