@@ -257,7 +257,12 @@ export async function benchRecordMemory(n: number): Promise<Row[]> {
   try {
     prefix = await claimPrefix(redis, DEFAULT_PREFIX.length);
     const nowMs = Date.now();
+    // the whole server's view too (INFO used_memory before and after, as the console section
+    // measures): it also counts the inflight 3 % and the keyspace's own tables, and moves by
+    // whatever else the server does meanwhile
+    const usedBefore = await usedMemory(redis);
     await seedRedis(redis, prefix, n, nowMs);
+    const usedPerKey = ((await usedMemory(redis)) - usedBefore) / n - RESULT_BODY.length;
     const ks = new KeySpace(prefix);
     const perEntry = new Map<string, number>();
     const encodings = { shared: new Set<string>(), own: new Set<string>() };
@@ -311,7 +316,8 @@ export async function benchRecordMemory(n: number): Promise<Row[]> {
           `record ${per(record)} without its ${RESULT_BODY.length} B result (${per(spread)} averaged over results ` +
           `${RESULT_BODY.length}–${RESULT_BODY.length + 63} B long), index entries ${per(shared + own)} ` +
           `(the bucket's ${per(shared)}, ${encoded(encodings.shared)}; the scope's own ${per(own)}, ${encoded(encodings.own)}); ` +
-          `key prefix of the default's length (${DEFAULT_PREFIX.length} characters): a longer one adds to each record's key name`,
+          `key prefix of the default's length (${DEFAULT_PREFIX.length} characters): a longer one adds to each record's key name; ` +
+          `INFO used_memory Δ over the seeding: ${usedPerKey.toFixed(0)} B per key without its result`,
       },
     ];
   } finally {
@@ -428,4 +434,9 @@ export async function benchCluster(options: { calls: number; concurrency: number
     await pgs.one.drop();
     await pgs.cluster.drop();
   }
+}
+
+async function usedMemory(redis: Redis): Promise<number> {
+  const info = await redis.info("memory");
+  return Number(/used_memory:(\d+)/.exec(info)![1]);
 }
