@@ -125,6 +125,26 @@ describe.each(STORE_KINDS)("the per-scope limit on stored results (%s)", (kind) 
     expect(sent).toEqual([3]);
   });
 
+  it("a process reading its scope's count again still counts what it gathered and has not sent", async () => {
+    const s = `reread-${randomUUID().slice(0, 6)}`;
+    const gathering = new ScopeResultLimit(t.store.resultBytes!, 10_000, 3_600_000);
+    const body = (n: number) => ({ status: 200, body: "z".repeat(n), final: false });
+    expect((await gathering.admit(s, body(6_000), 60_000, clock.ms)).body).toBe("z".repeat(6_000));
+    // past the 5 s a count read from the store is used: read again, the store still says 0
+    const over = await gathering.admit(s, body(5_000), 60_000, clock.ms + 6_000);
+    expect(JSON.parse(over.body)).toMatchObject({ idemgate: { resultOverTenantLimit: true } });
+    await gathering.settled();
+  });
+
+  it("additions from several processes over the same scopes, in opposite orders, all land", async () => {
+    const scopes = Array.from({ length: 40 }, (_, i) => `many-${i}-${randomUUID().slice(0, 6)}`);
+    const counter = t.store.resultBytes!;
+    const additions = (reversed: boolean) => (reversed ? [...scopes].reverse() : scopes).map((scope) => ({ scope, bytes: 1, expiresAtMs: clock.ms + 60_000 }));
+    const settled = await Promise.allSettled(Array.from({ length: 16 }, (_, i) => counter.add(additions(i % 2 === 1))));
+    expect(settled.filter((r) => r.status === "rejected")).toEqual([]);
+    for (const scope of [scopes[0], scopes[20], scopes[39]]) expect(await counter.usage(scope, clock.ms)).toBe(16);
+  });
+
   it("lets go of results once the hour their keys expire in has passed", async () => {
     const s = `expiring-${randomUUID().slice(0, 6)}`;
     const counter = t.store.resultBytes!;

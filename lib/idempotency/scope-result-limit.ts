@@ -140,7 +140,9 @@ export class ScopeResultLimit {
   private async usage(scope: string, nowMs: number): Promise<number> {
     const entry = this.read.get(scope);
     if (entry && nowMs - entry.atMs < USAGE_READ_EVERY_MS && nowMs >= entry.atMs) return entry.bytes;
-    const bytes = await this.counter.usage(scope, nowMs);
+    // the store has not seen this process's completions still gathered: they count on top
+    let bytes = await this.counter.usage(scope, nowMs);
+    for (const pending of this.gathered.values()) if (pending.scope === scope && expiryBucket(pending.expiresAtMs) >= currentBucket(nowMs)) bytes += pending.bytes;
     this.read.set(scope, { bytes, atMs: nowMs });
     if (this.read.size > 10_000) this.read.delete(this.read.keys().next().value!);
     return bytes;

@@ -1,4 +1,5 @@
 import type { PrismaClient } from "@/generated/prisma/client";
+import { outboundFetch } from "@/lib/http/outbound-fetch";
 import { renderEventBody } from "./events";
 import { claimDueDeliveries, recordAttempt, type ClaimedDelivery } from "./outbox";
 import { SIGNATURE_HEADER, signatureHeader } from "./signature";
@@ -56,7 +57,7 @@ export async function deliverDue(prisma: PrismaClient, endpoints: readonly Webho
   const leaseMs = Math.max(...endpoints.map((e) => e.timeoutMs)) + LEASE_MARGIN_MS;
   const claimed = await claimDueDeliveries(prisma, { owner: options.owner, endpoints: [...byName.keys()], limit: options.limit ?? 20, leaseMs });
   report.claimed = claimed.length;
-  const send = options.fetch ?? fetch;
+  const send = options.fetch ?? outboundFetch;
   await Promise.all(
     claimed.map(async (delivery) => {
       const endpoint = byName.get(delivery.endpoint)!;

@@ -123,6 +123,7 @@ async function sendWithin(config: UpstreamConfig, request: UpstreamRequest, fetc
       return null;
     } catch (err) {
       if (timeout.aborted) return unknown(`timed out after ${config.timeoutMs} ms while reading the service's ${status} answer`, true);
+      if (signal.aborted) return unknown(`the call was given up while the service's ${status} answer was being read`);
       return unknown(`the service's ${status} answer was cut off (${errorCode(err)?.code ?? describeError(err)})`);
     }
   };

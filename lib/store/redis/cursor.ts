@@ -3,7 +3,8 @@ import { InvalidCursorError } from "@/lib/idempotency/errors";
 /**
  * A position in a list: index score and member as the index holds it ("scope \n key"; the key
  * alone in a scope's own index, or "scope \n key" there too for an entry of an earlier version).
- * Within one index an entry keeps its form for its life, so a position read from it stays a valid
+ * While one version writes (docs/operate.md: processes of two versions at once are not supported)
+ * an entry keeps its form in its index for its life, so a position read from it stays a valid
  * place to continue from.
  */
 export interface Position {

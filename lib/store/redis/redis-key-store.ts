@@ -18,7 +18,7 @@ import { isReplay } from "@/lib/idempotency/transitions";
 import { decodeCursor, encodeCursor, mergeBucketPages, type BucketPage, type Position } from "./cursor";
 import { ChangeWaiters, type Watch } from "../change-waiters";
 import { UnexpectedRedisReplyError, UnsupportedFilterError } from "./errors";
-import { BUCKETS, KeySpace, bucketOf, entryOfMember, escapeField } from "./key-names";
+import { BUCKETS, KeySpace, bucketOf, entryOfMember, escapeField, memberOf } from "./key-names";
 import { decodeRecord, optionalArg, resultArgs, statusOfValue } from "./record-codec";
 import { defineScripts, type CompleteReply, type PageReply } from "./scripts";
 
@@ -264,10 +264,18 @@ export class RedisKeyStore implements KeyStore {
     const { entries, next } = mergeBucketPages(pages, limit);
 
     const rows = await this.readListRows(entries.map((entry) => entry.member), plan.scope === "" ? null : plan.scope);
-    const items = rows.filter((row): row is KeyRecord =>
+    const seen = new Set<string>();
+    const items = rows.filter((row): row is KeyRecord => {
       // a record may change between the index read and the row read: drop what no longer matches
-      row !== null && (query.state === undefined || stateOf(row, query.nowMs) === query.state),
-    );
+      if (row === null || (query.state !== undefined && stateOf(row, query.nowMs) !== query.state)) return false;
+      // a scope's list holds that scope's records, whatever an index held
+      if (plan.scope !== "" && row.scope !== plan.scope) return false;
+      // once: processes of two versions at once can leave an entry of each member form (docs/operate.md)
+      const id = memberOf(row.scope, row.key);
+      if (seen.has(id)) return false;
+      seen.add(id);
+      return true;
+    });
     return { items, nextCursor: next === null ? null : encodeCursor(next) };
   }
 

@@ -311,7 +311,9 @@ export class SqlKeyStore extends RuleChanges implements KeyStore {
         else sums.set(pair, { scope: a.scope, hour, bytes: a.bytes });
       }
       if (sums.size === 0) return;
-      const rows = [...sums.values()];
+      // rows locked in one order by every process: two additions over the same scopes in the
+      // orders their completions came would otherwise deadlock (and one would be lost)
+      const rows = [...sums.values()].sort((a, b) => (a.scope < b.scope ? -1 : a.scope > b.scope ? 1 : a.hour - b.hour));
       await this.prisma.$executeRaw`
         INSERT INTO scope_result_bytes (scope, expires_hour, bytes)
         SELECT * FROM unnest(${rows.map((r) => r.scope)}::text[], ${rows.map((r) => String(r.hour))}::bigint[], ${rows.map((r) => String(r.bytes))}::bigint[])
