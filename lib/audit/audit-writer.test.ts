@@ -5,11 +5,13 @@ import { openDatabase, type Database } from "@/lib/db/database";
 import { createTestPglite, createTestPostgres, type TestPostgres } from "@/test/support/databases";
 import { PrismaAuditWriter, type AuditWriterOptions } from "./audit-writer";
 
-// The same statements through the database driver (as the server runs them) and through Prisma.
+// The same statements through the database driver (as the server runs them) and through Prisma
+// (as the reconciler's writer runs them, on either database).
 describe.each([
   ["PostgreSQL", "the driver"],
   ["PostgreSQL", "Prisma"],
   ["PGlite", "the driver"],
+  ["PGlite", "Prisma"],
 ] as const)("audit writer on %s, statements through %s", (database, through) => {
   let pg: { db: Database; drop: () => Promise<void> };
   beforeAll(async () => {
