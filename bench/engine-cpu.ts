@@ -1,10 +1,10 @@
-// CPU per first execution of the engine as the peers section runs it (audit async, replay cache on,
+// CPU per first execution of the engine as the peers section runs it (audit async unless --mode durable, replay cache on,
 // 50 callers in this process, Redis key store, audit log on the local PostgreSQL): this process's
 // CPU by process.cpuUsage() and the CPU of the PostgreSQL backends serving its pool (from
 // /proc/<pid>/stat, so only with the server on this machine), each over whole rounds including the
 // audit batches they left behind. Prints one JSON line per round. CPU, unlike calls/s, hardly moves
 // with the load the machine carries besides, so two trees' figures compare run against run:
-//   npx tsx bench/engine-cpu.ts [--calls 5000] [--rounds 3] [--concurrency 50] [--profile out.cpuprofile]
+//   npx tsx bench/engine-cpu.ts [--calls 5000] [--rounds 3] [--concurrency 50] [--mode async|durable] [--profile out.cpuprofile]
 // --profile writes a V8 CPU profile of the rounds (warm-up left out; bench/cpuprofile-summary.mjs reads it).
 import { randomUUID } from "node:crypto";
 import { readFileSync, writeFileSync } from "node:fs";
@@ -21,7 +21,7 @@ import { createTestPostgres, POSTGRES_ADMIN_URL, REDIS_TEST_URL } from "@/test/s
 import { deleteRedisPrefix } from "@/test/support/stores";
 import { timeConcurrent } from "./stats";
 
-const { values } = parseArgs({ options: { calls: { type: "string", default: "5000" }, rounds: { type: "string", default: "3" }, concurrency: { type: "string", default: "50" }, profile: { type: "string" } } });
+const { values } = parseArgs({ options: { calls: { type: "string", default: "5000" }, rounds: { type: "string", default: "3" }, concurrency: { type: "string", default: "50" }, mode: { type: "string", default: "async" }, profile: { type: "string" } } });
 const calls = Number(values.calls);
 const rounds = Number(values.rounds);
 const concurrency = Number(values.concurrency);
@@ -45,7 +45,8 @@ const prefix = `idgcpu-${randomUUID().slice(0, 8)}`;
 const pg = await createTestPostgres("bench_cpu");
 const store = createRedisKeyStore(REDIS_TEST_URL, { prefix });
 await store.waitUntilReady(5_000);
-const audit = new PrismaAuditWriter(pg.db.prisma, { mode: "async", execute: pg.db.execute });
+if (values.mode !== "async" && values.mode !== "durable") throw new Error(`--mode is async or durable, not ${values.mode}`);
+const audit = new PrismaAuditWriter(pg.db.prisma, { mode: values.mode, execute: pg.db.execute });
 const engine = new Engine({ store, audit, replayCache: new ReplayCache() });
 const call = (key: string) => engine.invoke(tool, async () => ({ body: RESULT }), { scope: "bench", key, args: ARGS });
 const database = new URL(pg.url).pathname.slice(1);
