@@ -5,11 +5,13 @@ import { openDatabase, type Database } from "@/lib/db/database";
 import { createTestPglite, createTestPostgres, type TestPostgres } from "@/test/support/databases";
 import { PrismaAuditWriter, type AuditWriterOptions } from "./audit-writer";
 
-// The same statements through the database driver (as the server runs them) and through Prisma.
+// The same statements through the database driver (as the server runs them) and through Prisma
+// (as the reconciler's writer runs them, on either database).
 describe.each([
   ["PostgreSQL", "the driver"],
   ["PostgreSQL", "Prisma"],
   ["PGlite", "the driver"],
+  ["PGlite", "Prisma"],
 ] as const)("audit writer on %s, statements through %s", (database, through) => {
   let pg: { db: Database; drop: () => Promise<void> };
   beforeAll(async () => {
@@ -111,6 +113,10 @@ describe.each([
     }
   });
 
+  it("keeps every column as given, times to the millisecond, whichever way a row goes in", async () => {
+    await expectColumnsKept(pg.db, newWriter);
+  });
+
   it("in async mode never writes an outcome before its intent: one queued ahead of its intent's batch waits for that batch", async () => {
     // batches of two: the first is written as soon as two intents are queued, the rest wait for it
     const writer = newWriter({ mode: "async", flushIntervalMs: 60_000, maxBatch: 2 });
@@ -200,6 +206,66 @@ describe.each([
     }
   });
 });
+
+/**
+ * Writes rows every way they go in (a lone intent, a group of intents in one statement, a batch's
+ * new execution with and without its outcome, an outcome updating a row written before, a
+ * suppression) with a value in every column, and reads them back through Prisma.
+ */
+async function expectColumnsKept(db: Database, newWriter: (options: AuditWriterOptions) => PrismaAuditWriter): Promise<void> {
+  const tag = randomUUID().slice(0, 8);
+  // odd milliseconds, long before and after the epoch's 32-bit seconds, and one at 0 ms
+  const times = [Date.UTC(2026, 11, 6, 13, 1, 2, 345), Date.UTC(1999, 0, 1, 0, 0, 0, 1), Date.UTC(2100, 5, 30, 23, 59, 59, 999), Date.UTC(2026, 0, 1)];
+  const intentAt = (n: number, key: string) => ({
+    id: randomUUID(), scope: `cols-${tag}`, key, tool: `tool-${n}`, fingerprint: `fp-${n}`, token: 1_733_480_000_000 + n, session: `session-${n}`, caller: `caller-${n}`,
+    transport: n % 2 ? ("mcp" as const) : ("http" as const), fallback: n % 2 === 0, startedAt: new Date(times[n % 4]), leaseUntil: new Date(times[n % 4] + 61_001),
+    arguments: JSON.stringify({ n, text: 'quotes " and \\ and ünïcode ✓' }), argumentsKept: "full" as const,
+  });
+  const outcomeOf = (id: string, n: number) => ({
+    id, outcome: "final_error" as const, finishedAt: new Date(times[(n + 1) % 4] + 7), durationMs: 1_000 + n, resultStatus: 402, resultBody: `{"declined":${n}}`, resultFinal: true,
+    expiresAt: new Date(times[(n + 2) % 4] + 86_400_123), error: `error "${n}"`, answerStatus: 500 + n, answerBody: `answer ${n}`,
+  });
+  const expected: { intent: ReturnType<typeof intentAt>; outcome: ReturnType<typeof outcomeOf> | null }[] = [];
+  for (const mode of ["durable", "async"] as const) {
+    const writer = newWriter({ mode, flushIntervalMs: 60_000 });
+    const lone = intentAt(0, `${mode}-lone`);
+    await writer.intent(lone);
+    const group = [1, 2, 3].map((n) => intentAt(n, `${mode}-group-${n}`));
+    await Promise.all(group.map((g) => writer.intent(g)));
+    // written before its outcome (an update), and with it (async: one row)
+    await writer.flush();
+    writer.outcome(outcomeOf(lone.id, 0));
+    const open = intentAt(4, `${mode}-open`);
+    await writer.intent(open);
+    const finished = intentAt(5, `${mode}-finished`);
+    await writer.intent(finished);
+    writer.outcome(outcomeOf(finished.id, 5));
+    writer.suppression({
+      id: randomUUID(), scope: `cols-${tag}`, key: lone.key, tool: "tool-0", kind: "mismatch", fallback: true, gapMs: 12_345, session: "dup-session", caller: "dup-caller",
+      transport: "mcp", originalSession: "session-0", originalExecutionId: lone.id, at: new Date(times[0] + 999),
+    });
+    await writer.close();
+    expected.push({ intent: lone, outcome: outcomeOf(lone.id, 0) }, ...group.map((intent) => ({ intent, outcome: null })), { intent: open, outcome: null }, { intent: finished, outcome: outcomeOf(finished.id, 5) });
+  }
+  for (const { intent: i, outcome: o } of expected) {
+    const row = await db.prisma.execution.findUnique({ where: { id: i.id } });
+    expect(row, i.key).toEqual(
+      expect.objectContaining({
+        scope: i.scope, key: i.key, tool: i.tool, fingerprint: i.fingerprint, token: BigInt(i.token), session: i.session, caller: i.caller, transport: i.transport, fallback: i.fallback,
+        startedAt: i.startedAt, leaseUntil: i.leaseUntil, arguments: JSON.parse(i.arguments), argumentsKept: "full",
+        outcome: o?.outcome ?? null, finishedAt: o?.finishedAt ?? null, durationMs: o?.durationMs ?? null, resultStatus: o?.resultStatus ?? null, resultBody: o?.resultBody ?? null,
+        resultFinal: o?.resultFinal ?? null, expiresAt: o?.expiresAt ?? null, error: o?.error ?? null, answerStatus: o?.answerStatus ?? null, answerBody: o?.answerBody ?? null,
+      }),
+    );
+  }
+  const suppressions = await db.prisma.suppression.findMany({ where: { scope: `cols-${tag}` } });
+  expect(suppressions).toHaveLength(2);
+  for (const s of suppressions) {
+    expect(s).toMatchObject({
+      tool: "tool-0", kind: "mismatch", fallback: true, gapMs: 12_345, session: "dup-session", caller: "dup-caller", transport: "mcp", originalSession: "session-0", at: new Date(times[0] + 999),
+    });
+  }
+}
 
 describe("audit writer bound, on PostgreSQL", () => {
   let server: TestPostgres;
@@ -295,6 +361,19 @@ describe("audit writer statements on a PostgreSQL server", () => {
   afterAll(async () => {
     await one?.close();
     await server?.drop();
+  });
+
+  it("keeps every column as given, times to the millisecond, through a session whose TimeZone is not UTC", async () => {
+    // +12:45 (+13:45 in summer): any time converted with the session's zone would be off by hours
+    const client = new pg.Client({ connectionString: server.url });
+    await client.connect();
+    try {
+      await client.query("SET TIME ZONE 'Pacific/Chatham'");
+      const execute = async (sql: string, params: readonly unknown[]) => (await client.query(sql, params as unknown[])).rowCount ?? 0;
+      await expectColumnsKept(server.db, (options) => new PrismaAuditWriter(server.db.prisma, { ...options, execute }));
+    } finally {
+      await client.end();
+    }
   });
 
   it("keeps the intent, the batch and the latest-execution lookup prepared on the connection: parsed and planned once, not per call", async () => {

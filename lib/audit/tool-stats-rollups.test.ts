@@ -38,43 +38,34 @@ async function seed(db: Database, seedValue: number): Promise<void> {
   const pick = <T,>(xs: readonly T[]) => xs[Math.floor(rnd() * xs.length)];
   // log-uniform durations, 0 ms to 20 min
   const duration = () => (rnd() < 0.05 ? 0 : Math.floor(Math.exp(rnd() * Math.log(1_200_000))));
-  const execs: unknown[] = [];
+  const execs: unknown[][] = [];
   for (let i = 0; i < 1_500; i++) {
     const open = rnd() < 0.1;
     const outcome = open ? null : pick(OUTCOMES);
-    execs.push({
-      id: `e-${i}`,
-      scope: "s",
-      key: `k-${i}`,
-      tool: pick(TOOLS),
-      started_at: iso(NOW - Math.floor(rnd() * 8 * DAY) + HOUR),
-      outcome,
-      duration_ms: outcome === null || rnd() < 0.1 ? null : duration(),
-    });
+    // a row as the audit writer's batches carry it: its columns' values in order, times in epoch ms
+    const tool = pick(TOOLS);
+    const startedMs = NOW - Math.floor(rnd() * 8 * DAY) + HOUR;
+    execs.push([`e-${i}`, "s", `k-${i}`, tool, startedMs, outcome, outcome === null || rnd() < 0.1 ? null : duration()]);
   }
-  const supps: unknown[] = [];
+  const supps: unknown[][] = [];
   for (let i = 0; i < 1_500; i++) {
     // retries within seconds, genuine repeats hours later: two clusters far apart
     const gap = rnd() < 0.05 ? null : rnd() < 0.9 ? Math.floor(50 + rnd() * 5_000) : Math.floor(HOUR + rnd() * 3 * HOUR);
-    supps.push({
-      id: `s-${i}`,
-      scope: "s",
-      key: `k-${i}`,
-      tool: pick(TOOLS),
-      kind: pick(KINDS),
-      fallback: rnd() < 0.2,
-      gap_ms: gap,
-      at: iso(NOW - Math.floor(rnd() * 8 * DAY) + HOUR),
-    });
+    const tool = pick(TOOLS);
+    const kind = pick(KINDS);
+    const fallback = rnd() < 0.2;
+    supps.push([`s-${i}`, "s", `k-${i}`, tool, kind, fallback, gap, NOW - Math.floor(rnd() * 8 * DAY) + HOUR]);
   }
+  // statements of the audit writer's form (lib/audit/audit-writer.ts, WRITE_BATCH): a JSON array of rows
+  const utc = (value: string) => `to_timestamp((${value})::float8 / 1000) AT TIME ZONE 'UTC'`;
   const insertExecutions = `
     INSERT INTO executions (id, scope, key, tool, fingerprint, token, started_at, lease_until, outcome, duration_ms)
-    SELECT id, scope, key, tool, 'f', 1, started_at, started_at, outcome, duration_ms
-    FROM jsonb_to_recordset($1::jsonb) AS v(id text, scope text, key text, tool text, started_at timestamp, outcome text, duration_ms int)`;
+    SELECT r->>0, r->>1, r->>2, r->>3, 'f', 1, ${utc("r->>4")}, ${utc("r->>4")}, r->>5, (r->>6)::int
+    FROM jsonb_array_elements($1::jsonb) AS r`;
   const insertSuppressions = `
     INSERT INTO suppressions (id, scope, key, tool, kind, fallback, gap_ms, at)
-    SELECT id, scope, key, tool, kind, fallback, gap_ms, at
-    FROM jsonb_to_recordset($1::jsonb) AS v(id text, scope text, key text, tool text, kind text, fallback boolean, gap_ms int, at timestamp)`;
+    SELECT r->>0, r->>1, r->>2, r->>3, r->>4, (r->>5)::boolean, (r->>6)::int, ${utc("r->>7")}
+    FROM jsonb_array_elements($1::jsonb) AS r`;
   // in statements of several sizes, as the audit writer's batches come
   for (let i = 0; i < execs.length; ) {
     const n = 1 + Math.floor(rnd() * 400);
@@ -89,7 +80,7 @@ async function seed(db: Database, seedValue: number): Promise<void> {
   // statements that touch open executions only, which the rollups leave out and their trigger returns
   // from at once: intents (alone, and several in one statement), a heartbeat's lease extension, an
   // open execution deleted; some of these executions get their outcome below
-  const intents = Array.from({ length: 21 }, (_, i) => ({ id: `e-open-${i}`, scope: "s", key: `k-open-${i}`, tool: pick(TOOLS), started_at: iso(NOW - i * HOUR), outcome: null, duration_ms: null }));
+  const intents = Array.from({ length: 21 }, (_, i) => [`e-open-${i}`, "s", `k-open-${i}`, pick(TOOLS), NOW - i * HOUR, null, null]);
   await db.execute(insertExecutions, [JSON.stringify(intents.slice(0, 1))]);
   await db.execute(insertExecutions, [JSON.stringify(intents.slice(1))]);
   await db.execute(`UPDATE executions SET lease_until = lease_until + interval '1 minute' WHERE outcome IS NULL`, []);

@@ -40,6 +40,11 @@ export function canonicalJson(value: unknown): string {
 
 /** SHA-256 (hex) of the tool name and the canonical JSON of its arguments. */
 export function fingerprint(tool: string, args: unknown): string {
+  return fingerprintOfJson(tool, canonicalJson(args ?? null));
+}
+
+/** fingerprint() from the arguments' canonical JSON (canonicalJson(args ?? null)), for a caller that needs that JSON too. */
+export function fingerprintOfJson(tool: string, canonical: string): string {
   // one-shot: the same digest as a Hash object fed tool, "\n" and the JSON, without building one per call
-  return hash("sha256", `${tool}\n${canonicalJson(args ?? null)}`, "hex");
+  return hash("sha256", `${tool}\n${canonical}`, "hex");
 }

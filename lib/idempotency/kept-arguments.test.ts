@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { canonicalJson } from "./fingerprint";
 import { argumentRetentionProblem, keptArguments, looksSecret, MAX_KEPT_ARGUMENTS_BYTES, REDACTED } from "./kept-arguments";
 
 const kept = (args: unknown, keep: "redacted" | "full" | "none" = "redacted", redact: string[] = []) => {
@@ -80,6 +81,29 @@ describe("keptArguments", () => {
     expect(kept({ note: "x\u0000y" }, "full")!.value).toEqual({ note: "x\uFFFDy" });
   });
 
+  it("keeps the same copy whether it is handed the arguments' canonical JSON (as the engine does) or not", () => {
+    const cases = [
+      { customerId: "cus_1", amountCents: 5, "10": "a", "9": "b", nested: { z: 1, a: [2, { y: "x" }] } },
+      { customerId: "cus_1", password: "p", card: "4242 4242 4242 4242", note: "Bearer abcdef123456" },
+      { "a\u0000b": "x\u0000y" },
+      { body: "x".repeat(20_000) },
+      ["list", { apiKey: "k" }],
+      "text",
+    ];
+    for (const args of cases) {
+      for (const retention of [{ keep: "redacted" as const, redact: ["/note"] }, { keep: "full" as const, redact: [], writeOnly: ["/card"] }, { keep: "redacted" as const, redact: [] }]) {
+        expect(keptArguments(args, retention, canonicalJson(args)), JSON.stringify(args).slice(0, 40)).toEqual(keptArguments(args, retention));
+      }
+    }
+    // nothing to redact: the arguments' canonical JSON as it is
+    expect(keptArguments({ b: 1, a: "x" })).toEqual({ json: '{"a":"x","b":1}', kept: "redacted" });
+  });
+
+  it("leaves a member named __proto__ out of the redacted copy", () => {
+    const args = JSON.parse('{"a":1,"__proto__":{"b":2},"c":{"__proto__":"x","d":3}}') as unknown;
+    expect(kept(args)!.json).toBe('{"a":1,"c":{"d":3}}');
+  });
+
   it("keeps full arguments uncut", () => {
     expect(kept({ body: "x".repeat(20_000) }, "full")!.json.length).toBeGreaterThan(20_000);
   });
@@ -95,6 +119,24 @@ describe("looksSecret", () => {
     }
     expect(looksSecret("number", "card")).toBe(true);
     expect(looksSecret("number", "invoice")).toBe(false);
+  });
+
+  it("answers by what the member holds and the object it is in, asked in any order and again", () => {
+    const asked: [string, string | null, unknown, boolean][] = [
+      ["card", null, "4242", true],
+      ["card", null, { brand: "visa" }, false],
+      ["auth", null, "Basic x", true],
+      ["auth", null, { method: "oauth" }, false],
+      ["token", null, "t0k", true],
+      ["token", null, 7, false],
+      ["number", "card", "1", true],
+      ["number", null, "1", false],
+      ["number", "invoice", "1", false],
+      ["number", "", "1", false],
+    ];
+    for (const order of [asked, [...asked].reverse(), asked]) {
+      for (const [name, parent, value, secret] of order) expect(looksSecret(name, parent, value), `${parent}/${name} = ${JSON.stringify(value)}`).toBe(secret);
+    }
   });
 });
 

@@ -1,5 +1,5 @@
 import { canonicalJson } from "./fingerprint";
-import { pointerParts, REDACTED, redactPattern, redactValue } from "./redaction";
+import { pointerParts, REDACTED, redactOwnValue, redactPattern } from "./redaction";
 
 export { looksSecret, REDACTED } from "./redaction";
 
@@ -38,19 +38,20 @@ export interface KeptArguments {
   kept: "redacted" | "full";
 }
 
-/** Replaces the value at the pointer, when there is one. */
-function redactAt(root: unknown, pointer: string): void {
+/** Replaces the value at the pointer, when there is one; returns whether there was. */
+function redactAt(root: unknown, pointer: string): boolean {
   const parts = pointerParts(pointer);
   let at: unknown = root;
   for (let i = 0; i < parts.length; i++) {
-    if (at === null || typeof at !== "object") return;
+    if (at === null || typeof at !== "object") return false;
     const part = parts[i];
     const container = at as Record<string, unknown> & unknown[];
-    if (Array.isArray(at) && !/^(0|[1-9]\d*)$/.test(part)) return;
-    if (!Object.hasOwn(container, part)) return;
+    if (Array.isArray(at) && !/^(0|[1-9]\d*)$/.test(part)) return false;
+    if (!Object.hasOwn(container, part)) return false;
     if (i === parts.length - 1) container[part as never] = REDACTED as never;
     else at = container[part as never];
   }
+  return true;
 }
 
 const bytes = (text: string) => Buffer.byteLength(text, "utf8");
@@ -125,21 +126,36 @@ function fitWithin(value: unknown, budget: number): unknown {
  * MAX_KEPT_ARGUMENTS_BYTES. `full`: as they were sent. Under either, the schema's writeOnly
  * properties are never kept.
  */
-export function keptArguments(args: unknown, retention: ArgumentRetention = DEFAULT_ARGUMENT_RETENTION): KeptArguments | null {
+export function keptArguments(args: unknown, retention: ArgumentRetention = DEFAULT_ARGUMENT_RETENTION, canonical?: string): KeptArguments | null {
   if (retention.keep === "none") return null;
-  // a copy: the call goes on with the arguments as they were sent
-  const copy = withoutNul(JSON.parse(canonicalJson(args ?? {})) as unknown);
-  for (const path of retention.writeOnly ?? []) redactPattern(copy, path);
-  if (retention.keep === "full") return { json: canonicalJson(copy), kept: "full" };
-  for (const pointer of retention.redact) redactAt(copy, pointer);
-  let redacted = redactValue(copy, null);
-  let json = canonicalJson(redacted);
+  const sent = canonical ?? canonicalJson(args ?? {});
+  const { copy, changes } = withPolicyApplied(sent, retention);
+  if (retention.keep === "full") return { json: changes > 0 ? canonicalJson(copy) : sent, kept: "full" };
+  const redactions = { count: changes };
+  let redacted = redactOwnValue(copy, null, redactions);
+  let json = redactions.count > 0 ? canonicalJson(redacted) : sent;
   if (bytes(json) > MAX_KEPT_ARGUMENTS_BYTES) {
     redacted = fit(redacted, MAX_KEPT_ARGUMENTS_BYTES);
     json = canonicalJson(redacted);
-    if (bytes(json) > MAX_KEPT_ARGUMENTS_BYTES) json = JSON.stringify({ "[cut]": `${bytes(canonicalJson(copy))} bytes of arguments, too many members to keep` });
+    // the size of the arguments before their redaction (the copy was redacted in place)
+    if (bytes(json) > MAX_KEPT_ARGUMENTS_BYTES) json = JSON.stringify({ "[cut]": `${bytes(canonicalJson(withPolicyApplied(sent, retention).copy))} bytes of arguments, too many members to keep` });
   }
   return { json, kept: "redacted" };
+}
+
+/**
+ * A copy of the arguments (their canonical JSON) of its own, with U+0000 replaced, the schema's
+ * writeOnly properties and (for `redacted`) the values at the tool's pointers redacted; and how many
+ * of these changed something: while none did, the copy's canonical JSON is the arguments' own.
+ */
+function withPolicyApplied(sent: string, retention: ArgumentRetention): { copy: unknown; changes: number } {
+  // canonical JSON writes U+0000 as \u0000: without one, withoutNul would change nothing
+  const hasNul = sent.includes("\\u0000");
+  const copy: unknown = hasNul ? withoutNul(JSON.parse(sent)) : JSON.parse(sent);
+  let changes = hasNul ? 1 : 0;
+  for (const path of retention.writeOnly ?? []) changes += redactPattern(copy, path);
+  if (retention.keep === "redacted") for (const pointer of retention.redact) if (redactAt(copy, pointer)) changes++;
+  return { copy, changes };
 }
 
 const NUL = /\u0000/g;

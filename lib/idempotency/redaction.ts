@@ -45,11 +45,34 @@ function wordsOf(name: string): string[] {
 }
 
 /**
+ * looksSecret's answers by (what the value is, parent, name): a tool's calls bring the same names
+ * every time, and reading a name word by word costs more than the rest of its redaction. Bounded:
+ * cleared when full; names longer than MAX_REMEMBERED_NAME are judged each time.
+ */
+const decided = new Map<string, boolean>();
+const MAX_DECIDED = 4_096;
+const MAX_REMEMBERED_NAME = 128;
+
+/**
  * Whether a member's name says it holds a secret; `parent` is the name of the object it is in.
  * `value` is what it holds: `card` and `auth` name a secret when they hold one value (a card
  * number, a header), not when they hold an object (whose members are judged one by one).
  */
 export function looksSecret(name: string, parent: string | null = null, value?: unknown): boolean {
+  if (name.length + (parent?.length ?? 0) > MAX_REMEMBERED_NAME) return nameLooksSecret(name, parent, value);
+  // all the answer reads of the value: whether it is a number, and whether it is one value or an object
+  const kind = typeof value === "number" ? "n" : value !== null && typeof value === "object" ? "o" : "v";
+  const rememberedAs = parent === null ? `${kind}|${name}` : `${kind}${parent.length}:${parent}|${name}`;
+  let secret = decided.get(rememberedAs);
+  if (secret === undefined) {
+    secret = nameLooksSecret(name, parent, value);
+    if (decided.size >= MAX_DECIDED) decided.clear();
+    decided.set(rememberedAs, secret);
+  }
+  return secret;
+}
+
+function nameLooksSecret(name: string, parent: string | null, value: unknown): boolean {
   const words = wordsOf(name);
   if (words.length === 0) return false;
   if (words.some((w) => SECRET_WORDS.has(w))) return true;
@@ -125,6 +148,12 @@ const JSON_MEMBER = /("((?:[^"\\\n]|\\.){1,100})"\s*:\s*)("(?:[^"\\\n]|\\.)*"|-?
 /** `name=value` in a query string, a form body or a log line. */
 const ASSIGNMENT = /(?<![A-Za-z0-9_])([A-Za-z][A-Za-z0-9_.-]{0,60})=([^&\s"'<>;,]+)/g;
 
+/**
+ * Matches wherever one of the patterns redactSecretValues replaces would (case aside: it matches
+ * more, never less), in one pass: a text it finds nothing in is left as it is without trying each.
+ */
+const MAY_HOLD_SECRET_VALUE = new RegExp([...SECRET_VALUES, SCHEME_CREDENTIAL, URL_PASSWORD, CARD_IN_TEXT].map((r) => `(?:${r.source})`).join("|"), "i");
+
 /** Whether a string holds something SECRET_VALUES or the card rule recognise. */
 export function holdsSecretValue(text: string): boolean {
   return redactSecretValues(text) !== text;
@@ -132,6 +161,7 @@ export function holdsSecretValue(text: string): boolean {
 
 /** The text with each secret recognised by its form replaced by `[redacted]`. */
 function redactSecretValues(text: string): string {
+  if (!MAY_HOLD_SECRET_VALUE.test(text)) return text;
   let out = text;
   for (const pattern of SECRET_VALUES) out = out.replace(pattern, REDACTED);
   out = out.replace(SCHEME_CREDENTIAL, `$1$2${REDACTED}`);
@@ -146,6 +176,8 @@ function redactSecretValues(text: string): string {
  */
 export function redactText(text: string): string {
   let out = redactSecretValues(text);
+  // a member needs a quote, an assignment an equals sign
+  if (!out.includes('"') && !out.includes("=")) return out;
   out = out.replace(JSON_MEMBER, (match, head: string, name: string) => (looksSecret(name) ? `${head}"${REDACTED}"` : match));
   out = out.replace(ASSIGNMENT, (match, name: string) => (looksSecret(name) ? `${name}=${REDACTED}` : match));
   return out;
@@ -167,6 +199,38 @@ export function redactValue(value: unknown, parent: string | null = null): unkno
   const out: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(value)) out[k] = looksSecret(k, parent, v) ? REDACTED : redactValue(v, k);
   return out;
+}
+
+/**
+ * redactValue for a value nobody else holds (JSON just parsed): objects and arrays are redacted in
+ * place, and `changes.count` grows by one for each value replaced. Returns the value (a replaced
+ * string or number when the root is one). A member named `__proto__` is left out, as the copy
+ * redactValue builds leaves it out (an assignment to it sets the copy's prototype).
+ */
+export function redactOwnValue(value: unknown, parent: string | null, changes: { count: number }): unknown {
+  if (typeof value === "string" || typeof value === "number") {
+    const redacted = redactValue(value);
+    if (redacted !== value) changes.count++;
+    return redacted;
+  }
+  if (value === null || typeof value !== "object") return value;
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) value[i] = redactOwnValue(value[i], parent, changes);
+    return value;
+  }
+  const members = value as Record<string, unknown>;
+  for (const k of Object.keys(members)) {
+    if (k === "__proto__") {
+      delete members[k];
+      changes.count++;
+    } else if (looksSecret(k, parent, members[k])) {
+      members[k] = REDACTED;
+      changes.count++;
+    } else {
+      members[k] = redactOwnValue(members[k], k, changes);
+    }
+  }
+  return value;
 }
 
 function redactString(text: string): string {
@@ -199,8 +263,10 @@ export function pointerParts(pointer: string): string[] {
 /**
  * Replaces the values a path pattern names: a JSON pointer whose member `*` stands for every array
  * item or every member (the paths of a schema's `writeOnly` properties, `/cards/*\/number`).
+ * Returns how many it replaced.
  */
-export function redactPattern(root: unknown, pattern: string): void {
+export function redactPattern(root: unknown, pattern: string): number {
+  let replaced = 0;
   const walk = (at: unknown, parts: string[]) => {
     if (at === null || typeof at !== "object" || parts.length === 0) return;
     const [part, ...rest] = parts;
@@ -208,9 +274,12 @@ export function redactPattern(root: unknown, pattern: string): void {
     const names = part === "*" ? Object.keys(container) : Object.hasOwn(container, part) ? [part] : [];
     for (const name of names) {
       if (Array.isArray(at) && !/^(0|[1-9]\d*)$/.test(name)) continue;
-      if (rest.length === 0) container[name] = REDACTED;
-      else walk(container[name], rest);
+      if (rest.length === 0) {
+        container[name] = REDACTED;
+        replaced++;
+      } else walk(container[name], rest);
     }
   };
   walk(root, pointerParts(pattern));
+  return replaced;
 }

@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { MissingKeyError } from "../errors";
-import { fingerprint as fingerprintOf } from "../fingerprint";
+import { canonicalJson, fingerprintOfJson } from "../fingerprint";
 import { keptArguments } from "../kept-arguments";
 import { fallbackKey, validateKey } from "../key-rules";
 import { DEFAULT_POLICY, type ToolPolicy } from "../tool";
@@ -38,7 +38,9 @@ export async function admit(core: EngineCore, tool: ToolPolicy, request: InvokeR
 
 /** The call's key (its own, or the fallback key of its arguments) and what the log needs of it. */
 function callContext(core: EngineCore, tool: ToolPolicy, request: InvokeRequest, trace: CallTrace, runner: CallContext["runner"]): CallContext {
-  const fingerprint = fingerprintOf(tool.name, request.args);
+  // one canonical JSON of the arguments for their fingerprint and the copy the log keeps
+  const canonical = canonicalJson(request.args ?? null);
+  const fingerprint = fingerprintOfJson(tool.name, canonical);
   let key: string;
   let fallback = false;
   let ttlMs = tool.ttlMs;
@@ -68,7 +70,7 @@ function callContext(core: EngineCore, tool: ToolPolicy, request: InvokeRequest,
     arrivedMs: core.now(),
     runner,
     trace,
-    arguments: keptArguments(request.args, tool.argumentRetention),
+    arguments: keptArguments(request.args, tool.argumentRetention, request.args === null || request.args === undefined ? undefined : canonical),
     window: advisory ? { key: fallbackKey(fingerprint), ttlMs: tool.fallbackTtlMs ?? DEFAULT_POLICY.fallbackDefaultTtlMs, token: null } : null,
   };
 }
