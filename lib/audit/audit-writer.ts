@@ -3,6 +3,7 @@ import type { StatementOptions } from "@/lib/db/database";
 import { isUniqueViolation } from "@/lib/db/errors";
 import { COMPLETION_NOT_STORED, OPEN_CALL_RECOVERY_MS, OpenExecutionError, type AuditWriter, type ClosedOutcome, type ExecutionRow, type IntentEntry, type OutcomeEntry, type PriorExecution, type SuppressionEntry } from "@/lib/idempotency/audit-port";
 import { mayRunAfter } from "@/lib/idempotency/transitions";
+import { INDEX_EXECUTIONS } from "./argument-index";
 import { GroupCommit, type ItemResults } from "./group-commit";
 
 export type AuditMode = "durable" | "async";
@@ -82,6 +83,9 @@ export class PrismaAuditWriter implements AuditWriter {
   private readonly execute: (sql: string, params: readonly unknown[], options?: StatementOptions) => Promise<number>;
   private readonly query: (sql: string, params: readonly unknown[], options?: StatementOptions) => Promise<Record<string, unknown>[]>;
   private readonly intentCommits: GroupCommit<IntentEntry>;
+  /** executions whose intent is committed and whose kept arguments the search cannot see yet (argument-index.ts) */
+  private unindexed: string[] = [];
+  private indexTimer: NodeJS.Timeout | null = null;
 
   constructor(
     private readonly prisma: PrismaClient,
@@ -131,6 +135,7 @@ export class PrismaAuditWriter implements AuditWriter {
         throw again;
       }
     }
+    this.indexLater([entry], this.flushIntervalMs);
   }
 
   /**
@@ -345,10 +350,14 @@ export class PrismaAuditWriter implements AuditWriter {
     this.closed = true;
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
+    if (this.indexTimer) clearTimeout(this.indexTimer);
+    this.indexTimer = null;
     const deadline = Date.now() + this.closeTimeoutMs;
     for (;;) {
       try {
         await this.flush();
+        // once: a copy not written now is written again from the log at the next start (argument-index.ts)
+        await this.writeArgumentIndex().catch((err) => this.onError(err));
         return;
       } catch (err) {
         const left = deadline - Date.now();
@@ -408,6 +417,7 @@ export class PrismaAuditWriter implements AuditWriter {
         JSON.stringify(updates.map(outcomeJson)),
         JSON.stringify(suppressions.map(suppressionJson)),
       ], { prepare: "idemgate_audit_batch" });
+      this.indexLater(intents, 0);
       if (this.droppedUnreported > 0 && this.queued < this.maxQueued / 2) {
         console.warn(`idemgate: the audit log caught up; ${this.droppedUnreported} suppression rows were dropped meanwhile`);
         this.droppedUnreported = 0;
@@ -423,6 +433,40 @@ export class PrismaAuditWriter implements AuditWriter {
     }
   }
 
+  /**
+   * The search's copies of these committed intents' kept arguments (argument-index.ts) go out
+   * `afterMs` later, in one statement with the others waiting then: off the path a reservation
+   * waits on (a durable intent's copy goes with the writer's next batch; an async batch's copies
+   * right after it). Their arguments are committed already: a copy this process does not write is
+   * written again from the log (at the next start, and by the reconciler).
+   */
+  private indexLater(entries: readonly IntentEntry[], afterMs: number): void {
+    for (const e of entries) if (e.arguments != null) this.unindexed.push(e.id);
+    // held in memory within the writer's bound; past it the oldest are left to those passes
+    if (this.unindexed.length > this.maxQueued) this.unindexed.splice(0, this.unindexed.length - this.maxQueued);
+    if (this.unindexed.length === 0 || this.indexTimer || this.closed) return;
+    this.indexTimer = setTimeout(() => {
+      this.indexTimer = null;
+      this.writeArgumentIndex().catch((err) => {
+        this.onError(err);
+        this.indexLater([], this.flushIntervalMs);
+      });
+    }, afterMs);
+    this.indexTimer.unref?.();
+  }
+
+  /** Writes the copies waiting (see indexLater), maxBatch a statement; those of a statement that fails wait for the next try. */
+  async writeArgumentIndex(): Promise<void> {
+    while (this.unindexed.length > 0) {
+      const ids = this.unindexed.splice(0, this.maxBatch);
+      try {
+        await this.execute(INDEX_EXECUTIONS, [JSON.stringify(ids)], { prepare: "idemgate_audit_argument_index" });
+      } catch (err) {
+        this.unindexed.unshift(...ids);
+        throw err;
+      }
+    }
+  }
 }
 
 // Audit times are `timestamp(3)` holding UTC (as Prisma reads and writes them). The JSON and

@@ -1,4 +1,5 @@
 import { recordOperatorAction } from "@/lib/audit/operator-actions";
+import { indexMissingArguments } from "@/lib/audit/argument-index";
 import { purgeAuditRows } from "@/lib/audit/purge-audit";
 import { purgeLoginFailures } from "@/lib/auth/login-limiter";
 import { pauseOf } from "@/lib/idempotency/paused-tools";
@@ -95,6 +96,13 @@ export function startBackgroundJobs(runtime: Runtime): () => void {
     webhooks.stop();
     if (dispatcher === webhooks) dispatcher = null;
   };
+  // Once at start, over the whole log: the search's copies of kept arguments that a process stopped
+  // before writing (lib/audit/argument-index.ts), however long ago; each reconciler pass then looks
+  // at the executions written since its previous one.
+  void indexMissingArguments(runtime.db.prisma).then(
+    (n) => n > 0 && console.log(`idemgate: ${n} executions' kept arguments made searchable again (their process stopped before it did)`),
+    (err) => console.error(`idemgate: could not make kept arguments searchable at start (${describeError(err)}); the reconciler does it for recent executions`),
+  );
   if (interval <= 0) return stopWebhooks;
   let running = false;
   let lastFailure: string | null = null;
