@@ -125,7 +125,7 @@ export class PrismaAuditWriter implements AuditWriter {
       // again: a key store that lost a running call's reservation lets its retry reserve the key,
       // and that retry can read the log before the first call's intent commits, then get here
       // after its outcome was queued.
-      await this.flush();
+      await this.flushRows();
       const blocking = await this.priorExecution(entry.scope, entry.key, new Date(0));
       if (!blocking || !mayRunAfter(blocking, entry.startedAt.getTime())) throw new OpenExecutionError(entry.scope, entry.key);
       try {
@@ -256,12 +256,12 @@ export class PrismaAuditWriter implements AuditWriter {
 
   async extendLease(id: string, leaseUntil: Date): Promise<void> {
     const queued = (i: IntentEntry) => i.id === id;
-    if (this.intents.some(queued) || this.writing.intents.some(queued)) await this.flush();
+    if (this.intents.some(queued) || this.writing.intents.some(queued)) await this.flushRows();
     await this.prisma.execution.updateMany({ where: { id, outcome: null, leaseUntil: { lt: leaseUntil } }, data: { leaseUntil } });
   }
 
   async recoveryWindowEnd(epochMs: number): Promise<number | null> {
-    await this.flush();
+    await this.flushRows();
     const epoch = new Date(epochMs);
     const [results, open] = await Promise.all([
       this.prisma.execution.aggregate({ _max: { expiresAt: true }, where: { startedAt: { lt: epoch }, expiresAt: { gt: epoch } } }),
@@ -285,7 +285,7 @@ export class PrismaAuditWriter implements AuditWriter {
     if (process.env.IDEMGATE_TEST_EXIT_BEFORE_DECISION_LOG === "1" && outcome !== "retried") process.exit(70);
     // an intent still queued here (async mode) goes in first, or this decision would match nothing
     const queued = (i: IntentEntry) => i.id === executionId;
-    if (this.intents.some(queued) || this.writing.intents.some(queued)) await this.flush();
+    if (this.intents.some(queued) || this.writing.intents.some(queued)) await this.flushRows();
     const data = {
       outcome,
       finishedAt: new Date(),
@@ -321,8 +321,17 @@ export class PrismaAuditWriter implements AuditWriter {
     return this.intents.length + this.outcomes.length + this.suppressions.length;
   }
 
-  /** Writes everything queued so far, waiting for a write already under way; callers share one write. */
+  /**
+   * Writes everything queued so far, and the search's copies of the kept arguments of the intents
+   * written (argument-index.ts): what a reader of the log and its search then finds.
+   */
   async flush(): Promise<void> {
+    await this.flushRows();
+    await this.writeArgumentIndex();
+  }
+
+  /** Writes the rows queued so far, waiting for a write already under way; callers share one write. */
+  private async flushRows(): Promise<void> {
     for (;;) {
       if (this.flushing) {
         // someone else's batch: if it fails its rows are queued again and written below
@@ -355,7 +364,7 @@ export class PrismaAuditWriter implements AuditWriter {
     const deadline = Date.now() + this.closeTimeoutMs;
     for (;;) {
       try {
-        await this.flush();
+        await this.flushRows();
         // once: a copy not written now is written again from the log at the next start (argument-index.ts)
         await this.writeArgumentIndex().catch((err) => this.onError(err));
         return;
@@ -372,13 +381,13 @@ export class PrismaAuditWriter implements AuditWriter {
 
   private schedule(): void {
     if (this.closed || this.queued >= Math.min(this.maxBatch, this.maxQueued)) {
-      void this.flush().catch(this.onError);
+      void this.flushRows().catch(this.onError);
       return;
     }
     if (this.timer) return;
     this.timer = setTimeout(() => {
       this.timer = null;
-      this.flush().catch((err) => {
+      this.flushRows().catch((err) => {
         this.onError(err);
         this.schedule();
       });
