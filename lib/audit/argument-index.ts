@@ -1,4 +1,4 @@
-import type { PrismaClient } from "@/generated/prisma/client";
+import { Prisma, type PrismaClient } from "@/generated/prisma/client";
 
 /**
  * The search by an argument value (find-executions.ts) reads a copy of each execution's kept
@@ -50,9 +50,19 @@ export async function indexMissingArgumentsAfter(
   after: { at: Date; id: string },
   batch: number,
 ): Promise<{ examined: number; indexed: number; last: { at: Date; id: string } | null }> {
+  const [row] = await prisma.$queryRaw<{ examined: number; indexed: number; last_at: number | null; last_id: string | null }[]>(argumentIndexScanSql(after, batch));
+  return {
+    examined: Number(row.examined),
+    indexed: Number(row.indexed),
+    last: row.last_id === null || row.last_at === null ? null : { at: new Date(Number(row.last_at)), id: row.last_id },
+  };
+}
+
+/** The statement of indexMissingArgumentsAfter (lib/audit/query-plans.test.ts EXPLAINs it). */
+export function argumentIndexScanSql(after: { at: Date; id: string }, batch: number): Prisma.Sql {
   // an ISO instant read as UTC wall-clock time, as the audit's timestamp(3) columns hold it (audit-writer.ts)
   const at = after.at.toISOString();
-  const [row] = await prisma.$queryRaw<{ examined: number; indexed: number; last_at: number | null; last_id: string | null }[]>`
+  return Prisma.sql`
     WITH scanned AS MATERIALIZED (
       SELECT id, scope, started_at, arguments FROM executions
       WHERE started_at >= (${at}::timestamptz AT TIME ZONE 'UTC') AND (started_at, id) > ((${at}::timestamptz AT TIME ZONE 'UTC'), ${after.id})
@@ -68,9 +78,4 @@ export async function indexMissingArgumentsAfter(
     )
     SELECT (SELECT count(*) FROM scanned)::int AS examined, (SELECT count(*) FROM indexed)::int AS indexed,
            (SELECT (extract(epoch FROM started_at) * 1000)::float8 FROM last) AS last_at, (SELECT id FROM last) AS last_id`;
-  return {
-    examined: Number(row.examined),
-    indexed: Number(row.indexed),
-    last: row.last_id === null || row.last_at === null ? null : { at: new Date(Number(row.last_at)), id: row.last_id },
-  };
 }

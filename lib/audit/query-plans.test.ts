@@ -4,6 +4,7 @@ import { anomaliesSql, listAnomalies, openAnomalyCountsSql } from "@/lib/anomali
 import { freshKeyScanSql, freshKeyTwinsSql, type ScannedExecution } from "@/lib/anomalies/checks/fresh-key-duplicates";
 import { createTestPostgres, type TestPostgres } from "@/test/support/databases";
 import { OVER_LIMIT_PREFIX } from "@/lib/idempotency/scope-result-limit";
+import { argumentIndexScanSql } from "./argument-index";
 import { argumentSearchSql } from "./find-executions";
 import { keyAuditTrailSql, readKeyAuditTrail } from "./key-audit-trail";
 import { operatorActionFacets, operatorActionFacetsSql } from "./operator-action-facets";
@@ -273,6 +274,13 @@ describe("search by an argument value", () => {
   it("finds name:value through the index of the arguments", async () => {
     const q = argumentSearchSql(['{"customerId":"cus_42"}'], undefined, 50, "arguments");
     expect(await indexBacked(inlined(q))).toEqual(["execution_argument_index_path_ops_idx", "executions_pkey"]);
+  });
+});
+
+describe("the reconciler's scan for kept arguments without their searchable copy", () => {
+  it("reads executions after its cursor through the started_at index, and each one's copy through the copies' primary key", async () => {
+    const q = argumentIndexScanSql({ at: new Date(NOW - DAY), id: "" }, 5_000);
+    expect(await indexBacked(q)).toEqual(expect.arrayContaining(["executions_started_at_idx", "execution_argument_index_pkey"]));
   });
 });
 
