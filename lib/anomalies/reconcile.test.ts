@@ -6,7 +6,7 @@ import { defineTool, demoTools, getRegistry, ToolRegistry, type ToolDefinition }
 import { useEngineFixture } from "@/test/support/engine-fixture";
 import { findExecutionsByArguments } from "@/lib/audit/find-executions";
 import { reconcileDeps } from "@/lib/process/background";
-import { reconcile, RECONCILER_ACTOR, type AnomalyOf, type ReconcileOptions } from "./reconcile";
+import { indexMissingArgumentsAtStart, reconcile, RECONCILER_ACTOR, type AnomalyOf, type ReconcileOptions } from "./reconcile";
 import { SCANS } from "./scan-cursor";
 
 describe("reconciler", () => {
@@ -55,6 +55,10 @@ describe("reconciler", () => {
     expect((await pass()).argumentsIndexed).toBe(1);
     expect(await find()).toEqual([execution.id]);
     expect((await pass()).argumentsIndexed).toBe(0);
+    // at a server's start, from where the reconciler's scan stands (here, past this execution)
+    await t.db.prisma.executionArgumentIndex.delete({ where: { executionId: execution.id } });
+    expect(await indexMissingArgumentsAtStart(t.db.prisma)).toBe(1);
+    expect(await find()).toEqual([execution.id]);
   });
 
   it("flags a crash after the side effect as an unknown outcome once its lease passed, once", async () => {

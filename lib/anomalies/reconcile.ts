@@ -3,7 +3,7 @@ import type { Anomaly, Prisma, PrismaClient } from "@/generated/prisma/client";
 import type { KeyStore } from "@/lib/idempotency/key-store";
 import type { ListEffects } from "@/lib/tools/effects";
 import type { NewAnomaly } from "./anomaly-types";
-import { indexMissingArgumentsAfter } from "@/lib/audit/argument-index";
+import { indexMissingArguments as indexMissingArgumentsSince, indexMissingArgumentsAfter } from "@/lib/audit/argument-index";
 import { PrismaAuditWriter } from "@/lib/audit/audit-writer";
 import { Engine } from "@/lib/idempotency/engine";
 import { retryGapsOf, type AuditRecovery, type CheckContext, type CheckResult } from "./checks/context";
@@ -183,6 +183,25 @@ async function indexMissingArguments(ctx: CheckContext): Promise<number> {
   const scanned = await indexMissingArgumentsAfter(ctx.prisma, start, ctx.batch);
   await saveCursor(ctx.prisma, "argument_index", advance(start, scanned.last, scanned.examined, ctx.batch, ctx.settledAt), ctx.nowMs);
   return scanned.indexed;
+}
+
+/**
+ * How long before the reconciler's `argument_index` cursor the pass at a server's start begins: the
+ * longest an intent is expected to reach the log after its start (an async batch held while the
+ * database is down), since the reconciler's scan, by start time, has passed it by then.
+ */
+export const ARGUMENT_INDEX_START_MARGIN_MS = 60 * 60_000;
+
+/**
+ * At a server's start: the search's copies of kept arguments that a process stopped before
+ * writing (lib/audit/argument-index.ts), however long ago it stopped. The reconciler's scan has
+ * examined every execution before its cursor, as committed by then, so this pass reads from the
+ * cursor less ARGUMENT_INDEX_START_MARGIN_MS (no cursor: the whole log, once): the executions no
+ * pass has read yet, that is, what was written while no reconciler ran. Returns how many copies it wrote.
+ */
+export async function indexMissingArgumentsAtStart(prisma: PrismaClient): Promise<number> {
+  const cursor = (await loadCursors(prisma)).get("argument_index");
+  return indexMissingArgumentsSince(prisma, cursor ? new Date(cursor.at.getTime() - ARGUMENT_INDEX_START_MARGIN_MS) : null);
 }
 
 /** Stores findings not known yet (by dedupe key), and tells `onOpened` of them in the same transaction; returns how many were new. */

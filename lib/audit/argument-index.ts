@@ -10,9 +10,10 @@ import { Prisma, type PrismaClient } from "@/generated/prisma/client";
  *
  * Nothing is lost when the process stops in between: the arguments are committed with the intent,
  * and the copies missing are written again from executions (`INSERT … SELECT … WHERE NOT EXISTS`):
- * once at the server's start over the whole log (indexMissingArguments), and by every reconciler
- * pass over the rows since its previous one (indexMissingArgumentsAfter, a cursor like its other
- * scans'). Every statement copies from executions, never from what a caller sent, so a copy is
+ * by every reconciler pass over the rows since its previous one (indexMissingArgumentsAfter, a
+ * cursor like its other scans'), and once at the server's start over what no pass has read yet
+ * (indexMissingArguments from that cursor less a margin, or over the whole log when there is none:
+ * lib/anomalies/reconcile.ts, indexMissingArgumentsAtStart). Every statement copies from executions, never from what a caller sent, so a copy is
  * always what the log holds; ON CONFLICT DO NOTHING makes writing one twice harmless.
  */
 
@@ -26,8 +27,8 @@ export const INDEX_EXECUTIONS = `
 /**
  * Writes the copies missing of executions started at or after `since` (every execution when null):
  * the pass at the server's start, which finds what a process that stopped between an intent and its
- * copy left (whenever that was: it may have been down for longer than the reconciler looks back).
- * One anti-join over executions; returns how many copies it wrote.
+ * copy left while no reconciler pass ran (it may have been down for longer than the reconciler looks
+ * back). One anti-join over those executions; returns how many copies it wrote.
  */
 export async function indexMissingArguments(prisma: PrismaClient, since: Date | null = null): Promise<number> {
   return prisma.$executeRaw`
