@@ -453,7 +453,9 @@ export class PrismaAuditWriter implements AuditWriter {
     for (const e of entries) if (e.arguments != null) this.unindexed.push(e.id);
     // held in memory within the writer's bound; past it the oldest are left to those passes
     if (this.unindexed.length > this.maxQueued) this.unindexed.splice(0, this.unindexed.length - this.maxQueued);
-    if (this.unindexed.length === 0 || this.indexTimer || this.closed) return;
+    if (this.unindexed.length === 0 || this.indexTimer) return;
+    // after close(), as rows are: at once
+    if (this.closed) return void this.writeArgumentIndex().catch(this.onError);
     this.indexTimer = setTimeout(() => {
       this.indexTimer = null;
       this.writeArgumentIndex().catch((err) => {
