@@ -86,6 +86,7 @@ export class PrismaAuditWriter implements AuditWriter {
   /** executions whose intent is committed and whose kept arguments the search cannot see yet (argument-index.ts) */
   private unindexed: string[] = [];
   private indexTimer: NodeJS.Timeout | null = null;
+  private indexWrites: Promise<void> = Promise.resolve();
 
   constructor(
     private readonly prisma: PrismaClient,
@@ -466,8 +467,18 @@ export class PrismaAuditWriter implements AuditWriter {
     this.indexTimer.unref?.();
   }
 
-  /** Writes the copies waiting (see indexLater), maxBatch a statement; those of a statement that fails wait for the next try. */
-  async writeArgumentIndex(): Promise<void> {
+  /**
+   * Writes the copies waiting (see indexLater), maxBatch a statement, after the writes of copies
+   * already under way (so a caller of flush() or close() finds every copy written when it returns);
+   * those of a statement that fails wait for the next try.
+   */
+  writeArgumentIndex(): Promise<void> {
+    const write = this.indexWrites.catch(() => {}).then(() => this.writeWaitingCopies());
+    this.indexWrites = write;
+    return write;
+  }
+
+  private async writeWaitingCopies(): Promise<void> {
     while (this.unindexed.length > 0) {
       const ids = this.unindexed.splice(0, this.maxBatch);
       try {
