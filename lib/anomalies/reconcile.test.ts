@@ -4,8 +4,9 @@ import { z } from "zod";
 import { CallAbandonedError, OutcomeUnknownError, ToolFailedError, UnknownOutcomeKeyError } from "@/lib/idempotency/errors";
 import { defineTool, demoTools, getRegistry, ToolRegistry, type ToolDefinition } from "@/lib/tools";
 import { useEngineFixture } from "@/test/support/engine-fixture";
+import { findExecutionsByArguments } from "@/lib/audit/find-executions";
 import { reconcileDeps } from "@/lib/process/background";
-import { reconcile, RECONCILER_ACTOR, type AnomalyOf, type ReconcileOptions } from "./reconcile";
+import { indexMissingArgumentsAtStart, reconcile, RECONCILER_ACTOR, type AnomalyOf, type ReconcileOptions } from "./reconcile";
 import { SCANS } from "./scan-cursor";
 
 describe("reconciler", () => {
@@ -39,6 +40,25 @@ describe("reconciler", () => {
     }
     const report = await pass();
     expect(ofScope(report, scope)).toEqual([]);
+  });
+
+  it("makes a call's kept arguments searchable again when its process stopped between the intent and their copy", async () => {
+    const scope = `index-${randomUUID().slice(0, 6)}`;
+    await call(charge, scope, "k", { ...chargeArgs, customerId: `cus_${scope}` });
+    await t.audit.flush();
+    const execution = await t.db.prisma.execution.findFirstOrThrow({ where: { scope }, select: { id: true, arguments: true } });
+    expect(execution.arguments).toMatchObject({ customerId: `cus_${scope}` });
+    // the copy the search reads never went out (the writer's next batch did not come)
+    await t.db.prisma.executionArgumentIndex.delete({ where: { executionId: execution.id } });
+    const find = async () => (await findExecutionsByArguments(t.db, [JSON.stringify([`cus_${scope}`])], scope, 50, "top-level values")).found.map((f) => f.id);
+    expect(await find()).toEqual([]);
+    expect((await pass()).argumentsIndexed).toBe(1);
+    expect(await find()).toEqual([execution.id]);
+    expect((await pass()).argumentsIndexed).toBe(0);
+    // at a server's start, from where the reconciler's scan stands (here, past this execution)
+    await t.db.prisma.executionArgumentIndex.delete({ where: { executionId: execution.id } });
+    expect(await indexMissingArgumentsAtStart(t.db.prisma)).toBe(1);
+    expect(await find()).toEqual([execution.id]);
   });
 
   it("flags a crash after the side effect as an unknown outcome once its lease passed, once", async () => {

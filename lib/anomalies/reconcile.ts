@@ -3,6 +3,7 @@ import type { Anomaly, Prisma, PrismaClient } from "@/generated/prisma/client";
 import type { KeyStore } from "@/lib/idempotency/key-store";
 import type { ListEffects } from "@/lib/tools/effects";
 import type { NewAnomaly } from "./anomaly-types";
+import { indexMissingArguments as indexMissingArgumentsSince, indexMissingArgumentsAfter } from "@/lib/audit/argument-index";
 import { PrismaAuditWriter } from "@/lib/audit/audit-writer";
 import { Engine } from "@/lib/idempotency/engine";
 import { retryGapsOf, type AuditRecovery, type CheckContext, type CheckResult } from "./checks/context";
@@ -17,7 +18,7 @@ import { findResultsOverLimit } from "./checks/results-over-limit";
 import { findStaleSuppressions } from "./checks/stale-suppressions";
 import { findUnknownOutcomes } from "./checks/unknown-outcomes";
 import { findUnrecordedEffects } from "./checks/unrecorded-effects";
-import { loadCursors, saveCursor, type ScanName } from "./scan-cursor";
+import { advance, loadCursors, saveCursor, startOf, type ScanName } from "./scan-cursor";
 
 export type { AuditRecovery } from "./checks/context";
 export { ANOMALY_TYPES, type AnomalyOf, type AnomalyType, type EvidenceByType, type NewAnomaly } from "./anomaly-types";
@@ -81,6 +82,11 @@ export interface ReconcileReport {
   probed: ProbedKey[];
   /** open anomalies closed because their key needs nobody any more (decided, done, restored) */
   settled: number;
+  /**
+   * executions whose kept arguments the search could not find: their process stopped between the
+   * intent and the copy the search reads (lib/audit/argument-index.ts); copied now
+   */
+  argumentsIndexed: number;
 }
 
 /**
@@ -117,7 +123,7 @@ export async function reconcile(deps: ReconcileDeps, options: ReconcileOptions =
     cursor: (name: ScanName) => cursors.get(name),
     retryGaps: retryGapsOf(deps.prisma, nowMs),
   };
-  const report: ReconcileReport = { examined: { executions: 0, suppressions: 0, effects: 0, keys: 0 }, backfilled: 0, restored: 0, finished: 0, flagged: [], created: 0, probed: [], settled: 0 };
+  const report: ReconcileReport = { examined: { executions: 0, suppressions: 0, effects: 0, keys: 0 }, backfilled: 0, restored: 0, finished: 0, flagged: [], created: 0, probed: [], settled: 0, argumentsIndexed: 0 };
 
   const keep = async (result: CheckResult): Promise<number> => {
     report.flagged.push(...result.flagged);
@@ -151,6 +157,7 @@ export async function reconcile(deps: ReconcileDeps, options: ReconcileOptions =
   report.examined.suppressions += await keep(await findStaleSuppressions(ctx));
   report.examined.executions += await keep(await findFreshKeyDuplicates(ctx));
   report.examined.executions += await keep(await findResultsOverLimit(ctx));
+  report.argumentsIndexed = await indexMissingArguments(ctx);
 
   // Last, so an unknown outcome is on record before its tool's answer settles it (and closes it).
   if (deps.probes) {
@@ -164,6 +171,37 @@ export async function reconcile(deps: ReconcileDeps, options: ReconcileOptions =
   report.settled = settled.closed;
   await saveCursor(deps.prisma, "settled_anomalies", settled.cursor, nowMs);
   return report;
+}
+
+/**
+ * The search's copies of kept arguments that the audit writer did not write (lib/audit/argument-index.ts):
+ * each execution is read once, after the previous pass's, as the other scans read them; so a pass
+ * costs the executions written since the previous one, however large the log.
+ */
+async function indexMissingArguments(ctx: CheckContext): Promise<number> {
+  const start = startOf(ctx.cursor("argument_index"), ctx.since);
+  const scanned = await indexMissingArgumentsAfter(ctx.prisma, start, ctx.batch);
+  await saveCursor(ctx.prisma, "argument_index", advance(start, scanned.last, scanned.examined, ctx.batch, ctx.settledAt), ctx.nowMs);
+  return scanned.indexed;
+}
+
+/**
+ * How long before the reconciler's `argument_index` cursor the pass at a server's start begins: the
+ * longest an intent is expected to reach the log after its start (an async batch held while the
+ * database is down), since the reconciler's scan, by start time, has passed it by then.
+ */
+export const ARGUMENT_INDEX_START_MARGIN_MS = 60 * 60_000;
+
+/**
+ * At a server's start: the search's copies of kept arguments that a process stopped before
+ * writing (lib/audit/argument-index.ts), however long ago it stopped. The reconciler's scan has
+ * examined every execution before its cursor, as committed by then, so this pass reads from the
+ * cursor less ARGUMENT_INDEX_START_MARGIN_MS (no cursor: the whole log, once): the executions no
+ * pass has read yet, that is, what was written while no reconciler ran. Returns how many copies it wrote.
+ */
+export async function indexMissingArgumentsAtStart(prisma: PrismaClient): Promise<number> {
+  const cursor = (await loadCursors(prisma)).get("argument_index");
+  return indexMissingArgumentsSince(prisma, cursor ? new Date(cursor.at.getTime() - ARGUMENT_INDEX_START_MARGIN_MS) : null);
 }
 
 /** Stores findings not known yet (by dedupe key), and tells `onOpened` of them in the same transaction; returns how many were new. */

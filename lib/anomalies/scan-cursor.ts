@@ -15,6 +15,8 @@ import type { PrismaClient } from "@/generated/prisma/client";
  * - results_over_limit: results stored as a placeholder over their scope's limit, by (finished_at, id).
  * - settled_anomalies: open per-key anomalies, by (detected_at, id), round and round: those whose
  *   key needs nobody any more are closed (checks/settled-anomalies.ts).
+ * - argument_index: executions, by (started_at, id): the search's copy of their kept arguments is
+ *   written where the audit writer's process stopped before writing it (lib/audit/argument-index.ts).
  */
 export const SCANS = [
   "silent_executions",
@@ -27,6 +29,7 @@ export const SCANS = [
   "held_calls",
   "results_over_limit",
   "settled_anomalies",
+  "argument_index",
 ] as const;
 export type ScanName = (typeof SCANS)[number];
 

@@ -3,7 +3,9 @@ import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { openDatabase, type Database } from "@/lib/db/database";
 import { createTestPglite, createTestPostgres, type TestPostgres } from "@/test/support/databases";
+import { indexMissingArguments, indexMissingArgumentsAfter } from "./argument-index";
 import { PrismaAuditWriter, type AuditWriterOptions } from "./audit-writer";
+import { findExecutionsByArguments } from "./find-executions";
 
 // The same statements through the database driver (as the server runs them) and through Prisma
 // (as the reconciler's writer runs them, on either database).
@@ -19,7 +21,7 @@ describe.each([
   });
   afterAll(() => pg?.drop());
   const newWriter = (options: AuditWriterOptions) =>
-    new PrismaAuditWriter(pg.db.prisma, { ...options, ...(through === "the driver" ? { execute: pg.db.execute, query: pg.db.query } : {}) });
+    new PrismaAuditWriter(pg.db.prisma, { ...(through === "the driver" ? { execute: pg.db.execute, query: pg.db.query } : {}), ...options });
 
   const intent = (key: string, startedAt = new Date()) => ({
     id: randomUUID(), scope: "s", key, tool: "t", fingerprint: "f", token: 7, session: "x", caller: null, fallback: false,
@@ -115,6 +117,61 @@ describe.each([
 
   it("keeps every column as given, times to the millisecond, whichever way a row goes in", async () => {
     await expectColumnsKept(pg.db, newWriter);
+  });
+
+  it("makes a call findable by its kept arguments one batch after its intent, not in the intent's commit, in both modes", async () => {
+    const find = async (value: string) =>
+      (await findExecutionsByArguments(pg.db, [JSON.stringify({ customerId: value })], "s", 50)).found.map((f) => f.id);
+    for (const mode of ["durable", "async"] as const) {
+      const writer = newWriter({ mode, flushIntervalMs: 60_000 });
+      const lone = { ...intent(`find-${mode}-lone`), arguments: JSON.stringify({ customerId: `cus_find_${mode}` }), argumentsKept: "full" as const };
+      const group = [1, 2].map((n) => ({ ...intent(`find-${mode}-${n}`), arguments: JSON.stringify({ customerId: `cus_find_${mode}` }), argumentsKept: "full" as const }));
+      await writer.intent(lone);
+      await Promise.all(group.map((g) => writer.intent(g)));
+      if (mode === "durable") {
+        // committed, and not yet findable: the copy the search reads waits for the writer's next batch
+        expect(await pg.db.prisma.execution.count({ where: { id: { in: [lone.id, ...group.map((g) => g.id)] } } })).toBe(3);
+        expect(await find(`cus_find_${mode}`)).toEqual([]);
+      }
+      await writer.close();
+      expect((await find(`cus_find_${mode}`)).sort()).toEqual([lone.id, ...group.map((g) => g.id)].sort());
+      expect(await find("cus_nobody")).toEqual([]);
+    }
+  });
+
+  it("after a crash between an intent and its searchable copy, finds the call again from the log: at start, and by the reconciler's scan", async () => {
+    for (const recovery of ["start", "reconciler"] as const) {
+      for (const mode of ["durable", "async"] as const) {
+        const value = `cus_crash_${recovery}_${mode}`;
+        // the process stops after the intents' commit (durable) or their batch (async), before the
+        // copies go out: their statement never reaches the database
+        const real = newWriter({}) as unknown as { execute: NonNullable<AuditWriterOptions["execute"]> };
+        const writer = newWriter({
+          mode,
+          flushIntervalMs: 1e9,
+          onError: () => {},
+          execute: (sql, params, options) => (options?.prepare === "idemgate_audit_argument_index" ? Promise.reject(new Error("stopped")) : real.execute(sql, params, options)),
+        });
+        const calls = [1, 2].map((n) => ({ ...intent(`crash-${recovery}-${mode}-${n}`), arguments: JSON.stringify({ customerId: value, n }), argumentsKept: "full" as const }));
+        for (const c of calls) await writer.intent(c);
+        // the batch goes in; flush() then fails on the copies, as the process would have stopped
+        if (mode === "async") await expect(writer.flush()).rejects.toThrow("stopped");
+        expect(await pg.db.prisma.execution.count({ where: { id: { in: calls.map((c) => c.id) } } })).toBe(2);
+        const find = async () => (await findExecutionsByArguments(pg.db, [JSON.stringify([value])], undefined, 50, "top-level values")).found.map((f) => f.id).sort();
+        expect(await find()).toEqual([]);
+        if (recovery === "start") {
+          expect(await indexMissingArguments(pg.db.prisma)).toBe(2);
+        } else {
+          // from a position before these calls, as the reconciler's cursor stands
+          const scanned = await indexMissingArgumentsAfter(pg.db.prisma, { at: new Date(Date.now() - 60_000), id: "" }, 1_000);
+          expect(scanned.indexed).toBe(2);
+          expect(scanned.last).not.toBeNull();
+        }
+        expect(await find()).toEqual(calls.map((c) => c.id).sort());
+        // written once: a second pass finds nothing missing
+        expect(await indexMissingArguments(pg.db.prisma)).toBe(0);
+      }
+    }
   });
 
   it("in async mode never writes an outcome before its intent: one queued ahead of its intent's batch waits for that batch", async () => {
@@ -376,7 +433,7 @@ describe("audit writer statements on a PostgreSQL server", () => {
     }
   });
 
-  it("keeps the intent, the batch and the latest-execution lookup prepared on the connection: parsed and planned once, not per call", async () => {
+  it("keeps the intent, the batch, the arguments' copies and the latest-execution lookup prepared on the connection: parsed and planned once, not per call", async () => {
     const writer = new PrismaAuditWriter(one.prisma, { mode: "durable", execute: one.execute, query: one.query, flushIntervalMs: 60_000 });
     const startedAt = new Date();
     const intent = (key: string) => ({
@@ -391,7 +448,8 @@ describe("audit writer statements on a PostgreSQL server", () => {
     await writer.flush();
     expect(await writer.priorExecution("prep", "a", new Date(0))).toMatchObject({ id: first.id, outcome: "succeeded" });
     const prepared = (await one.query("SELECT name FROM pg_prepared_statements ORDER BY name", [])).map((r) => r.name);
-    expect(prepared).toEqual(["idemgate_audit_batch", "idemgate_audit_intent", "idemgate_audit_latest_execution"]);
+    // with the statement writing the search's copies of the kept arguments (flush() writes them)
+    expect(prepared).toEqual(["idemgate_audit_argument_index", "idemgate_audit_batch", "idemgate_audit_intent", "idemgate_audit_latest_execution"]);
     // the second intent went through the prepared statement, with its arguments kept
     const rows = await one.query("SELECT key, arguments FROM executions WHERE scope = 'prep' ORDER BY key", []);
     expect(rows).toEqual([

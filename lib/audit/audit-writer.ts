@@ -3,6 +3,7 @@ import type { StatementOptions } from "@/lib/db/database";
 import { isUniqueViolation } from "@/lib/db/errors";
 import { COMPLETION_NOT_STORED, OPEN_CALL_RECOVERY_MS, OpenExecutionError, type AuditWriter, type ClosedOutcome, type ExecutionRow, type IntentEntry, type OutcomeEntry, type PriorExecution, type SuppressionEntry } from "@/lib/idempotency/audit-port";
 import { mayRunAfter } from "@/lib/idempotency/transitions";
+import { INDEX_EXECUTIONS } from "./argument-index";
 import { GroupCommit, type ItemResults } from "./group-commit";
 
 export type AuditMode = "durable" | "async";
@@ -82,6 +83,10 @@ export class PrismaAuditWriter implements AuditWriter {
   private readonly execute: (sql: string, params: readonly unknown[], options?: StatementOptions) => Promise<number>;
   private readonly query: (sql: string, params: readonly unknown[], options?: StatementOptions) => Promise<Record<string, unknown>[]>;
   private readonly intentCommits: GroupCommit<IntentEntry>;
+  /** executions whose intent is committed and whose kept arguments the search cannot see yet (argument-index.ts) */
+  private unindexed: string[] = [];
+  private indexTimer: NodeJS.Timeout | null = null;
+  private indexWrites: Promise<void> = Promise.resolve();
 
   constructor(
     private readonly prisma: PrismaClient,
@@ -121,7 +126,7 @@ export class PrismaAuditWriter implements AuditWriter {
       // again: a key store that lost a running call's reservation lets its retry reserve the key,
       // and that retry can read the log before the first call's intent commits, then get here
       // after its outcome was queued.
-      await this.flush();
+      await this.flushRows();
       const blocking = await this.priorExecution(entry.scope, entry.key, new Date(0));
       if (!blocking || !mayRunAfter(blocking, entry.startedAt.getTime())) throw new OpenExecutionError(entry.scope, entry.key);
       try {
@@ -131,6 +136,7 @@ export class PrismaAuditWriter implements AuditWriter {
         throw again;
       }
     }
+    this.indexLater([entry], this.flushIntervalMs);
   }
 
   /**
@@ -251,12 +257,12 @@ export class PrismaAuditWriter implements AuditWriter {
 
   async extendLease(id: string, leaseUntil: Date): Promise<void> {
     const queued = (i: IntentEntry) => i.id === id;
-    if (this.intents.some(queued) || this.writing.intents.some(queued)) await this.flush();
+    if (this.intents.some(queued) || this.writing.intents.some(queued)) await this.flushRows();
     await this.prisma.execution.updateMany({ where: { id, outcome: null, leaseUntil: { lt: leaseUntil } }, data: { leaseUntil } });
   }
 
   async recoveryWindowEnd(epochMs: number): Promise<number | null> {
-    await this.flush();
+    await this.flushRows();
     const epoch = new Date(epochMs);
     const [results, open] = await Promise.all([
       this.prisma.execution.aggregate({ _max: { expiresAt: true }, where: { startedAt: { lt: epoch }, expiresAt: { gt: epoch } } }),
@@ -280,7 +286,7 @@ export class PrismaAuditWriter implements AuditWriter {
     if (process.env.IDEMGATE_TEST_EXIT_BEFORE_DECISION_LOG === "1" && outcome !== "retried") process.exit(70);
     // an intent still queued here (async mode) goes in first, or this decision would match nothing
     const queued = (i: IntentEntry) => i.id === executionId;
-    if (this.intents.some(queued) || this.writing.intents.some(queued)) await this.flush();
+    if (this.intents.some(queued) || this.writing.intents.some(queued)) await this.flushRows();
     const data = {
       outcome,
       finishedAt: new Date(),
@@ -316,8 +322,17 @@ export class PrismaAuditWriter implements AuditWriter {
     return this.intents.length + this.outcomes.length + this.suppressions.length;
   }
 
-  /** Writes everything queued so far, waiting for a write already under way; callers share one write. */
+  /**
+   * Writes everything queued so far, and the search's copies of the kept arguments of the intents
+   * written (argument-index.ts): what a reader of the log and its search then finds.
+   */
   async flush(): Promise<void> {
+    await this.flushRows();
+    await this.writeArgumentIndex();
+  }
+
+  /** Writes the rows queued so far, waiting for a write already under way; callers share one write. */
+  private async flushRows(): Promise<void> {
     for (;;) {
       if (this.flushing) {
         // someone else's batch: if it fails its rows are queued again and written below
@@ -345,10 +360,14 @@ export class PrismaAuditWriter implements AuditWriter {
     this.closed = true;
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
+    if (this.indexTimer) clearTimeout(this.indexTimer);
+    this.indexTimer = null;
     const deadline = Date.now() + this.closeTimeoutMs;
     for (;;) {
       try {
-        await this.flush();
+        await this.flushRows();
+        // once: a copy not written now is written again from the log at the next start (argument-index.ts)
+        await this.writeArgumentIndex().catch((err) => this.onError(err));
         return;
       } catch (err) {
         const left = deadline - Date.now();
@@ -363,13 +382,13 @@ export class PrismaAuditWriter implements AuditWriter {
 
   private schedule(): void {
     if (this.closed || this.queued >= Math.min(this.maxBatch, this.maxQueued)) {
-      void this.flush().catch(this.onError);
+      void this.flushRows().catch(this.onError);
       return;
     }
     if (this.timer) return;
     this.timer = setTimeout(() => {
       this.timer = null;
-      this.flush().catch((err) => {
+      this.flushRows().catch((err) => {
         this.onError(err);
         this.schedule();
       });
@@ -410,6 +429,7 @@ export class PrismaAuditWriter implements AuditWriter {
       }
       // one statement, so all of it or nothing is written
       await this.execute(WRITE_BATCH, [JSON.stringify(rows), JSON.stringify(updates), JSON.stringify(suppressions.map(suppressionRow))], { prepare: "idemgate_audit_batch" });
+      this.indexLater(intents, 0);
       if (this.droppedUnreported > 0 && this.queued < this.maxQueued / 2) {
         console.warn(`idemgate: the audit log caught up; ${this.droppedUnreported} suppression rows were dropped meanwhile`);
         this.droppedUnreported = 0;
@@ -425,6 +445,52 @@ export class PrismaAuditWriter implements AuditWriter {
     }
   }
 
+  /**
+   * The search's copies of these committed intents' kept arguments (argument-index.ts) go out
+   * `afterMs` later, in one statement with the others waiting then: off the path a reservation
+   * waits on (a durable intent's copy goes with the writer's next batch; an async batch's copies
+   * right after it). Their arguments are committed already: a copy this process does not write is
+   * written again from the log (at the next start, and by the reconciler).
+   */
+  private indexLater(entries: readonly IntentEntry[], afterMs: number): void {
+    for (const e of entries) if (e.arguments != null) this.unindexed.push(e.id);
+    // held in memory within the writer's bound; past it the oldest are left to those passes
+    if (this.unindexed.length > this.maxQueued) this.unindexed.splice(0, this.unindexed.length - this.maxQueued);
+    if (this.unindexed.length === 0 || this.indexTimer) return;
+    // after close(), as rows are: at once
+    if (this.closed) return void this.writeArgumentIndex().catch(this.onError);
+    this.indexTimer = setTimeout(() => {
+      this.indexTimer = null;
+      this.writeArgumentIndex().catch((err) => {
+        this.onError(err);
+        this.indexLater([], this.flushIntervalMs);
+      });
+    }, afterMs);
+    this.indexTimer.unref?.();
+  }
+
+  /**
+   * Writes the copies waiting (see indexLater), maxBatch a statement, after the writes of copies
+   * already under way (so a caller of flush() or close() finds every copy written when it returns);
+   * those of a statement that fails wait for the next try.
+   */
+  writeArgumentIndex(): Promise<void> {
+    const write = this.indexWrites.catch(() => {}).then(() => this.writeWaitingCopies());
+    this.indexWrites = write;
+    return write;
+  }
+
+  private async writeWaitingCopies(): Promise<void> {
+    while (this.unindexed.length > 0) {
+      const ids = this.unindexed.splice(0, this.maxBatch);
+      try {
+        await this.execute(INDEX_EXECUTIONS, [JSON.stringify(ids)], { prepare: "idemgate_audit_argument_index" });
+      } catch (err) {
+        this.unindexed.unshift(...ids);
+        throw err;
+      }
+    }
+  }
 }
 
 // Audit times are `timestamp(3)` holding UTC (as Prisma reads and writes them). The intent's

@@ -44,18 +44,19 @@ export async function findExecutionById(db: Db, id: string, scope: string | unde
 /** How many matches a search reads before sorting them by time: a value almost every call has stops here. */
 export const ARGUMENT_MATCHES_READ = 10_000;
 
-/** The array of a kept call's top-level values, as migration 20261206000000 indexes it. */
+/** The array of a kept call's top-level values, as execution_argument_index_values_idx indexes it. */
 export const TOP_LEVEL_VALUES = `jsonb_path_query_array(arguments, '$.*')`;
 
 /**
  * Executions whose kept arguments contain any of `documents` (JSON texts), newest first; with
  * `within: "top-level values"`, whose array of top-level values contains any of them (`["cus_42"]`:
- * the value under any name). `@>` on a GIN index (jsonb_path_ops: executions_arguments_path_ops_idx,
- * executions_argument_values_idx), so the time depends on the matches, not on the number of
- * executions. The matches are read first (MATERIALIZED) and sorted after: left to itself the planner
- * walks the time index backwards hoping for 50 matches soon, which reads every execution when a
- * value has none. `capped`: more than ARGUMENT_MATCHES_READ matched, and the newest of those read are
- * shown.
+ * the value under any name). `@>` on a GIN index (jsonb_path_ops) of execution_argument_index, the
+ * copy of the kept arguments the audit writer writes one batch after the intent (argument-index.ts):
+ * the time depends on the matches, not on the number of executions. The matches are read first
+ * (MATERIALIZED), sorted by their start, and only the newest `limit` are joined to executions:
+ * left to itself the planner walks a time index backwards hoping for 50 matches soon, which reads
+ * every row when a value has none. `capped`: more than ARGUMENT_MATCHES_READ matched, and the newest
+ * of those read are shown.
  */
 export async function findExecutionsByArguments(
   db: Db,
@@ -77,9 +78,12 @@ export function argumentSearchSql(documents: readonly string[], scope: string | 
   const contains = documents.map((_, i) => `${subject} @> $${i + 4}::jsonb`).join(" OR ");
   return {
     sql: `WITH matched AS MATERIALIZED (
-       SELECT ${COLUMNS} FROM executions WHERE (${contains}) AND ($1::text IS NULL OR scope = $1) LIMIT $3
+       SELECT execution_id, started_at FROM execution_argument_index WHERE (${contains}) AND ($1::text IS NULL OR scope = $1) LIMIT $3
+     ), newest AS (
+       SELECT execution_id FROM matched ORDER BY started_at DESC LIMIT $2
      )
-     SELECT ${COLUMNS}, (SELECT count(*) FROM matched) AS n FROM matched ORDER BY started_at DESC LIMIT $2`,
+     SELECT e.id, e.scope, e.key, e.tool, e.started_at, e.outcome, (SELECT count(*) FROM matched) AS n
+     FROM newest JOIN executions e ON e.id = newest.execution_id ORDER BY e.started_at DESC`,
     params: [scope ?? null, limit, ARGUMENT_MATCHES_READ, ...documents] as unknown[],
   };
 }

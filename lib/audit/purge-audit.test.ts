@@ -1,6 +1,8 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestPostgres } from "@/test/support/databases";
+import { indexMissingArguments } from "./argument-index";
+import { findExecutionsByArguments } from "./find-executions";
 import { purgeAuditRows } from "./purge-audit";
 
 describe("audit retention", () => {
@@ -47,6 +49,8 @@ describe("audit retention", () => {
       arguments: args, argumentsKept: "redacted", answerStatus: outcome === null ? 503 : null, answerBody: outcome === null ? "down" : null,
     });
     await pg.db.prisma.execution.createMany({ data: [execution(old, "succeeded", "a-old"), execution(old, null, "a-open"), execution(recent, "succeeded", "a-recent")] });
+    // the search's copies of their arguments, as the audit writer writes them
+    expect(await indexMissingArguments(pg.db.prisma)).toBe(3);
     const purged = await purgeAuditRows(pg.db.prisma, new Date(Date.now() - 30 * 86_400_000), 10);
     expect(purged).toMatchObject({ executions: 1, keptArguments: 1 });
     const rows = await pg.db.prisma.execution.findMany({ where: { scope: "args" }, orderBy: { key: "asc" } });
@@ -54,5 +58,10 @@ describe("audit retention", () => {
       ["a-open", "f", null, null, null],
       ["a-recent", "f", args, "redacted", null],
     ]);
+    // the copies go with their execution (deleted) and with its arguments (dropped): the search no longer finds them
+    const copies = await pg.db.prisma.executionArgumentIndex.findMany({ where: { scope: "args" }, select: { execution: { select: { key: true } }, arguments: true } });
+    expect(copies).toEqual([{ execution: { key: "a-recent" }, arguments: args }]);
+    expect((await findExecutionsByArguments(pg.db, [JSON.stringify({ customerId: "cus_purged" })], "args", 50)).found.map((f) => f.key)).toEqual(["a-recent"]);
+    expect(await indexMissingArguments(pg.db.prisma)).toBe(0);
   });
 });

@@ -38,10 +38,17 @@ export async function purgeAuditRows(prisma: PrismaClient, olderThan: Date, batc
   // a call's arguments live no longer than its audit trail, even while its outcome is unknown:
   // an execution kept for want of an outcome keeps its fingerprint, not its arguments
   for (;;) {
-    const n = await prisma.$executeRaw`
-      UPDATE executions SET arguments = NULL, arguments_kept = NULL, answer_body = NULL, answer_status = NULL WHERE id IN (
-        SELECT id FROM executions WHERE started_at < (${olderThan}::timestamptz AT TIME ZONE 'UTC')
-          AND (arguments IS NOT NULL OR answer_body IS NOT NULL) LIMIT ${batch})`;
+    // with the search's copy of them (lib/audit/argument-index.ts), in the same statement
+    const [{ n }] = await prisma.$queryRaw<{ n: number }[]>`
+      WITH cleared AS (
+        UPDATE executions SET arguments = NULL, arguments_kept = NULL, answer_body = NULL, answer_status = NULL WHERE id IN (
+          SELECT id FROM executions WHERE started_at < (${olderThan}::timestamptz AT TIME ZONE 'UTC')
+            AND (arguments IS NOT NULL OR answer_body IS NOT NULL) LIMIT ${batch})
+        RETURNING id
+      ), unindexed AS (
+        DELETE FROM execution_argument_index WHERE execution_id IN (SELECT id FROM cleared)
+      )
+      SELECT count(*)::int AS n FROM cleared`;
     result.keptArguments += n;
     if (n < batch) break;
   }

@@ -4,6 +4,7 @@ import { anomaliesSql, listAnomalies, openAnomalyCountsSql } from "@/lib/anomali
 import { freshKeyScanSql, freshKeyTwinsSql, type ScannedExecution } from "@/lib/anomalies/checks/fresh-key-duplicates";
 import { createTestPostgres, type TestPostgres } from "@/test/support/databases";
 import { OVER_LIMIT_PREFIX } from "@/lib/idempotency/scope-result-limit";
+import { argumentIndexScanSql } from "./argument-index";
 import { argumentSearchSql } from "./find-executions";
 import { keyAuditTrailSql, readKeyAuditTrail } from "./key-audit-trail";
 import { operatorActionFacets, operatorActionFacetsSql } from "./operator-action-facets";
@@ -19,7 +20,7 @@ import { STATS_WINDOWS, toolStatsSql, toolTotalsSql } from "./tool-stats";
 const NOW = Date.UTC(2026, 2, 10, 12, 10, 0);
 const DAY = 86_400_000;
 const ROWS = 40_000;
-const AUDIT_TABLES = ["executions", "suppressions", "operator_actions", "anomalies"];
+const AUDIT_TABLES = ["executions", "suppressions", "operator_actions", "anomalies", "execution_argument_index"];
 
 interface PlanNode {
   "Node Type": string;
@@ -67,8 +68,12 @@ beforeAll(async () => {
     SELECT 'f-' || lpad(i::text, 6, '0'), 'fresh_key_duplicate', 'seed-fresh:' || i, 'tool-' || (i % 5), 'scope-' || (i % 10), 'key-' || (i % 2000),
       (ARRAY['open','acknowledged','resolved'])[i % 3 + 1], 'seeded', '{}'::jsonb, ${at("i * 10")}, ${at("i * 10")}
     FROM generate_series(1, ${ROWS / 10}) AS i`);
+  // the search's copy of the kept arguments, as the audit writer writes it after each intent
+  await prisma.$executeRawUnsafe(`
+    INSERT INTO execution_argument_index (execution_id, scope, started_at, arguments)
+    SELECT id, scope, started_at, arguments FROM executions WHERE arguments IS NOT NULL`);
   // autovacuum's steady state for insert-mostly tables: statistics, and the visibility map index-only scans rely on
-  await prisma.$executeRawUnsafe("VACUUM ANALYZE executions, suppressions, operator_actions, anomalies");
+  await prisma.$executeRawUnsafe("VACUUM ANALYZE executions, suppressions, operator_actions, anomalies, execution_argument_index");
 }, 120_000);
 
 afterAll(async () => {
@@ -258,16 +263,24 @@ describe("search by an argument value", () => {
       return v === null ? "NULL" : typeof v === "number" ? String(v) : `'${String(v).replace(/'/g, "''")}'`;
     }));
 
+  // the GIN indexes of the side table (execution_argument_index), then the newest matches' executions by id
   it("finds a bare value under any top-level name through the index of top-level values, in every scope or one", async () => {
     for (const scope of [undefined, "scope-3"]) {
       const q = argumentSearchSql(['["cus_42"]', '["n7"]'], scope, 50, "top-level values");
-      expect(await indexBacked(inlined(q))).toEqual(expect.arrayContaining(["executions_argument_values_idx"]));
+      expect(await indexBacked(inlined(q))).toEqual(["execution_argument_index_values_idx", "execution_argument_index_values_idx", "executions_pkey"]);
     }
   });
 
   it("finds name:value through the index of the arguments", async () => {
     const q = argumentSearchSql(['{"customerId":"cus_42"}'], undefined, 50, "arguments");
-    expect(await indexBacked(inlined(q))).toEqual(expect.arrayContaining(["executions_arguments_path_ops_idx"]));
+    expect(await indexBacked(inlined(q))).toEqual(["execution_argument_index_path_ops_idx", "executions_pkey"]);
+  });
+});
+
+describe("the reconciler's scan for kept arguments without their searchable copy", () => {
+  it("reads executions after its cursor through the started_at index, and each one's copy through the copies' primary key", async () => {
+    const q = argumentIndexScanSql({ at: new Date(NOW - DAY), id: "" }, 5_000);
+    expect(await indexBacked(q)).toEqual(expect.arrayContaining(["executions_started_at_idx", "execution_argument_index_pkey"]));
   });
 });
 

@@ -10,7 +10,7 @@ import { webhookEndpoints } from "@/lib/notifications/endpoints";
 import { eventsForOpenedAnomalies } from "@/lib/notifications/events";
 import { enqueueEvents, purgeDeliveries } from "@/lib/notifications/outbox";
 import { startWebhookDispatcher, type Dispatcher } from "@/lib/notifications/dispatcher";
-import { ProbeRotation, reconcile, RECONCILER_ACTOR, type ReconcileDeps, type ReconcileOptions, type ReconcileReport } from "@/lib/anomalies/reconcile";
+import { indexMissingArgumentsAtStart, ProbeRotation, reconcile, RECONCILER_ACTOR, type ReconcileDeps, type ReconcileOptions, type ReconcileReport } from "@/lib/anomalies/reconcile";
 
 /** Where probing continues, per key store: passes of one process take the held keys in turn. */
 const rotations = new WeakMap<object, ProbeRotation>();
@@ -95,6 +95,13 @@ export function startBackgroundJobs(runtime: Runtime): () => void {
     webhooks.stop();
     if (dispatcher === webhooks) dispatcher = null;
   };
+  // Once at start: the search's copies of kept arguments that a process stopped before writing
+  // (lib/audit/argument-index.ts), from where the reconciler's scan stands (it may not have run for
+  // long); each reconciler pass then reads the executions written since its previous one.
+  void indexMissingArgumentsAtStart(runtime.db.prisma).then(
+    (n) => n > 0 && console.log(`idemgate: ${n} executions' kept arguments made searchable again (their process stopped before it did)`),
+    (err) => console.error(`idemgate: could not make kept arguments searchable at start (${describeError(err)}); the reconciler does it for recent executions`),
+  );
   if (interval <= 0) return stopWebhooks;
   let running = false;
   let lastFailure: string | null = null;
