@@ -1,5 +1,6 @@
 import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
+import { brotliCompressSync, gzipSync } from "node:zlib";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { FinalToolError, NotRunError, OutcomeUnknown, type ToolContext } from "@/lib/idempotency/tool";
 import type { UpstreamConfig } from "./define-tool";
@@ -53,6 +54,9 @@ beforeAll(async () => {
       if (path === "/conflict") return json(409, { error: { type: "idempotency_error" } });
       if (path.startsWith("/adyen/")) return json(422, { status: 422, errorCode: path.slice("/adyen/".length), message: "x" });
       if (path === "/redirect") return res.writeHead(307, { location: "/ok" }).end();
+      // compressed whatever the request asked for
+      if (path === "/gzip") return res.writeHead(201, { "content-type": "application/json", "content-encoding": "gzip" }).end(gzipSync(JSON.stringify({ zipped: "gzip" })));
+      if (path === "/br") return res.writeHead(201, { "content-type": "application/json", "content-encoding": "br" }).end(brotliCompressSync(JSON.stringify({ zipped: "br" })));
       if (path === "/slow") {
         const timer = setTimeout(() => json(200, { late: true }), 2_000);
         res.on("close", () => clearTimeout(timer));
@@ -152,6 +156,13 @@ describe("upstreamRunner", () => {
     expect(received.map((r) => r.path)).toEqual(["/redirect"]);
   });
 
+  it("asks for an uncompressed answer and decodes one compressed anyway (gzip, br)", async () => {
+    expect(await upstreamRunner({ url: `${base}/gzip`, timeoutMs: 1_000 })({}, ctx)).toEqual({ status: 201, body: { zipped: "gzip" } });
+    expect(received[0].headers["accept-encoding"]).toBe("identity");
+    expect(await upstreamRunner({ url: `${base}/br`, timeoutMs: 1_000, headers: { "accept-encoding": "br" } })({}, ctx)).toEqual({ status: 201, body: { zipped: "br" } });
+    expect(received[1].headers["accept-encoding"]).toBe("br");
+  });
+
   it("a call its caller gives up on (the call's signal) is an unknown outcome, not a timeout", async () => {
     const caller = new AbortController();
     const pending = failure(upstreamRunner({ url: `${base}/slow`, timeoutMs: 60_000 })({}, { ...ctx, signal: caller.signal }));
@@ -191,12 +202,28 @@ describe("upstreamRunner", () => {
     expect((err as NotRunError).message).not.toContain(String(port));
   });
 
+  it("a service that refuses the connection (nothing listening) is not run, through the default client too", async () => {
+    const closed = createServer();
+    await new Promise<void>((resolve) => closed.listen(0, "127.0.0.1", resolve));
+    const port = (closed.address() as AddressInfo).port;
+    await new Promise<void>((resolve) => closed.close(() => resolve()));
+    const err = await failure(upstreamRunner({ url: `http://127.0.0.1:${port}/charge`, timeoutMs: 1_000 })({}, ctx));
+    expect(err).toBeInstanceOf(NotRunError);
+    expect((err as NotRunError).message).toContain("ECONNREFUSED");
+  });
+
+  it("a connection reset after the request was sent is an unknown outcome, through the default client", async () => {
+    const err = await failure(upstreamRunner({ url: `${base}/reset`, timeoutMs: 1_000 })({}, ctx));
+    expect(err).toBeInstanceOf(OutcomeUnknown);
+    expect((err as OutcomeUnknown).timedOut).toBe(false);
+  });
+
   it("an unreachable host or network counts as not sent only when connecting failed, not on a connection already open", async () => {
     // what undici's fetch rejects with: TypeError("fetch failed") with the socket's error as its cause
     const failingWith = (code: string, syscall: string) => (async () => {
       throw new TypeError("fetch failed", { cause: Object.assign(new Error(`${syscall} ${code}`), { code, syscall }) });
     }) as unknown as typeof fetch;
-    for (const code of ["EHOSTUNREACH", "ENETUNREACH"]) {
+    for (const code of ["EHOSTUNREACH", "ENETUNREACH", "ETIMEDOUT"]) {
       expect(await failure(upstreamRunner({ url: `${base}/ok`, timeoutMs: 1_000 }, failingWith(code, "connect"))({}, ctx))).toBeInstanceOf(NotRunError);
       // a keep-alive probe failing while the answer is awaited: the request may have been applied
       const midCall = await failure(upstreamRunner({ url: `${base}/ok`, timeoutMs: 1_000 }, failingWith(code, "read"))({}, ctx));

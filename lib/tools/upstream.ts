@@ -14,6 +14,7 @@ import {
   type ToolResult,
 } from "@/lib/idempotency/tool";
 import type { UpstreamConfig, UpstreamOutcome } from "./define-tool";
+import { nodeSend, type UpstreamResponse, type UpstreamSend } from "./upstream-http";
 import { buildUpstreamRequest, callHeaders, RequestArgumentsError, type UpstreamRequest } from "./upstream-request";
 
 /**
@@ -32,7 +33,7 @@ export const OUTCOME_HEADER = "idemgate-outcome";
  * Connection errors raised before a byte of the request could be sent: nothing reached the
  * service. Anything else (a reset, a socket closed mid-answer) may have happened after it acted.
  */
-const NOT_SENT_CODES = new Set(["ECONNREFUSED", "ENOTFOUND", "EAI_AGAIN", "EHOSTUNREACH", "ENETUNREACH", "UND_ERR_CONNECT_TIMEOUT"]);
+const NOT_SENT_CODES = new Set(["ECONNREFUSED", "ENOTFOUND", "EAI_AGAIN", "EHOSTUNREACH", "ENETUNREACH", "ETIMEDOUT", "UND_ERR_CONNECT_TIMEOUT"]);
 
 /**
  * The key a service receives: a hash of the caller's scope and key, so two tenants that use the
@@ -60,10 +61,10 @@ export type UpstreamAnswer =
  * A tool's `outcomes` change the class of the statuses they name (4xx and 5xx only, checked when
  * declared): no answer at all (a timeout, a reset) is always unknown.
  */
-export async function sendUpstream(config: UpstreamConfig, request: UpstreamRequest, fetchImpl: typeof fetch, outer?: AbortSignal): Promise<UpstreamAnswer> {
+export async function sendUpstream(config: UpstreamConfig, request: UpstreamRequest, fetchImpl: typeof fetch | undefined, outer?: AbortSignal): Promise<UpstreamAnswer> {
   const limits = callSignal(config.timeoutMs, outer);
   try {
-    return await sendWithin(config, request, fetchImpl, limits.timeout, limits.signal);
+    return await sendWithin(config, request, fetchImpl === undefined ? nodeSend : fetchSend(fetchImpl), limits.timeout, limits.signal);
   } finally {
     limits.done();
   }
@@ -94,12 +95,10 @@ function callSignal(timeoutMs: number, outer?: AbortSignal): { signal: AbortSign
   };
 }
 
-async function sendWithin(config: UpstreamConfig, request: UpstreamRequest, fetchImpl: typeof fetch, timeout: { aborted: boolean }, signal: AbortSignal): Promise<UpstreamAnswer> {
-  const unknown = (note: string, timedOut = false): UpstreamAnswer => ({ class: "unknown", note, timedOut });
-
-  let response: Response;
-  try {
-    response = await fetchImpl(request.url, {
+/** A fetch (a test's, or one a deployment hands the registry) as an UpstreamSend. */
+function fetchSend(fetchImpl: typeof fetch): UpstreamSend {
+  return async (request, signal) => {
+    const response = await fetchImpl(request.url, {
       method: request.method,
       headers: request.headers,
       body: request.body,
@@ -107,6 +106,21 @@ async function sendWithin(config: UpstreamConfig, request: UpstreamRequest, fetc
       // Following a redirect would send the side effect somewhere nobody configured.
       redirect: "manual",
     });
+    return {
+      status: response.status,
+      header: (name) => response.headers.get(name),
+      text: (limit) => readAnswerCapped(response, limit),
+      discard: () => void response.body?.cancel().catch(() => {}),
+    };
+  };
+}
+
+async function sendWithin(config: UpstreamConfig, request: UpstreamRequest, send: UpstreamSend, timeout: { aborted: boolean }, signal: AbortSignal): Promise<UpstreamAnswer> {
+  const unknown = (note: string, timedOut = false): UpstreamAnswer => ({ class: "unknown", note, timedOut });
+
+  let response: UpstreamResponse;
+  try {
+    response = await send(request, signal);
   } catch (err) {
     if (timeout.aborted) return unknown(`timed out after ${config.timeoutMs} ms`, true);
     const code = notSentCode(err);
@@ -119,7 +133,7 @@ async function sendWithin(config: UpstreamConfig, request: UpstreamRequest, fetc
   let text: string | null | undefined;
   const read = async (): Promise<UpstreamAnswer | null> => {
     try {
-      text = await readAnswerCapped(response, limit);
+      text = await response.text(limit);
       return null;
     } catch (err) {
       if (timeout.aborted) return unknown(`timed out after ${config.timeoutMs} ms while reading the service's ${status} answer`, true);
@@ -130,7 +144,7 @@ async function sendWithin(config: UpstreamConfig, request: UpstreamRequest, fetc
 
   let cls: UpstreamOutcome;
   const override = config.outcomes?.[String(status)];
-  const saysNotApplied = response.headers.get(OUTCOME_HEADER)?.trim().toLowerCase() === "not-applied";
+  const saysNotApplied = response.header(OUTCOME_HEADER)?.trim().toLowerCase() === "not-applied";
   if (saysNotApplied) {
     cls = "not_run";
   } else if (override !== undefined && (typeof override === "string" || override.when === undefined)) {
@@ -154,7 +168,7 @@ async function sendWithin(config: UpstreamConfig, request: UpstreamRequest, fetc
     return { class: "unknown", note, timedOut: false, ...(typeof text === "string" && text !== "" ? { answer: { status, body: text } } : {}) };
   }
   if (cls !== "done") {
-    if (text === undefined) await response.body?.cancel().catch(() => {});
+    if (text === undefined) response.discard();
     if (cls === "not_run") {
       if (saysNotApplied) return { class: "not_run", note: `the service answered ${status} and applied nothing`, status };
       const said = NOT_NOW_STATUSES.has(status) ? "" : " (the tool's outcomes say so of this answer)";
@@ -170,14 +184,14 @@ async function sendWithin(config: UpstreamConfig, request: UpstreamRequest, fetc
   // decide what the service already said, and releasing it would run the side effect again. The
   // call is done, and its stored result (answered now and to every retry) says that it was
   // applied with that status and that its body was not kept.
-  return { class: "done", status, body: text === null ? tooLarge(status, limit) : parseBody(text!), replayed: saysReplayed(response.headers) };
+  return { class: "done", status, body: text === null ? tooLarge(status, limit) : parseBody(text!), replayed: saysReplayed(response.header(REPLAYED_HEADER)) };
 }
 
 /** `Idempotent-Replayed: true` (Stripe's): the answer is the one the service stored for the key's first request. */
 export const REPLAYED_HEADER = "idempotent-replayed";
 
-function saysReplayed(headers: Headers): boolean {
-  return headers.get(REPLAYED_HEADER)?.trim().toLowerCase() === "true";
+function saysReplayed(value: string | null): boolean {
+  return value?.trim().toLowerCase() === "true";
 }
 
 function defaultClass(status: number): UpstreamOutcome {
@@ -217,7 +231,7 @@ export interface ResendLog {
  * (sendUpstream) decides: done → the result or a stored final error; not run → NotRunError, the
  * key is released; unknown → OutcomeUnknown, the key is held.
  */
-export function upstreamRunner(config: UpstreamConfig, fetchImpl: typeof fetch = outboundFetch, resendLog?: ResendLog, toolName = ""): RunTool {
+export function upstreamRunner(config: UpstreamConfig, fetchImpl?: typeof fetch, resendLog?: ResendLog, toolName = ""): RunTool {
   return async (args: unknown, ctx: ToolContext): Promise<ToolResult> => {
     let request: UpstreamRequest;
     try {
@@ -264,7 +278,7 @@ export function resendMarginMs(keyRetentionMs: number): number {
 export function upstreamResendProber(
   config: UpstreamConfig & { keyRetentionMs: number },
   resendLog: ResendLog,
-  fetchImpl: typeof fetch = outboundFetch,
+  fetchImpl?: typeof fetch,
   now: () => number = Date.now,
   toolName = "",
 ): ProbeTool {
@@ -353,7 +367,7 @@ function errorCode(err: unknown): { code: string; syscall: string | null } | nul
 export function notSentCode(err: unknown): string | null {
   const error = errorCode(err);
   if (error === null || !NOT_SENT_CODES.has(error.code)) return null;
-  if ((error.code === "EHOSTUNREACH" || error.code === "ENETUNREACH") && error.syscall !== "connect") return null;
+  if ((error.code === "EHOSTUNREACH" || error.code === "ENETUNREACH" || error.code === "ETIMEDOUT") && error.syscall !== "connect") return null;
   return error.code;
 }
 
