@@ -1,6 +1,7 @@
 /**
  * The platform's fetch, for the requests Idemgate makes to the services it stands in front of (HTTP
- * tools, their status URLs, MCP servers) and to webhook endpoints. In the production server Next.js
+ * tools' status URLs, MCP servers; HTTP tools' calls go over node:http, lib/tools/upstream-http.ts)
+ * and to webhook endpoints. In the production server Next.js
  * replaces `globalThis.fetch` with wrappers for rendering pages (its data cache, de-duplication of
  * equal requests, tracing); a tool call is none of those, and the wrappers cost every upstream call
  * about 0.2 ms of CPU (they build a Request of their own to decide whether to cache it). The server
