@@ -12,7 +12,7 @@ import { createRedisKeyStore } from "@/lib/store/redis/redis-key-store";
 import { encodeCursor as sqlCursor, SqlKeyStore } from "@/lib/store/sql/sql-key-store";
 import { POSTGRES_ADMIN_URL, REDIS_TEST_URL } from "@/test/support/databases";
 import { deleteRedisPrefix } from "@/test/support/stores";
-import { RESULT_BODY, seedPostgres, seedRecord, seedRedis } from "./seed-scale";
+import { RESULT_BODY, seedPostgres, seedRecord, seedRedis, usedMemory } from "./seed-scale";
 import { quantile, type Row } from "./stats";
 
 export interface ConsoleOptions {
@@ -304,11 +304,6 @@ async function whenReady(store: KeyStore): Promise<void> {
       await new Promise((r) => setTimeout(r, 100));
     }
   }
-}
-
-async function usedMemory(redis: Redis): Promise<number> {
-  const info = await redis.info("memory");
-  return Number(/used_memory:(\d+)/.exec(info)![1]);
 }
 
 async function memoryUsage(redis: Redis, prefix: string, n: number, nowMs: number): Promise<{ hashBytes: number; indexBytes: number }> {

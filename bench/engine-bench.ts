@@ -11,7 +11,7 @@ import { createRedisClusterKeyStore, createRedisKeyStore, type RedisKeyStore } f
 import { findFreePorts, startRedisCluster } from "@/scripts/redis-cluster.mjs";
 import { createTestPostgres, REDIS_TEST_URL } from "@/test/support/databases";
 import { deleteRedisPrefix } from "@/test/support/stores";
-import { RESULT_BODY, seedRecord, seedRedis } from "./seed-scale";
+import { RESULT_BODY, seedRecord, seedRedis, usedMemory } from "./seed-scale";
 import { median, medianRound, timeConcurrent, timeSequential, type LoadRound, type Row } from "./stats";
 
 const tool: ToolPolicy = { name: "bench.write", kind: "write", ttlMs: 86_400_000, leaseMs: 60_000, stuckPolicy: "block", fallbackTtlMs: null, dedupes: false };
@@ -434,9 +434,4 @@ export async function benchCluster(options: { calls: number; concurrency: number
     await pgs.one.drop();
     await pgs.cluster.drop();
   }
-}
-
-async function usedMemory(redis: Redis): Promise<number> {
-  const info = await redis.info("memory");
-  return Number(/used_memory:(\d+)/.exec(info)![1]);
 }

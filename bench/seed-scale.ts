@@ -203,3 +203,9 @@ if (import.meta.url === pathToFileURL(process.argv[1] ?? "").href) {
     },
   );
 }
+
+/** INFO memory's used_memory: what the Redis server holds, in bytes. */
+export async function usedMemory(redis: Redis): Promise<number> {
+  const info = await redis.info("memory");
+  return Number(/used_memory:(\d+)/.exec(info)![1]);
+}
