@@ -322,8 +322,7 @@ const StatusAnswer = z.discriminatedUnion("outcome", [
  */
 export function upstreamProber(config: UpstreamConfig & { statusUrl: string }, fetchImpl: typeof fetch = outboundFetch): ProbeTool {
   return async (ctx: ProbeContext): Promise<ProbeAnswer> => {
-    const timeout = AbortSignal.timeout(config.timeoutMs);
-    const signal = ctx.signal ? AbortSignal.any([timeout, ctx.signal]) : timeout;
+    const { signal, timeout, done } = callSignal(config.timeoutMs, ctx.signal);
     const headers = callHeaders(config, { scope: ctx.scope, key: ctx.key, session: null, executionId: ctx.executionId }, derivedKey(ctx.scope, ctx.key));
     let response: Response;
     let text: string | null;
@@ -332,6 +331,8 @@ export function upstreamProber(config: UpstreamConfig & { statusUrl: string }, f
       text = await readAnswerCapped(response, config.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES);
     } catch (err) {
       return { outcome: "unknown", note: timeout.aborted ? `the status probe timed out after ${config.timeoutMs} ms` : `the status probe failed (${errorCode(err)?.code ?? describeError(err)})` };
+    } finally {
+      done();
     }
     if (response.status < 200 || response.status >= 300) return { outcome: "unknown", note: `the status probe answered ${response.status}` };
     if (text === null) return { outcome: "unknown", note: "the status probe's answer is larger than the tool keeps" };
