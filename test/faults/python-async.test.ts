@@ -1,6 +1,6 @@
 import { spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
-import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import net from "node:net";
 import os from "node:os";
 import path from "node:path";
@@ -31,6 +31,8 @@ interface WorkerResult {
   started: number;
   effects: number;
   calls: Call[];
+  /** concurrent mode: when each call ended, in ms after the first began (a failure's timeline) */
+  endedMs?: number[];
   /** the signal that ended the process (SIGKILL for a crash) */
   signal: NodeJS.Signals | null;
 }
@@ -41,6 +43,28 @@ afterAll(() => {
   console.log("\nasync Python functions: effects expected vs counted");
   for (const row of summary) console.log(`  ${row.case.padEnd(80)} expected ${row.expected}, counted ${row.counted}`);
 });
+
+// The concurrent case's tool: ledger.record's arguments with a lease of its own. The server shortens the
+// demo tools' lease to 8 s so the crash cases turn stuck within the test; on a loaded CI machine the
+// race once took that long (11 of 50 waiting calls were answered "stuck", as designed for a lease that
+// passed with its holder silent). The race is about one run and one result for 50 callers, not leases.
+const RACE_TOOL = "ledger.race";
+const RACE_TOOL_YAML = `
+tools:
+  - name: ${RACE_TOOL}
+    kind: write
+    runs: client
+    description: ledger.record with a long lease, for the concurrent calls of one key
+    inputSchema:
+      type: object
+      required: [account, amountCents, currency]
+      additionalProperties: false
+      properties:
+        account: { type: string, minLength: 1 }
+        amountCents: { type: integer }
+        currency: { type: string }
+    leaseMs: 120000
+`;
 
 const configurations = [
   { name: "embedded (PGlite)", port: testPort(3195), servers: false },
@@ -60,7 +84,9 @@ describe.each(configurations)("async Python functions under AsyncIdemgate on $na
     python = await ensurePythonEnv({ quiet: true });
     dir = await mkdtemp(path.join(os.tmpdir(), "idemgate-pyasync-"));
     // a short lease, so a killed process's key is stuck within the test (as in client-processes)
-    const env: Record<string, string> = { IDEMGATE_RECONCILE_INTERVAL_MS: "0", IDEMGATE_DEMO_LEASE_MS: "8000" };
+    const config = path.join(dir, "tools.yaml");
+    await writeFile(config, RACE_TOOL_YAML);
+    const env: Record<string, string> = { IDEMGATE_RECONCILE_INTERVAL_MS: "0", IDEMGATE_DEMO_LEASE_MS: "8000", IDEMGATE_CONFIG: config };
     if (configuration.servers) {
       pg = await createTestPostgres("fault_pyasync");
       Object.assign(env, { DATABASE_URL: pg.url, REDIS_URL: REDIS_TEST_URL, IDEMGATE_REDIS_PREFIX: prefix });
@@ -143,10 +169,11 @@ describe.each(configurations)("async Python functions under AsyncIdemgate on $na
   it("50 concurrent async calls of one key in one event loop: the function runs once, all 50 get its result", async () => {
     const key = `pyasync-race-${randomUUID()}`;
     const ledger = path.join(dir, `${key}.jsonl`);
-    const result = await worker(key, ledger, "concurrent", { CALLS: "50", DELAY_MS: "500" });
+    const result = await worker(key, ledger, "concurrent", { CALLS: "50", DELAY_MS: "500", TOOL: RACE_TOOL });
     expect(result.started).toBe(1);
     expect(result.calls).toHaveLength(50);
-    expect(result.calls.filter((c) => c.outcome !== "returned"), JSON.stringify(result.calls)).toEqual([]);
+    const timeline = result.calls.map((c, i) => ({ ...c, endedMs: result.endedMs?.[i] }));
+    expect(result.calls.filter((c) => c.outcome !== "returned"), JSON.stringify(timeline)).toEqual([]);
     expect(new Set(result.calls.map((c) => JSON.stringify(c.body))).size).toBe(1);
     expect(await keyState(key)).toBe("done");
     const counted = await effects(ledger);

@@ -1,7 +1,7 @@
 """One asyncio process guarding an ``async def`` through AsyncIdemgate, for the fault suite.
 
 Environment: IDEMGATE_URL, IDEMGATE_TOKEN, KEY, ACCOUNT, LEDGER (a file: one line appended per
-effect), MODE:
+effect), TOOL (default ``ledger.record``), MODE:
 
 - ``ok``: one guarded call;
 - ``crash_before``: the function SIGKILLs its process before its effect;
@@ -13,7 +13,8 @@ effect), MODE:
   call is made again;
 - ``down``: IDEMGATE_URL names a port nothing listens on.
 
-Prints one JSON line: how often the function ran here, and what each call ended with.
+Prints one JSON line: how often the function ran here, and what each call ended with (and, for
+``concurrent``, how many milliseconds after the first call each one ended: a failure's timeline).
 """
 
 from __future__ import annotations
@@ -23,12 +24,14 @@ import json
 import os
 import signal
 import sys
+import time
 from typing import Any
 
 from idemgate import AsyncIdemgate, IdemgateError, RetryPolicy
 
 MODE = os.environ.get("MODE", "ok")
 KEY = os.environ["KEY"]
+TOOL = os.environ.get("TOOL", "ledger.record")
 ARGS = {"account": os.environ.get("ACCOUNT", "acct-async"), "amountCents": 100, "currency": "EUR"}
 runs = {"started": 0, "effects": 0}
 started = asyncio.Event()
@@ -72,12 +75,22 @@ async def main() -> None:
     retry = RetryPolicy(max_attempts=2, base_delay=0.05) if MODE == "down" else None
     client = AsyncIdemgate(os.environ["IDEMGATE_URL"], os.environ["IDEMGATE_TOKEN"], timeout=30, wait_seconds=20, retry=retry)
     calls: list[Any] = []
+    ended_ms: list[int] = []
     async with client:
         if MODE == "concurrent":
             n = int(os.environ.get("CALLS", "50"))
-            calls = list(await asyncio.gather(*(client.guard("ledger.record", ARGS, fn, key=KEY) for _ in range(n)), return_exceptions=True))
+            began = time.monotonic()
+            ended_ms = [-1] * n
+
+            async def timed(i: int) -> Any:
+                try:
+                    return await client.guard(TOOL, ARGS, fn, key=KEY)
+                finally:
+                    ended_ms[i] = round((time.monotonic() - began) * 1000)
+
+            calls = list(await asyncio.gather(*(timed(i) for i in range(n)), return_exceptions=True))
         elif MODE in ("cancel_before", "cancel_during"):
-            task = asyncio.ensure_future(client.guard("ledger.record", ARGS, fn, key=KEY))
+            task = asyncio.ensure_future(client.guard(TOOL, ARGS, fn, key=KEY))
             if MODE == "cancel_before":
                 await asyncio.sleep(0)  # the task has started its reservation, not the function
             else:
@@ -89,15 +102,15 @@ async def main() -> None:
                 calls.append(err)
             # the same call again, as a retry would make it
             try:
-                calls.append(await client.guard("ledger.record", ARGS, fn, key=KEY))
+                calls.append(await client.guard(TOOL, ARGS, fn, key=KEY))
             except BaseException as err:  # noqa: BLE001
                 calls.append(err)
         else:
             try:
-                calls.append(await client.guard("ledger.record", ARGS, fn, key=KEY))
+                calls.append(await client.guard(TOOL, ARGS, fn, key=KEY))
             except BaseException as err:  # noqa: BLE001
                 calls.append(err)
-    print(json.dumps({"lang": "python-async", "started": runs["started"], "effects": runs["effects"], "calls": [outcome(c) for c in calls]}))
+    print(json.dumps({"lang": "python-async", "started": runs["started"], "effects": runs["effects"], "calls": [outcome(c) for c in calls], "endedMs": ended_ms}))
     sys.stdout.flush()
 
 
