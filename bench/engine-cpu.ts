@@ -4,7 +4,7 @@
 // /proc/<pid>/stat, so only with the server on this machine), each over whole rounds including the
 // audit batches they left behind. Prints one JSON line per round. CPU, unlike calls/s, hardly moves
 // with the load the machine carries besides, so two trees' figures compare run against run:
-//   npx tsx bench/engine-cpu.ts [--calls 5000] [--rounds 3] [--concurrency 50] [--mode async|durable] [--profile out.cpuprofile]
+//   npx tsx bench/engine-cpu.ts [--calls 5000] [--rounds 3] [--concurrency 50] [--mode async|durable] [--replay-cache on|off] [--profile out.cpuprofile]
 // --profile writes a V8 CPU profile of the rounds (warm-up left out; bench/cpuprofile-summary.mjs reads it).
 import { randomUUID } from "node:crypto";
 import { readFileSync, writeFileSync } from "node:fs";
@@ -21,7 +21,7 @@ import { createTestPostgres, POSTGRES_ADMIN_URL, REDIS_TEST_URL } from "@/test/s
 import { deleteRedisPrefix } from "@/test/support/stores";
 import { timeConcurrent } from "./stats";
 
-const { values } = parseArgs({ options: { calls: { type: "string", default: "5000" }, rounds: { type: "string", default: "3" }, concurrency: { type: "string", default: "50" }, mode: { type: "string", default: "async" }, profile: { type: "string" } } });
+const { values } = parseArgs({ options: { calls: { type: "string", default: "5000" }, rounds: { type: "string", default: "3" }, concurrency: { type: "string", default: "50" }, mode: { type: "string", default: "async" }, "replay-cache": { type: "string", default: "on" }, profile: { type: "string" } } });
 const calls = Number(values.calls);
 const rounds = Number(values.rounds);
 const concurrency = Number(values.concurrency);
@@ -47,7 +47,8 @@ const store = createRedisKeyStore(REDIS_TEST_URL, { prefix });
 await store.waitUntilReady(5_000);
 if (values.mode !== "async" && values.mode !== "durable") throw new Error(`--mode is async or durable, not ${values.mode}`);
 const audit = new PrismaAuditWriter(pg.db.prisma, { mode: values.mode, execute: pg.db.execute });
-const engine = new Engine({ store, audit, replayCache: new ReplayCache() });
+if (values["replay-cache"] !== "on" && values["replay-cache"] !== "off") throw new Error(`--replay-cache is on or off, not ${values["replay-cache"]}`);
+const engine = new Engine({ store, audit, replayCache: values["replay-cache"] === "on" ? new ReplayCache() : null });
 const call = (key: string) => engine.invoke(tool, async () => ({ body: RESULT }), { scope: "bench", key, args: ARGS });
 const database = new URL(pg.url).pathname.slice(1);
 // asked on a connection of its own to another database, so every backend listed serves the pool

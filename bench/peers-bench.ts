@@ -75,7 +75,8 @@ export async function benchPeers(options: PeersOptions): Promise<Row[]> {
     const replay = new Map<string, LoadRound[]>();
     for (let round = 0; round < options.rounds; round++) {
       const tag = `${round}-${randomUUID().slice(0, 6)}`;
-      for (const c of opened) {
+      // each round starts one contender later, so no contender always runs right after the same one
+      for (const c of [...opened.slice(round % opened.length), ...opened.slice(0, round % opened.length)]) {
         push(first, c.name, await timeConcurrent(options.calls, options.concurrency, (i) => c.call(`f:${tag}:${i}`)));
         await c.settle?.();
         push(replay, c.name, await timeConcurrent(options.calls, options.concurrency, () => c.call("replayed")));
