@@ -35,6 +35,8 @@ describe("members of a scope's own indexes, written by this version and by earli
   const other = `${scope}o`;
   const ks = new KeySpace(prefix);
   let redis: Redis;
+  /** the store's own connection, which carries its scripts as commands */
+  let storeRedis: Redis;
   let store: RedisKeyStore;
   const input = beginInputs(() => ({ scope, nowMs: T0 }));
   const tokens = new Map<string, number>();
@@ -158,7 +160,8 @@ describe("members of a scope's own indexes, written by this version and by earli
 
   beforeAll(async () => {
     redis = new Redis(REDIS_URL, { maxRetriesPerRequest: 1 });
-    store = new RedisKeyStore(new Redis(REDIS_URL, { maxRetriesPerRequest: 1 }), { prefix });
+    storeRedis = new Redis(REDIS_URL, { maxRetriesPerRequest: 1 });
+    store = new RedisKeyStore(storeRedis, { prefix });
     // four creation times, so every page's ties hold both forms; five states
     await Promise.all(
       KEYS.map(async (key, i) => {
@@ -250,6 +253,40 @@ describe("members of a scope's own indexes, written by this version and by earli
       }
     }
   }, 120_000);
+
+  it("the page script reading a scope's own index skips an old-form member that names another scope", async () => {
+    // what no version writes, but a scope's index must never answer with: another tenant's key
+    const b = 5;
+    const intruder = `zz-${randomUUID()}`;
+    const page = (index: string, mode: "score" | "lex", prefixFilter: string) =>
+      (storeRedis as unknown as { idgPage: (...args: string[]) => Promise<unknown[]> }).idgPage(
+        index, mode, "+inf", "-inf", "", "", "1000", "10000", scope, prefixFilter, "", ks.base(b),
+      );
+    await redis.zadd(ks.scopeCreated(b, scope), T0 + 999_999, `${other}\n${intruder}`);
+    await redis.zadd(ks.scopeStatus(b, scope, "done"), T0 + 999_999, `${other}\n${intruder}`);
+    await redis.zadd(ks.scopeLex(b, scope), 0, `${intruder}\n${other}\n${T0 + 999_999}`);
+    try {
+      const listed = async (index: string, mode: "score" | "lex", prefixFilter: string) => {
+        const reply = (await page(index, mode, prefixFilter)) as string[];
+        return reply.slice(3).filter((_, i) => i % 2 === 0);
+      };
+      for (const [index, mode, prefixFilter] of [
+        [ks.scopeCreated(b, scope), "score", ""],
+        [ks.scopeCreated(b, scope), "score", "zz-"],
+        [ks.scopeStatus(b, scope, "done"), "score", ""],
+        [ks.scopeLex(b, scope), "lex", "zz-"],
+      ] as const) {
+        const members = await listed(index, mode, prefixFilter);
+        expect(members.filter((m) => m.includes(intruder)), `${index} ${mode} "${prefixFilter}"`).toEqual([]);
+      }
+      // the scope's own members are still answered beside it
+      expect((await listed(ks.scopeCreated(b, scope), "score", "")).length).toBeGreaterThan(0);
+    } finally {
+      await redis.zrem(ks.scopeCreated(b, scope), `${other}\n${intruder}`);
+      await redis.zrem(ks.scopeStatus(b, scope, "done"), `${other}\n${intruder}`);
+      await redis.zrem(ks.scopeLex(b, scope), `${intruder}\n${other}\n${T0 + 999_999}`);
+    }
+  });
 
   it("rebuild-indexes rewrites every entry in the current form, and the lists stay as they were", async () => {
     const now = T0 + 2_000;

@@ -15,7 +15,7 @@
     ARGV[8] "" when KEYS[1] is one of the bucket's shared indexes (members "scope \n key", lex
             "key \n scope \n createdAtMs"); otherwise the scope whose own index KEYS[1] is
             (members "key", lex "key \n createdAtMs"; entries an earlier version wrote there in the
-            shared form are read alike, see includes/record.lua)
+            shared form are read alike, see includes/record.lua; one naming another scope is skipped)
     ARGV[9] key prefix filter, "" for none (lex mode: required)
     ARGV[10] tool filter (escaped), "" for none: read from each examined entry's record
     ARGV[11] bucket base "{<prefix>:<bucket>}:", for reading records
@@ -67,8 +67,10 @@ local function entryOf(member)
 end
 
 local function matches(member)
-  if prefix == "" and tool == "" then return true end
+  if prefix == "" and tool == "" and scope == "" then return true end
   local entryScope, entryKey = entryOf(member)
+  -- a scope's own index answers for that scope alone, whatever an earlier version left in it
+  if scope ~= "" and entryScope ~= scope then return false end
   if prefix ~= "" and string.sub(entryKey, 1, #prefix) ~= prefix then return false end
   if tool ~= "" and toolOf(entryScope, entryKey) ~= tool then return false end
   return true
@@ -94,7 +96,7 @@ if ARGV[1] == "lex" then
       -- "key \n createdAtMs" in the scope's own index
       entryScope, createdAt, member = scope, string.sub(lexMember, nl1 + 1), key
     end
-    if tool == "" or toolOf(entryScope, key) == tool then
+    if (scope == "" or entryScope == scope) and (tool == "" or toolOf(entryScope, key) == tool) then
       local s = tonumber(createdAt)
       if not hasCursor or s < cursorScore or (s == cursorScore and bytesLess(member, ARGV[5])) then
         found[#found + 1] = { s, member, createdAt }
