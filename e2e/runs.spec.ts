@@ -25,6 +25,14 @@ function invoke(request: APIRequestContext, token: string, key: string, session:
   return request.post(`/api/v1/tools/${TOOL}/invoke`, { headers: { Authorization: `Bearer ${token}`, "Idempotency-Key": key, "Idemgate-Session": session }, data: args });
 }
 
+/** the tool's pause as GET /api/v1/tools lists it to an API token */
+async function listedPause(request: APIRequestContext, token: string): Promise<unknown> {
+  const res = await request.get("/api/v1/tools", { headers: { Authorization: `Bearer ${token}` } });
+  expect(res.status()).toBe(200);
+  const { tools } = (await res.json()) as { tools: { name: string; paused: unknown }[] };
+  return tools.find((t) => t.name === TOOL)?.paused;
+}
+
 test("a run's calls in order on its page, and a paused tool refuses new calls everywhere while done keys replay", async ({ page, request, baseURL }, testInfo) => {
   const { apiToken } = await signInAsOperator(page, testInfo);
   const session = `e2e-run-${testInfo.project.name}-${RUN}`;
@@ -99,9 +107,10 @@ test("a run's calls in order on its page, and a paused tool refuses new calls ev
     }
     expect(service.effects.length).toBe(before);
 
-    // the overview says so too
+    // the overview says so too, and the tool list an agent reads
     await page.goto("/");
     await expect(page.getByTestId("paused-tools")).toContainText(TOOL);
+    expect(await listedPause(request, apiToken)).toMatchObject({ reason: "the invoicing service double-bills", source: "operator", pausedAt: expect.any(String) });
   } finally {
     await page.goto(`/tools/${TOOL}`);
     await page.getByTestId("resume-tool").click();
@@ -109,6 +118,7 @@ test("a run's calls in order on its page, and a paused tool refuses new calls ev
     await page.getByTestId("confirm-resume").click();
     await expect(page.getByTestId("pause-panel")).toHaveAttribute("data-paused", "false");
   }
+  expect(await listedPause(request, apiToken)).toBeNull();
   const resumed = await invoke(request, apiToken, key("paused"), session);
   expect(resumed.status()).toBe(201);
   expect(service.effectsOf(key("paused"))).toBe(1);

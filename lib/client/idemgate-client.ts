@@ -22,6 +22,11 @@ export interface ToolDescription {
   source: "in_process" | "upstream" | "client" | "mcp";
   argumentsSchema: Record<string, unknown>;
   resultSchema: Record<string, unknown> | null;
+  /**
+   * set while the tool is paused: its new calls are refused (ToolPausedError) and nothing runs; done
+   * keys still replay. Null when it is not; absent from servers of earlier versions.
+   */
+  paused?: { reason: string; pausedAt: string | null; source: "operator" | "config" } | null;
 }
 
 export interface IdemgateClientOptions {

@@ -27,6 +27,7 @@ let signedIn: OperatorIdentity | null = null;
 vi.mock("@/lib/auth/session", () => ({ currentOperator: async () => signedIn }));
 const pauseRoute = await import("@/app/api/v1/tools/[tool]/pause/route");
 const resumeRoute = await import("@/app/api/v1/tools/[tool]/resume/route");
+const toolsRoute = await import("@/app/api/v1/tools/route");
 
 const OPERATOR: OperatorIdentity = { id: "o", email: "ops@example.com", role: "operator" };
 const VIEWER: OperatorIdentity = { id: "v", email: "viewer@example.com", role: "viewer" };
@@ -176,6 +177,34 @@ for (const kind of ["postgres", "redis"] as const) {
       expect(ran).toBe(1);
       await operatorPost(resumeRoute, "pause.client_charge", { reason: "migration done" });
       expect(await client2.guard("pause.client_charge", { amountCents: 2 }, () => ++ran, { key: "guard-new" })).toBe(2);
+    });
+
+    it("GET /api/v1/tools shows an API token each tool's pause: why and since when while paused, null once resumed and for reads", async () => {
+      const listed = async () => {
+        signedIn = null;
+        const res = await toolsRoute.GET(new Request("http://idemgate.test/api/v1/tools", { headers: { host: "idemgate.test", authorization: `Bearer ${token}` } }), { params: Promise.resolve({}) });
+        expect(res.status).toBe(200);
+        const tools = ((await res.json()) as Json).tools as Json[];
+        return Object.fromEntries(tools.map((t) => [t.name, t.paused]));
+      };
+      expect(await listed()).toEqual({
+        "pause.charge": null,
+        "pause.client_charge": null,
+        "pause.balance": null,
+        "pause.declared": { reason: "declared paused in the configuration file", pausedAt: null, source: "config" },
+      });
+      const before = Date.now();
+      await operatorPost(pauseRoute, "pause.client_charge", { reason: "ledger migration" });
+      try {
+        const paused = (await listed())["pause.client_charge"];
+        // the operator who paused it is for the console and the operator log, not for API tokens
+        expect(Object.keys(paused).sort()).toEqual(["pausedAt", "reason", "source"]);
+        expect(paused).toMatchObject({ reason: "ledger migration", source: "operator" });
+        expect(Date.parse(paused.pausedAt)).toBeGreaterThanOrEqual(before - 1_000);
+      } finally {
+        await operatorPost(resumeRoute, "pause.client_charge", { reason: "migration done" });
+      }
+      expect((await listed())["pause.client_charge"]).toBeNull();
     });
 
     it("a tool declared paused refuses new calls without any operator row", async () => {

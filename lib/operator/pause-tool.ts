@@ -7,6 +7,7 @@ import { webhookEndpoints } from "@/lib/notifications/endpoints";
 import { eventForToolPause } from "@/lib/notifications/events";
 import { enqueueEvents } from "@/lib/notifications/outbox";
 import type { Runtime } from "@/lib/server/runtime";
+import type { ToolListing } from "@/lib/tools/api-schemas";
 import type { ToolDefinition } from "@/lib/tools/define-tool";
 
 type PauseRuntime = Pick<Runtime, "db" | "engine" | "registry">;
@@ -47,6 +48,25 @@ export function pausedToolsNow(runtime: Pick<Runtime, "engine" | "registry">): T
     // a tool whose pause is not known yet (the paused tools are unread) is not listed as paused
     .filter((p): p is ToolPause => p !== null && p.source !== "unread")
     .map((p) => pauseView(p.tool, p));
+}
+
+/**
+ * GET /api/v1/tools: every tool as the registry describes it, with its pause as this process last
+ * read it (at most PAUSE_REFRESH_MS old), so an agent can tell a paused tool before calling it. A
+ * tool whose pause is not known yet (the paused tools are unread) is not listed as paused; its calls
+ * are refused as unavailable until it is.
+ */
+export function toolListing(runtime: Pick<Runtime, "engine" | "registry">): ToolListing {
+  return {
+    tools: runtime.registry.list().map((tool) => {
+      const pause = tool.kind === "write" ? pauseOf(tool, runtime.engine.pausedTools) : null;
+      const known = pause && pause.source !== "unread" ? { ...pause, source: pause.source } : null;
+      return {
+        ...runtime.registry.describe(tool),
+        paused: known ? { reason: known.reason, pausedAt: known.pausedAtMs !== null ? new Date(known.pausedAtMs).toISOString() : null, source: known.source } : null,
+      };
+    }),
+  };
 }
 
 /** A tool's pause as the database says now (not this process's last read of it). */

@@ -54,4 +54,16 @@ export const toolDescriptionSchema = z.object({
 
 export type ToolDescription = z.output<typeof toolDescriptionSchema>;
 
-export const toolListSchema = z.object({ tools: z.array(toolDescriptionSchema) });
+/** A write tool's pause as GET /api/v1/tools lists it (who paused it stays in the console and the operator log). */
+export const toolPauseSchema = z
+  .object({
+    reason: z.string().describe("why it was paused"),
+    pausedAt: z.string().nullable().describe("when an operator paused it; null for a tool declared paused in the configuration file"),
+    source: z.enum(["operator", "config"]).describe("operator: paused from the console, the API or the command line; config: `paused: true` in the configuration file"),
+  })
+  .nullable()
+  .describe("while set, new first executions are refused (503 tool_paused) and nothing is reserved; done keys still replay. Null for a read, and for a write tool that is not paused");
+
+export const toolListSchema = z.object({ tools: z.array(toolDescriptionSchema.extend({ paused: toolPauseSchema })) });
+
+export type ToolListing = z.output<typeof toolListSchema>;

@@ -141,7 +141,9 @@ class Idemgate(ClientShell[Resolver]):
         return run_sync(self._core, invoke_flow(tool, args or {}, chosen, self._core.session_for(session), key_source, self._core.settings))
 
     def list_tools(self) -> List[Dict[str, Any]]:
-        """``GET /api/v1/tools``: the tools, as Idemgate describes them (``runs`` says where each runs)."""
+        """``GET /api/v1/tools``: the tools, as Idemgate describes them (``source`` says where each runs;
+        ``paused``, while an operator has paused a write tool, says why and since when: its new calls
+        raise :class:`ToolPausedError` until it is resumed)."""
         return self._core.learn_kinds(cast(List[Dict[str, Any]], run_sync(self._core, list_tools_flow(self._core.settings))))
 
     def start_resolver(

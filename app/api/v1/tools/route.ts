@@ -1,8 +1,7 @@
 import { withPrincipal } from "@/lib/auth/guard";
+import { toolListing } from "@/lib/operator/pause-tool";
 
 export const dynamic = "force-dynamic";
 
-// GET /api/v1/tools – the configured tools with their policies and argument schemas
-export const GET = withPrincipal("read", async (_request, { runtime }) =>
-  Response.json({ tools: runtime.registry.list().map((tool) => runtime.registry.describe(tool)) }),
-);
+// GET /api/v1/tools – the configured tools with their policies, argument schemas and pauses
+export const GET = withPrincipal("read", async (_request, { runtime }) => Response.json(toolListing(runtime)));
