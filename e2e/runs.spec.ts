@@ -83,7 +83,7 @@ test("a run's calls in order on its page, and a paused tool refuses new calls ev
   await page.getByTestId("pause-dialog").getByRole("textbox").fill("the invoicing service double-bills");
   await page.getByTestId("confirm-pause").click();
   await expect(page.getByTestId("pause-panel")).toHaveAttribute("data-paused", "true");
-  await expect(page.getByTestId("pause-detail")).toContainText("the invoicing service double-bills");
+  await expect(page.getByTestId("pause-detail")).toContainText("the invoicing service double-bills. Callers get 503 tool_paused");
   try {
     const before = service.effects.length;
     const refused = await invoke(request, apiToken, key("paused"), session);

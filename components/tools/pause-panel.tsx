@@ -45,7 +45,7 @@ export function PausePanel({ state, canPause }: { state: PauseState; canPause: b
           {state.paused ? (
             <p className="mt-1 text-[13px] break-words text-muted" data-testid="pause-detail">
               {state.source === "config" ? "Declared " : `By ${state.actor ?? "an operator"}${state.pausedAt ? ` at ${state.pausedAt.slice(0, 19).replace("T", " ")} UTC` : ""}: `}
-              <span className="text-fg">{state.source === "config" ? "paused: true in the configuration file." : state.reason}</span> Callers get 503 tool_paused and nothing
+              <span className="text-fg">{state.source === "config" ? "paused: true in the configuration file." : asSentence(state.reason ?? "")}</span> Callers get 503 tool_paused and nothing
               is reserved; a retry of a key that already has a result still gets it.
             </p>
           ) : (
@@ -78,4 +78,9 @@ export function PausePanel({ state, canPause }: { state: PauseState; canPause: b
       )}
     </section>
   );
+}
+
+/** An operator's reason ended as a sentence, so the explanation after it reads as the next one. */
+function asSentence(text: string): string {
+  return /[.!?…]$/.test(text.trim()) ? text : `${text}.`;
 }
