@@ -48,7 +48,7 @@ export function seedRecord(i: number, n: number, nowMs: number): SeedRecord {
     tool: SCALE_TOOLS[i % SCALE_TOOLS.length],
     fingerprint: md5(String(i)) + md5(String(i + 1)),
     status,
-    token: i + 1,
+    token: tokenOf(i),
     createdAtMs,
     deadlineMs: status === "inflight" ? createdAtMs + LEASE_MS : createdAtMs + TTL_MS,
     session: i % 2 === 0 ? `sess-${i % 1000}` : null,
@@ -57,6 +57,14 @@ export function seedRecord(i: number, n: number, nowMs: number): SeedRecord {
 }
 
 const md5 = (s: string) => createHash("md5").update(s).digest("hex");
+
+/**
+ * Seeded tokens have the length of the ones begin-3.lua hands out (Redis' clock in microseconds, 16
+ * digits), so a seeded record weighs what a real one does; 16 apart, as one bucket's would be.
+ */
+const TOKEN_BASE = 1_765_000_000_000_000;
+const tokenOf = (i: number) => TOKEN_BASE + (i + 1) * 16;
+const tokenSql = (i: string) => `(${TOKEN_BASE}::bigint + (${i} + 1)::bigint * 16)`;
 const executionIdOf = (i: number) => `00000000-0000-4000-8000-${i.toString(16).padStart(12, "0")}`;
 
 /** The record value as begin (and complete, for done) leave it. */
@@ -101,7 +109,7 @@ export async function seedRedis(redis: Redis, prefix: string, n: number, nowMs: 
     await pipeline.exec();
   }
   // the bucket's epoch predates every record (nothing was lost); tokens continue after the seeded ones
-  await Promise.all(BUCKETS.flatMap((b) => [redis.set(ks.epoch(b), String(nowMs - WINDOW_MS - 1)), redis.set(ks.token(b), String(n + 16))]));
+  await Promise.all(BUCKETS.flatMap((b) => [redis.set(ks.epoch(b), String(nowMs - WINDOW_MS - 1)), redis.set(ks.token(b), String(tokenOf(n)))]));
 }
 
 /** INSERT … SELECT generate_series with the formulas of seedRecord; the schema must be migrated. */
@@ -116,7 +124,7 @@ export async function seedPostgres(client: pg.Client, n: number, auditRows: numb
   await client.query(`
     INSERT INTO idempotency_keys (scope, key, tool, fingerprint, status, token, created_at_ms, lease_until_ms, completed_at_ms,
       expires_at_ms, deadline_ms, result_status, result_body, final, fallback, session, execution_id)
-    SELECT ${scopeOf("i")}, ${keyOf("i")}, ${toolOf("i")}, ${fp("i")}, CASE WHEN inflight THEN 'inflight' ELSE 'done' END, i + 1, c,
+    SELECT ${scopeOf("i")}, ${keyOf("i")}, ${toolOf("i")}, ${fp("i")}, CASE WHEN inflight THEN 'inflight' ELSE 'done' END, ${tokenSql("i")}, c,
       CASE WHEN inflight THEN c + ${LEASE_MS} END, CASE WHEN NOT inflight THEN c + 50 END, CASE WHEN NOT inflight THEN c + ${TTL_MS} END,
       CASE WHEN inflight THEN c + ${LEASE_MS} ELSE c + ${TTL_MS} END,
       CASE WHEN NOT inflight THEN 200 END, CASE WHEN NOT inflight THEN $1 END, false, false,
@@ -129,7 +137,7 @@ export async function seedPostgres(client: pg.Client, n: number, auditRows: numb
   await client.query(`
     INSERT INTO executions (id, scope, key, tool, fingerprint, token, session, caller, fallback, started_at, lease_until, outcome,
       finished_at, duration_ms, result_status, result_body, result_final, expires_at, error)
-    SELECT 'e-' || j, ${scopeOf("i")}, ${keyOf("i")}, ${toolOf("i")}, ${fp("i")}, i + 1, NULL, 'tok_bench', false, ${ts("c")},
+    SELECT 'e-' || j, ${scopeOf("i")}, ${keyOf("i")}, ${toolOf("i")}, ${fp("i")}, ${tokenSql("i")}, NULL, 'tok_bench', false, ${ts("c")},
       ${ts(`c + ${LEASE_MS}`)}, CASE WHEN open THEN NULL WHEN j % 50 = 0 THEN 'failed' ELSE 'succeeded' END,
       CASE WHEN NOT open THEN ${ts("c + 50")} END, CASE WHEN NOT open THEN ((j::bigint * 7919) % 500)::int END,
       CASE WHEN NOT open THEN 200 END, CASE WHEN NOT open THEN $1 END, false, ${ts(`c + ${TTL_MS}`)}, NULL
