@@ -25,6 +25,8 @@ const { values } = parseArgs({ options: { calls: { type: "string", default: "500
 const calls = Number(values.calls);
 const rounds = Number(values.rounds);
 const concurrency = Number(values.concurrency);
+if (values.mode !== "async" && values.mode !== "durable") throw new Error(`--mode is async or durable, not ${values.mode}`);
+if (values["replay-cache"] !== "on" && values["replay-cache"] !== "off") throw new Error(`--replay-cache is on or off, not ${values["replay-cache"]}`);
 
 const tool: ToolPolicy = { name: "bench.write", kind: "write", ttlMs: 86_400_000, leaseMs: 60_000, stuckPolicy: "block", fallbackTtlMs: null, dedupes: false };
 const ARGS = { customerId: "cus_bench", amountCents: 1_000, currency: "EUR" };
@@ -45,9 +47,7 @@ const prefix = `idgcpu-${randomUUID().slice(0, 8)}`;
 const pg = await createTestPostgres("bench_cpu");
 const store = createRedisKeyStore(REDIS_TEST_URL, { prefix });
 await store.waitUntilReady(5_000);
-if (values.mode !== "async" && values.mode !== "durable") throw new Error(`--mode is async or durable, not ${values.mode}`);
 const audit = new PrismaAuditWriter(pg.db.prisma, { mode: values.mode, execute: pg.db.execute });
-if (values["replay-cache"] !== "on" && values["replay-cache"] !== "off") throw new Error(`--replay-cache is on or off, not ${values["replay-cache"]}`);
 const engine = new Engine({ store, audit, replayCache: values["replay-cache"] === "on" ? new ReplayCache() : null });
 const call = (key: string) => engine.invoke(tool, async () => ({ body: RESULT }), { scope: "bench", key, args: ARGS });
 const database = new URL(pg.url).pathname.slice(1);

@@ -60,11 +60,12 @@ const md5 = (s: string) => createHash("md5").update(s).digest("hex");
 
 /**
  * Seeded tokens have the length of the ones begin-3.lua hands out (Redis' clock in microseconds, 16
- * digits), so a seeded record weighs what a real one does; 16 apart, as one bucket's would be.
+ * digits), so a seeded record weighs what a real one does, and low bits that vary from record to
+ * record as real ones do (the SQL store's state counters pick their slot from `token & 7`).
  */
 const TOKEN_BASE = 1_765_000_000_000_000;
-const tokenOf = (i: number) => TOKEN_BASE + (i + 1) * 16;
-const tokenSql = (i: string) => `(${TOKEN_BASE}::bigint + (${i} + 1)::bigint * 16)`;
+const tokenOf = (i: number) => TOKEN_BASE + (i + 1) * 16 + (i % 16);
+const tokenSql = (i: string) => `(${TOKEN_BASE}::bigint + (${i} + 1)::bigint * 16 + (${i} % 16)::bigint)`;
 const executionIdOf = (i: number) => `00000000-0000-4000-8000-${i.toString(16).padStart(12, "0")}`;
 
 /** The record value as begin (and complete, for done) leave it. */

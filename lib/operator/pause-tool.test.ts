@@ -11,6 +11,7 @@ import { handleInvoke } from "@/lib/gateway/fast-invoke";
 import { PausedTools } from "@/lib/idempotency/paused-tools";
 import { setWebhookEndpoints } from "@/lib/notifications/endpoints";
 import type { Runtime } from "@/lib/server/runtime";
+import { toolListSchema } from "@/lib/tools/api-schemas";
 import { defineTool } from "@/lib/tools/define-tool";
 import { ToolRegistry } from "@/lib/tools/registry";
 import { installTestRuntime } from "@/test/support/runtime";
@@ -184,8 +185,12 @@ for (const kind of ["postgres", "redis"] as const) {
         signedIn = null;
         const res = await toolsRoute.GET(new Request("http://idemgate.test/api/v1/tools", { headers: { host: "idemgate.test", authorization: `Bearer ${token}` } }), { params: Promise.resolve({}) });
         expect(res.status).toBe(200);
-        const tools = ((await res.json()) as Json).tools as Json[];
-        return Object.fromEntries(tools.map((t) => [t.name, t.paused]));
+        const body = (await res.json()) as Json;
+        // the answer is the one the OpenAPI document publishes: its types, and no field it does not name
+        toolListSchema.parse(body);
+        const documented = Object.keys(toolListSchema.shape.tools.element.shape).sort();
+        for (const t of body.tools as Json[]) expect(Object.keys(t).sort(), t.name).toEqual(documented);
+        return Object.fromEntries((body.tools as Json[]).map((t) => [t.name, t.paused]));
       };
       expect(await listed()).toEqual({
         "pause.charge": null,

@@ -62,7 +62,9 @@ export const toolPauseSchema = z
     source: z.enum(["operator", "config"]).describe("operator: paused from the console, the API or the command line; config: `paused: true` in the configuration file"),
   })
   .nullable()
-  .describe("while set, new first executions are refused (503 tool_paused) and nothing is reserved; done keys still replay. Null for a read, and for a write tool that is not paused");
+  .describe(
+    "while set, new first executions are refused (503 tool_paused) and nothing is reserved; done keys still replay. Null for a read and for a write tool that is not paused; also null while a server that has just started cannot yet read the paused tools from its audit database, when it answers new calls 503 unavailable",
+  );
 
 export const toolListSchema = z.object({ tools: z.array(toolDescriptionSchema.extend({ paused: toolPauseSchema })) });
 
