@@ -17,11 +17,18 @@ import { Prisma, type PrismaClient } from "@/generated/prisma/client";
  * always what the log holds; ON CONFLICT DO NOTHING makes writing one twice harmless.
  */
 
-/** The copies of these executions ($1, a JSON array of ids): the writer's statement. */
+/**
+ * The copies of these executions ($1, a JSON array of ids): the writer's statement. Each id is
+ * looked up by the primary key (a LATERAL subquery with LIMIT is never flattened into a join):
+ * written as `id IN (SELECT …)`, PostgreSQL planned a hash join over a sequential scan of all of
+ * executions up to tens of thousands of rows, so every batch read the whole log.
+ */
 export const INDEX_EXECUTIONS = `
   INSERT INTO execution_argument_index (execution_id, scope, started_at, arguments)
-  SELECT id, scope, started_at, arguments FROM executions
-  WHERE id IN (SELECT jsonb_array_elements_text($1::jsonb)) AND arguments IS NOT NULL
+  SELECT e.id, e.scope, e.started_at, e.arguments FROM jsonb_array_elements_text($1::jsonb) AS wanted(id)
+  CROSS JOIN LATERAL (
+    SELECT id, scope, started_at, arguments FROM executions WHERE id = wanted.id AND arguments IS NOT NULL LIMIT 1
+  ) e
   ON CONFLICT DO NOTHING`;
 
 /**

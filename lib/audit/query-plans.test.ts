@@ -4,7 +4,7 @@ import { anomaliesSql, listAnomalies, openAnomalyCountsSql } from "@/lib/anomali
 import { freshKeyScanSql, freshKeyTwinsSql, type ScannedExecution } from "@/lib/anomalies/checks/fresh-key-duplicates";
 import { createTestPostgres, type TestPostgres } from "@/test/support/databases";
 import { OVER_LIMIT_PREFIX } from "@/lib/idempotency/scope-result-limit";
-import { argumentIndexScanSql } from "./argument-index";
+import { argumentIndexScanSql, INDEX_EXECUTIONS } from "./argument-index";
 import { argumentSearchSql } from "./find-executions";
 import { keyAuditTrailSql, readKeyAuditTrail } from "./key-audit-trail";
 import { operatorActionFacets, operatorActionFacetsSql } from "./operator-action-facets";
@@ -281,6 +281,42 @@ describe("the reconciler's scan for kept arguments without their searchable copy
   it("reads executions after its cursor through the started_at index, and each one's copy through the copies' primary key", async () => {
     const q = argumentIndexScanSql({ at: new Date(NOW - DAY), id: "" }, 5_000);
     expect(await indexBacked(q)).toEqual(expect.arrayContaining(["executions_started_at_idx", "execution_argument_index_pkey"]));
+  });
+});
+
+describe("the audit writer's copy of a batch's kept arguments", () => {
+  // A log of 15,000 executions: where `id IN (SELECT jsonb_array_elements_text(…))` was planned as a
+  // hash join over the whole table (the planner guesses 100 ids, and a scan looks cheaper than 100
+  // probes up to a few tens of thousands of rows), so every batch read the log whole.
+  let small: TestPostgres;
+  beforeAll(async () => {
+    small = await createTestPostgres("audit_copy_plan");
+    await small.db.prisma.$executeRawUnsafe(`
+      INSERT INTO executions (id, scope, key, tool, fingerprint, token, fallback, started_at, lease_until, arguments)
+      SELECT 'e-' || i, 'scope-1', 'key-' || i, 'tool-1', md5(i::text), i, false, now(), now(), jsonb_build_object('customerId', 'cus_' || i)
+      FROM generate_series(1, 15000) AS i`);
+    await small.db.prisma.$executeRawUnsafe("VACUUM ANALYZE executions");
+  }, 60_000);
+  afterAll(async () => {
+    await small?.drop();
+  });
+
+  it("looks each execution of the batch up by its primary key, as a prepared statement's generic plan too", async () => {
+    const ids = JSON.stringify(Array.from({ length: 400 }, (_, i) => `e-${15000 - i}`));
+    for (const mode of ["force_custom_plan", "force_generic_plan"]) {
+      const rows = await small.db.prisma.$transaction(async (tx) => {
+        await tx.$executeRawUnsafe(`SET LOCAL plan_cache_mode = ${mode}`);
+        await tx.$executeRawUnsafe(`PREPARE copy_plan(text) AS ${INDEX_EXECUTIONS.replace("$1::jsonb", "$1::text::jsonb")}`);
+        try {
+          return await tx.$queryRawUnsafe<{ "QUERY PLAN": [{ Plan: PlanNode }] }[]>(`EXPLAIN (FORMAT JSON) EXECUTE copy_plan('${ids}')`);
+        } finally {
+          await tx.$executeRawUnsafe("DEALLOCATE copy_plan");
+        }
+      });
+      const all = nodes(rows[0]["QUERY PLAN"][0].Plan);
+      expect(all.filter((n) => n["Node Type"] === "Seq Scan").map((n) => n["Relation Name"]), mode).toEqual([]);
+      expect(all.map((n) => n["Index Name"]), mode).toContain("executions_pkey");
+    }
   });
 });
 
