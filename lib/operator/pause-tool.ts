@@ -40,30 +40,36 @@ function pausableTool(runtime: PauseRuntime, name: string): ToolDefinition {
   return tool;
 }
 
+/**
+ * A tool's pause as this process last read it (at most PAUSE_REFRESH_MS old), for listings: a tool
+ * whose pause is not known yet (the paused tools are unread) is not listed as paused; its calls are
+ * refused as unavailable until it is.
+ */
+function listedPause(runtime: Pick<Runtime, "engine">, tool: ToolDefinition): ToolPauseView | null {
+  const pause = tool.kind === "write" ? pauseOf(tool, runtime.engine.pausedTools) : null;
+  return pause && pause.source !== "unread" ? pauseView(tool.name, pause) : null;
+}
+
 /** Every paused tool this process knows, declared in the file or paused by an operator. */
 export function pausedToolsNow(runtime: Pick<Runtime, "engine" | "registry">): ToolPauseView[] {
   return runtime.registry
     .list()
-    .map((tool) => (tool.kind === "write" ? pauseOf(tool, runtime.engine.pausedTools) : null))
-    // a tool whose pause is not known yet (the paused tools are unread) is not listed as paused
-    .filter((p): p is ToolPause => p !== null && p.source !== "unread")
-    .map((p) => pauseView(p.tool, p));
+    .map((tool) => listedPause(runtime, tool))
+    .filter((view): view is ToolPauseView => view !== null);
 }
 
 /**
- * GET /api/v1/tools: every tool as the registry describes it, with its pause as this process last
- * read it (at most PAUSE_REFRESH_MS old), so an agent can tell a paused tool before calling it. A
- * tool whose pause is not known yet (the paused tools are unread) is not listed as paused; its calls
- * are refused as unavailable until it is.
+ * GET /api/v1/tools: every tool as the registry describes it, with its pause (listedPause), so an
+ * agent can tell a paused tool before calling it. Who paused it is for the console and the operator
+ * log, not for API tokens.
  */
 export function toolListing(runtime: Pick<Runtime, "engine" | "registry">): ToolListing {
   return {
     tools: runtime.registry.list().map((tool) => {
-      const pause = tool.kind === "write" ? pauseOf(tool, runtime.engine.pausedTools) : null;
-      const known = pause && pause.source !== "unread" ? { ...pause, source: pause.source } : null;
+      const view = listedPause(runtime, tool);
       return {
         ...runtime.registry.describe(tool),
-        paused: known ? { reason: known.reason, pausedAt: known.pausedAtMs !== null ? new Date(known.pausedAtMs).toISOString() : null, source: known.source } : null,
+        paused: view && view.source ? { reason: view.reason ?? "", pausedAt: view.pausedAt, source: view.source } : null,
       };
     }),
   };
