@@ -247,9 +247,11 @@ async function intentStatementCost(url: string, n: number): Promise<{ bare: numb
  * the result body, plus their share of each index they are in (MEMORY USAGE of the index over its
  * size). Seeded as the scripts write records (bench/seed-scale.ts), under a key prefix as long as
  * the product's default (DEFAULT_PREFIX, "idg"): every key name starts with it, and a record's key
- * name is part of what it costs. The bucket's indexes are past their small (listpack) encoding from
- * a few thousand keys; a scope's own (10 scopes, 16 buckets) from about 20,500 keys (over 128
- * entries each), so a quick run's 20,000 keys measure those compact: the note names the encodings.
+ * name is part of what it costs. A done record is in its scope's own three indexes (status,
+ * created, key), and its scope in its bucket's scopes set (one member per scope and bucket, not
+ * per record: not counted). A scope's indexes (10 scopes, 16 buckets) are past their small
+ * (listpack) encoding from about 20,500 keys (over 128 entries each), so a quick run's 20,000 keys
+ * measure them compact and its 40,000 as every larger store holds them: the note names the encodings.
  */
 export async function benchRecordMemory(n: number): Promise<Row[]> {
   const redis = new Redis(REDIS_TEST_URL, { maxRetriesPerRequest: 1 });
@@ -265,11 +267,10 @@ export async function benchRecordMemory(n: number): Promise<Row[]> {
     const usedPerKey = ((await usedMemory(redis)) - usedBefore) / n - RESULT_BODY.length;
     const ks = new KeySpace(prefix);
     const perEntry = new Map<string, number>();
-    const encodings = { shared: new Set<string>(), own: new Set<string>() };
+    const encodings = new Set<string>();
     const sampled: string[] = [];
     let record = 0;
-    let shared = 0;
-    let own = 0;
+    let indexes = 0;
     let samples = 0;
     let entries = 0;
     for (let i = 7; i < n && samples < 300; i += Math.max(1, Math.floor(n / 400))) {
@@ -282,14 +283,12 @@ export async function benchRecordMemory(n: number): Promise<Row[]> {
       entries = listed.length;
       for (const index of listed) {
         let bytes = perEntry.get(index);
-        const isOwn = index.includes(`}:s:${r.scope}:`);
         if (bytes === undefined) {
           bytes = Number(await redis.memory("USAGE", index, "SAMPLES", 0)) / Number(await redis.zcard(index));
           perEntry.set(index, bytes);
-          encodings[isOwn ? "own" : "shared"].add(String(await redis.object("ENCODING", index)));
+          encodings.add(String(await redis.object("ENCODING", index)));
         }
-        if (isOwn) own += bytes;
-        else shared += bytes;
+        indexes += bytes;
       }
     }
     // A value is allocated in a jemalloc size class (64-B steps from 256 to 512 B), so what a record
@@ -302,9 +301,8 @@ export async function benchRecordMemory(n: number): Promise<Row[]> {
       await redis.set(key, (await redis.get(key))! + " ".repeat(pad));
       spread += Number(await redis.memory("USAGE", key, "SAMPLES", 0)) - RESULT_BODY.length - pad;
     }
-    const total = (record + shared + own) / samples;
+    const total = (record + indexes) / samples;
     const per = (bytes: number) => `${(bytes / samples).toFixed(0)} B`;
-    const encoded = (set: Set<string>) => [...set].join(" and ");
     return [
       {
         section: "engine",
@@ -314,8 +312,8 @@ export async function benchRecordMemory(n: number): Promise<Row[]> {
         target: "≤ 800 B",
         note:
           `record ${per(record)} without its ${RESULT_BODY.length} B result (${per(spread)} averaged over results ` +
-          `${RESULT_BODY.length}–${RESULT_BODY.length + 63} B long), index entries ${per(shared + own)} ` +
-          `(the bucket's ${per(shared)}, ${encoded(encodings.shared)}; the scope's own ${per(own)}, ${encoded(encodings.own)}); ` +
+          `${RESULT_BODY.length}–${RESULT_BODY.length + 63} B long), index entries ${per(indexes)} ` +
+          `(the scope's own, ${[...encodings].join(" and ")}); ` +
           `key prefix of the default's length (${DEFAULT_PREFIX.length} characters): a longer one adds to each record's key name; ` +
           `INFO used_memory Δ over the seeding: ${usedPerKey.toFixed(0)} B per key without its result`,
       },

@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import { pathToFileURL } from "node:url";
 import { Redis } from "ioredis";
 import pg from "pg";
-import { BUCKETS, KeySpace } from "@/lib/store/redis/key-names";
+import { BUCKETS, KeySpace, bucketOf } from "@/lib/store/redis/key-names";
 import { encodeRecord } from "@/lib/store/redis/record-codec";
 
 /**
@@ -95,6 +95,7 @@ export async function seedRedis(redis: Redis, prefix: string, n: number, nowMs: 
   for (let start = 0; start < n; start += CHUNK) {
     const pipeline = redis.pipeline();
     const zsets = new Map<string, (string | number)[]>();
+    const scopes = new Set<string>();
     const add = (index: string, score: number, member: string) => {
       let list = zsets.get(index);
       if (!list) zsets.set(index, (list = []));
@@ -103,10 +104,15 @@ export async function seedRedis(redis: Redis, prefix: string, n: number, nowMs: 
     for (let i = start; i < Math.min(n, start + CHUNK); i++) {
       const r = seedRecord(i, n, nowMs);
       pipeline.set(ks.record(r.scope, r.key), recordValue(r));
-      // every index entry addToIndexes (includes/record.lua) writes: the bucket's and its scope's
+      // every index entry addToIndexes (includes/record.lua) writes, and the bucket's scopes set
       for (const [index, score, member] of ks.entriesOf(r)) add(index, score, member);
+      scopes.add(`${bucketOf(r.scope, r.key)}\n${r.scope}`);
     }
     for (const [index, args] of zsets) pipeline.zadd(index, ...args);
+    for (const entry of scopes) {
+      const [bucket, scope] = entry.split("\n");
+      pipeline.sadd(ks.scopes(Number(bucket)), scope);
+    }
     await pipeline.exec();
   }
   // the bucket's epoch predates every record (nothing was lost); tokens continue after the seeded ones

@@ -55,47 +55,41 @@ export class KeySpace {
   }
 
   /**
-   * Every record, by stored status, scored by its deadline (inflight: leaseUntilMs, unknown:
-   * unknownAtMs, done: expiresAtMs): lists by state, counts, purge.
+   * The scopes that have records in the bucket (a set): lists and counts across scopes read each
+   * one's own indexes (scopeStatus, scopeCreated, scopeLex), and purge walks them. A scope is
+   * added with its first record in the bucket and removed with its last (includes/record.lua).
    */
-  byStatus(bucket: number, status: StoredStatus): string {
-    return `${this.base(bucket)}st:${status}`;
+  scopes(bucket: number): string {
+    return `${this.base(bucket)}scopes`;
   }
 
   /**
-   * Unknown records only, by tool, scored by unknownAtMs: they stay until someone decides, so they
-   * can pile up (an outage), and operators and probes list them by tool. Every other tool filter is
-   * applied while reading the status or time index: inflight records (running and stuck) are few,
-   * and a first execution then touches no per-tool index.
+   * Unknown records only, by tool, scored by unknownAtMs, members `scope \n key` (memberOf): they
+   * stay until someone decides, so they can pile up (an outage), and operators and probes list
+   * them by tool across scopes. Every other tool filter is applied while reading a status or time
+   * index: inflight records (running and stuck) are few, and a first execution then touches no
+   * per-tool index.
    */
   byUnknownTool(bucket: number, tool: string): string {
     return `${this.base(bucket)}stt:unknown:${escapeField(tool)}`;
   }
 
-  /** every record, scored by createdAtMs */
-  byCreated(bucket: number): string {
-    return `${this.base(bucket)}created`;
-  }
-
-  /** score 0, members `key \n scope \n createdAtMs` (lexMemberOf), for key-prefix search with ZRANGEBYLEX */
-  byKeyLex(bucket: number): string {
-    return `${this.base(bucket)}lx`;
-  }
-
   /**
-   * The same three indexes (status, created, lex; same scores) for one scope only. Their members
-   * leave the scope out, since it is in the index's name: `key` in the status and created indexes
-   * (scopeMemberOf), `key \n createdAtMs` in the lex index (scopeLexMemberOf): 48 B less per
-   * record than the shared form with a 7-character scope (skiplists; docs/benchmarks.md). Earlier
-   * versions wrote the shared form here too: readers take both (entryOfMember; a member holding the
-   * separator before its createdAtMs part is the shared form), removals remove both, and
-   * `idemgate store rebuild-indexes` rewrites every entry in the current form. A list position is
-   * the member as its index holds it (cursor.ts).
+   * A record's other indexes are its scope's own: by stored status, scored by the status' deadline
+   * (inflight: leaseUntilMs, unknown: unknownAtMs, done: expiresAtMs), for lists by state, counts
+   * and purge; by createdAtMs; and for key-prefix search with ZRANGEBYLEX (score 0). Members leave
+   * the scope out, since it is in the index's name: `key` in the status and created indexes
+   * (scopeMemberOf), `key \n createdAtMs` in the lex index (scopeLexMemberOf). Earlier versions
+   * wrote the form `scope \n key` (`key \n scope \n createdAtMs`) here too: readers take both
+   * (entryOfMember), removals remove both, and `idemgate store rebuild-indexes` rewrites every
+   * entry in the current form. A list position is the member as its index holds it (cursor.ts).
    *
    * A tenant's listing reads these, so how far it reads and what it answers depend on that scope's
-   * records alone: a page read through a shared index stops at a budget of examined entries, and
-   * an empty page with a cursor would tell a tenant that another scope holds many matching keys.
-   * Scopes hold no ":" (SCOPE_PATTERN), so the names are unambiguous.
+   * records alone. A list across scopes (an operator's) merges the scopes the bucket lists
+   * (`scopes`). Earlier versions also kept a copy of the three indexes shared by the bucket's
+   * scopes, for such lists: three more sorted-set entries per record, about 376 B of Redis memory
+   * in skiplist encoding (docs/benchmarks.md). Scopes hold no ":" (SCOPE_PATTERN), so the names
+   * are unambiguous.
    */
   scopeStatus(bucket: number, scope: string, status: StoredStatus): string {
     return `${this.base(bucket)}s:${scope}:st:${status}`;
@@ -135,13 +129,9 @@ export class KeySpace {
   entriesOf(r: { scope: string; key: string; tool: string; status: StoredStatus; createdAtMs: number; deadlineMs: number }): [index: string, score: number, member: string][] {
     const { scope, key, createdAtMs, deadlineMs } = r;
     const b = bucketOf(scope, key);
-    const member = memberOf(scope, key);
     return [
-      [this.byStatus(b, r.status), deadlineMs, member],
-      ...(r.status === "unknown" ? [[this.byUnknownTool(b, r.tool), deadlineMs, member] as [string, number, string]] : []),
-      [this.byCreated(b), createdAtMs, member],
-      [this.byKeyLex(b), 0, lexMemberOf(scope, key, createdAtMs)],
       [this.scopeStatus(b, scope, r.status), deadlineMs, scopeMemberOf(key)],
+      ...(r.status === "unknown" ? [[this.byUnknownTool(b, r.tool), deadlineMs, memberOf(scope, key)] as [string, number, string]] : []),
       [this.scopeCreated(b, scope), createdAtMs, scopeMemberOf(key)],
       [this.scopeLex(b, scope), 0, scopeLexMemberOf(key, createdAtMs)],
     ];
@@ -166,14 +156,12 @@ export function unescapeField(value: string): string {
   return value.includes("%") ? value.replace(/%0A/g, "\n").replace(/%25/g, "%") : value;
 }
 
-/** A member of the bucket's shared status, tool and created indexes: `scope \n key`. */
+/**
+ * `scope \n key`: a member of the bucket's unknown-by-tool indexes, and a list position across
+ * scopes (cursor.ts).
+ */
 export function memberOf(scope: string, key: string): string {
   return `${scope}${MEMBER_SEPARATOR}${key}`;
-}
-
-/** A member of the bucket's shared lex index: `key \n scope \n createdAtMs`. */
-export function lexMemberOf(scope: string, key: string, createdAtMs: number): string {
-  return `${key}${MEMBER_SEPARATOR}${scope}${MEMBER_SEPARATOR}${createdAtMs}`;
 }
 
 /** A member of a scope's own status and created indexes: the key alone (the scope is in the index's name). */
@@ -187,9 +175,10 @@ export function scopeLexMemberOf(key: string, createdAtMs: number): string {
 }
 
 /**
- * The scope and key of a member of a status, tool or created index: `scope \n key` (a shared
- * index, or a scope's own one written by an earlier version), or the key alone in the own index of
- * `scope` (null when reading a shared index, whose members always name their scope).
+ * The scope and key of a member of a status, tool or created index, or of a list position:
+ * `scope \n key` (an unknown-by-tool index, a position across scopes, or an entry an earlier
+ * version wrote into a scope's own index), or the key alone in the own index of `scope` (null
+ * where every member names its scope).
  */
 export function entryOfMember(member: string, scope: string | null): { scope: string; key: string } {
   const at = member.indexOf(MEMBER_SEPARATOR);

@@ -1,12 +1,12 @@
 import { randomUUID } from "node:crypto";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { STORED_STATUSES, stateOf, type StoredResult } from "@/lib/idempotency/record";
+import { KEY_STATES, STORED_STATUSES, stateOf, type KeyState, type StoredResult } from "@/lib/idempotency/record";
 import { beginInputs, describeKeyStoreContract } from "@/test/support/key-store-contract";
-import type { BeginInput, KeyStore } from "@/lib/idempotency/key-store";
+import type { BeginInput, KeyStore, ListQuery } from "@/lib/idempotency/key-store";
 import { InvalidCursorError } from "@/lib/idempotency/errors";
 import { UnsupportedFilterError } from "./errors";
-import { BUCKET_COUNT, KeySpace, bucketOf, hashTagOf, memberOf } from "./key-names";
+import { BUCKETS, BUCKET_COUNT, KeySpace, bucketOf, hashTagOf, memberOf } from "./key-names";
 import { RedisKeyStore } from "./redis-key-store";
 import { RedisProcess } from "@/test/support/redis-process";
 
@@ -143,6 +143,94 @@ describe("RedisKeyStore", () => {
     expect(await listAll({ scope, prefix: "tie-", limit: 1, nowMs: T0 })).toEqual(expected);
   });
 
+  it("lists across scopes exactly once each and in order, merging every scope's own indexes, and counts and purges them", async () => {
+    // a store of its own: a list across scopes holds every scope under its prefix
+    const own = `idgtest:${randomUUID().slice(0, 8)}`;
+    const { store: across, redis: raw } = await openStore(own);
+    try {
+      // scopes that are prefixes of one another ("\n" sorts below every scope character), and
+      // the same keys in several scopes
+      const scopes = ["a", "a-", "a0", "ab", "b", "Z"].map((s) => `x${s}`);
+      const expected: { member: string; created: number; deadline: number; state: KeyState; tool: string }[] = [];
+      await Promise.all(
+        scopes.flatMap((scope, s) =>
+          Array.from({ length: 40 }, async (_, i) => {
+            const key = `k-${i % 25}-${s % 2 ? "odd" : "even"}${i >= 25 ? "x" : ""}`;
+            const created = T0 + (i % 3); // ties within and across scopes
+            const tool = i % 2 ? "email.send" : "payments.charge";
+            const r = await across.begin({ ...input({ key, tool, nowMs: created }), scope, leaseMs: i % 7 === 0 ? 1 : 60_000 });
+            if (r.kind !== "reserved") throw new Error(r.kind);
+            let state: KeyState = i % 7 === 0 ? "stuck" : "inflight";
+            let deadline = r.record.leaseUntilMs!;
+            if (i % 4 === 1) {
+              const done = await across.complete(scope, key, r.token, ok, i % 8 === 1 ? 10 : 60_000, created);
+              if (!done.ok) throw new Error(done.reason);
+              [state, deadline] = [i % 8 === 1 ? "expired" : "done", done.record.expiresAtMs!];
+            } else if (i % 4 === 2) {
+              const held = await across.markUnknown(scope, key, r.token, "the service answered 502", created + 1);
+              if (!held.ok) throw new Error(held.reason);
+              [state, deadline] = ["unknown", held.record.unknownAtMs!];
+            }
+            expected.push({ member: memberOf(scope, key), created, deadline, state, tool });
+          }),
+        ),
+      );
+      const now = T0 + 1_000;
+      const walk = async (query: Omit<ListQuery, "cursor" | "nowMs">) => {
+        const seen: string[] = [];
+        let cursor: string | null = null;
+        let pages = 0;
+        do {
+          const page = await across.list({ ...query, cursor, nowMs: now });
+          expect(page.items.length).toBeLessThanOrEqual(query.limit);
+          seen.push(...page.items.map((r) => memberOf(r.scope, r.key)));
+          cursor = page.nextCursor;
+          if (++pages > 2_000) throw new Error("pagination does not end");
+        } while (cursor);
+        return seen;
+      };
+      const byCreated = ordered(expected.map((e) => ({ member: e.member, score: e.created })));
+      expect(byCreated).toHaveLength(240);
+      for (const limit of [1, 7, 50, 1_000]) expect(await walk({ limit }), `limit ${limit}`).toEqual(byCreated);
+      for (const state of KEY_STATES) {
+        const want = ordered(expected.filter((e) => e.state === state).map((e) => ({ member: e.member, score: e.deadline })));
+        expect(want.length, state).toBeGreaterThan(0);
+        expect(await walk({ state, limit: 6 }), state).toEqual(want);
+      }
+      const charges = byCreated.filter((m) => expected.find((e) => e.member === m)!.tool === "payments.charge");
+      expect(await walk({ tool: "payments.charge", limit: 5 })).toEqual(charges);
+      const unknownEmails = ordered(expected.filter((e) => e.state === "unknown" && e.tool === "email.send").map((e) => ({ member: e.member, score: e.deadline })));
+      expect(await walk({ state: "unknown", tool: "email.send", limit: 4 })).toEqual(unknownEmails);
+      // prefix search: the lex indexes, and the time index where a bucket has more matches than the budget
+      for (const [prefix, limit] of [["k-1", 3], ["k-1", 50], ["k-", 1]] as const) {
+        expect(await walk({ prefix, limit }), `${prefix} ${limit}`).toEqual(byCreated.filter((m) => m.split("\n")[1].startsWith(prefix)));
+      }
+      // a cursor of a tenant's list is no position across scopes
+      const tenantPage = await across.list({ scope: scopes[0], limit: 1, nowMs: now });
+      await expect(across.list({ limit: 1, cursor: tenantPage.nextCursor, nowMs: now })).rejects.toBeInstanceOf(InvalidCursorError);
+
+      const counts = await across.counts(now);
+      for (const state of KEY_STATES) expect(counts[state], state).toBe(expected.filter((e) => e.state === state).length);
+      const emailCounts = await across.counts(now, { tool: "email.send" });
+      for (const state of KEY_STATES) expect(emailCounts[state], state).toBe(expected.filter((e) => e.state === state && e.tool === "email.send").length);
+
+      // purge reaches every scope; a scope whose last record in a bucket goes leaves the bucket's list
+      const expired = expected.filter((e) => e.state === "expired");
+      expect(await across.purge(now)).toBe(expired.length);
+      for (const e of expired) expect(await across.get(...(e.member.split("\n") as [string, string]))).toBeNull();
+      expect(await walk({ limit: 50 })).toEqual(byCreated.filter((m) => !expired.some((e) => e.member === m)));
+      const ks = new KeySpace(own);
+      for (const b of BUCKETS) {
+        const listed = (await raw.smembers(ks.scopes(b))).sort();
+        const holding = scopes.filter((scope) => expected.some((e) => e.state !== "expired" && e.member.startsWith(`${scope}\n`) && bucketOf(scope, e.member.split("\n")[1]) === b));
+        expect(listed, `bucket ${b}`).toEqual(holding.sort());
+      }
+    } finally {
+      await deletePrefix(raw, own);
+      await across.close();
+    }
+  });
+
   it("orders newest first with a cursor that survives the deletion of its record", async () => {
     newScope();
     const entries = await Promise.all(
@@ -204,7 +292,7 @@ describe("RedisKeyStore", () => {
       const record = await store.get(scope, key);
       expect(record).not.toBeNull();
       const status = record!.status;
-      const all = [ks.record(scope, key), ks.token(bucket), ...ks.indexesOf(scope, key, tool, status)];
+      const all = [ks.record(scope, key), ks.token(bucket), ks.scopes(bucket), ...ks.indexesOf(scope, key, tool, status)];
       expect(all.map(hashTagOf)).toEqual(all.map(() => tag));
       // the scripts wrote exactly the entries key-names.ts names (index, score, member), the status
       // ones scored by the status' deadline, and the record is in no other status' indexes
@@ -212,9 +300,11 @@ describe("RedisKeyStore", () => {
       const entries = ks.entriesOf({ scope, key, tool, status, createdAtMs: record!.createdAtMs, deadlineMs: deadline });
       expect(entries.map(([index]) => index)).toEqual(ks.indexesOf(scope, key, tool, status));
       for (const [index, score, member] of entries) expect(await redis.zscore(index, member), index).toBe(String(score));
+      // the bucket lists the scope: lists across scopes read its indexes
+      expect(await redis.sismember(ks.scopes(bucket), scope)).toBe(1);
       expect(await redis.zscore(ks.scopeStatus(bucket, scope, status), key)).toBe(String(deadline));
       for (const other of STORED_STATUSES.filter((s) => s !== status)) {
-        const indexes = [ks.byStatus(bucket, other), ks.scopeStatus(bucket, scope, other), ...(other === "unknown" ? [ks.byUnknownTool(bucket, tool)] : [])];
+        const indexes = [ks.scopeStatus(bucket, scope, other), ...(other === "unknown" ? [ks.byUnknownTool(bucket, tool)] : [])];
         for (const index of indexes) {
           expect(await redis.zscore(index, memberOf(scope, key))).toBeNull();
           expect(await redis.zscore(index, key)).toBeNull();

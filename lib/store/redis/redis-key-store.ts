@@ -15,10 +15,11 @@ import type {
   StateCounts,
 } from "@/lib/idempotency/key-store";
 import { isReplay } from "@/lib/idempotency/transitions";
+import { InvalidCursorError } from "@/lib/idempotency/errors";
 import { decodeCursor, encodeCursor, mergeBucketPages, type BucketPage, type Position } from "./cursor";
 import { ChangeWaiters, type Watch } from "../change-waiters";
 import { UnexpectedRedisReplyError, UnsupportedFilterError } from "./errors";
-import { BUCKETS, KeySpace, bucketOf, entryOfMember, escapeField, memberOf } from "./key-names";
+import { BUCKETS, KeySpace, MEMBER_SEPARATOR, bucketOf, entryOfMember, escapeField, memberOf } from "./key-names";
 import { decodeRecord, optionalArg, resultArgs, statusOfValue } from "./record-codec";
 import { defineScripts, type CompleteReply, type PageReply } from "./scripts";
 
@@ -54,7 +55,7 @@ function scoreBounds(range: "future" | "past" | "all", nowMs: number): [max: str
 
 /**
  * The part of one list query each bucket runs: an index and a score range, or a lex index. `scope`
- * is "" when `index` names the bucket's shared indexes, otherwise the scope whose own indexes it names.
+ * is the scope whose own indexes `index` names, or "" for the bucket's unknown-by-tool index.
  */
 type Plan =
   | { mode: "score"; index: (bucket: number) => string; max: number; maxInclusive: boolean; min: string; scope: string; prefix: string; tool: string }
@@ -249,27 +250,47 @@ export class RedisKeyStore implements KeyStore {
    * Newest first. With a state filter the order is by that state's deadline, latest first
    * (inflight and stuck: leaseUntilMs; unknown: unknownAtMs; done and expired: expiresAtMs),
    * because the state indexes are scored by deadline; otherwise by createdAtMs. Ties are broken by
-   * index member, descending: scope and key, or in a scope's own listing the key (an entry written
-   * there by an earlier version, `scope \n key`, sorts as that string until `rebuild-indexes`), so
-   * the cursor is exact. A filter the chosen index does not cover (prefix, tool) is applied while
-   * reading within a budget per bucket, so such a page may be short yet have a nextCursor.
+   * scope and key, descending (in a scope's own listing by the key; an entry an earlier version
+   * wrote there as `scope \n key` sorts as that string until `rebuild-indexes`), so the cursor is
+   * exact. A filter the chosen index does not cover (prefix, tool) is applied while reading within
+   * a budget per bucket and scope, so such a page may be short yet have a nextCursor.
+   *
+   * A list across scopes reads, in each bucket, the own indexes of every scope the bucket lists
+   * (its `scopes` set) and merges them as it merges buckets: its positions are `scope \n key`.
+   * Unknown keys of one tool are read from the tool's index, which holds every scope.
    */
   async list(query: ListQuery): Promise<ListPage> {
     if (!Number.isFinite(query.limit)) throw new RangeError(`list limit must be a number, got ${query.limit}`);
     const limit = Math.max(1, Math.min(MAX_LIMIT, Math.floor(query.limit)));
     const cursor = decodeCursor(query.cursor);
-    const plan = this.planList(query);
     const budget = limit * READ_BUDGET_FACTOR;
-    const pages = await Promise.all(BUCKETS.map((bucket) => this.readBucket(plan, bucket, cursor, limit + 1, budget)));
+    const scope = query.scope ?? "";
+    let pages: BucketPage[];
+    let named: string | null = scope;
+    if (scope !== "" || (query.state === "unknown" && query.tool !== undefined)) {
+      const plan = this.planList(query, scope);
+      pages = await Promise.all(BUCKETS.map((bucket) => this.readBucket(plan, bucket, cursor, limit + 1, budget)));
+      if (scope === "") named = null;
+    } else {
+      if (cursor !== null && !cursor.member.includes(MEMBER_SEPARATOR)) throw new InvalidCursorError();
+      const sources = await this.scopesByBucket();
+      pages = await Promise.all(
+        sources.map(async ({ bucket, scope: each }) => {
+          const page = await this.readBucket(this.planList(query, each), bucket, cursor && cursorWithin(cursor, each), limit + 1, budget);
+          return acrossScopes(page, each);
+        }),
+      );
+      named = null;
+    }
     const { entries, next } = mergeBucketPages(pages, limit);
 
-    const rows = await this.readListRows(entries.map((entry) => entry.member), plan.scope === "" ? null : plan.scope);
+    const rows = await this.readListRows(entries.map((entry) => entry.member), named);
     const seen = new Set<string>();
     const items = rows.filter((row): row is KeyRecord => {
       // a record may change between the index read and the row read: drop what no longer matches
       if (row === null || (query.state !== undefined && stateOf(row, query.nowMs) !== query.state)) return false;
       // a scope's list holds that scope's records, whatever an index held
-      if (plan.scope !== "" && row.scope !== plan.scope) return false;
+      if (scope !== "" && row.scope !== scope) return false;
       // once: processes of two versions at once can leave an entry of each member form (docs/operate.md)
       const id = memberOf(row.scope, row.key);
       if (seen.has(id)) return false;
@@ -279,6 +300,12 @@ export class RedisKeyStore implements KeyStore {
     return { items, nextCursor: next === null ? null : encodeCursor(next) };
   }
 
+  /** Every (bucket, scope) with records: the buckets' scopes sets, one SMEMBERS each. */
+  private async scopesByBucket(): Promise<{ bucket: number; scope: string }[]> {
+    const sets = await Promise.all(BUCKETS.map((bucket) => this.redis.smembers(this.keys.scopes(bucket))));
+    return sets.flatMap((scopes, bucket) => scopes.map((scope) => ({ bucket, scope })));
+  }
+
   /**
    * Which index a list reads. A state filter reads that stored status' index (deadline order), or
    * for unknown keys of one tool that tool's unknown index; without a state, the time index, or
@@ -286,30 +313,24 @@ export class RedisKeyStore implements KeyStore {
    * other tool filter on the record (only unknown records have a per-tool index), while reading
    * within the budget.
    *
-   * A list of one scope (every tenant's list) reads that scope's own indexes instead of the shared
-   * ones, so what it examines, where its budget stops and whether it answers an empty page with a
-   * cursor depend on that scope's records only: through a shared index, another tenant's many
-   * matching keys would show as short or empty pages with a cursor. Filtering a shared index
-   * harder would not do: whatever a bounded scan answers when its budget runs out depends on how
-   * many entries of other scopes it examined. Costs three more index entries per record.
+   * `scope` is the scope whose own indexes are read: a tenant's list, or one scope's part of a list
+   * across scopes. A list reads a scope's own indexes so that what it examines, where its budget
+   * stops and whether it answers an empty page with a cursor depend on that scope's records only:
+   * through an index shared by scopes, another tenant's many matching keys would show as short or
+   * empty pages with a cursor. "" reads the unknown-by-tool index (unknown keys of one tool across
+   * scopes).
    */
-  private planList(query: ListQuery): Plan {
+  private planList(query: ListQuery, scope: string): Plan {
     const { state } = query;
-    const scope = query.scope ?? "";
     const prefix = query.prefix ?? "";
     const tool = query.tool === undefined ? "" : escapeField(query.tool);
-    const scoped = scope !== "";
     if (state !== undefined) {
       const { status, range } = STATE_RANGES[state];
       const [max, min] = scoreBounds(range, query.nowMs);
-      const byTool = tool !== "" && status === "unknown" && !scoped;
+      const byTool = scope === "";
       return {
         mode: "score",
-        index: scoped
-          ? (b: number) => this.keys.scopeStatus(b, scope, status)
-          : byTool
-            ? (b: number) => this.keys.byUnknownTool(b, query.tool!)
-            : (b: number) => this.keys.byStatus(b, status),
+        index: byTool ? (b: number) => this.keys.byUnknownTool(b, query.tool!) : (b: number) => this.keys.scopeStatus(b, scope, status),
         max: max === "+inf" ? Infinity : Number(max),
         maxInclusive: true,
         min,
@@ -320,11 +341,11 @@ export class RedisKeyStore implements KeyStore {
     }
     const timePlan: Extract<Plan, { mode: "score" }> = {
       mode: "score",
-      index: scoped ? (b) => this.keys.scopeCreated(b, scope) : (b) => this.keys.byCreated(b),
+      index: (b) => this.keys.scopeCreated(b, scope),
       max: Infinity, maxInclusive: true, min: "-inf", scope, prefix, tool,
     };
     // a prefix is usually selective: the lex index answers it unless a bucket has too many matches
-    const lex = scoped ? (b: number) => this.keys.scopeLex(b, scope) : (b: number) => this.keys.byKeyLex(b);
+    const lex = (b: number) => this.keys.scopeLex(b, scope);
     return prefix !== "" ? { mode: "lex", index: lex, scope, prefix, tool, fallback: timePlan } : timePlan;
   }
 
@@ -389,9 +410,10 @@ export class RedisKeyStore implements KeyStore {
   }
 
   /**
-   * Per bucket and state: unfiltered, a ZCOUNT of the status index; one scope's, a ZCOUNT of that
-   * scope's status index; unknown keys by tool, a ZCOUNT of the tool's unknown index; otherwise the count script reads the status index through
-   * (filtered counts serve the API, not a console page). Scope and tool together are not offered.
+   * Per bucket and stored status: one scope's, a ZCOUNT of that scope's status index; unknown keys
+   * by tool, a ZCOUNT of the tool's unknown index; otherwise the count script, over every scope the
+   * bucket lists (a ZCOUNT each, or by tool reading each record: filtered counts serve the API,
+   * not a console page). Scope and tool together are not offered.
    */
   async counts(nowMs: number, filter: { tool?: string; scope?: string } = {}): Promise<StateCounts> {
     const { tool, scope } = filter;
@@ -410,20 +432,15 @@ export class RedisKeyStore implements KeyStore {
           const [futureState, pastState] = split[status];
           let future: number;
           let past: number;
-          if (tool === undefined || (scope === undefined && status === "unknown")) {
-            const index =
-              scope !== undefined
-                ? this.keys.scopeStatus(bucket, scope, status)
-                : tool !== undefined
-                  ? this.keys.byUnknownTool(bucket, tool)
-                  : this.keys.byStatus(bucket, status);
+          if (scope !== undefined || (tool !== undefined && status === "unknown")) {
+            const index = scope !== undefined ? this.keys.scopeStatus(bucket, scope, status) : this.keys.byUnknownTool(bucket, tool!);
             [future, past] = await Promise.all([this.redis.zcount(index, `(${nowMs}`, "+inf"), this.redis.zcount(index, "-inf", String(nowMs))]);
           } else {
             const reply = await this.redis.idgCount(
-              this.keys.byStatus(bucket, status),
+              this.keys.scopes(bucket),
               this.keys.base(bucket),
               String(nowMs),
-              scope ?? "",
+              status,
               tool === undefined ? "" : escapeField(tool),
             );
             [future, past] = [Number(reply[0]), Number(reply[1])];
@@ -476,18 +493,21 @@ export class RedisKeyStore implements KeyStore {
     return total;
   }
 
+  /** Each bucket's scopes in turn (the buckets in parallel), batch by batch. */
   async purge(olderThanMs: number, batch: number = DEFAULT_PURGE_BATCH): Promise<number> {
     const size = Math.max(1, Math.floor(batch));
     const perBucket = await Promise.all(
       BUCKETS.map(async (bucket) => {
         let total = 0;
-        for (;;) {
-          const removed = Number(
-            await this.redis.idgPurge(this.keys.byStatus(bucket, "done"), this.keys.base(bucket), String(olderThanMs), String(size)),
-          );
-          total += removed;
-          if (removed < size) return total;
+        for (const scope of await this.redis.smembers(this.keys.scopes(bucket))) {
+          const index = this.keys.scopeStatus(bucket, scope, "done");
+          for (;;) {
+            const removed = Number(await this.redis.idgPurge(index, this.keys.base(bucket), String(olderThanMs), String(size), scope));
+            total += removed;
+            if (removed < size) break;
+          }
         }
+        return total;
       }),
     );
     return perBucket.reduce((a, b) => a + b, 0);
@@ -638,6 +658,27 @@ function completeOutcome(what: string, scope: string, key: string, reply: Comple
 
 function isOperatorRefusal(outcome: string): outcome is OperatorRefusal {
   return outcome === "absent" || outcome === "not_inflight" || outcome === "running" || outcome === "changed";
+}
+
+/**
+ * Where a list across scopes continues in one scope's own indexes. Its cursor is `scope \n key`;
+ * the scope's members are keys. At the cursor's score, a scope sorting after the cursor's has had
+ * all its tied entries listed (member "" skips them all), one sorting before it none (members are
+ * printable ASCII, below "\x7f").
+ */
+function cursorWithin(cursor: Position, scope: string): Position {
+  const { scope: at, key } = entryOfMember(cursor.member, null);
+  if (scope === at) return { score: cursor.score, member: key };
+  return { score: cursor.score, member: memberOf(scope, "") > memberOf(at, "") ? "" : "\x7f" };
+}
+
+/** One scope's page of a list across scopes, its positions as `scope \n key` (memberOf). */
+function acrossScopes(page: BucketPage, scope: string): BucketPage {
+  const shared = (p: Position): Position => {
+    const entry = entryOfMember(p.member, scope);
+    return { score: p.score, member: memberOf(entry.scope, entry.key) };
+  };
+  return { entries: page.entries.map(shared), done: page.done, stop: page.stop === null ? null : shared(page.stop) };
 }
 
 function parsePage(reply: PageReply): BucketPage {

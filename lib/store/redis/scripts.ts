@@ -24,7 +24,7 @@ declare module "ioredis" {
     idgResolve(...args: [recordKey: string, ...argv: string[]]): Result<ResolveReply, Context>;
     idgPurge(...args: [doneIndexKey: string, ...argv: string[]]): Result<number, Context>;
     idgPage(...args: [indexKey: string, ...argv: string[]]): Result<PageReply, Context>;
-    idgCount(...args: [statusIndexKey: string, ...argv: string[]]): Result<CountReply, Context>;
+    idgCount(...args: [scopesKey: string, ...argv: string[]]): Result<CountReply, Context>;
     idgRebuild(...args: [recordKey: string, ...argv: string[]]): Result<number, Context>;
   }
 }

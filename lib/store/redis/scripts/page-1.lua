@@ -12,17 +12,18 @@
     ARGV[5] cursor member
     ARGV[6] how many matches to return at most
     ARGV[7] budget: how many entries to examine at most
-    ARGV[8] "" when KEYS[1] is one of the bucket's shared indexes (members "scope \n key", lex
-            "key \n scope \n createdAtMs"); otherwise the scope whose own index KEYS[1] is
-            (members "key", lex "key \n createdAtMs"; entries an earlier version wrote there in the
-            shared form are read alike, see includes/record.lua; one naming another scope is skipped)
+    ARGV[8] the scope whose own index KEYS[1] is (members "key", lex "key \n createdAtMs"; entries
+            an earlier version wrote there in the form "scope \n key", lex
+            "key \n scope \n createdAtMs", are read alike, see includes/record.lua; one naming
+            another scope is skipped); "" when KEYS[1] is an unknown-by-tool index, whose members
+            are "scope \n key" (score mode only)
     ARGV[9] key prefix filter, "" for none (lex mode: required)
     ARGV[10] tool filter (escaped), "" for none: read from each examined entry's record
     ARGV[11] bucket base "{<prefix>:<bucket>}:", for reading records
   Output:
     { done, stopScore, stopMember, member1, score1, member2, score2, ... }
     Members are those of the index read. Lex mode answers for each entry the member its record has
-    in the created index beside the lex index (shared, or the same scope's), in the same form: a
+    in the scope's created index beside the lex index, in the same form: a
     record's entries are written together, in one form (includes/record.lua), so positions of lex
     pages and of created-index pages are one order, and a cursor of one continues the other.
     done = 1 when the index has nothing more in range; otherwise every entry down to
@@ -89,7 +90,7 @@ if ARGV[1] == "lex" then
     local key = string.sub(lexMember, 1, nl1 - 1)
     local entryScope, createdAt, member
     if nl2 then
-      -- "key \n scope \n createdAtMs": the shared index, or a scope's own written by an earlier version
+      -- "key \n scope \n createdAtMs": written by an earlier version
       entryScope, createdAt = string.sub(lexMember, nl1 + 1, nl2 - 1), string.sub(lexMember, nl2 + 1)
       member = entryScope .. "\n" .. key
     else

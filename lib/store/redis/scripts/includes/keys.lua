@@ -2,12 +2,11 @@
   Index key names, derived from the bucket base "{<prefix>:<bucket>}:".
   Mirrors lib/store/redis/key-names.ts (KeySpace); change both together.
 ]]
-local function statusIndexKey(base, status) return base .. "st:" .. status end
--- unknown records only; tool as stored (escaped)
+-- the scopes with records in the bucket (KeySpace.scopes), a set
+local function scopesKey(base) return base .. "scopes" end
+-- unknown records only, members "scope \n key"; tool as stored (escaped)
 local function unknownToolIndexKey(base, tool) return base .. "stt:unknown:" .. tool end
-local function createdIndexKey(base) return base .. "created" end
-local function lexIndexKey(base) return base .. "lx" end
--- the same indexes for one scope (KeySpace.scopeStatus, scopeCreated, scopeLex); members without the scope (record.lua)
+-- a scope's own indexes (KeySpace.scopeStatus, scopeCreated, scopeLex); members without the scope (record.lua)
 local function scopeStatusIndexKey(base, scope, status) return base .. "s:" .. scope .. ":st:" .. status end
 local function scopeCreatedIndexKey(base, scope) return base .. "s:" .. scope .. ":created" end
 local function scopeLexIndexKey(base, scope) return base .. "s:" .. scope .. ":lx" end

@@ -3,12 +3,14 @@
   "2", then the fields in the order of decodeRecord, joined by "\n", the result body last (raw). Scope and
   key are not stored in it: scripts get them as arguments, purge from index members.
   rec.status is the full word (inflight | unknown | done); the value holds its first letter.
-  Each record is in the bucket's shared indexes and in the same indexes of its own scope (keys.lua).
-  Members of the shared ones are "scope \n key", lex "key \n scope \n createdAtMs"; a scope's own
-  indexes leave the scope out (it is in their names): "key", lex "key \n createdAtMs". Earlier
-  versions wrote the shared form into a scope's own indexes too, and such entries remain until
-  `idemgate store rebuild-indexes`: every removal from a scope's own index removes both forms (ZREM
-  of both members), so no entry of either form outlives its record's status or the record.
+  Each record is in its scope's own indexes (keys.lua: by status, created and key), whose members
+  leave the scope out (it is in their names): "key", lex "key \n createdAtMs"; an unknown record
+  also in its tool's unknown index, member "scope \n key". The bucket's scopes set names every
+  scope that has a record in it (lists across scopes merge those). Earlier versions wrote the form
+  "scope \n key" (lex "key \n scope \n createdAtMs") into a scope's own indexes too, and such
+  entries remain until `idemgate store rebuild-indexes`: every removal from a scope's own index
+  removes both forms (ZREM of both members), so no entry of either form outlives its record's
+  status or the record.
 ]]
 -- Every script runs this file's top level on each call: constants are literals, no tables built.
 -- One string.match (in C) reads every field, far cheaper than a loop of finds and subs:
@@ -56,24 +58,21 @@ local function hasToolIndex(status) return status == "unknown" end
 
 local function removeFromIndexes(base, scope, key, rec)
   local member = scope .. "\n" .. key
-  redis.call("ZREM", statusIndexKey(base, rec.status), member)
   if hasToolIndex(rec.status) then redis.call("ZREM", unknownToolIndexKey(base, rec.tool), member) end
-  redis.call("ZREM", createdIndexKey(base), member)
-  redis.call("ZREM", lexIndexKey(base), key .. "\n" .. scope .. "\n" .. rec.createdAtMs)
-  -- the scope's own indexes: the current form and the earlier one
+  -- the current form and the earlier one
   redis.call("ZREM", scopeStatusIndexKey(base, scope, rec.status), key, member)
-  redis.call("ZREM", scopeCreatedIndexKey(base, scope), key, member)
+  local created = scopeCreatedIndexKey(base, scope)
+  redis.call("ZREM", created, key, member)
   redis.call("ZREM", scopeLexIndexKey(base, scope), key .. "\n" .. rec.createdAtMs, key .. "\n" .. scope .. "\n" .. rec.createdAtMs)
+  -- the scope's last record in the bucket: lists across scopes need not read its indexes any more
+  if redis.call("EXISTS", created) == 0 then redis.call("SREM", scopesKey(base), scope) end
 end
 
 local function addToIndexes(base, scope, key, rec)
-  local member = scope .. "\n" .. key
   local deadline = deadlineOf(rec)
-  redis.call("ZADD", statusIndexKey(base, rec.status), deadline, member)
-  if hasToolIndex(rec.status) then redis.call("ZADD", unknownToolIndexKey(base, rec.tool), deadline, member) end
-  redis.call("ZADD", createdIndexKey(base), rec.createdAtMs, member)
-  redis.call("ZADD", lexIndexKey(base), 0, key .. "\n" .. scope .. "\n" .. rec.createdAtMs)
+  redis.call("SADD", scopesKey(base), scope)
   redis.call("ZADD", scopeStatusIndexKey(base, scope, rec.status), deadline, key)
+  if hasToolIndex(rec.status) then redis.call("ZADD", unknownToolIndexKey(base, rec.tool), deadline, scope .. "\n" .. key) end
   redis.call("ZADD", scopeCreatedIndexKey(base, scope), rec.createdAtMs, key)
   redis.call("ZADD", scopeLexIndexKey(base, scope), 0, key .. "\n" .. rec.createdAtMs)
 end
@@ -81,13 +80,10 @@ end
 -- A status change (inflight -> unknown -> done) moves the record between the status-keyed indexes
 -- only; the indexes keyed by creation time and key do not change.
 local function changeStatus(base, scope, key, rec, status, deadline)
-  local member = scope .. "\n" .. key
-  redis.call("ZREM", statusIndexKey(base, rec.status), member)
-  if hasToolIndex(rec.status) then redis.call("ZREM", unknownToolIndexKey(base, rec.tool), member) end
-  redis.call("ZREM", scopeStatusIndexKey(base, scope, rec.status), key, member)
-  redis.call("ZADD", statusIndexKey(base, status), deadline, member)
+  if hasToolIndex(rec.status) then redis.call("ZREM", unknownToolIndexKey(base, rec.tool), scope .. "\n" .. key) end
+  redis.call("ZREM", scopeStatusIndexKey(base, scope, rec.status), key, scope .. "\n" .. key)
   redis.call("ZADD", scopeStatusIndexKey(base, scope, status), deadline, key)
-  if hasToolIndex(status) then redis.call("ZADD", unknownToolIndexKey(base, rec.tool), deadline, member) end
+  if hasToolIndex(status) then redis.call("ZADD", unknownToolIndexKey(base, rec.tool), deadline, scope .. "\n" .. key) end
   rec.status = status
 end
 
