@@ -55,9 +55,10 @@ export class KeySpace {
   }
 
   /**
-   * The scopes that have records in the bucket (a set): lists and counts across scopes read each
-   * one's own indexes (scopeStatus, scopeCreated, scopeLex), and purge walks them. A scope is
-   * added with its first record in the bucket and removed with its last (includes/record.lua).
+   * The scopes that have records in the bucket (a set): lists across scopes merge their own indexes
+   * (scopeStatus, scopeCreated, scopeLex; page-across-1.lua), counts across scopes add theirs up,
+   * and purge walks them. A scope is added with its first record in the bucket and removed with
+   * its last (includes/record.lua).
    */
   scopes(bucket: number): string {
     return `${this.base(bucket)}scopes`;
@@ -85,11 +86,11 @@ export class KeySpace {
    * entry in the current form. A list position is the member as its index holds it (cursor.ts).
    *
    * A tenant's listing reads these, so how far it reads and what it answers depend on that scope's
-   * records alone. A list across scopes (an operator's) merges the scopes the bucket lists
-   * (`scopes`). Earlier versions also kept a copy of the three indexes shared by the bucket's
-   * scopes, for such lists: three more sorted-set entries per record, about 376 B of Redis memory
-   * in skiplist encoding (docs/benchmarks.md). Scopes hold no ":" (SCOPE_PATTERN), so the names
-   * are unambiguous.
+   * records alone. A list across scopes (an operator's) merges the indexes of the scopes the bucket
+   * lists (`scopes`). Earlier versions also kept a copy of the three indexes shared by the
+   * bucket's scopes, for such lists: three more sorted-set entries per record, about 376 B of Redis
+   * memory in skiplist encoding (docs/benchmarks.md, "Redis memory per record"). Scopes hold no
+   * ":" (SCOPE_PATTERN), so the names are unambiguous.
    */
   scopeStatus(bucket: number, scope: string, status: StoredStatus): string {
     return `${this.base(bucket)}s:${scope}:st:${status}`;

@@ -54,12 +54,16 @@ function scoreBounds(range: "future" | "past" | "all", nowMs: number): [max: str
 }
 
 /**
- * The part of one list query each bucket runs: an index and a score range, or a lex index. `scope`
- * is the scope whose own indexes `index` names, or "" for the bucket's unknown-by-tool index.
+ * Where one list query reads in each bucket: one index (`scope` the scope whose own index it is, or
+ * "" for an unknown-by-tool index), or the same index of every scope the bucket lists (`across`:
+ * "created", "st:<status>" or "lx"; page-across-1.lua).
  */
+type Source = { index: (bucket: number) => string; scope: string } | { across: string };
+
+/** The part of one list query each bucket runs: an index and a score range, or a lex index. */
 type Plan =
-  | { mode: "score"; index: (bucket: number) => string; max: number; maxInclusive: boolean; min: string; scope: string; prefix: string; tool: string }
-  | { mode: "lex"; index: (bucket: number) => string; scope: string; prefix: string; tool: string; fallback: Extract<Plan, { mode: "score" }> };
+  | { mode: "score"; source: Source; max: number; maxInclusive: boolean; min: string; prefix: string; tool: string }
+  | { mode: "lex"; source: Source; prefix: string; tool: string; fallback: Extract<Plan, { mode: "score" }> };
 
 /**
  * KeyStore on Redis, one server or a Redis Cluster (ioredis `Cluster`). Each state change is one Lua
@@ -253,11 +257,12 @@ export class RedisKeyStore implements KeyStore {
    * scope and key, descending (in a scope's own listing by the key; an entry an earlier version
    * wrote there as `scope \n key` sorts as that string until `rebuild-indexes`), so the cursor is
    * exact. A filter the chosen index does not cover (prefix, tool) is applied while reading within
-   * a budget per bucket and scope, so such a page may be short yet have a nextCursor.
+   * a budget per bucket, so such a page may be short yet have a nextCursor.
    *
    * A list across scopes reads, in each bucket, the own indexes of every scope the bucket lists
-   * (its `scopes` set) and merges them as it merges buckets: its positions are `scope \n key`.
-   * Unknown keys of one tool are read from the tool's index, which holds every scope.
+   * (its `scopes` set), merged by the page script into the order of one index shared by them:
+   * its positions are `scope \n key`. Unknown keys of one tool are read from the tool's index,
+   * which holds every scope.
    */
   async list(query: ListQuery): Promise<ListPage> {
     if (!Number.isFinite(query.limit)) throw new RangeError(`list limit must be a number, got ${query.limit}`);
@@ -265,26 +270,13 @@ export class RedisKeyStore implements KeyStore {
     const cursor = decodeCursor(query.cursor);
     const budget = limit * READ_BUDGET_FACTOR;
     const scope = query.scope ?? "";
-    let pages: BucketPage[];
-    let named: string | null = scope;
-    if (scope !== "" || (query.state === "unknown" && query.tool !== undefined)) {
-      const plan = this.planList(query, scope);
-      pages = await Promise.all(BUCKETS.map((bucket) => this.readBucket(plan, bucket, cursor, limit + 1, budget)));
-      if (scope === "") named = null;
-    } else {
-      if (cursor !== null && !cursor.member.includes(MEMBER_SEPARATOR)) throw new InvalidCursorError();
-      const sources = await this.scopesByBucket();
-      pages = await Promise.all(
-        sources.map(async ({ bucket, scope: each }) => {
-          const page = await this.readBucket(this.planList(query, each), bucket, cursor && cursorWithin(cursor, each), limit + 1, budget);
-          return acrossScopes(page, each);
-        }),
-      );
-      named = null;
-    }
+    const across = scope === "" && !(query.state === "unknown" && query.tool !== undefined);
+    if (across && cursor !== null && !cursor.member.includes(MEMBER_SEPARATOR)) throw new InvalidCursorError();
+    const plan = this.planList(query, across ? null : scope);
+    const pages = await Promise.all(BUCKETS.map((bucket) => this.readBucket(plan, bucket, cursor, limit + 1, budget)));
     const { entries, next } = mergeBucketPages(pages, limit);
 
-    const rows = await this.readListRows(entries.map((entry) => entry.member), named);
+    const rows = await this.readListRows(entries.map((entry) => entry.member), scope === "" ? null : scope);
     const seen = new Set<string>();
     const items = rows.filter((row): row is KeyRecord => {
       // a record may change between the index read and the row read: drop what no longer matches
@@ -300,12 +292,6 @@ export class RedisKeyStore implements KeyStore {
     return { items, nextCursor: next === null ? null : encodeCursor(next) };
   }
 
-  /** Every (bucket, scope) with records: the buckets' scopes sets, one SMEMBERS each. */
-  private async scopesByBucket(): Promise<{ bucket: number; scope: string }[]> {
-    const sets = await Promise.all(BUCKETS.map((bucket) => this.redis.smembers(this.keys.scopes(bucket))));
-    return sets.flatMap((scopes, bucket) => scopes.map((scope) => ({ bucket, scope })));
-  }
-
   /**
    * Which index a list reads. A state filter reads that stored status' index (deadline order), or
    * for unknown keys of one tool that tool's unknown index; without a state, the time index, or
@@ -313,56 +299,60 @@ export class RedisKeyStore implements KeyStore {
    * other tool filter on the record (only unknown records have a per-tool index), while reading
    * within the budget.
    *
-   * `scope` is the scope whose own indexes are read: a tenant's list, or one scope's part of a list
-   * across scopes. A list reads a scope's own indexes so that what it examines, where its budget
-   * stops and whether it answers an empty page with a cursor depend on that scope's records only:
-   * through an index shared by scopes, another tenant's many matching keys would show as short or
-   * empty pages with a cursor. "" reads the unknown-by-tool index (unknown keys of one tool across
-   * scopes).
+   * `scope` is the scope whose own indexes are read (a tenant's list), so that what it examines,
+   * where its budget stops and whether it answers an empty page with a cursor depend on that
+   * scope's records only: through an index shared by scopes, another tenant's many matching keys
+   * would show as short or empty pages with a cursor. null reads the same indexes of every scope
+   * (page-across-1.lua); "" the unknown-by-tool index (unknown keys of one tool across scopes).
    */
-  private planList(query: ListQuery, scope: string): Plan {
+  private planList(query: ListQuery, scope: string | null): Plan {
     const { state } = query;
     const prefix = query.prefix ?? "";
     const tool = query.tool === undefined ? "" : escapeField(query.tool);
+    /** one index per bucket, or across scopes the same index of every scope ("created", "st:<status>", "lx") */
+    const source = (index: (b: number) => string, across: string): Source => (scope === null ? { across } : { index, scope });
     if (state !== undefined) {
       const { status, range } = STATE_RANGES[state];
       const [max, min] = scoreBounds(range, query.nowMs);
       const byTool = scope === "";
       return {
         mode: "score",
-        index: byTool ? (b: number) => this.keys.byUnknownTool(b, query.tool!) : (b: number) => this.keys.scopeStatus(b, scope, status),
+        source: byTool
+          ? { index: (b) => this.keys.byUnknownTool(b, query.tool!), scope: "" }
+          : source((b) => this.keys.scopeStatus(b, scope!, status), `st:${status}`),
         max: max === "+inf" ? Infinity : Number(max),
         maxInclusive: true,
         min,
-        scope,
         prefix,
         tool: byTool ? "" : tool,
       };
     }
     const timePlan: Extract<Plan, { mode: "score" }> = {
       mode: "score",
-      index: (b) => this.keys.scopeCreated(b, scope),
-      max: Infinity, maxInclusive: true, min: "-inf", scope, prefix, tool,
+      source: source((b) => this.keys.scopeCreated(b, scope!), "created"),
+      max: Infinity, maxInclusive: true, min: "-inf", prefix, tool,
     };
     // a prefix is usually selective: the lex index answers it unless a bucket has too many matches
-    const lex = (b: number) => this.keys.scopeLex(b, scope);
-    return prefix !== "" ? { mode: "lex", index: lex, scope, prefix, tool, fallback: timePlan } : timePlan;
+    const lex = source((b) => this.keys.scopeLex(b, scope!), "lx");
+    return prefix !== "" ? { mode: "lex", source: lex, prefix, tool, fallback: timePlan } : timePlan;
   }
 
   private async readBucket(plan: Plan, bucket: number, cursor: Position | null, want: number, budget: number): Promise<BucketPage> {
+    // page-1.lua reads one index, page-across-1.lua the same index of each of the bucket's scopes
+    const page = (mode: "score" | "lex", max: string, min: string, skipScore: string, skipMember: string) =>
+      "across" in plan.source
+        ? this.redis.idgPageAcross(
+            this.keys.scopes(bucket),
+            mode, plan.source.across, max, min, skipScore, skipMember,
+            String(want), String(budget), plan.prefix, plan.tool, this.keys.base(bucket),
+          )
+        : this.redis.idgPage(
+            plan.source.index(bucket),
+            mode, max, min, skipScore, skipMember,
+            String(want), String(budget), plan.source.scope, plan.prefix, plan.tool, this.keys.base(bucket),
+          );
     if (plan.mode === "lex") {
-      const reply = await this.redis.idgPage(
-        plan.index(bucket),
-        "lex", "", "",
-        cursor === null ? "" : String(cursor.score),
-        cursor?.member ?? "",
-        String(want),
-        String(budget),
-        plan.scope,
-        plan.prefix,
-        plan.tool,
-        this.keys.base(bucket),
-      );
+      const reply = await page("lex", "", "", cursor === null ? "" : String(cursor.score), cursor?.member ?? "");
       if (Number(reply[0]) === -1) return this.readBucket(plan.fallback, bucket, cursor, want, budget);
       return parsePage(reply);
     }
@@ -374,12 +364,7 @@ export class RedisKeyStore implements KeyStore {
       skipScore = max;
       skipMember = cursor.member;
     }
-    const reply = await this.redis.idgPage(
-      plan.index(bucket),
-      "score", max, plan.min, skipScore, skipMember,
-      String(want), String(budget), plan.scope, plan.prefix, plan.tool, this.keys.base(bucket),
-    );
-    return parsePage(reply);
+    return parsePage(await page("score", max, plan.min, skipScore, skipMember));
   }
 
   /**
@@ -658,27 +643,6 @@ function completeOutcome(what: string, scope: string, key: string, reply: Comple
 
 function isOperatorRefusal(outcome: string): outcome is OperatorRefusal {
   return outcome === "absent" || outcome === "not_inflight" || outcome === "running" || outcome === "changed";
-}
-
-/**
- * Where a list across scopes continues in one scope's own indexes. Its cursor is `scope \n key`;
- * the scope's members are keys. At the cursor's score, a scope sorting after the cursor's has had
- * all its tied entries listed (member "" skips them all), one sorting before it none (members are
- * printable ASCII, below "\x7f").
- */
-function cursorWithin(cursor: Position, scope: string): Position {
-  const { scope: at, key } = entryOfMember(cursor.member, null);
-  if (scope === at) return { score: cursor.score, member: key };
-  return { score: cursor.score, member: memberOf(scope, "") > memberOf(at, "") ? "" : "\x7f" };
-}
-
-/** One scope's page of a list across scopes, its positions as `scope \n key` (memberOf). */
-function acrossScopes(page: BucketPage, scope: string): BucketPage {
-  const shared = (p: Position): Position => {
-    const entry = entryOfMember(p.member, scope);
-    return { score: p.score, member: memberOf(entry.scope, entry.key) };
-  };
-  return { entries: page.entries.map(shared), done: page.done, stop: page.stop === null ? null : shared(page.stop) };
 }
 
 function parsePage(reply: PageReply): BucketPage {

@@ -24,6 +24,7 @@ declare module "ioredis" {
     idgResolve(...args: [recordKey: string, ...argv: string[]]): Result<ResolveReply, Context>;
     idgPurge(...args: [doneIndexKey: string, ...argv: string[]]): Result<number, Context>;
     idgPage(...args: [indexKey: string, ...argv: string[]]): Result<PageReply, Context>;
+    idgPageAcross(...args: [scopesKey: string, ...argv: string[]]): Result<PageReply, Context>;
     idgCount(...args: [scopesKey: string, ...argv: string[]]): Result<CountReply, Context>;
     idgRebuild(...args: [recordKey: string, ...argv: string[]]): Result<number, Context>;
   }
@@ -40,6 +41,7 @@ const COMMANDS: Record<string, { command: string; readOnly?: boolean }> = {
   resolve: { command: "idgResolve" },
   purge: { command: "idgPurge" },
   page: { command: "idgPage", readOnly: true },
+  "page-across": { command: "idgPageAcross", readOnly: true },
   count: { command: "idgCount", readOnly: true },
   rebuild: { command: "idgRebuild" },
 };

@@ -32,6 +32,7 @@
     reads the tool from the record of each entry the scope and prefix let through.
 ]]
 --- @include "keys"
+--- @include "paging"
 
 local base = bucketBase(ARGV[11])
 local limit = tonumber(ARGV[6])
@@ -40,24 +41,7 @@ local scope = ARGV[8]
 local prefix = ARGV[9]
 local tool = ARGV[10]
 
--- byte order, as sorted sets compare members (Lua's < follows the server's collation locale)
-local function bytesLess(a, b)
-  local n = math.min(#a, #b)
-  for i = 1, n do
-    local x, y = string.byte(a, i), string.byte(b, i)
-    if x ~= y then return x < y end
-  end
-  return #a < #b
-end
-
--- The tool of the record of (scope, key) as stored (escaped), or nil when the record is gone: one
--- match over the value's first fields (record-codec.ts: the tool is the tenth line), no decoding.
-local TOOL_PATTERN = "^2\n.\n[^\n]*\n[^\n]*\n[^\n]*\n[^\n]*\n[^\n]*\n[^\n]*\n[^\n]*\n([^\n]*)\n"
-local function toolOf(entryScope, entryKey)
-  local value = redis.call("GET", recordKeyOf(base, entryScope, entryKey))
-  if not value then return nil end
-  return string.match(value, TOOL_PATTERN)
-end
+local function toolOf(entryScope, entryKey) return toolOfRecord(base, entryScope, entryKey) end
 
 -- A status or created index member's scope and key: "scope \n key", or in a scope's own index the
 -- key alone (keys never hold "\n").
@@ -120,18 +104,8 @@ end
 local key = KEYS[1]
 local offset = 0
 if ARGV[4] ~= "" then
-  -- Skip the entries tied on the cursor score whose member is >= the cursor member. Ties sit at
-  -- consecutive ranks, members descending, so a binary search over those ranks finds the first
-  -- one after the cursor, whether or not the cursor's own member is (still) in this index.
-  local skipScore, skipMember = ARGV[4], ARGV[5]
-  local above = redis.call("ZCOUNT", key, "(" .. skipScore, "+inf")
-  local lo, hi = 0, redis.call("ZCOUNT", key, skipScore, skipScore)
-  while lo < hi do
-    local mid = math.floor((lo + hi) / 2)
-    local m = redis.call("ZREVRANGE", key, above + mid, above + mid)[1]
-    if bytesLess(m, skipMember) then hi = mid else lo = mid + 1 end
-  end
-  offset = lo
+  -- skip the entries tied on the cursor score whose member is >= the cursor member
+  offset = tiesToSkip(key, ARGV[4], ARGV[5])
 end
 
 local out = { 0, "", "" }
