@@ -95,7 +95,8 @@ export async function seedRedis(redis: Redis, prefix: string, n: number, nowMs: 
   for (let start = 0; start < n; start += CHUNK) {
     const pipeline = redis.pipeline();
     const zsets = new Map<string, (string | number)[]>();
-    const scopes = new Set<string>();
+    /** "bucket \n scope" → the newest createdAtMs: the bucket's scopes index (includes/record.lua) */
+    const scopes = new Map<string, number>();
     const add = (index: string, score: number, member: string) => {
       let list = zsets.get(index);
       if (!list) zsets.set(index, (list = []));
@@ -106,12 +107,13 @@ export async function seedRedis(redis: Redis, prefix: string, n: number, nowMs: 
       pipeline.set(ks.record(r.scope, r.key), recordValue(r));
       // every index entry addToIndexes (includes/record.lua) writes, and the bucket's scopes set
       for (const [index, score, member] of ks.entriesOf(r)) add(index, score, member);
-      scopes.add(`${bucketOf(r.scope, r.key)}\n${r.scope}`);
+      const at = `${bucketOf(r.scope, r.key)}\n${r.scope}`;
+      scopes.set(at, Math.max(scopes.get(at) ?? 0, r.createdAtMs));
     }
     for (const [index, args] of zsets) pipeline.zadd(index, ...args);
-    for (const entry of scopes) {
-      const [bucket, scope] = entry.split("\n");
-      pipeline.sadd(ks.scopes(Number(bucket)), scope);
+    for (const [at, createdAtMs] of scopes) {
+      const [bucket, scope] = at.split("\n");
+      pipeline.zadd(ks.scopes(Number(bucket)), "GT", createdAtMs, scope);
     }
     await pipeline.exec();
   }

@@ -55,8 +55,10 @@ export class KeySpace {
   }
 
   /**
-   * The scopes that have records in the bucket (a set): lists across scopes merge their own indexes
-   * (scopeStatus, scopeCreated, scopeLex; page-across-1.lua), counts across scopes add theirs up,
+   * The scopes that have records in the bucket, a sorted set scored by the newest createdAtMs each
+   * has had there (never lowered: an upper bound of its created index): lists across scopes merge
+   * their own indexes (scopeStatus, scopeCreated, scopeLex; page-across-1.lua), and by creation
+   * time read a scope only once the merge reaches its score; counts across scopes add theirs up,
    * and purge walks them. A scope is added with its first record in the bucket and removed with
    * its last (includes/record.lua).
    */

@@ -484,7 +484,7 @@ export class RedisKeyStore implements KeyStore {
     const perBucket = await Promise.all(
       BUCKETS.map(async (bucket) => {
         let total = 0;
-        for (const scope of await this.redis.smembers(this.keys.scopes(bucket))) {
+        for (const scope of await this.redis.zrange(this.keys.scopes(bucket), "0", "-1")) {
           const index = this.keys.scopeStatus(bucket, scope, "done");
           for (;;) {
             const removed = Number(await this.redis.idgPurge(index, this.keys.base(bucket), String(olderThanMs), String(size), scope));

@@ -5,7 +5,7 @@
   entry's record is read: for counts by tool, which no console page asks for (unknown records by
   tool are counted from their tool's index instead).
   Input:
-    KEYS[1] the bucket's scopes set (KeySpace.scopes)
+    KEYS[1] the bucket's scopes (KeySpace.scopes)
     ARGV[1] bucket base "{<prefix>:<bucket>}:"
     ARGV[2] nowMs
     ARGV[3] stored status: inflight | unknown | done
@@ -21,7 +21,7 @@ local now = ARGV[2]
 local nowMs = tonumber(now)
 local status, tool = ARGV[3], ARGV[4]
 local future, past = 0, 0
-for _, scope in ipairs(redis.call("SMEMBERS", KEYS[1])) do
+for _, scope in ipairs(redis.call("ZRANGE", KEYS[1], 0, -1)) do
   local index = scopeStatusIndexKey(base, scope, status)
   if tool == "" then
     future = future + redis.call("ZCOUNT", index, "(" .. now, "+inf")

@@ -3,11 +3,12 @@
   lists, merged into the order one index shared by them would have (members "scope \n key",
   highest score first, ties by member descending), filtering by key prefix and tool while reading,
   within a budget of examined entries. It answers what page-1.lua answers for one index, so a list
-  across scopes pages, stops and continues as a list of one scope does. A merge reads each scope's
-  index in short batches as the merge reaches it: about one read per scope plus one per
-  `BATCH` entries examined, however many entries the scopes hold.
+  across scopes pages, stops and continues as a list of one scope does. The merge reads each
+  scope's index in short batches as it reaches it: about one read per scope it opens (by creation
+  time only those it reaches, see openReached) plus one per `BATCH` entries examined, however
+  many entries the scopes hold.
   Input:
-    KEYS[1] the bucket's scopes set (KeySpace.scopes)
+    KEYS[1] the bucket's scopes, scored by their newest creation time (KeySpace.scopes)
     ARGV[1] mode "score" | "lex"
     ARGV[2] score mode: which index of each scope: "created" | "st:<stored status>"
     ARGV[3] score mode: max score ("+inf" or "n")
@@ -47,7 +48,8 @@ if hasCursor then
   if not nl then return redis.error_reply("ERR idemgate: a cursor across scopes names a scope") end
   cursorScope, cursorKey = string.sub(cursorMember, 1, nl - 1), string.sub(cursorMember, nl + 1)
 end
-local scopes = redis.call("SMEMBERS", KEYS[1])
+-- { scope, its newest creation time, ... }, newest first
+local scopes = redis.call("ZREVRANGE", KEYS[1], 0, -1, "WITHSCORES")
 
 local function earlierForm(index)
   return redis.error_reply("ERR idemgate: " .. index .. " holds entries of an earlier version; run `idemgate store rebuild-indexes`")
@@ -63,7 +65,8 @@ if ARGV[1] == "lex" then
   local upper = "(" .. prefix .. "\127"
   local found = {}
   local total = 0
-  for _, s in ipairs(scopes) do
+  for i = 1, #scopes, 2 do
+    local s = scopes[i]
     local raw = redis.call("ZRANGEBYLEX", scopeLexIndexKey(base, s), "[" .. prefix, upper, "LIMIT", 0, budget + 1 - total)
     total = total + #raw
     if total > budget then return { -1 } end
@@ -150,7 +153,7 @@ local function siftDown(i)
 end
 
 local cursorScopeKey = cursorScope .. "\n"
-for _, s in ipairs(scopes) do
+local function open(s)
   local src = { scope = s, index = indexOf(s), max = ARGV[3], offset = 0, buf = {}, pos = -1, last = false }
   if hasCursor then
     if s == cursorScope then
@@ -168,9 +171,24 @@ for _, s in ipairs(scopes) do
   end
 end
 
+-- Scopes are opened as the merge reaches them. By creation time, a scope's score in the scopes
+-- index is an upper bound of its created index: one whose bound is below the merge's next entry
+-- cannot hold an entry before it, and is opened only once the merge comes down to its bound, so a
+-- page of recent keys reads the scopes written to lately, not every scope. By deadline (a status
+-- index) there is no such bound: every scope is opened.
+local unopened = 1
+local function openReached()
+  while unopened < #scopes do
+    local bound = kind == "created" and tonumber(scopes[unopened + 1]) or math.huge
+    if heap[1] and bound < heap[1].score then return end
+    open(scopes[unopened])
+    unopened = unopened + 2
+  end
+end
 local out = { 0, "", "" }
 local found, examined = 0, 0
 while true do
+  openReached()
   local src = heap[1]
   if not src then
     out[1] = 1

@@ -2,7 +2,7 @@
   Index key names, derived from the bucket base "{<prefix>:<bucket>}:".
   Mirrors lib/store/redis/key-names.ts (KeySpace); change both together.
 ]]
--- the scopes with records in the bucket (KeySpace.scopes), a set
+-- the scopes with records in the bucket (KeySpace.scopes), a sorted set
 local function scopesKey(base) return base .. "scopes" end
 -- unknown records only, members "scope \n key"; tool as stored (escaped)
 local function unknownToolIndexKey(base, tool) return base .. "stt:unknown:" .. tool end

@@ -5,8 +5,9 @@
   rec.status is the full word (inflight | unknown | done); the value holds its first letter.
   Each record is in its scope's own indexes (keys.lua: by status, created and key), whose members
   leave the scope out (it is in their names): "key", lex "key \n createdAtMs"; an unknown record
-  also in its tool's unknown index, member "scope \n key". The bucket's scopes set names every
-  scope that has a record in it (lists across scopes merge those). Earlier versions wrote the form
+  also in its tool's unknown index, member "scope \n key". The bucket's scopes index names every
+  scope that has a record in it (lists across scopes merge those), scored by the newest creation
+  time it has had there. Earlier versions wrote the form
   "scope \n key" (lex "key \n scope \n createdAtMs") into a scope's own indexes too, and such
   entries remain until `idemgate store rebuild-indexes`: every removal from a scope's own index
   removes both forms (ZREM of both members), so no entry of either form outlives its record's
@@ -65,12 +66,14 @@ local function removeFromIndexes(base, scope, key, rec)
   redis.call("ZREM", created, key, member)
   redis.call("ZREM", scopeLexIndexKey(base, scope), key .. "\n" .. rec.createdAtMs, key .. "\n" .. scope .. "\n" .. rec.createdAtMs)
   -- the scope's last record in the bucket: lists across scopes need not read its indexes any more
-  if redis.call("EXISTS", created) == 0 then redis.call("SREM", scopesKey(base), scope) end
+  if redis.call("EXISTS", created) == 0 then redis.call("ZREM", scopesKey(base), scope) end
 end
 
 local function addToIndexes(base, scope, key, rec)
   local deadline = deadlineOf(rec)
-  redis.call("SADD", scopesKey(base), scope)
+  -- scored by the newest creation time the scope has had in the bucket: lists across scopes by
+  -- creation time read no scope whose newest record is older than what they list (page-across-1.lua)
+  redis.call("ZADD", scopesKey(base), "GT", rec.createdAtMs, scope)
   redis.call("ZADD", scopeStatusIndexKey(base, scope, rec.status), deadline, key)
   if hasToolIndex(rec.status) then redis.call("ZADD", unknownToolIndexKey(base, rec.tool), deadline, scope .. "\n" .. key) end
   redis.call("ZADD", scopeCreatedIndexKey(base, scope), rec.createdAtMs, key)
