@@ -231,6 +231,54 @@ describe("RedisKeyStore", () => {
     }
   });
 
+  it("lists across scopes written to at different times exactly, reading a scope once the merge reaches its newest record", async () => {
+    const own = `idgtest:${randomUUID().slice(0, 8)}`;
+    const { store: across, redis: raw } = await openStore(own);
+    try {
+      // scope j's records from T0 + 10·j on, three per millisecond, the last one tied with the
+      // next scope's first: a scope's bound meets the entries of others, tied on score, and the
+      // older scope's name sorts after the newer one's, so its tied entries come first
+      const entries: { member: string; score: number }[] = [];
+      await Promise.all(
+        Array.from({ length: 8 }, (_, j) =>
+          Array.from({ length: 31 }, async (_, i) => {
+            const scope = `t${9 - j}`;
+            const key = `k-${i}`;
+            const nowMs = T0 + 10 * j + Math.floor(i / 3);
+            const r = await across.begin({ ...input({ key, nowMs }), scope });
+            if (r.kind !== "reserved") throw new Error(r.kind);
+            entries.push({ member: memberOf(scope, key), score: nowMs });
+          }),
+        ).flat(),
+      );
+      // a record deleted leaves its scope's bound above what the scope holds: still exact
+      await across.release("t2", "k-30", { nowMs: T0, force: true });
+      const expected = ordered(entries.filter((e) => e.member !== memberOf("t2", "k-30")));
+      for (const limit of [1, 2, 7, 50]) {
+        const seen: string[] = [];
+        let cursor: string | null = null;
+        do {
+          const page = await across.list({ limit, cursor, nowMs: T0 + 100 });
+          seen.push(...page.items.map((r) => memberOf(r.scope, r.key)));
+          cursor = page.nextCursor;
+        } while (cursor && seen.length <= expected.length);
+        expect(seen, `limit ${limit}`).toEqual(expected);
+      }
+      // each bucket's scopes are scored by the newest record each has had there
+      const ks = new KeySpace(own);
+      for (const b of BUCKETS) {
+        const flat = await raw.zrange(ks.scopes(b), "0", "-1", "WITHSCORES");
+        for (let i = 0; i < flat.length; i += 2) {
+          const newest = Math.max(...entries.filter((e) => e.member.startsWith(`${flat[i]}\n`) && bucketOf(flat[i], e.member.split("\n")[1]) === b).map((e) => e.score));
+          expect(Number(flat[i + 1]), `${flat[i]} in bucket ${b}`).toBe(newest);
+        }
+      }
+    } finally {
+      await deletePrefix(raw, own);
+      await across.close();
+    }
+  });
+
   it("orders newest first with a cursor that survives the deletion of its record", async () => {
     newScope();
     const entries = await Promise.all(
