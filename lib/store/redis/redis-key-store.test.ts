@@ -235,16 +235,17 @@ describe("RedisKeyStore", () => {
     const own = `idgtest:${randomUUID().slice(0, 8)}`;
     const { store: across, redis: raw } = await openStore(own);
     try {
-      // scope j's records from T0 + 10·j on, three per millisecond, the last one tied with the
+      // scope j's records from T0 + 5·j on, three per millisecond, the last one tied with the
       // next scope's first: a scope's bound meets the entries of others, tied on score, and the
       // older scope's name sorts after the newer one's, so its tied entries come first
       const entries: { member: string; score: number }[] = [];
       await Promise.all(
-        Array.from({ length: 8 }, (_, j) =>
-          Array.from({ length: 31 }, async (_, i) => {
-            const scope = `t${9 - j}`;
+        // more scopes per bucket than the script reads of its scopes index at once (16)
+        Array.from({ length: 40 }, (_, j) =>
+          Array.from({ length: 16 }, async (_, i) => {
+            const scope = `t${99 - j}`;
             const key = `k-${i}`;
-            const nowMs = T0 + 10 * j + Math.floor(i / 3);
+            const nowMs = T0 + 5 * j + Math.floor(i / 3);
             const r = await across.begin({ ...input({ key, nowMs }), scope });
             if (r.kind !== "reserved") throw new Error(r.kind);
             entries.push({ member: memberOf(scope, key), score: nowMs });
@@ -252,8 +253,8 @@ describe("RedisKeyStore", () => {
         ).flat(),
       );
       // a record deleted leaves its scope's bound above what the scope holds: still exact
-      await across.release("t2", "k-30", { nowMs: T0, force: true });
-      const expected = ordered(entries.filter((e) => e.member !== memberOf("t2", "k-30")));
+      await across.release("t60", "k-15", { nowMs: T0, force: true });
+      const expected = ordered(entries.filter((e) => e.member !== memberOf("t60", "k-15")));
       for (const limit of [1, 2, 7, 50]) {
         const seen: string[] = [];
         let cursor: string | null = null;

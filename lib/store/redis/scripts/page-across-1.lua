@@ -11,7 +11,7 @@
     KEYS[1] the bucket's scopes, scored by their newest creation time (KeySpace.scopes)
     ARGV[1] mode "score" | "lex"
     ARGV[2] score mode: which index of each scope: "created" | "st:<stored status>"
-    ARGV[3] score mode: max score ("+inf" or "n")
+    ARGV[3] score mode: max score ("+inf" or "n"; with a cursor, its score: ARGV[5])
     ARGV[4] score mode: min score ("-inf", "n" or "(n")
     ARGV[5] cursor score, "" for the first page. Score mode: ARGV[3] is then this score and the
             entries with this score and a member >= ARGV[6] are skipped. Lex mode: only entries
@@ -48,8 +48,17 @@ if hasCursor then
   if not nl then return redis.error_reply("ERR idemgate: a cursor across scopes names a scope") end
   cursorScope, cursorKey = string.sub(cursorMember, 1, nl - 1), string.sub(cursorMember, nl + 1)
 end
--- { scope, its newest creation time, ... }, newest first
-local scopes = redis.call("ZREVRANGE", KEYS[1], 0, -1, "WITHSCORES")
+-- { scope, its newest creation time, ... }, newest first: all of them, or by creation time read 16
+-- at a time as the merge reaches them (moreScopes)
+local scopes = {}
+local scopesRead, allScopes = 0, false
+local function moreScopes(count)
+  local batch = redis.call("ZREVRANGE", KEYS[1], scopesRead, count < 0 and -1 or scopesRead + count - 1, "WITHSCORES")
+  for _, v in ipairs(batch) do scopes[#scopes + 1] = v end
+  scopesRead = scopesRead + #batch / 2
+  allScopes = count < 0 or #batch < 2 * count
+end
+if ARGV[1] == "lex" or ARGV[2] ~= "created" then moreScopes(-1) end
 
 local function earlierForm(index)
   return redis.error_reply("ERR idemgate: " .. index .. " holds entries of an earlier version; run `idemgate store rebuild-indexes`")
@@ -178,7 +187,12 @@ end
 -- index) there is no such bound: every scope is opened.
 local unopened = 1
 local function openReached()
-  while unopened < #scopes do
+  while true do
+    if unopened > #scopes then
+      if allScopes then return end
+      moreScopes(16)
+      if unopened > #scopes then return end
+    end
     local bound = kind == "created" and tonumber(scopes[unopened + 1]) or math.huge
     if heap[1] and bound < heap[1].score then return end
     open(scopes[unopened])
