@@ -93,17 +93,7 @@ if ARGV[1] == "lex" then
       end
     end
   end
-  table.sort(found, function(a, b)
-    if a[1] ~= b[1] then return a[1] > b[1] end
-    return bytesLess(b[2], a[2])
-  end)
-  local out = { 1, "", "" }
-  for i = 1, math.min(limit, #found) do
-    out[#out + 1] = found[i][2]
-    out[#out + 1] = found[i][3]
-  end
-  if #found > limit then out[1], out[2], out[3] = 0, found[limit][3], found[limit][2] end
-  return out
+  return lexAnswer(found, limit)
 end
 
 local kind, min = ARGV[2], ARGV[4]
