@@ -28,7 +28,7 @@
     created indexes). Fails on an entry an earlier version wrote into a scope's index in the form
     "scope \n key" (lex "key \n scope \n createdAtMs"): beside the current form it sorts out of
     this order among the keys of its score, so a merge could stop on it page after page. Those
-    versions kept no scopes set either: `idemgate store rebuild-indexes` is the upgrade step
+    versions kept no scopes index either: `idemgate store rebuild-indexes` is the upgrade step
     (docs/operate.md), and rewrites every entry in the current form.
 ]]
 --- @include "keys"
