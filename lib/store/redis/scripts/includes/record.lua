@@ -83,10 +83,11 @@ end
 -- A status change (inflight -> unknown -> done) moves the record between the status-keyed indexes
 -- only; the indexes keyed by creation time and key do not change.
 local function changeStatus(base, scope, key, rec, status, deadline)
-  if hasToolIndex(rec.status) then redis.call("ZREM", unknownToolIndexKey(base, rec.tool), scope .. "\n" .. key) end
-  redis.call("ZREM", scopeStatusIndexKey(base, scope, rec.status), key, scope .. "\n" .. key)
+  local member = scope .. "\n" .. key
+  if hasToolIndex(rec.status) then redis.call("ZREM", unknownToolIndexKey(base, rec.tool), member) end
+  redis.call("ZREM", scopeStatusIndexKey(base, scope, rec.status), key, member)
   redis.call("ZADD", scopeStatusIndexKey(base, scope, status), deadline, key)
-  if hasToolIndex(status) then redis.call("ZADD", unknownToolIndexKey(base, rec.tool), deadline, scope .. "\n" .. key) end
+  if hasToolIndex(status) then redis.call("ZADD", unknownToolIndexKey(base, rec.tool), deadline, member) end
   rec.status = status
 end
 
