@@ -1,3 +1,4 @@
+import { getEventListeners } from "node:events";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -10,6 +11,8 @@ import { nodeTransport } from "./node-transport";
 let server: Server;
 let base: string;
 let connections = 0;
+/** requests whose connection closed before the server answered them */
+const dropped: string[] = [];
 const seen: { method: string; url: string; length: string | undefined; body: string }[] = [];
 
 beforeAll(async () => {
@@ -26,7 +29,20 @@ beforeAll(async () => {
         return;
       }
       if (req.url === "/slow") {
-        setTimeout(() => res.end("late"), 2_000);
+        const timer = setTimeout(() => res.end("late"), 2_000);
+        res.on("close", () => {
+          if (!res.writableEnded) {
+            clearTimeout(timer);
+            dropped.push(req.url!);
+          }
+        });
+        return;
+      }
+      if (req.url === "/trickle") {
+        res.writeHead(200, { "Content-Type": "text/plain" });
+        res.write("first part, ");
+        const timer = setTimeout(() => res.end("the rest"), 2_000);
+        res.on("close", () => clearTimeout(timer));
         return;
       }
       if (req.url === "/moved" || req.url === "/away") {
@@ -84,6 +100,41 @@ describe("the client's node:http transport", () => {
     await expect(slow).rejects.toThrow();
     // and the next request still gets through, on a connection of its own
     expect((await send(`${base}/x`, post(undefined))).status).toBe(201);
+  });
+
+  it("ends an aborted request: rejected with the abort's reason, before or after its answer began, its connection closed", async () => {
+    const send = nodeTransport();
+    const given = new Error("given up");
+    const abort = new AbortController();
+    const slow = send(`${base}/slow`, post("{}", abort.signal));
+    setTimeout(() => abort.abort(given), 50);
+    await expect(slow).rejects.toBe(given);
+    await expect.poll(() => dropped.includes("/slow")).toBe(true);
+
+    const during = new AbortController();
+    const trickle = await send(`${base}/trickle`, { method: "GET", headers: {}, body: undefined, signal: during.signal });
+    expect(trickle.status).toBe(200);
+    const text = trickle.text();
+    during.abort(given);
+    await expect(text).rejects.toBe(given);
+
+    const before = new AbortController();
+    before.abort(given);
+    const sent = seen.length;
+    await expect(send(`${base}/x`, post("{}", before.signal))).rejects.toBe(given);
+    expect(seen.length).toBe(sent);
+  });
+
+  it("watches a request's signal only until its answer is read", async () => {
+    const send = nodeTransport();
+    const abort = new AbortController();
+    const res = await send(`${base}/x`, post("{}", abort.signal));
+    await res.text();
+    expect(getEventListeners(abort.signal, "abort")).toHaveLength(0);
+    await expect(send(`${base}/cut`, post("{}", abort.signal)).then((r) => r.text())).rejects.toThrow();
+    expect(getEventListeners(abort.signal, "abort")).toHaveLength(0);
+    // an abort after the answer changes nothing
+    abort.abort(new Error("late"));
   });
 
   it("follows a 307/308 within the gateway's origin with the same method and body, and returns one to another origin", async () => {
