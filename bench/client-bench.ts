@@ -22,6 +22,8 @@ export interface ClientOptions {
   port: number;
   /** the client floor's bare node:http server */
   barePort?: number;
+  /** the minimal gateway guard() is also measured against */
+  minimalPort?: number;
 }
 
 const TOOL = "ledger.record";
@@ -74,6 +76,8 @@ export async function benchClient(options: ClientOptions): Promise<Row[]> {
   const server = spawnGroup("flock", [BUILD_LOCK, "sh", "-c", options.build ? `node ${NEXT_BIN} build >&2 && ${start}` : start], env);
   const barePort = options.barePort ?? options.port + 1;
   const bare = spawnGroup(process.execPath, ["-e", bareServerSource(barePort, JSON.stringify({ ok: true }))], process.env);
+  const minimalPort = options.minimalPort ?? options.port + 3;
+  const minimal = spawnGroup(process.execPath, ["-e", minimalServerSource(minimalPort, REDIS_TEST_URL, dbUrl.toString(), `${prefix}-minimal:`)], process.env);
   const floorDb = new pg.Client({ connectionString: dbUrl.toString() });
   const floorAgent = new http.Agent({ keepAlive: true, maxSockets: 1 });
   let powertools: Awaited<ReturnType<typeof powertoolsWrapper>> | null = null;
@@ -116,6 +120,13 @@ export async function benchClient(options: ClientOptions): Promise<Row[]> {
     };
     await timeConcurrent(300, 1, floor);
     floorParts.trip.length = floorParts.insert.length = 0;
+    // guard() against a minimal gateway doing the same I/O (minimalServerSource): what the machine
+    // costs a guarded call, beside what this product's server costs it
+    await floorDb.query(`CREATE TABLE bench_minimal (id text PRIMARY KEY, scope text, key text, started_at timestamptz, arguments jsonb)`);
+    await waitFor(`http://127.0.0.1:${minimalPort}/`, minimal, 10_000);
+    const againstMinimal = new IdemgateClient({ baseUrl: `http://127.0.0.1:${minimalPort}`, token: "bench", replayCache: false });
+    const minimalCall = (key: string) => againstMinimal.guard(TOOL, ARGS, fn, { key });
+    await timeConcurrent(300, 1, (i) => minimalCall(`minimal-warm-${id}-${i}`));
     const client = new IdemgateClient({ baseUrl: base, token });
     const uncached = new IdemgateClient({ baseUrl: base, token, replayCache: false });
     const overFetch = new IdemgateClient({ baseUrl: base, token, replayCache: false, fetch: globalThis.fetch.bind(globalThis) });
@@ -151,6 +162,7 @@ export async function benchClient(options: ClientOptions): Promise<Row[]> {
     for (let round = 0; round < options.rounds; round++) {
       const tag = `${round}-${randomUUID().slice(0, 6)}`;
       push("floor", await timeConcurrent(options.calls.one, 1, floor));
+      push("minimal", await timeConcurrent(options.calls.one, 1, (i) => minimalCall(`minimal-${tag}-${i}`)));
       for (const [label, callers, calls] of shapes) {
         for (const [n, c] of contenders.entries()) {
           // the Idemgate contenders share the server: a first execution's key is each one's own
@@ -212,6 +224,17 @@ export async function benchClient(options: ClientOptions): Promise<Row[]> {
         note: `${first.p50 <= 2 * floorRound.p50 ? "met" : "not met"}; floor p50 ${floorRound.p50.toFixed(2)} ms`,
       },
     );
+    const minimalRound = medianRound(results.get("minimal")!);
+    const minimalAdded = minimalRound.p50 - medianRound(results.get(`first execution|1|${DIRECT}`)!).p50;
+    rows.push({
+      section: "client",
+      name: "guard() against a minimal gateway doing the same I/O (Redis SET NX, the INSERT committed, Redis SET, two short answers), first execution, 1 caller: added p50",
+      value: minimalAdded,
+      unit: "ms",
+      baseline: "client floor p50",
+      ratio: minimalAdded / floorRound.p50,
+      note: `what this machine costs a guarded call; Idemgate's server adds ${(first.p50 - minimalAdded).toFixed(2)} ms to it (client.guard() ${(first.p50 / minimalAdded).toFixed(2)}× this)`,
+    });
     const trip = quantile(floorParts.trip, 0.5);
     const unaccounted = spans.total - spans.serverStore - spans.serverAudit - 2 * trip;
     rows.push({
@@ -263,6 +286,7 @@ export async function benchClient(options: ClientOptions): Promise<Row[]> {
     await powertoolsLocal?.close().catch(() => {});
     await killGroup(server);
     await killGroup(bare);
+    await killGroup(minimal);
     floorAgent.destroy();
     await floorDb.end().catch(() => {});
     await deleteRedisPrefix(prefix);
@@ -324,6 +348,46 @@ async function guardSpans(base: string, token: string, metricsToken: string, cal
     serverCpu: ((after.cpu - before.cpu) * 1000) / calls,
     clientCpu: (clientCpu.user + clientCpu.system) / 1000 / calls,
   };
+}
+
+/**
+ * A minimal gateway for guard(): a reservation is a Redis SET NX and, when it wins, one committed
+ * INSERT of the intent (id, scope, key, time, arguments); a completion one Redis SET; both answered
+ * with short JSON. No token check, validation, fingerprint, lease, audit outcome, metrics or Lua:
+ * the I/O a guarded first execution cannot do without, served by node:http, ioredis and pg as
+ * Idemgate's server uses them. (Run with `node -e` from the project root, which resolves the packages.)
+ */
+function minimalServerSource(port: number, redisUrl: string, databaseUrl: string, prefix: string): string {
+  return `
+    const http = require("node:http"), { randomUUID } = require("node:crypto");
+    const Redis = require("ioredis"), pg = require("pg");
+    const redis = new Redis(${JSON.stringify(redisUrl)});
+    const db = new pg.Pool({ connectionString: ${JSON.stringify(databaseUrl)}, max: 4 });
+    const answer = (res, status, value) => {
+      const out = JSON.stringify(value);
+      res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(out) });
+      res.end(out);
+    };
+    http.createServer((req, res) => {
+      const chunks = [];
+      req.on("data", (c) => chunks.push(c));
+      req.on("end", async () => {
+        try {
+          if (req.method !== "POST") return answer(res, 200, { ok: true });
+          const body = JSON.parse(Buffer.concat(chunks).toString("utf8") || "{}");
+          if (req.url.endsWith("/reservations")) {
+            const key = String(req.headers["idempotency-key"]), id = randomUUID(), leaseMs = 60000;
+            if ((await redis.set(${JSON.stringify(prefix)} + key, id, "PX", leaseMs, "NX")) !== "OK") return answer(res, 409, { type: "/problems/conflict", title: "Conflict" });
+            await db.query("INSERT INTO bench_minimal VALUES ($1, 'bench', $2, now(), $3)", [id, key, JSON.stringify(body.arguments ?? {})]);
+            return answer(res, 201, { state: "reserved", executionId: id, token: 1, leaseUntil: new Date(Date.now() + leaseMs).toISOString(), leaseMs });
+          }
+          await redis.set(${JSON.stringify(prefix)} + "done:" + req.url, JSON.stringify(body), "PX", 60000);
+          answer(res, 200, { state: "done", status: body.status ?? 200, body: body.body ?? null });
+        } catch (err) {
+          answer(res, 500, { type: "about:blank", title: String(err) });
+        }
+      });
+    }).listen(${port}, "127.0.0.1");`;
 }
 
 const DIRECT = "the function called directly";
