@@ -24,6 +24,8 @@ export function nodeTransport(): Transport {
     new Promise<WireResponse>((resolve, reject) => {
       const { signal } = request;
       if (signal.aborted) return reject(signal.reason);
+      // what an abort causes (a destroyed request or answer) fails with the abort's reason
+      const failure = (err: unknown) => (signal.aborted ? signal.reason : err);
       const secure = target.protocol === "https:";
       const headers: Record<string, string> = { ...request.headers };
       if (request.body !== undefined) headers["Content-Length"] = String(Buffer.byteLength(request.body));
@@ -43,11 +45,11 @@ export function nodeTransport(): Transport {
           });
           res.on("error", (err) => {
             unwatch();
-            fail(signal.aborted ? signal.reason : err);
+            fail(failure(err));
           });
           res.on("close", () => {
             unwatch();
-            if (!res.complete) fail(signal.aborted ? signal.reason : new Error("the connection closed before the answer ended"));
+            if (!res.complete) fail(failure(new Error("the connection closed before the answer ended")));
           });
         });
         body.catch(() => {});
@@ -59,7 +61,7 @@ export function nodeTransport(): Transport {
       req.setNoDelay(true);
       req.on("error", (err) => {
         unwatch();
-        reject(signal.aborted ? signal.reason : err);
+        reject(failure(err));
       });
       req.end(request.body);
     });
