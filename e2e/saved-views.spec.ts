@@ -137,9 +137,23 @@ test("the same on Anomalies, and a view is deleted after a confirmation", async 
   await expect(page).toHaveURL(/tool=payments\.charge/);
   const row = page.locator(`[data-testid="anomaly-row"][data-key="${crashed}"]`);
   await expect(row).toBeVisible();
+  // the list the menu reads as it opens is answered before the save but arrives after it: it must
+  // not stand as the list once the view is saved
+  let deliver!: () => void;
+  const delivered = new Promise<void>((resolve) => (deliver = resolve));
+  await page.route(
+    /\/api\/v1\/console\/views\?page=anomalies$/,
+    async (route) => {
+      const before = await route.fetch();
+      await delivered;
+      await route.fulfill({ response: before }).catch(() => {});
+    },
+    { times: 1 },
+  );
   await saveView(page, anomaliesView);
   await expect(page.getByTestId("save-view-dialog")).toHaveCount(0);
   await expect(page.getByTestId("views-notice")).toHaveText(`Saved view ${anomaliesView}`);
+  deliver();
 
   // the Keys view is not on this page's list
   await page.getByTestId("views-button").click();
