@@ -51,6 +51,8 @@ describe("audit retention", () => {
     await pg.db.prisma.execution.createMany({ data: [execution(old, "succeeded", "a-old"), execution(old, null, "a-open"), execution(recent, "succeeded", "a-recent")] });
     // the search's copies of their arguments, as the audit writer writes them
     expect(await indexMissingArguments(pg.db.prisma)).toBe(3);
+    // and an old copy whose execution is gone (nothing ties a copy to its execution in the database)
+    await pg.db.prisma.executionArgumentIndex.create({ data: { executionId: randomUUID(), scope: "args", startedAt: old, arguments: args } });
     const purged = await purgeAuditRows(pg.db.prisma, new Date(Date.now() - 30 * 86_400_000), 10);
     expect(purged).toMatchObject({ executions: 1, keptArguments: 1 });
     const rows = await pg.db.prisma.execution.findMany({ where: { scope: "args" }, orderBy: { key: "asc" } });
@@ -59,8 +61,8 @@ describe("audit retention", () => {
       ["a-recent", "f", args, "redacted", null],
     ]);
     // the copies go with their execution (deleted) and with its arguments (dropped): the search no longer finds them
-    const copies = await pg.db.prisma.executionArgumentIndex.findMany({ where: { scope: "args" }, select: { execution: { select: { key: true } }, arguments: true } });
-    expect(copies).toEqual([{ execution: { key: "a-recent" }, arguments: args }]);
+    const copies = await pg.db.prisma.executionArgumentIndex.findMany({ where: { scope: "args" }, select: { executionId: true, arguments: true } });
+    expect(copies).toEqual([{ executionId: rows[1].id, arguments: args }]);
     expect((await findExecutionsByArguments(pg.db, [JSON.stringify({ customerId: "cus_purged" })], "args", 50)).found.map((f) => f.key)).toEqual(["a-recent"]);
     expect(await indexMissingArguments(pg.db.prisma)).toBe(0);
   });
