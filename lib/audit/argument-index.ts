@@ -87,3 +87,37 @@ export function argumentIndexScanSql(after: { at: Date; id: string }, batch: num
     SELECT (SELECT count(*) FROM scanned)::int AS examined, (SELECT count(*) FROM indexed)::int AS indexed,
            (SELECT (extract(epoch FROM started_at) * 1000)::float8 FROM last) AS last_at, (SELECT id FROM last) AS last_id`;
 }
+
+/**
+ * Deletes the copies whose execution is gone among the next `limit` copies after `after` (in
+ * execution id order, through the copies' primary key, each execution looked up by its own): the
+ * background's sweep, a slice per pass (lib/process/background.ts). Retention deletes a copy with
+ * its execution (purge-audit.ts); nothing ties the two in the database (migration 20261207000000),
+ * so a copy written from an execution while retention deleted it would stay, counted by the search
+ * (find-executions.ts reads the copies and joins their executions, so it never shows one). A copy is
+ * only ever written from its execution's committed row, so one without an execution is such a
+ * leftover. Returns where the next slice starts: "" after the last copy (start again).
+ */
+export async function deleteOrphanCopies(prisma: PrismaClient, after: string, limit: number): Promise<{ examined: number; deleted: number; next: string }> {
+  const [row] = await prisma.$queryRaw<{ examined: number; deleted: number; last: string | null }[]>(orphanCopiesSql(after, limit));
+  return { examined: row.examined, deleted: row.deleted, next: row.examined < limit || row.last === null ? "" : row.last };
+}
+
+/** The statement of deleteOrphanCopies (lib/audit/query-plans.test.ts EXPLAINs it). */
+export function orphanCopiesSql(after: string, limit: number): Prisma.Sql {
+  // each execution looked up by its primary key (a LATERAL subquery with LIMIT is never flattened
+  // into a join, which PostgreSQL would plan as a scan of all of executions), and the copies to
+  // delete named in one array, which their primary key finds
+  return Prisma.sql`
+    WITH slice AS MATERIALIZED (
+      SELECT execution_id FROM execution_argument_index WHERE execution_id > ${after} ORDER BY execution_id LIMIT ${limit}
+    ), orphans AS MATERIALIZED (
+      SELECT s.execution_id FROM slice s
+      LEFT JOIN LATERAL (SELECT true AS found FROM executions e WHERE e.id = s.execution_id LIMIT 1) x ON true
+      WHERE x.found IS NULL
+    ), gone AS (
+      DELETE FROM execution_argument_index WHERE execution_id = ANY ((SELECT array_agg(execution_id) FROM orphans)::text[])
+      RETURNING 1
+    )
+    SELECT (SELECT count(*) FROM slice)::int AS examined, (SELECT count(*) FROM gone)::int AS deleted, (SELECT max(execution_id) FROM slice) AS last`;
+}

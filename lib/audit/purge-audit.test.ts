@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestPostgres } from "@/test/support/databases";
-import { indexMissingArguments } from "./argument-index";
+import { deleteOrphanCopies, indexMissingArguments } from "./argument-index";
 import { findExecutionsByArguments } from "./find-executions";
 import { purgeAuditRows } from "./purge-audit";
 
@@ -51,8 +51,9 @@ describe("audit retention", () => {
     await pg.db.prisma.execution.createMany({ data: [execution(old, "succeeded", "a-old"), execution(old, null, "a-open"), execution(recent, "succeeded", "a-recent")] });
     // the search's copies of their arguments, as the audit writer writes them
     expect(await indexMissingArguments(pg.db.prisma)).toBe(3);
-    // and an old copy whose execution is gone (nothing ties a copy to its execution in the database)
-    await pg.db.prisma.executionArgumentIndex.create({ data: { executionId: randomUUID(), scope: "args", startedAt: old, arguments: args } });
+    // and a copy whose execution is gone (nothing ties a copy to its execution in the database)
+    const leftover = randomUUID();
+    await pg.db.prisma.executionArgumentIndex.create({ data: { executionId: leftover, scope: "args", startedAt: old, arguments: args } });
     const purged = await purgeAuditRows(pg.db.prisma, new Date(Date.now() - 30 * 86_400_000), 10);
     expect(purged).toMatchObject({ executions: 1, keptArguments: 1 });
     const rows = await pg.db.prisma.execution.findMany({ where: { scope: "args" }, orderBy: { key: "asc" } });
@@ -61,8 +62,23 @@ describe("audit retention", () => {
       ["a-recent", "f", args, "redacted", null],
     ]);
     // the copies go with their execution (deleted) and with its arguments (dropped): the search no longer finds them
-    const copies = await pg.db.prisma.executionArgumentIndex.findMany({ where: { scope: "args" }, select: { executionId: true, arguments: true } });
-    expect(copies).toEqual([{ executionId: rows[1].id, arguments: args }]);
+    const copies = () => pg.db.prisma.executionArgumentIndex.findMany({ where: { scope: "args" }, select: { executionId: true, arguments: true }, orderBy: { executionId: "asc" } });
+    expect(await copies()).toEqual(
+      [
+        { executionId: rows[1].id, arguments: args },
+        { executionId: leftover, arguments: args },
+      ].sort((a, b) => (a.executionId < b.executionId ? -1 : 1)),
+    );
+    // the left-behind copy goes with the background's sweep, a slice at a time, wherever it is in the order
+    let after = "";
+    let deleted = 0;
+    do {
+      const slice = await deleteOrphanCopies(pg.db.prisma, after, 1);
+      deleted += slice.deleted;
+      after = slice.next;
+    } while (after !== "");
+    expect(deleted).toBe(1);
+    expect(await copies()).toEqual([{ executionId: rows[1].id, arguments: args }]);
     expect((await findExecutionsByArguments(pg.db, [JSON.stringify({ customerId: "cus_purged" })], "args", 50)).found.map((f) => f.key)).toEqual(["a-recent"]);
     expect(await indexMissingArguments(pg.db.prisma)).toBe(0);
   });

@@ -42,16 +42,6 @@ export async function purgeAuditRows(prisma: PrismaClient, olderThan: Date, batc
     result.executions += n;
     if (n < batch) break;
   }
-  // and a copy from before the cut-off whose execution is gone by other means (a copy written from
-  // an execution as it was being deleted): no foreign key ties the two (migration 20261207000000)
-  for (;;) {
-    const n = await prisma.$executeRaw`
-      DELETE FROM execution_argument_index WHERE execution_id IN (
-        SELECT a.execution_id FROM execution_argument_index a
-        WHERE a.started_at < (${olderThan}::timestamptz AT TIME ZONE 'UTC') AND NOT EXISTS (SELECT 1 FROM executions e WHERE e.id = a.execution_id)
-        LIMIT ${batch})`;
-    if (n < batch) break;
-  }
   // a call's arguments live no longer than its audit trail, even while its outcome is unknown:
   // an execution kept for want of an outcome keeps its fingerprint, not its arguments
   for (;;) {

@@ -4,7 +4,7 @@ import { anomaliesSql, listAnomalies, openAnomalyCountsSql } from "@/lib/anomali
 import { freshKeyScanSql, freshKeyTwinsSql, type ScannedExecution } from "@/lib/anomalies/checks/fresh-key-duplicates";
 import { createTestPostgres, type TestPostgres } from "@/test/support/databases";
 import { OVER_LIMIT_PREFIX } from "@/lib/idempotency/scope-result-limit";
-import { argumentIndexScanSql, INDEX_EXECUTIONS } from "./argument-index";
+import { argumentIndexScanSql, INDEX_EXECUTIONS, orphanCopiesSql } from "./argument-index";
 import { argumentSearchSql } from "./find-executions";
 import { keyAuditTrailSql, readKeyAuditTrail } from "./key-audit-trail";
 import { operatorActionFacets, operatorActionFacetsSql } from "./operator-action-facets";
@@ -281,6 +281,12 @@ describe("the reconciler's scan for kept arguments without their searchable copy
   it("reads executions after its cursor through the started_at index, and each one's copy through the copies' primary key", async () => {
     const q = argumentIndexScanSql({ at: new Date(NOW - DAY), id: "" }, 5_000);
     expect(await indexBacked(q)).toEqual(expect.arrayContaining(["executions_started_at_idx", "execution_argument_index_pkey"]));
+  });
+});
+
+describe("the background's sweep for argument copies whose execution is gone", () => {
+  it("reads a slice of the copies through their primary key, and each one's execution through its own", async () => {
+    expect(await indexBacked(orphanCopiesSql("e-2", 2_000))).toEqual(expect.arrayContaining(["execution_argument_index_pkey", "executions_pkey"]));
   });
 });
 

@@ -1,4 +1,5 @@
 import { recordOperatorAction } from "@/lib/audit/operator-actions";
+import { deleteOrphanCopies } from "@/lib/audit/argument-index";
 import { purgeAuditRows } from "@/lib/audit/purge-audit";
 import { purgeLoginFailures } from "@/lib/auth/login-limiter";
 import { pauseOf } from "@/lib/idempotency/paused-tools";
@@ -14,6 +15,9 @@ import { indexMissingArgumentsAtStart, ProbeRotation, reconcile, RECONCILER_ACTO
 
 /** Where probing continues, per key store: passes of one process take the held keys in turn. */
 const rotations = new WeakMap<object, ProbeRotation>();
+
+/** Argument copies the background checks for a left-behind one per pass (lib/audit/argument-index.ts). */
+const ORPHAN_COPIES_PER_PASS = 2_000;
 
 function rotationFor(store: object): ProbeRotation {
   let rotation = rotations.get(store);
@@ -105,6 +109,8 @@ export function startBackgroundJobs(runtime: Runtime): () => void {
   if (interval <= 0) return stopWebhooks;
   let running = false;
   let lastFailure: string | null = null;
+  // where the sweep for argument copies left behind by retention goes on (a slice per pass)
+  let copiesAfter = "";
   const timer = setInterval(async () => {
     if (running) return;
     running = true;
@@ -115,6 +121,7 @@ export function startBackgroundJobs(runtime: Runtime): () => void {
       if (report.finished > 0) console.log(`idemgate: carried out ${report.finished} decision${report.finished === 1 ? "" : "s"} about held keys whose process stopped before recording them`);
       await runtime.store.purge(Date.now() - runtime.config.retentionMs, 1_000);
       await purgeAuditRows(runtime.db.prisma, new Date(Date.now() - runtime.config.auditRetentionMs));
+      copiesAfter = (await deleteOrphanCopies(runtime.db.prisma, copiesAfter, ORPHAN_COPIES_PER_PASS)).next;
       await purgeDeliveries(runtime.db.prisma, new Date(Date.now() - runtime.config.auditRetentionMs));
       await purgeLoginFailures(runtime.db.prisma);
       if (lastFailure) console.error("idemgate: background reconcile/purge works again");
