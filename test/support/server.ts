@@ -19,6 +19,8 @@ export interface RunningServer {
   stop(): Promise<void>;
   /** a signal to the server process alone (not its group: the MCP servers it started over stdio are in it), e.g. SIGHUP */
   signal(signal: NodeJS.Signals): void;
+  /** resolves when the server process has exited by itself or been stopped: its exit code, or its signal's name */
+  exited(): Promise<number | NodeJS.Signals | null>;
 }
 
 export interface ServerOptions {
@@ -121,6 +123,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     kill: () => signalGroup("SIGKILL"),
     stop: () => signalGroup("SIGTERM"),
     signal: (signal) => void process.kill(child.pid!, signal),
+    exited: () => exited(child).then(() => child.exitCode ?? child.signalCode),
   };
 }
 
