@@ -45,7 +45,9 @@ export class RedisProcess {
     return `redis://127.0.0.1:${this.port}`;
   }
 
+  /** Starts it, or does nothing while it runs (a second redis-server on the port would fail to bind, and the one running would be left behind) */
   async start(): Promise<void> {
+    if (this.child && this.child.exitCode === null && this.child.signalCode === null) return;
     this.dir ??= await mkdtemp(path.join(os.tmpdir(), "idemgate-redis-"));
     const child = spawn("redis-server", ["--port", String(this.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", this.dir], {
       stdio: "ignore",
