@@ -3,7 +3,7 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { z } from "zod";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { readPausedTools } from "@/lib/audit/paused-tools-table";
+import { readPausedTool, readPausedTools } from "@/lib/audit/paused-tools-table";
 import { createApiToken } from "@/lib/auth/api-tokens";
 import type { OperatorIdentity } from "@/lib/auth/roles";
 import { IdemgateClient, ToolPausedError } from "@/lib/client/index";
@@ -112,7 +112,7 @@ for (const kind of ["postgres", "redis"] as const) {
         expect(res.type).toContain("application/problem+json");
         expect(res.body.type).toBe(type);
       }
-      expect(await readPausedTools(under.db.prisma)).toEqual([]);
+      expect(await readPausedTools(under.db)).toEqual([]);
       expect(await under.db.prisma.operatorAction.count({ where: { action: { in: ["tool_pause", "tool_resume"] } } })).toBe(0);
     });
 
@@ -232,16 +232,20 @@ for (const kind of ["postgres", "redis"] as const) {
       const refused = answers.find((r) => r.status === 409)!;
       expect(((await refused.json()) as Json).type).toBe("/problems/invalid_state");
       expect(await under.db.prisma.operatorAction.count({ where: { action: "tool_resume" } })).toBe(before + 1);
-      expect(await readPausedTools(under.db.prisma)).toEqual([]);
+      expect(await readPausedTools(under.db)).toEqual([]);
     });
 
     it("another process's reader sees a pause at its next read", async () => {
-      const other = new PausedTools(() => readPausedTools(under.db.prisma));
+      const other = new PausedTools(() => readPausedTools(under.db));
       await other.refresh();
       expect(other.get("pause.charge")).toBeNull();
       await operatorPost(pauseRoute, "pause.charge", { reason: "second process check" });
       await other.refresh();
       expect(other.get("pause.charge")).toMatchObject({ reason: "second process check", actor: "ops@example.com" });
+      // the driver's read (epoch milliseconds from the column) agrees with Prisma's, to the millisecond
+      const written = await readPausedTool(under.db.prisma, "pause.charge");
+      expect(written?.pausedAtMs).toBeGreaterThan(Date.now() - 60_000);
+      expect(other.get("pause.charge")).toEqual(written);
       await operatorPost(resumeRoute, "pause.charge", { reason: "done" });
       await other.refresh();
       expect(other.get("pause.charge")).toBeNull();

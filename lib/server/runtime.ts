@@ -63,7 +63,7 @@ export async function openRuntime(options: OpenRuntimeOptions = {}): Promise<Run
   // read before the first call is admitted (a pause survives restarts), then every PAUSE_REFRESH_MS;
   // while a database down at start has not answered, new first executions of write tools are
   // refused (503 unavailable) rather than run past a pause this process could not read
-  const pausedTools = new PausedTools(() => readPausedTools(db.prisma));
+  const pausedTools = new PausedTools(() => readPausedTools(db));
   await pausedTools.refresh().catch(() => {});
   pausedTools.start();
   const engine = new Engine({ store, audit, onCall: options.onCall, replayCache, scopeResultLimit, pausedTools });

@@ -24,7 +24,7 @@ export function installTestRuntime(parts: { db: Database; store: KeyStore; regis
     store: parts.store,
     audit,
     // paused tools are read when a pause or resume through this runtime asks (no timer)
-    engine: new Engine({ store: parts.store, audit, pausedTools: new PausedTools(() => readPausedTools(parts.db.prisma)) }),
+    engine: new Engine({ store: parts.store, audit, pausedTools: new PausedTools(() => readPausedTools(parts.db)) }),
     registry: parts.registry,
     async close() {
       if (holder.__idemgateRuntime === installed) holder.__idemgateRuntime = undefined;
