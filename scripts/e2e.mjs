@@ -1,12 +1,12 @@
 // `npm run test:e2e`: fresh data for both server configurations, build if stale, run Playwright.
 // Extra arguments go to Playwright: `npm run test:e2e -- --project=embedded`.
 import { copyFile, mkdir, rm } from "node:fs/promises";
-import net from "node:net";
 import path from "node:path";
 import { Redis } from "ioredis";
 import pg from "pg";
 import environments from "../e2e/environments.mjs";
 import { buildIfStale, ROOT, run } from "./build-if-stale.mjs";
+import { listening } from "./test-ports.mjs";
 
 const env = { ...process.env, NEXT_TELEMETRY_DISABLED: "1" };
 const { embedded, servers, redisDown } = environments;
@@ -14,17 +14,6 @@ const { embedded, servers, redisDown } = environments;
 function fail(message) {
   console.error(`\ne2e: ${message}\n`);
   process.exit(1);
-}
-
-function listening(port) {
-  return new Promise((resolve) => {
-    const socket = net.connect({ host: "127.0.0.1", port });
-    socket.once("connect", () => {
-      socket.destroy();
-      resolve(true);
-    });
-    socket.once("error", () => resolve(false));
-  });
 }
 
 async function recreateDatabase() {

@@ -16,6 +16,7 @@ import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { Redis } from "ioredis";
+import { listening } from "./test-ports.mjs";
 
 export const DEFAULT_PORTS = [7101, 7102, 7103];
 const HOST = "127.0.0.1";
@@ -24,18 +25,6 @@ const BUS_OFFSET = 10_000;
 
 function sleep(ms) {
   return new Promise((resolve) => setTimeout(resolve, ms));
-}
-
-/** true when something accepts connections on the port */
-function listening(port) {
-  return new Promise((resolve) => {
-    const socket = net.connect({ host: HOST, port });
-    socket.once("connect", () => {
-      socket.destroy();
-      resolve(true);
-    });
-    socket.once("error", () => resolve(false));
-  });
 }
 
 /** true when this process can bind the port on loopback right now */

@@ -1,3 +1,5 @@
+import net from "node:net";
+
 // The e2e and fault suites' fixed resources, moved together by one variable so that two checkouts
 // can run them side by side on one machine: IDEMGATE_TEST_PORT_BASE=4100 shifts every port these
 // suites use by +1000 (3123 → 4123, 4311 → 5311, 6391 → 7391, …), and names the e2e database
@@ -25,3 +27,15 @@ export function testPort(defaultPort) {
 /** "" by default, else `_<base>` / `-<base>`: appended to the e2e database name and Redis prefix. */
 export const DATABASE_SUFFIX = PORT_BASE === DEFAULT_PORT_BASE ? "" : `_${PORT_BASE}`;
 export const PREFIX_SUFFIX = PORT_BASE === DEFAULT_PORT_BASE ? "" : `-${PORT_BASE}`;
+
+/** true when something accepts connections on the loopback port */
+export function listening(port) {
+  return new Promise((resolve) => {
+    const socket = net.connect({ host: "127.0.0.1", port });
+    socket.once("connect", () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once("error", () => resolve(false));
+  });
+}

@@ -1,20 +1,9 @@
-import net from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { RedisProcess } from "@/test/support/redis-process";
+import { listening } from "@/scripts/test-ports.mjs";
 
 // The fault suites' own redis-server (test/support/redis-process.ts): whatever a test starts, its
 // dispose() leaves nothing listening (a second start() while it ran once left a server behind).
-
-function listening(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = net.connect({ host: "127.0.0.1", port });
-    socket.once("connect", () => {
-      socket.destroy();
-      resolve(true);
-    });
-    socket.once("error", () => resolve(false));
-  });
-}
 
 describe("RedisProcess", () => {
   let redis: RedisProcess | undefined;
