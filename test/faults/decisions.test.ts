@@ -148,9 +148,11 @@ describe("a probe's decision whose gateway stops between the key store and the a
     const args = { customerId: "cus_decision_e", amountCents: 3_100, currency: "EUR", simulate: { outcome: "throw_after_effect" } };
     expect((await answer(server, apiToken, args, key)).status).toBe(502);
     // the process itself exits at the crash point (a slow health answer on a loaded machine is no sign of it)
-    const stopped = await Promise.race([server.exited(), new Promise<"running">((r) => setTimeout(() => r("running"), 150_000).unref())]);
+    let bound: NodeJS.Timeout | undefined;
+    const stopped = await Promise.race([server.exited(), new Promise<"running">((r) => (bound = setTimeout(() => r("running"), 150_000)))]);
+    clearTimeout(bound);
     if (stopped === "running") throw new Error(`the gateway did not stop at the crash point; it said:\n${server.output().slice(-4_000)}`);
-    expect(stopped).toBe(70);
+    expect(stopped, `the gateway's exit; it said:\n${server.output().slice(-4_000)}`).toBe(70);
     await server.kill();
 
     // restarted without the crash point: its reconciler carries the written decision out once it has settled

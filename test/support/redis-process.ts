@@ -21,6 +21,8 @@ function freePort(): Promise<number> {
 export class RedisProcess {
   private child: ChildProcess | null = null;
   private dir: string | null = null;
+  /** whether the running child answered a PING */
+  private answered = false;
 
   constructor(readonly port: number) {}
 
@@ -45,9 +47,14 @@ export class RedisProcess {
     return `redis://127.0.0.1:${this.port}`;
   }
 
-  /** Starts it, or does nothing while it runs (a second redis-server on the port would fail to bind, and the one running would be left behind) */
+  /**
+   * Starts it and waits until it answers; does nothing while a server it started and saw answer
+   * still runs (a second redis-server on the port would fail to bind, and the one running would be
+   * left behind). One that never answered is stopped first.
+   */
   async start(): Promise<void> {
-    if (this.child && this.child.exitCode === null && this.child.signalCode === null) return;
+    if (this.answered && this.child && this.child.exitCode === null && this.child.signalCode === null) return;
+    await this.stop();
     this.dir ??= await mkdtemp(path.join(os.tmpdir(), "idemgate-redis-"));
     const child = spawn("redis-server", ["--port", String(this.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", this.dir], {
       stdio: "ignore",
@@ -60,7 +67,10 @@ export class RedisProcess {
       probe.on("error", () => {});
       try {
         await probe.connect();
-        if ((await probe.ping()) === "PONG") return;
+        if ((await probe.ping()) === "PONG") {
+          this.answered = true;
+          return;
+        }
       } catch {
         // not up yet
       } finally {
@@ -75,6 +85,7 @@ export class RedisProcess {
   async stop(): Promise<void> {
     const child = this.child;
     this.child = null;
+    this.answered = false;
     if (!child || child.exitCode !== null) return;
     child.kill("SIGKILL");
     await new Promise((r) => child.once("exit", r));
