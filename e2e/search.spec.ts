@@ -68,6 +68,32 @@ test("an unknown charge found by its customer id and opened; a prefix, an execut
   await expect(page.getByTestId("filter-state")).toHaveValue("unknown");
 });
 
+test("more calls hold a value than are listed: the page says how many", async ({ page, request }, testInfo) => {
+  const { apiToken } = await signInAsOperator(page, testInfo);
+  const description = `ord_many_${RUN}`;
+  for (let i = 0; i < 52; i++) {
+    const res = await invoke(request, apiToken, `e2e-${RUN}-many-${i}`, { customerId: `cus_many_${i}`, amountCents: 100 + i, currency: "EUR", description });
+    expect(res.status(), await res.text()).toBe(200);
+  }
+  // findable by its arguments one audit batch after its intent: the search is asked again until all are
+  await expect(async () => {
+    await page.goto(`/search?q=${encodeURIComponent(`description:${description}`)}`);
+    await expect(page.getByTestId("search-executions-count")).toHaveText("50 of 52", { timeout: 2_000 });
+  }).toPass({ timeout: 30_000 });
+  await expect(page.getByTestId("search-execution")).toHaveCount(50);
+  await expect(page.getByTestId("search-execution").first()).toContainText(`e2e-${RUN}-many-51`);
+  await expect(page.getByTestId("search-more")).toHaveText("52 calls hold this value: the newest 50 are listed.");
+  await shot(page, testInfo, "more");
+  // the bare value: naming the argument would narrow it
+  await page.goto(`/search?q=${description}`);
+  await expect(page.getByTestId("search-executions-count")).toHaveText("50 of 52");
+  await expect(page.getByTestId("search-more")).toHaveText("52 calls hold this value: the newest 50 are listed. Name the argument (name:value) to narrow it.");
+  // a value held by one call: no count beyond the list
+  await page.goto(`/search?q=cus_many_7`);
+  await expect(page.getByTestId("search-executions-count")).toHaveText("1");
+  await expect(page.getByTestId("search-more")).toHaveCount(0);
+});
+
 test("a bad query is said, and a viewer may search", async ({ page }, testInfo) => {
   await signInAsOperator(page, testInfo);
   await page.goto(`/search?q=${encodeURIComponent("state:sideways")}`);

@@ -14,6 +14,9 @@ function keysListHref(filter: NonNullable<SearchAnswer["filter"]>): string {
 /** The answer of the header's search box: keys, then executions, each linking to its key's page. */
 export function SearchResults({ q, answer, problem }: { q: string; answer?: SearchAnswer; problem?: string }) {
   const nothing = answer && answer.keys.length === 0 && answer.executions.length === 0;
+  // calls that hold the value beyond those listed (the execution found by its id is not one of them)
+  const listedByArguments = answer ? answer.executions.filter((e) => e.matched === "arguments").length : 0;
+  const moreByArguments = answer ? Math.max(0, answer.argumentMatches - listedByArguments) : 0;
   return (
     <div className="space-y-6">
       <div>
@@ -71,8 +74,23 @@ export function SearchResults({ q, answer, problem }: { q: string; answer?: Sear
       {answer && answer.executions.length > 0 && (
         <section aria-labelledby="found-executions" className="space-y-2">
           <h2 id="found-executions" className="text-sm font-semibold">
-            Executions <span className="font-normal text-muted">{answer.executions.length}</span>
+            Executions{" "}
+            <span className="font-normal text-muted" data-testid="search-executions-count">
+              {answer.executions.length}
+              {moreByArguments > 0 && <> of {answer.argumentMatchesCapped ? "10,000+" : (answer.executions.length + moreByArguments).toLocaleString("en-US")}</>}
+            </span>
           </h2>
+          {moreByArguments > 0 && !answer.argumentMatchesCapped && (
+            <p className="text-[13px] text-muted" data-testid="search-more">
+              {answer.argumentMatches.toLocaleString("en-US")} calls hold this value: the newest {listedByArguments} are listed.
+              {answer.argumentNames.length === 0 && (
+                <>
+                  {" "}
+                  Name the argument (<code className="font-mono text-[12px]">name:value</code>) to narrow it.
+                </>
+              )}
+            </p>
+          )}
           {answer.argumentMatchesCapped && (
             <p className="text-[13px] text-muted" data-testid="search-capped">
               More than 10,000 calls hold this value: these are the newest of the first 10,000 found. Name the argument (<code className="font-mono text-[12px]">name:value</code>) or filter by tool to narrow it.

@@ -64,11 +64,12 @@ export async function findExecutionsByArguments(
   scope: string | undefined,
   limit: number,
   within: "arguments" | "top-level values" = "arguments",
-): Promise<{ found: FoundExecution[]; capped: boolean }> {
-  if (documents.length === 0) return { found: [], capped: false };
+): Promise<{ found: FoundExecution[]; matches: number; capped: boolean }> {
+  if (documents.length === 0) return { found: [], matches: 0, capped: false };
   const { sql, params } = argumentSearchSql(documents, scope, limit, within);
   const rows = (await db.query(sql, params)) as unknown as (Row & { n: string | number })[];
-  return { found: rows.map((r) => present(r, "arguments")), capped: rows.length > 0 && Number(rows[0].n) >= ARGUMENT_MATCHES_READ };
+  const matches = rows.length > 0 ? Number(rows[0].n) : 0;
+  return { found: rows.map((r) => present(r, "arguments")), matches, capped: matches >= ARGUMENT_MATCHES_READ };
 }
 
 /** The query findExecutionsByArguments runs (lib/audit/query-plans.test.ts EXPLAINs it). */

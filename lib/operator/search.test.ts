@@ -79,6 +79,20 @@ describe("search", () => {
     expect((await search(runtime, "orderRef:7")).executions.map((e) => e.key)).toEqual(["order-7:mail"]);
     expect((await search(runtime, "1999")).executions.map((e) => e.key)).toEqual(["order-7:charge"]);
     expect((await search(runtime, "cus_nobody")).executions).toEqual([]);
+    expect([bare.argumentMatches, named.argumentMatches, bare.argumentMatchesCapped]).toEqual([2, 1, false]);
+  });
+
+  it("says how many calls hold a value when more than the 50 listed do", async () => {
+    for (let i = 0; i < 55; i++) await call("tenant-b", "mail.send", `digest-${i}`, { to: `reader-${i}@example.com`, campaign: "spring-digest" });
+    await runtime.audit.flush();
+    const answer = await search(runtime, "campaign:spring-digest");
+    expect(answer.executions).toHaveLength(50);
+    // the newest first
+    expect(answer.executions[0].key).toBe("digest-54");
+    expect([answer.argumentMatches, answer.argumentMatchesCapped]).toEqual([55, false]);
+    // a tenant's token counts its own calls only
+    expect((await asToken("campaign:spring-digest", "tenant-a")).body).toMatchObject({ executions: [], argumentMatches: 0 });
+    expect((await asToken("campaign:spring-digest", "tenant-b")).body).toMatchObject({ argumentMatches: 55 });
   });
 
   it("one tenant's many argument names do not hide another tenant's values from a bare search", async () => {

@@ -16,6 +16,11 @@ export interface SearchAnswer {
   executions: FoundExecution[];
   /** the argument `name:value` named (empty for a bare value, which is looked for under any top-level name) */
   argumentNames: string[];
+  /**
+   * how many calls hold the value (counted up to 10,000), of which the newest 50 are listed among
+   * `executions`: more than are listed means the search should name the argument to narrow it
+   */
+  argumentMatches: number;
   /** so many calls hold the value that only the newest of the first 10,000 found are listed */
   argumentMatchesCapped: boolean;
 }
@@ -45,7 +50,7 @@ export async function search(
   const executions = [...(byId ? [byId] : []), ...byArguments.found.filter((e) => e.id !== byId?.id)];
   return {
     query: term, filter: null, keys: exactFirst, moreKeys: keys.nextCursor !== null, executions,
-    argumentNames: byArguments.names, argumentMatchesCapped: byArguments.capped,
+    argumentNames: byArguments.names, argumentMatches: byArguments.matches, argumentMatchesCapped: byArguments.capped,
   };
 }
 
@@ -53,8 +58,8 @@ async function argumentSearch(runtime: Pick<Runtime, "db">, query: Extract<Searc
   // a bare value is looked for among every kept call's top-level values, under any name: a list of
   // names to try it under would be chosen by the calls, and one tenant's calls could crowd out another's
   const within = query.argument ? "arguments" : "top-level values";
-  const { found, capped } = await findExecutionsByArguments(runtime.db, argumentCandidates(query), scope, EXECUTIONS_SHOWN, within);
-  return { names: query.argument ? [query.argument.path.join(".")] : [], found, capped };
+  const { found, matches, capped } = await findExecutionsByArguments(runtime.db, argumentCandidates(query), scope, EXECUTIONS_SHOWN, within);
+  return { names: query.argument ? [query.argument.path.join(".")] : [], found, matches, capped };
 }
 
 async function searchFilter(
@@ -67,8 +72,8 @@ async function searchFilter(
   const { kind: _kind, ...filter } = query;
   if (tenantScope !== undefined && filter.scope !== undefined && filter.scope !== tenantScope) {
     // a tenant's token sees its own scope only: another scope simply has nothing for it
-    return { query: raw, filter, keys: [], moreKeys: false, executions: [], argumentNames: [], argumentMatchesCapped: false };
+    return { query: raw, filter, keys: [], moreKeys: false, executions: [], argumentNames: [], argumentMatches: 0, argumentMatchesCapped: false };
   }
   const page = await listKeys(runtime, { ...filter, scope: tenantScope ?? filter.scope, limit: KEYS_SHOWN }, audience);
-  return { query: raw, filter, keys: page.items, moreKeys: page.nextCursor !== null, executions: [], argumentNames: [], argumentMatchesCapped: false };
+  return { query: raw, filter, keys: page.items, moreKeys: page.nextCursor !== null, executions: [], argumentNames: [], argumentMatches: 0, argumentMatchesCapped: false };
 }
