@@ -72,7 +72,7 @@ test("more calls hold a value than are listed: the page says how many", async ({
   const { apiToken } = await signInAsOperator(page, testInfo);
   const description = `ord_many_${RUN}`;
   for (let i = 0; i < 52; i++) {
-    const res = await invoke(request, apiToken, `e2e-${RUN}-many-${i}`, { customerId: `cus_many_${i}`, amountCents: 100 + i, currency: "EUR", description });
+    const res = await invoke(request, apiToken, `e2e-${RUN}-many-${i}`, { customerId: `cus_many_${RUN}_${i}`, amountCents: 100 + i, currency: "EUR", description });
     expect(res.status(), await res.text()).toBe(200);
   }
   // findable by its arguments one audit batch after its intent: the search is asked again until all are
@@ -89,7 +89,7 @@ test("more calls hold a value than are listed: the page says how many", async ({
   await expect(page.getByTestId("search-executions-count")).toHaveText("50 of 52");
   await expect(page.getByTestId("search-more")).toHaveText("52 calls hold this value: the newest 50 are listed. Name the argument (name:value) to narrow it.");
   // a value held by one call: no count beyond the list
-  await page.goto(`/search?q=cus_many_7`);
+  await page.goto(`/search?q=cus_many_${RUN}_7`);
   await expect(page.getByTestId("search-executions-count")).toHaveText("1");
   await expect(page.getByTestId("search-more")).toHaveCount(0);
 });

@@ -14,9 +14,7 @@ function keysListHref(filter: NonNullable<SearchAnswer["filter"]>): string {
 /** The answer of the header's search box: keys, then executions, each linking to its key's page. */
 export function SearchResults({ q, answer, problem }: { q: string; answer?: SearchAnswer; problem?: string }) {
   const nothing = answer && answer.keys.length === 0 && answer.executions.length === 0;
-  // calls that hold the value beyond those listed (the execution found by its id is not one of them)
-  const listedByArguments = answer ? answer.executions.filter((e) => e.matched === "arguments").length : 0;
-  const moreByArguments = answer ? Math.max(0, answer.argumentMatches - listedByArguments) : 0;
+  const more = answer?.moreExecutions ?? 0;
   return (
     <div className="space-y-6">
       <div>
@@ -77,12 +75,12 @@ export function SearchResults({ q, answer, problem }: { q: string; answer?: Sear
             Executions{" "}
             <span className="font-normal text-muted" data-testid="search-executions-count">
               {answer.executions.length}
-              {moreByArguments > 0 && <> of {answer.argumentMatchesCapped ? "10,000+" : (answer.executions.length + moreByArguments).toLocaleString("en-US")}</>}
+              {more > 0 && <> of {answer.argumentMatchesCapped ? "10,000+" : (answer.executions.length + more).toLocaleString("en-US")}</>}
             </span>
           </h2>
-          {moreByArguments > 0 && !answer.argumentMatchesCapped && (
+          {more > 0 && !answer.argumentMatchesCapped && (
             <p className="text-[13px] text-muted" data-testid="search-more">
-              {answer.argumentMatches.toLocaleString("en-US")} calls hold this value: the newest {listedByArguments} are listed.
+              {answer.argumentMatches.toLocaleString("en-US")} calls hold this value: the newest {(answer.argumentMatches - more).toLocaleString("en-US")} are listed.
               {answer.argumentNames.length === 0 && (
                 <>
                   {" "}

@@ -55,8 +55,9 @@ export const TOP_LEVEL_VALUES = `jsonb_path_query_array(arguments, '$.*')`;
  * the time depends on the matches, not on the number of executions. The matches are read first
  * (MATERIALIZED), sorted by their start, and only the newest `limit` are joined to executions:
  * left to itself the planner walks a time index backwards hoping for 50 matches soon, which reads
- * every row when a value has none. `capped`: more than ARGUMENT_MATCHES_READ matched, and the newest
- * of those read are shown.
+ * every row when a value has none. `matches`: how many calls hold the value, counted up to
+ * ARGUMENT_MATCHES_READ; `capped`: more than that hold it, and the newest of those read are shown.
+ * (A copy whose execution retention deleted counts until the background pass removes it.)
  */
 export async function findExecutionsByArguments(
   db: Db,
@@ -68,8 +69,9 @@ export async function findExecutionsByArguments(
   if (documents.length === 0) return { found: [], matches: 0, capped: false };
   const { sql, params } = argumentSearchSql(documents, scope, limit, within);
   const rows = (await db.query(sql, params)) as unknown as (Row & { n: string | number })[];
-  const matches = rows.length > 0 ? Number(rows[0].n) : 0;
-  return { found: rows.map((r) => present(r, "arguments")), matches, capped: matches >= ARGUMENT_MATCHES_READ };
+  // one row more than are counted is read, so exactly ARGUMENT_MATCHES_READ is not taken for more
+  const read = rows.length > 0 ? Number(rows[0].n) : 0;
+  return { found: rows.map((r) => present(r, "arguments")), matches: Math.min(read, ARGUMENT_MATCHES_READ), capped: read > ARGUMENT_MATCHES_READ };
 }
 
 /** The query findExecutionsByArguments runs (lib/audit/query-plans.test.ts EXPLAINs it). */
@@ -85,6 +87,6 @@ export function argumentSearchSql(documents: readonly string[], scope: string | 
      )
      SELECT e.id, e.scope, e.key, e.tool, e.started_at, e.outcome, (SELECT count(*) FROM matched) AS n
      FROM newest JOIN executions e ON e.id = newest.execution_id ORDER BY e.started_at DESC`,
-    params: [scope ?? null, limit, ARGUMENT_MATCHES_READ, ...documents] as unknown[],
+    params: [scope ?? null, limit, ARGUMENT_MATCHES_READ + 1, ...documents] as unknown[],
   };
 }

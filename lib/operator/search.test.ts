@@ -79,7 +79,7 @@ describe("search", () => {
     expect((await search(runtime, "orderRef:7")).executions.map((e) => e.key)).toEqual(["order-7:mail"]);
     expect((await search(runtime, "1999")).executions.map((e) => e.key)).toEqual(["order-7:charge"]);
     expect((await search(runtime, "cus_nobody")).executions).toEqual([]);
-    expect([bare.argumentMatches, named.argumentMatches, bare.argumentMatchesCapped]).toEqual([2, 1, false]);
+    expect([bare.argumentMatches, named.argumentMatches, bare.moreExecutions, bare.argumentMatchesCapped]).toEqual([2, 1, 0, false]);
   });
 
   it("says how many calls hold a value when more than the 50 listed do", async () => {
@@ -89,10 +89,13 @@ describe("search", () => {
     expect(answer.executions).toHaveLength(50);
     // the newest first
     expect(answer.executions[0].key).toBe("digest-54");
-    expect([answer.argumentMatches, answer.argumentMatchesCapped]).toEqual([55, false]);
+    expect([answer.argumentMatches, answer.moreExecutions, answer.argumentMatchesCapped]).toEqual([55, 5, false]);
     // a tenant's token counts its own calls only
-    expect((await asToken("campaign:spring-digest", "tenant-a")).body).toMatchObject({ executions: [], argumentMatches: 0 });
-    expect((await asToken("campaign:spring-digest", "tenant-b")).body).toMatchObject({ argumentMatches: 55 });
+    expect((await asToken("campaign:spring-digest", "tenant-a")).body).toMatchObject({ executions: [], argumentMatches: 0, moreExecutions: 0 });
+    expect((await asToken("campaign:spring-digest", "tenant-b")).body).toMatchObject({ argumentMatches: 55, moreExecutions: 5 });
+    // a value both tenants' calls hold: each token counts its own one, the operator both
+    expect((await asToken("cus_777", "tenant-a")).body).toMatchObject({ argumentMatches: 1, moreExecutions: 0 });
+    expect((await search(runtime, "cus_777")).argumentMatches).toBe(2);
   });
 
   it("one tenant's many argument names do not hide another tenant's values from a bare search", async () => {

@@ -16,11 +16,10 @@ export interface SearchAnswer {
   executions: FoundExecution[];
   /** the argument `name:value` named (empty for a bare value, which is looked for under any top-level name) */
   argumentNames: string[];
-  /**
-   * how many calls hold the value (counted up to 10,000), of which the newest 50 are listed among
-   * `executions`: more than are listed means the search should name the argument to narrow it
-   */
+  /** how many calls hold the value (counted up to 10,000); the newest 50 of them are among `executions` */
   argumentMatches: number;
+  /** how many of those are not listed (name the argument to narrow the search) */
+  moreExecutions: number;
   /** so many calls hold the value that only the newest of the first 10,000 found are listed */
   argumentMatchesCapped: boolean;
 }
@@ -50,7 +49,11 @@ export async function search(
   const executions = [...(byId ? [byId] : []), ...byArguments.found.filter((e) => e.id !== byId?.id)];
   return {
     query: term, filter: null, keys: exactFirst, moreKeys: keys.nextCursor !== null, executions,
-    argumentNames: byArguments.names, argumentMatches: byArguments.matches, argumentMatchesCapped: byArguments.capped,
+    argumentNames: byArguments.names,
+    argumentMatches: byArguments.matches,
+    // of the calls found by the value, the one found by its id too is listed (first)
+    moreExecutions: Math.max(0, byArguments.matches - byArguments.found.length),
+    argumentMatchesCapped: byArguments.capped,
   };
 }
 
@@ -72,8 +75,8 @@ async function searchFilter(
   const { kind: _kind, ...filter } = query;
   if (tenantScope !== undefined && filter.scope !== undefined && filter.scope !== tenantScope) {
     // a tenant's token sees its own scope only: another scope simply has nothing for it
-    return { query: raw, filter, keys: [], moreKeys: false, executions: [], argumentNames: [], argumentMatches: 0, argumentMatchesCapped: false };
+    return { query: raw, filter, keys: [], moreKeys: false, executions: [], argumentNames: [], argumentMatches: 0, moreExecutions: 0, argumentMatchesCapped: false };
   }
   const page = await listKeys(runtime, { ...filter, scope: tenantScope ?? filter.scope, limit: KEYS_SHOWN }, audience);
-  return { query: raw, filter, keys: page.items, moreKeys: page.nextCursor !== null, executions: [], argumentNames: [], argumentMatches: 0, argumentMatchesCapped: false };
+  return { query: raw, filter, keys: page.items, moreKeys: page.nextCursor !== null, executions: [], argumentNames: [], argumentMatches: 0, moreExecutions: 0, argumentMatchesCapped: false };
 }
