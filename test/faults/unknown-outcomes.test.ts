@@ -14,7 +14,7 @@ import { deleteRedisPrefix } from "@/test/support/stores";
 // Ports 3137–3138 (gateways), 4331–4334 (services) are this file's (moved by IDEMGATE_TEST_PORT_BASE).
 
 const SERVICE_PORT = testPort(4331);
-/** how long /slow and /dedupe take to answer, against their tools' 400 ms timeout */
+/** how long /slow and /dedupe take to answer, against their tools' 400 ms and 1,500 ms timeouts */
 const SLOW_ANSWER_MS = 3_000;
 const LATE_PORT = testPort(4332);
 const CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"];
@@ -129,6 +129,10 @@ const upstream = (name: string, path: string, extra: Record<string, unknown> = {
   ...extra,
 });
 const TIMES_OUT = { timeoutMs: 400, leaseMs: 5_000 };
+// The deduplicating service's first answer comes after SLOW_ANSWER_MS, so its first call still times
+// out; its answer to the resend comes at once, and must reach the gateway within the tool's timeout
+// on a machine busy with the other suites (400 ms turned that answer into a second 504 there).
+const DEDUPE_TIMES_OUT = { timeoutMs: 1_500, leaseMs: 5_000 };
 
 const UPSTREAM_TOOLS = JSON.stringify([
   upstream("svc.slow", "/slow", TIMES_OUT),
@@ -136,7 +140,7 @@ const UPSTREAM_TOOLS = JSON.stringify([
   upstream("svc.reset", "/reset"),
   upstream("svc.hold", "/hold", { timeoutMs: 30_000, leaseMs: 40_000 }),
   upstream("svc.probe", "/probe", { statusUrl: `http://127.0.0.1:${SERVICE_PORT}/probe/status` }),
-  upstream("svc.dedupe", "/dedupe", { ...TIMES_OUT, dedupes: true }),
+  upstream("svc.dedupe", "/dedupe", { ...DEDUPE_TIMES_OUT, dedupes: true }),
   upstream("svc.tenant", "/tenant", { dedupes: true }),
   upstream("svc.late", "/late", {}, LATE_PORT),
 ]);
