@@ -24,6 +24,11 @@ export interface SearchAnswer {
   argumentMatchesCapped: boolean;
 }
 
+/** a filter's answer lists keys only: no executions, nothing found by an argument */
+function noExecutions(): Pick<SearchAnswer, "executions" | "argumentNames" | "argumentMatches" | "moreExecutions" | "argumentMatchesCapped"> {
+  return { executions: [], argumentNames: [], argumentMatches: 0, moreExecutions: 0, argumentMatchesCapped: false };
+}
+
 const KEYS_SHOWN = 20;
 const EXECUTIONS_SHOWN = 50;
 
@@ -75,8 +80,8 @@ async function searchFilter(
   const { kind: _kind, ...filter } = query;
   if (tenantScope !== undefined && filter.scope !== undefined && filter.scope !== tenantScope) {
     // a tenant's token sees its own scope only: another scope simply has nothing for it
-    return { query: raw, filter, keys: [], moreKeys: false, executions: [], argumentNames: [], argumentMatches: 0, moreExecutions: 0, argumentMatchesCapped: false };
+    return { query: raw, filter, keys: [], moreKeys: false, ...noExecutions() };
   }
   const page = await listKeys(runtime, { ...filter, scope: tenantScope ?? filter.scope, limit: KEYS_SHOWN }, audience);
-  return { query: raw, filter, keys: page.items, moreKeys: page.nextCursor !== null, executions: [], argumentNames: [], argumentMatches: 0, moreExecutions: 0, argumentMatchesCapped: false };
+  return { query: raw, filter, keys: page.items, moreKeys: page.nextCursor !== null, ...noExecutions() };
 }
